@@ -1,0 +1,114 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package v1alpha1
+
+// Condition types. They are kept in one place so that the controllers, the
+// status subcommand and the tests cannot drift apart on a spelling.
+const (
+	// ConditionReserved on a LeaseHost says whether its name is claimed for
+	// its lease. It is the ownership decision; a False here means no route.
+	ConditionReserved = "Reserved"
+
+	// ConditionReady on a LeaseHost says whether traffic for its name reaches
+	// the Service on at least one shard.
+	ConditionReady = "Ready"
+
+	// ConditionAdmitted on a LeaseHost shard entry mirrors the HTTPRoute's
+	// parent status for that shard's Gateway.
+	ConditionAdmitted = "Admitted"
+
+	// ConditionAllocated on a LeasedIP says whether an IP is assigned.
+	ConditionAllocated = "Allocated"
+
+	// ConditionValid on a GatewayParameters says whether the controller can
+	// use it; a Gateway referencing an invalid one is not programmed from it.
+	ConditionValid = "Valid"
+)
+
+// Condition reasons. Tenants and tools match on these, so they are API:
+// rename one only with a new API version.
+const (
+	// ReasonReserved: the name is held by this LeaseHost's lease.
+	ReasonReserved = "Reserved"
+
+	// ReasonBlocked: the name matches the provider's block list.
+	ReasonBlocked = "Blocked"
+
+	// ReasonHostnameInUse: another owner holds the name. The message never
+	// names that owner.
+	ReasonHostnameInUse = "HostnameInUse"
+
+	// ReasonWithheld: another deployment of the same owner holds the name;
+	// takeover moves it.
+	ReasonWithheld = "Withheld"
+
+	// ReasonTransferredAway: this LeaseHost held the name until a takeover
+	// moved it to another deployment of the same owner.
+	ReasonTransferredAway = "TransferredAway"
+
+	// ReasonInvalidHostname: the requested hostname is not acceptable even
+	// though it passed schema validation.
+	ReasonInvalidHostname = "InvalidHostname"
+
+	// ReasonInvalidHost: a composed host (subdomain.domain) is not a valid
+	// DNS name, for example because it is too long.
+	ReasonInvalidHost = "InvalidHost"
+
+	// ReasonPending: the work is accepted but not finished, for example a
+	// LoadBalancer IP not yet assigned.
+	ReasonPending = "Pending"
+
+	// ReasonPoolExhausted: the MetalLB pool has no free address.
+	ReasonPoolExhausted = "PoolExhausted"
+
+	// ReasonSelectorNotFound: a referenced selector target, such as the
+	// workload Service, does not exist.
+	ReasonSelectorNotFound = "SelectorNotFound"
+
+	// ReasonAddressConflict: the requested address cannot be shared with the
+	// Services already on it.
+	ReasonAddressConflict = "AddressConflict"
+
+	// ReasonAllocated: an IP is assigned.
+	ReasonAllocated = "Allocated"
+
+	// ReasonRouteGenerated: the HTTPRoute for the LeaseHost is written.
+	ReasonRouteGenerated = "RouteGenerated"
+
+	// ReasonBackendNotFound: the referenced Service does not exist; the route
+	// exists anyway and reports ResolvedRefs=False.
+	ReasonBackendNotFound = "BackendNotFound"
+
+	// ReasonAdmitted: the shard's Gateway accepted the route.
+	ReasonAdmitted = "Admitted"
+
+	// ReasonNotAdmitted: the shard's Gateway did not accept the route; the
+	// message carries the Gateway's reason.
+	ReasonNotAdmitted = "NotAdmitted"
+
+	// ReasonNoListenerForDomain: the shard's Gateway has no listener whose
+	// hostname matches the composed host.
+	ReasonNoListenerForDomain = "NoListenerForDomain"
+)
+
+// Labels on generated objects (HTTPRoutes, Services). They carry the lease so
+// that objects can be selected per lease without reading their owners.
+const (
+	LabelLeaseOwner = "shardgate.io/lease-owner"
+	LabelLeaseDSeq  = "shardgate.io/lease-dseq"
+	LabelLeaseGSeq  = "shardgate.io/lease-gseq"
+	LabelLeaseOSeq  = "shardgate.io/lease-oseq"
+)
+
+const (
+	// ControllerName is the GatewayClass spec.controllerName shardgate
+	// implements, and the controllerName it writes into status.parents[]; it
+	// only ever touches entries carrying this name.
+	ControllerName = "shardgate.io/gateway-controller"
+
+	// FieldOwner is the server-side apply field manager, so that re-applying
+	// unchanged objects is a no-op and other managers' fields are left alone.
+	FieldOwner = "shardgate"
+)

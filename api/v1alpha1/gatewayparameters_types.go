@@ -1,0 +1,134 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ShardSpec makes a Gateway a shard: it serves LeaseHosts' subdomains under
+// one domain and advertises one canonical name for tenants' CNAMEs.
+type ShardSpec struct {
+	// domain is the shard's DNS domain; a LeaseHost subdomain s is served
+	// as s.<domain>.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:XValidation:rule="self.split('.').all(l, l.size() <= 63)",message="each DNS label must be at most 63 characters"
+	Domain string `json:"domain"`
+
+	// canonicalHostname is the shard's router name, reported in LeaseHost
+	// status. Unset, the controller uses router-<gateway name>.<domain>; that
+	// default depends on the Gateway, so it is applied by the controller, not
+	// stored by the apiserver.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:XValidation:rule="self.split('.').all(l, l.size() <= 63)",message="each DNS label must be at most 63 characters"
+	CanonicalHostname string `json:"canonicalHostname,omitempty"`
+
+	// leaseSelector selects LeaseHosts by their labels. Unset places no
+	// restriction on labels.
+	// +optional
+	LeaseSelector *metav1.LabelSelector `json:"leaseSelector,omitempty"`
+
+	// namespaceSelector selects LeaseHosts by their namespace's labels. Unset
+	// places no restriction on namespaces.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+}
+
+// EnvoySpec tunes the Envoy fleet provisioned for a Gateway. Unset fields take
+// the controller's configured defaults.
+type EnvoySpec struct {
+	// image is the Envoy container image.
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// replicas is the Envoy Deployment's replica count. It is a pointer so
+	// that 0 (scale to nothing) differs from unset.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// resources are the Envoy container's requests and limits.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// logLevel is Envoy's --log-level.
+	// +optional
+	// +kubebuilder:validation:Enum=trace;debug;info;warning;error;critical;off
+	LogLevel string `json:"logLevel,omitempty"`
+}
+
+// AddressesSpec places a Gateway's LoadBalancer Service in MetalLB.
+type AddressesSpec struct {
+	// pool is the MetalLB IPAddressPool for the Gateway's Service.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Pool string `json:"pool,omitempty"`
+}
+
+// GatewayParametersSpec holds per-Gateway settings. Every section is optional;
+// a Gateway whose parameters have a shard section is a shard.
+type GatewayParametersSpec struct {
+	// shard makes the Gateway a shard.
+	// +optional
+	Shard *ShardSpec `json:"shard,omitempty"`
+
+	// envoy tunes the Gateway's Envoy fleet.
+	// +optional
+	Envoy *EnvoySpec `json:"envoy,omitempty"`
+
+	// addresses configures the Gateway's addresses.
+	// +optional
+	Addresses *AddressesSpec `json:"addresses,omitempty"`
+}
+
+// GatewayParametersStatus is the observed state of a GatewayParameters.
+type GatewayParametersStatus struct {
+	// conditions are Valid.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// GatewayParameters holds per-Gateway settings. A Gateway references it with
+// spec.infrastructure.parametersRef; a GatewayClass parametersRef may point to
+// one as the class default.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=gwp
+// +kubebuilder:printcolumn:name="Domain",type=string,JSONPath=`.spec.shard.domain`
+// +kubebuilder:printcolumn:name="Pool",type=string,JSONPath=`.spec.addresses.pool`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type GatewayParameters struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Spec GatewayParametersSpec `json:"spec,omitempty"`
+
+	// +optional
+	Status GatewayParametersStatus `json:"status,omitempty"`
+}
+
+// GatewayParametersList is a list of GatewayParameters.
+//
+// +kubebuilder:object:root=true
+type GatewayParametersList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GatewayParameters `json:"items"`
+}
+
+func init() {
+	register(&GatewayParameters{}, &GatewayParametersList{})
+}

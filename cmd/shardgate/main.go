@@ -1,0 +1,115 @@
+// Command shardgate is the one binary: `controller` (the default), `version`.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/shardgate/shardgate/internal/logging"
+	"github.com/shardgate/shardgate/internal/manager"
+	"github.com/shardgate/shardgate/internal/version"
+)
+
+func main() {
+	root := &cobra.Command{
+		Use:           "shardgate",
+		Short:         "Ingress controller for multi-tenant compute providers",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(controllerCommand(), versionCommand())
+	// `shardgate [flags]` means `shardgate controller [flags]`.
+	args := os.Args[1:]
+	if len(args) == 0 || (len(args[0]) > 0 && args[0][0] == '-' && args[0] != "-h" && args[0] != "--help") {
+		args = append([]string{"controller"}, args...)
+	}
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "shardgate:", err)
+		os.Exit(1)
+	}
+}
+
+func versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), version.String()) },
+	}
+}
+
+func controllerCommand() *cobra.Command {
+	var (
+		kubeconfig, configPath          string
+		metricsAddr, healthAddr, xdsAdr string
+		leaderElect                     bool
+		logLevel, logFormat             string
+	)
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the controller (the default command)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := logging.New(logLevel, logFormat)
+			if err != nil {
+				return err
+			}
+			ctrl.SetLogger(log)
+			restConfig, err := restConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			opts := manager.Options{RestConfig: restConfig, ConfigPath: configPath, Log: log}
+			// Flags given on the command line win over the config file.
+			if cmd.Flags().Changed("metrics-address") || configPath == "" {
+				opts.MetricsAddress = metricsAddr
+			}
+			if cmd.Flags().Changed("health-address") || configPath == "" {
+				opts.HealthAddress = healthAddr
+			}
+			if cmd.Flags().Changed("xds-address") || configPath == "" {
+				opts.XDSAddress = xdsAdr
+			}
+			if cmd.Flags().Changed("leader-elect") {
+				opts.LeaderElect = &leaderElect
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return manager.Run(ctx, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, in-cluster, then ~/.kube/config")
+	f.StringVar(&configPath, "config", "", "path to the YAML config file (re-read when it changes)")
+	f.StringVar(&metricsAddr, "metrics-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
+	f.StringVar(&healthAddr, "health-address", ":8081", "address of the /healthz and /readyz probes")
+	f.StringVar(&xdsAdr, "xds-address", ":18000", "address of the xDS (ADS) gRPC server")
+	f.BoolVar(&leaderElect, "leader-elect", false, "elect a leader; only the leader writes to the apiserver")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn, error, or a verbosity 0-10")
+	f.StringVar(&logFormat, "log-format", "json", "json or text")
+	return cmd
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("load --kubeconfig %s: %w", kubeconfig, err)
+		}
+		return c, nil
+	}
+	c, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("find a kubeconfig (use --kubeconfig): %w", err)
+	}
+	return c, nil
+}

@@ -1,0 +1,144 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shardgate/shardgate/internal/testenv"
+)
+
+// TestControllerSmoke runs the built binary against the real apiserver: it
+// must become ready and exit cleanly (status 0) on SIGTERM.
+func TestControllerSmoke(t *testing.T) {
+	testenv.Require(t)
+	ctx := context.Background()
+	env, err := testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	health := freeAddr(t)
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte("blockedHostnames: [\".blocked.test\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	proc, err := env.StartShardgate("shardgate",
+		"--config="+cfg,
+		"--health-address="+health,
+		"--metrics-address="+freeAddr(t),
+		"--xds-address="+freeAddr(t),
+		"--log-format=text")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		code, err := get("http://" + health + "/readyz")
+		if err == nil && code == http.StatusOK {
+			break
+		}
+		if done, werr := proc.Exited(); done {
+			t.Fatalf("shardgate exited before ready (%v):\n%s", werr, proc.Tail(40))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz not 200 within 60s (last: %d, %v):\n%s", code, err, proc.Tail(40))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, err := get("http://" + health + "/healthz"); err != nil || code != http.StatusOK {
+		t.Fatalf("/healthz: %d %v", code, err)
+	}
+
+	if err := proc.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-proc.Done():
+		_, werr := proc.Exited()
+		if werr != nil {
+			t.Fatalf("shardgate exited with %v after SIGTERM:\n%s", werr, proc.Tail(40))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("shardgate did not exit within 30s of SIGTERM:\n%s", proc.Tail(40))
+	}
+	if log := proc.Tail(200); !strings.Contains(log, "shardgate controller stopped") {
+		t.Fatalf("no clean-shutdown line in the log:\n%s", log)
+	}
+}
+
+// TestBadConfigFailsStart: a config file with an unknown key stops the
+// binary at start, naming the key.
+func TestBadConfigFailsStart(t *testing.T) {
+	bin, err := testenv.BuildShardgate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte("blockedHostname: [example.com]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	// A syntactically valid kubeconfig pointing nowhere: the config file
+	// must fail before any connection is attempted.
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+users: [{name: u, user: {token: t}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "controller", "--kubeconfig="+kubeconfig, "--config="+cfg).CombinedOutput()
+	if err == nil {
+		t.Fatalf("shardgate started with a bad config:\n%s", out)
+	}
+	if !strings.Contains(string(out), `"blockedHostname"`) {
+		t.Fatalf("error does not name the unknown key:\n%s", out)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	bin, err := testenv.BuildShardgate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "shardgate ") {
+		t.Fatalf("version: %v: %s", err, out)
+	}
+}
+
+func get(url string) (int, error) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	p, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", p)
+}

@@ -1,0 +1,201 @@
+// Command demo boots the embedded control plane in cluster mode (apiserver,
+// etcd, controller-manager, scheduler, a KWOK node and MetalLB), starts the
+// shardgate binary against it, applies examples/, prints what happened, and
+// stays up until Ctrl-C so that a user can kubectl against it.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/testenv"
+)
+
+func main() {
+	binary := flag.String("binary", "bin/shardgate", "the shardgate binary to run")
+	examples := flag.String("examples", "examples", "directory of YAML to apply")
+	exitAfter := flag.Duration("exit-after", 0, "exit after this long instead of waiting for Ctrl-C (0: wait)")
+	flag.Parse()
+	if err := run(*binary, *examples, *exitAfter); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func step(format string, args ...any) {
+	fmt.Printf("\n==> "+format+"\n", args...)
+}
+
+func run(binary, examples string, exitAfter time.Duration) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	step("booting the embedded control plane (cluster mode)")
+	start := time.Now()
+	env, err := testenv.Start(ctx, testenv.Options{Mode: testenv.Cluster, DefaultPool: true})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		step("stopping everything")
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}()
+	fmt.Printf("    up in %s: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, KWOK node %q, MetalLB pool %s\n",
+		time.Since(start).Round(100*time.Millisecond), testenv.NodeName, testenv.DefaultPoolRange)
+
+	step("starting %s controller", binary)
+	bin, err := filepath.Abs(binary)
+	if err != nil {
+		return err
+	}
+	proc, err := env.StartProcess("shardgate", bin, []string{
+		"controller", "--kubeconfig=" + env.Kubeconfig,
+		"--metrics-address=127.0.0.1:0", "--health-address=127.0.0.1:0", "--xds-address=127.0.0.1:0",
+		"--log-format=text",
+	}, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("    pid %d, log %s\n", proc.PID(), proc.LogPath)
+
+	step("applying %s/", examples)
+	if err := applyDir(ctx, env.Client, examples); err != nil {
+		return err
+	}
+
+	// Give the controller a moment to act on what was applied.
+	select {
+	case <-time.After(5 * time.Second):
+	case <-ctx.Done():
+		return nil
+	}
+	if err := report(ctx, env.Client); err != nil {
+		return err
+	}
+
+	step("the control plane stays up; try:")
+	fmt.Printf("    export KUBECONFIG=%s\n    kubectl get leasehosts,gateways,httproutes -A\n", env.Kubeconfig)
+	if exitAfter > 0 {
+		fmt.Printf("    (exiting after %s)\n", exitAfter)
+		select {
+		case <-time.After(exitAfter):
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	fmt.Println("    Ctrl-C to stop.")
+	select {
+	case <-ctx.Done():
+	case <-proc.Done():
+		_, werr := proc.Exited()
+		return fmt.Errorf("shardgate exited (%v):\n%s", werr, proc.Tail(30))
+	}
+	return nil
+}
+
+func applyDir(ctx context.Context, c client.Client, dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			var u unstructured.Unstructured
+			if err := dec.Decode(&u.Object); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return fmt.Errorf("%s: %w", f, err)
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			if err := c.Patch(ctx, &u, client.Apply, client.FieldOwner("shardgate-demo"), client.ForceOwnership); err != nil {
+				return fmt.Errorf("apply %s %s/%s from %s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), f, err)
+			}
+			fmt.Printf("    applied %s %s\n", u.GetKind(), objName(&u))
+		}
+	}
+	return nil
+}
+
+func objName(o client.Object) string {
+	if o.GetNamespace() == "" {
+		return o.GetName()
+	}
+	return o.GetNamespace() + "/" + o.GetName()
+}
+
+func report(ctx context.Context, c client.Client) error {
+	step("what happened")
+	var hosts shardgatev1alpha1.LeaseHostList
+	if err := c.List(ctx, &hosts); err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "    LEASEHOST\tOWNER\tHOST/SUBDOMAIN\tRESERVED\tREASON\tSHARDS")
+	for _, h := range hosts.Items {
+		status, reason := "-", "(no status yet)"
+		for _, cond := range h.Status.Conditions {
+			if cond.Type == shardgatev1alpha1.ConditionReserved {
+				status, reason = string(cond.Status), cond.Reason
+			}
+		}
+		host := h.Spec.Hostname
+		if host == "" {
+			host = h.Spec.Subdomain + " (subdomain)"
+		}
+		fmt.Fprintf(w, "    %s\t%s\t%s\t%s\t%s\t%d\n", objName(&h), h.Spec.Lease.Owner, host, status, reason, len(h.Status.Shards))
+	}
+	_ = w.Flush()
+
+	var gws gatewayv1.GatewayList
+	if err := c.List(ctx, &gws); err != nil {
+		return err
+	}
+	w = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "\n    GATEWAY\tCLASS\tACCEPTED\tPROGRAMMED\tADDRESSES")
+	for _, g := range gws.Items {
+		accepted, programmed := "-", "-"
+		for _, cond := range g.Status.Conditions {
+			switch cond.Type {
+			case string(gatewayv1.GatewayConditionAccepted):
+				accepted = string(cond.Status)
+			case string(gatewayv1.GatewayConditionProgrammed):
+				programmed = string(cond.Status)
+			}
+		}
+		var addrs []string
+		for _, a := range g.Status.Addresses {
+			addrs = append(addrs, a.Value)
+		}
+		fmt.Fprintf(w, "    %s\t%s\t%s\t%s\t%s\n", objName(&g), g.Spec.GatewayClassName, accepted, programmed, strings.Join(addrs, ","))
+	}
+	return w.Flush()
+}

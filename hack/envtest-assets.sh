@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Builds the real test control plane from the Go module proxy into bin/:
+#   bin/k8s/{kube-apiserver,kube-controller-manager,kube-scheduler,etcd,kwok,metallb-controller}
+#   bin/crds/{gateway-api/standard,gateway-api/experimental,metallb}
+#   bin/kwok-stages/*.yaml
+#   bin/controller-gen
+# Each binary records the version it was built from in bin/.versions/<name>;
+# a binary whose recorded version matches is skipped, so the target is cheap
+# to run again. Versions come from hack/versions.env only.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck disable=SC1091
+source "$root/hack/versions.env"
+
+bin="$root/bin"
+k8s="$bin/k8s"
+work="$bin/build"
+stamps="$bin/.versions"
+mkdir -p "$k8s" "$work" "$stamps" "$bin/crds"
+
+export GOFLAGS=-mod=mod
+export CGO_ENABLED=0
+export GOTOOLCHAIN=local
+
+log() { printf '[envtest-assets %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+
+current() { # name version -> 0 when the recorded version matches and the file exists
+  local name=$1 version=$2 file=$3
+  [[ -x "$file" || -f "$file" || -d "$file" ]] && [[ -f "$stamps/$name" ]] && [[ "$(cat "$stamps/$name")" == "$version" ]]
+}
+stamp() { printf '%s' "$2" >"$stamps/$1"; }
+
+moddir() { # module@version -> its directory in the module cache
+  go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'
+}
+modfile() { # module@version -> its go.mod in the module cache
+  go mod download -json "$1" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p'
+}
+
+# wrapper NAME: a throwaway module under bin/build/NAME.
+wrapper() {
+  local dir="$work/$1"
+  rm -rf "$dir" && mkdir -p "$dir"
+  printf 'module shardgate.local/build/%s\n\ngo 1.26\n' "$1" >"$dir/go.mod"
+  echo "$dir"
+}
+
+# tools DIR PKG...: a build-tagged file importing the main packages, so that
+# `go mod tidy` keeps the pinned requirement and fills in go.sum.
+tools() {
+  local dir=$1; shift
+  { printf '//go:build tools\n\npackage tools\n\nimport (\n'
+    for p in "$@"; do printf '\t_ "%s"\n' "$p"; done
+    printf ')\n'; } >"$dir/tools.go"
+  (cd "$dir" && go mod tidy)
+}
+
+build_kubernetes() {
+  local want="$KUBERNETES_VERSION"
+  if current kube-apiserver "$want" "$k8s/kube-apiserver" &&
+     current kube-controller-manager "$want" "$k8s/kube-controller-manager" &&
+     current kube-scheduler "$want" "$k8s/kube-scheduler"; then
+    log "kubernetes $want: up to date"; return
+  fi
+  log "kubernetes $want: building kube-apiserver, kube-controller-manager, kube-scheduler (about 6 minutes cold on 2 cores)"
+  local dir gomod minor
+  dir=$(wrapper kubernetes)
+  gomod=$(modfile "k8s.io/kubernetes@$want")
+  minor=${want#v1.}; minor=v0.${minor}
+  {
+    printf 'require k8s.io/kubernetes %s\n\n' "$want"
+    # Every module k8s.io/kubernetes maps to ./staging/src/k8s.io/X is
+    # published as k8s.io/X at v0.<minor>.<patch>.
+    sed -n 's#^[[:space:]]*\(k8s\.io/[^ ]*\) => \./staging/src/.*#replace \1 => \1 '"$minor"'#p' "$gomod"
+  } >>"$dir/go.mod"
+  tools "$dir" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+  (cd "$dir" && go build -trimpath -o "$k8s/" \
+      k8s.io/kubernetes/cmd/kube-apiserver \
+      k8s.io/kubernetes/cmd/kube-controller-manager \
+      k8s.io/kubernetes/cmd/kube-scheduler)
+  for b in kube-apiserver kube-controller-manager kube-scheduler; do stamp "$b" "$want"; done
+  log "kubernetes $want: done"
+}
+
+build_simple() { # stamp-name version module package output
+  local name=$1 want=$2 module=$3 pkg=$4 out=$5
+  if current "$name" "$want" "$out"; then log "$name $want: up to date"; return; fi
+  log "$name $want: building $pkg"
+  local dir
+  dir=$(wrapper "$name")
+  printf 'require %s %s\n' "$module" "$want" >>"$dir/go.mod"
+  tools "$dir" "$pkg"
+  (cd "$dir" && go build -trimpath -o "$out" "$pkg")
+  stamp "$name" "$want"
+  log "$name $want: done"
+}
+
+stage_crds() {
+  local want="gateway-api=$GATEWAY_API_VERSION metallb=$METALLB_VERSION kwok=$KWOK_VERSION fast"
+  if current crds "$want" "$bin/crds/metallb"; then log "crds: up to date"; return; fi
+  log "crds: staging Gateway API $GATEWAY_API_VERSION, MetalLB $METALLB_VERSION, KWOK stages $KWOK_VERSION"
+  local gw mlb kwok
+  gw=$(moddir "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION")
+  mlb=$(moddir "go.universe.tf/metallb@$METALLB_VERSION")
+  kwok=$(moddir "sigs.k8s.io/kwok@$KWOK_VERSION")
+  rm -rf "$bin/crds/gateway-api" "$bin/crds/metallb" "$bin/kwok-stages"
+  mkdir -p "$bin/crds/gateway-api/standard" "$bin/crds/gateway-api/experimental" "$bin/crds/metallb" "$bin/kwok-stages"
+  cp "$gw"/config/crd/standard/*.yaml "$bin/crds/gateway-api/standard/"
+  cp "$gw"/config/crd/experimental/*.yaml "$bin/crds/gateway-api/experimental/"
+  cp "$mlb"/config/crd/bases/*.yaml "$bin/crds/metallb/"
+  # The "fast" stages: Pods become Ready without delays or jitter.
+  for f in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
+           pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+    [[ -f "$kwok/kustomize/stage/$f.yaml" ]] || { echo "kwok stage $f not found in $kwok" >&2; exit 1; }
+    cp "$kwok/kustomize/stage/$f.yaml" "$bin/kwok-stages/$(basename "$f").yaml"
+  done
+  chmod -R u+w "$bin/crds" "$bin/kwok-stages"
+  stamp crds "$want"
+}
+
+what=${1:-all}
+case "$what" in
+  controller-gen)
+    build_simple controller-gen "$CONTROLLER_TOOLS_VERSION" sigs.k8s.io/controller-tools sigs.k8s.io/controller-tools/cmd/controller-gen "$bin/controller-gen" ;;
+  all)
+    start=$(date +%s)
+    stage_crds
+    build_simple etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 "$k8s/etcd"
+    build_simple kwok "$KWOK_VERSION" sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok "$k8s/kwok"
+    build_simple metallb-controller "$METALLB_VERSION" go.universe.tf/metallb go.universe.tf/metallb/controller "$k8s/metallb-controller"
+    build_kubernetes
+    log "all assets ready in $(( $(date +%s) - start ))s: $k8s"
+    ;;
+  *) echo "usage: $0 [all|controller-gen]" >&2; exit 2 ;;
+esac

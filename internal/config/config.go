@@ -1,0 +1,361 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Defaults applied to keys that are absent, null or the empty string.
+const (
+	DefaultControllerName          = "shardgate.io/gateway-controller"
+	DefaultXDSAddress              = ":18000"
+	DefaultEnvoyImage              = "envoyproxy/envoy:v1.37.0"
+	DefaultMetricsAddress          = ":8080"
+	DefaultHealthAddress           = ":8081"
+	DefaultLeaderElectionNamespace = "shardgate-system"
+	DefaultLeaderElectionID        = "shardgate.io-leader"
+)
+
+// Config is the controller configuration file. The JSON/YAML keys are a
+// public contract.
+//
+// A Config handed out by this package (Parse, Load, Watcher.Current,
+// Watcher.Subscribe) may share its BlockedHostnames backing array with other
+// holders: treat it as read-only, or DeepCopy it first.
+type Config struct {
+	// BlockedHostnames lists names that tenants may never claim. An entry
+	// "example.com" blocks exactly that name; an entry ".example.com" blocks
+	// example.com and every name below it. After Parse the entries are
+	// lowercased, trimmed, without a trailing dot, deduplicated and sorted;
+	// an empty list is nil.
+	BlockedHostnames []string `json:"blockedHostnames,omitempty"`
+	// ControllerName is the GatewayClass spec.controllerName this instance owns.
+	ControllerName string `json:"controllerName"`
+	// XDS is the xDS server.
+	XDS XDSConfig `json:"xds"`
+	// Envoy configures the provisioned Envoy data plane.
+	Envoy EnvoyConfig `json:"envoy"`
+	// MetricsAddress is the host:port of the metrics endpoint ("0" disables it).
+	MetricsAddress string `json:"metricsAddress"`
+	// HealthAddress is the host:port of the health probes ("0" disables them).
+	HealthAddress string `json:"healthAddress"`
+	// LeaderElection configures controller-runtime leader election.
+	LeaderElection LeaderElectionConfig `json:"leaderElection"`
+	// NamespaceOwnerAnnotation, when set, is the annotation key on a Namespace
+	// naming the lease owner allowed to use that namespace. Empty disables
+	// the check.
+	NamespaceOwnerAnnotation string `json:"namespaceOwnerAnnotation,omitempty"`
+}
+
+// XDSConfig is the xDS server configuration.
+type XDSConfig struct {
+	// Address is the host:port the xDS gRPC server listens on.
+	Address string `json:"address"`
+	// TLS is optional; when set, all three files are required.
+	TLS TLSConfig `json:"tls"`
+}
+
+// TLSConfig names PEM files for mutual TLS. Either all fields are set or none.
+type TLSConfig struct {
+	CertFile string `json:"certFile,omitempty"`
+	KeyFile  string `json:"keyFile,omitempty"`
+	CAFile   string `json:"caFile,omitempty"`
+}
+
+// Enabled reports whether TLS is configured. After validation that means all
+// three files are set.
+func (t TLSConfig) Enabled() bool {
+	return t.CertFile != "" || t.KeyFile != "" || t.CAFile != ""
+}
+
+// EnvoyConfig configures the provisioned Envoy proxies.
+type EnvoyConfig struct {
+	// Image is the Envoy container image.
+	Image string `json:"image"`
+}
+
+// LeaderElectionConfig configures leader election.
+type LeaderElectionConfig struct {
+	Enabled bool `json:"enabled"`
+	// Namespace holds the Lease object.
+	Namespace string `json:"namespace"`
+	// ID is the Lease object's name.
+	ID string `json:"id"`
+}
+
+// Default returns the configuration used when the file is empty.
+func Default() Config {
+	return Config{
+		ControllerName: DefaultControllerName,
+		XDS:            XDSConfig{Address: DefaultXDSAddress},
+		Envoy:          EnvoyConfig{Image: DefaultEnvoyImage},
+		MetricsAddress: DefaultMetricsAddress,
+		HealthAddress:  DefaultHealthAddress,
+		LeaderElection: LeaderElectionConfig{
+			Namespace: DefaultLeaderElectionNamespace,
+			ID:        DefaultLeaderElectionID,
+		},
+	}
+}
+
+// DeepCopy returns a copy of c that shares no memory with c.
+func (c Config) DeepCopy() Config {
+	c.BlockedHostnames = slices.Clone(c.BlockedHostnames)
+	return c
+}
+
+// Load reads and parses the file at path. Errors are prefixed with
+// "config <path>: ".
+func Load(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Parse decodes, defaults, normalises and validates a YAML (or JSON) config
+// document. Unknown keys, duplicate keys, wrongly typed values and invalid
+// values are errors; every problem found is reported, each naming its key
+// path. An empty document yields Default().
+func Parse(data []byte) (Config, error) {
+	jsonData, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("invalid YAML: %s", oneLine(err.Error()))
+	}
+
+	// Pass 1: check the document's shape against Config's JSON keys, with
+	// exact (case-sensitive) key matching and key-path messages.
+	var raw any
+	dec := json.NewDecoder(bytes.NewReader(jsonData))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		return Config{}, fmt.Errorf("invalid YAML: %s", oneLine(err.Error()))
+	}
+	if raw == nil { // empty document or only comments
+		return Default(), nil
+	}
+	var errs Errors
+	if _, ok := raw.(map[string]any); !ok {
+		errs = append(errs, fmt.Errorf("the document must be a mapping of keys, got %s", describe(raw)))
+		return Config{}, errs
+	}
+	checkShape("", reflect.TypeFor[Config](), raw, &errs)
+	if slices.ContainsFunc(errs, isTypeError) {
+		return Config{}, errs
+	}
+
+	// Pass 2: decode what is left once unknown keys (already reported) are
+	// removed. Its shape is known to be right, so this cannot fail on user
+	// input; DisallowUnknownFields is a second line of defence.
+	known, err := json.Marshal(raw)
+	if err != nil {
+		return Config{}, fmt.Errorf("internal error re-encoding config: %w", err)
+	}
+	var cfg Config
+	dec = json.NewDecoder(bytes.NewReader(known))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return Config{}, fmt.Errorf("internal error decoding config: %w", err)
+	}
+
+	// Pass 3: defaults, normalisation, values. Reported together with any
+	// unknown keys, so one run shows every problem.
+	cfg.applyDefaults()
+	errs = append(errs, cfg.normalizeAndValidate()...)
+	if len(errs) > 0 {
+		return Config{}, errs
+	}
+	return cfg, nil
+}
+
+func (c *Config) applyDefaults() {
+	d := Default()
+	setDefault(&c.ControllerName, d.ControllerName)
+	setDefault(&c.XDS.Address, d.XDS.Address)
+	setDefault(&c.Envoy.Image, d.Envoy.Image)
+	setDefault(&c.MetricsAddress, d.MetricsAddress)
+	setDefault(&c.HealthAddress, d.HealthAddress)
+	setDefault(&c.LeaderElection.Namespace, d.LeaderElection.Namespace)
+	setDefault(&c.LeaderElection.ID, d.LeaderElection.ID)
+}
+
+func setDefault(s *string, def string) {
+	if strings.TrimSpace(*s) == "" {
+		*s = def
+	}
+}
+
+// Errors is every problem found in one config document. Its message joins
+// them with "; ".
+type Errors []error
+
+func (e Errors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Unwrap supports errors.Is and errors.As.
+func (e Errors) Unwrap() []error { return e }
+
+// checkShape walks a decoded JSON value against the Go type t, reporting
+// unknown keys and wrongly typed values by key path. Unknown keys are
+// reported and deleted from v. A null value for a field is accepted and means
+// "use the default".
+func checkShape(path string, t reflect.Type, v any, errs *Errors) {
+	if v == nil {
+		return
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			*errs = append(*errs, typeError(path, "a mapping", v))
+			return
+		}
+		fields := jsonFields(t)
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			sub := joinPath(path, k)
+			ft, ok := fields[k]
+			if !ok {
+				*errs = append(*errs, unknownKeyError(sub))
+				delete(m, k)
+				continue
+			}
+			checkShape(sub, ft, m[k], errs)
+		}
+	case reflect.Slice:
+		l, ok := v.([]any)
+		if !ok {
+			*errs = append(*errs, typeError(path, "a list", v))
+			return
+		}
+		for i, e := range l {
+			sub := fmt.Sprintf("%s[%d]", path, i)
+			if e == nil {
+				*errs = append(*errs, typeError(sub, describeKind(t.Elem().Kind()), e))
+				continue
+			}
+			checkShape(sub, t.Elem(), e, errs)
+		}
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			*errs = append(*errs, typeError(path, "a string", v))
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			*errs = append(*errs, typeError(path, "a boolean (true or false)", v))
+		}
+	default:
+		// Only reachable if Config grows a field of a kind not handled here.
+		*errs = append(*errs, fmt.Errorf("%s: internal error: unsupported field kind %s", path, t.Kind()))
+	}
+}
+
+// unknownKeyError reports a key, by path, that Config does not have.
+type unknownKeyError string
+
+func (e unknownKeyError) Error() string { return fmt.Sprintf("unknown key %q", string(e)) }
+
+// isTypeError reports whether a checkShape error is about a value's type
+// rather than an unknown key.
+func isTypeError(err error) bool {
+	_, unknown := err.(unknownKeyError)
+	return !unknown
+}
+
+func describeKind(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean (true or false)"
+	case reflect.Slice:
+		return "a list"
+	case reflect.Struct:
+		return "a mapping"
+	}
+	return k.String()
+}
+
+// jsonFields maps the JSON key of every exported field of struct type t to
+// the field's type.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := make(map[string]reflect.Type, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if name := jsonName(f); name != "-" {
+			out[name] = f.Type
+		}
+	}
+	return out
+}
+
+// jsonName is the key encoding/json uses for struct field f ("-" if none).
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if name == "" {
+		name = f.Name
+	}
+	return name
+}
+
+func typeError(path, want string, got any) error {
+	msg := fmt.Sprintf("%s: expected %s, got %s", path, want, describe(got))
+	if s, ok := got.(json.Number); ok && want == "a string" {
+		msg += fmt.Sprintf(" (quote it: %q)", s.String())
+	}
+	return fmt.Errorf("%s", msg)
+}
+
+func describe(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return fmt.Sprintf("string %q", v)
+	case bool:
+		return fmt.Sprintf("boolean %v", v)
+	case json.Number:
+		return "number " + v.String()
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a mapping"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// oneLine collapses yaml's multi-line error messages.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,55 @@
+// Package config owns the shardgate controller's configuration file (the
+// --config flag, DESIGN.md §3b): its schema, its defaults, its validation and
+// its live reload.
+//
+// The file is YAML (JSON works too). Its keys are a public contract:
+//
+//	blockedHostnames: ["example.com", ".blocked.example"]
+//	controllerName: shardgate.io/gateway-controller
+//	xds:
+//	  address: ":18000"
+//	  tls: {certFile: "", keyFile: "", caFile: ""}   # all or none
+//	envoy:
+//	  image: envoyproxy/envoy:v1.37.0
+//	metricsAddress: ":8080"
+//	healthAddress: ":8081"
+//	leaderElection:
+//	  enabled: false
+//	  namespace: shardgate-system
+//	  id: shardgate.io-leader
+//	namespaceOwnerAnnotation: ""
+//
+// # What the package owns
+//
+//   - The Config type and Default.
+//   - Parse and Load: strict decoding. An unknown key anywhere, a duplicate
+//     key, a value of the wrong YAML type or an invalid value is an error
+//     naming its key path ("unknown key \"xds.tlss\"",
+//     "blockedHostnames[2]: ..."); all problems are reported at once. Absent,
+//     null and empty-string values take the default; an empty file is
+//     Default().
+//   - Normalising the block list (DESIGN.md §3.1 rule 1): entries are trimmed,
+//     lowercased and lose a trailing dot; "example.com" is an exact entry and
+//     ".example.com" a suffix entry; "*.example.com" is rejected in favour of
+//     ".example.com". The result is deduplicated and sorted. Matching
+//     hostnames against the list is not this package's job (see
+//     internal/hostnames).
+//   - Watcher: the current configuration behind an atomic pointer, reloaded
+//     when the file changes (fsnotify on the file's directory, which sees
+//     editor rename-replace saves and ConfigMap "..data" symlink swaps, plus a
+//     periodic re-stat fallback). Subscribers are told only when the parsed
+//     configuration actually changes. Which changes take effect live is the
+//     consumer's decision; DESIGN.md requires at least the block list to.
+//
+// # What it must never do
+//
+//   - Exit the process, panic on bad input, or call log.Fatal: a broken file
+//     at start-up is an error returned to the caller, and a broken file
+//     during a reload is logged, counted (Watcher.LastError,
+//     Watcher.ReloadFailures) and otherwise ignored: the last good
+//     configuration stays in force.
+//   - Write, create, chmod or delete the config file or anything in its
+//     directory. It only reads and watches.
+//   - Block the reload loop on a slow subscriber.
+//   - Talk to the Kubernetes API; the file is its only input.
+package config

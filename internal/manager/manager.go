@@ -1,0 +1,157 @@
+// Package manager assembles the shardgate controller process: the
+// controller-runtime manager (leader election, metrics, health probes), the
+// config-file watcher and every controller. It owns wiring only; business
+// rules live in the packages it wires together.
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	crmanager "sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/shardgate/shardgate/internal/config"
+	"github.com/shardgate/shardgate/internal/scheme"
+)
+
+// Leader election timings. A new leader takes over writes within
+// LeaseDuration of the old one dying (DESIGN §3a: at most 15 s).
+const (
+	LeaseDuration = 10 * time.Second
+	RenewDeadline = 7 * time.Second
+	RetryPeriod   = 2 * time.Second
+)
+
+// Options are the process's settings after flags and the config file merged.
+type Options struct {
+	// RestConfig reaches the apiserver.
+	RestConfig *rest.Config
+	// ConfigPath is the config file; empty means defaults and no reloads.
+	ConfigPath string
+	// Config is used when ConfigPath is empty, and overrides nothing else.
+	Config config.Config
+	// Overrides from flags; empty means "take the config file's value".
+	MetricsAddress string
+	HealthAddress  string
+	XDSAddress     string
+	LeaderElect    *bool
+	Log            logr.Logger
+}
+
+// Run runs the controller until ctx ends. It returns nil after a clean
+// shutdown.
+func Run(ctx context.Context, opts Options) error {
+	log := opts.Log
+	var watcher *config.Watcher
+	cfg := opts.Config
+	if opts.ConfigPath != "" {
+		w, err := config.NewWatcher(opts.ConfigPath, log.WithName("config"))
+		if err != nil {
+			return err
+		}
+		watcher, cfg = w, w.Current()
+	} else if cfg.ControllerName == "" {
+		cfg = config.Default()
+	}
+	applyOverrides(&cfg, opts)
+
+	mgr, err := ctrl.NewManager(opts.RestConfig, ctrl.Options{
+		Scheme:                        scheme.New(),
+		Logger:                        log,
+		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsAddress},
+		HealthProbeBindAddress:        cfg.HealthAddress,
+		LeaderElection:                cfg.LeaderElection.Enabled,
+		LeaderElectionID:              cfg.LeaderElection.ID,
+		LeaderElectionNamespace:       cfg.LeaderElection.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 ptr(LeaseDuration),
+		RenewDeadline:                 ptr(RenewDeadline),
+		RetryPeriod:                   ptr(RetryPeriod),
+		GracefulShutdownTimeout:       ptr(15 * time.Second),
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("add healthz: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr)); err != nil {
+		return fmt.Errorf("add readyz: %w", err)
+	}
+	if watcher != nil {
+		if err := mgr.Add(configRunnable{watcher: watcher, log: log.WithName("config")}); err != nil {
+			return fmt.Errorf("add config watcher: %w", err)
+		}
+	}
+	log.Info("starting shardgate controller",
+		"controllerName", cfg.ControllerName,
+		"metricsAddress", cfg.MetricsAddress, "healthAddress", cfg.HealthAddress,
+		"xdsAddress", cfg.XDS.Address, "leaderElection", cfg.LeaderElection.Enabled,
+		"blockedHostnames", len(cfg.BlockedHostnames))
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("run manager: %w", err)
+	}
+	log.Info("shardgate controller stopped")
+	return nil
+}
+
+func applyOverrides(cfg *config.Config, opts Options) {
+	if opts.MetricsAddress != "" {
+		cfg.MetricsAddress = opts.MetricsAddress
+	}
+	if opts.HealthAddress != "" {
+		cfg.HealthAddress = opts.HealthAddress
+	}
+	if opts.XDSAddress != "" {
+		cfg.XDS.Address = opts.XDSAddress
+	}
+	if opts.LeaderElect != nil {
+		cfg.LeaderElection.Enabled = *opts.LeaderElect
+	}
+}
+
+// cacheSynced is ready once every informer the manager started has synced.
+func cacheSynced(mgr crmanager.Manager) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("informer caches not synced")
+		}
+		return nil
+	}
+}
+
+// configRunnable runs the config watcher on every replica (it needs no
+// leadership: it only reads a file).
+type configRunnable struct {
+	watcher *config.Watcher
+	log     logr.Logger
+}
+
+func (r configRunnable) Start(ctx context.Context) error {
+	go func() {
+		ch := r.watcher.Subscribe()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case c := <-ch:
+				r.log.Info("config reloaded", "blockedHostnames", len(c.BlockedHostnames))
+			}
+		}
+	}()
+	return r.watcher.Run(ctx)
+}
+
+func (configRunnable) NeedLeaderElection() bool { return false }
+
+func ptr[T any](v T) *T { return &v }

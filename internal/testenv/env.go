@@ -1,0 +1,474 @@
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/shardgate/shardgate/internal/scheme"
+)
+
+// Mode chooses how much of a cluster the harness runs.
+type Mode string
+
+const (
+	// Envtest runs kube-apiserver and etcd only.
+	Envtest Mode = "envtest"
+	// Cluster adds kube-controller-manager, kube-scheduler, KWOK with one
+	// fake Node, and the MetalLB controller.
+	Cluster Mode = "cluster"
+)
+
+const (
+	// ServiceCIDR is the ClusterIP range: loopback, so that no ClusterIP can
+	// ever lead traffic off the machine.
+	ServiceCIDR = "127.96.0.0/16"
+	// PodCIDR is where KWOK takes Pod IPs from. EndpointSlices refuse
+	// loopback addresses, so it is not loopback; nothing may dial it.
+	PodCIDR = "10.244.0.0/16"
+	// NodeName is the one fake Node in cluster mode.
+	NodeName = "kwok-node-0"
+	// MetalLBNamespace is where the MetalLB controller and its pools live.
+	MetalLBNamespace = "metallb-system"
+	// DefaultPoolName is the pool Options.DefaultPool creates.
+	DefaultPoolName = "test-pool"
+	// DefaultPoolRange is a loopback pool: MetalLB assigns from it, and
+	// nothing in the tests ever sends traffic to it.
+	DefaultPoolRange = "127.240.0.0/28"
+)
+
+// Pool is a MetalLB IPAddressPool the harness creates.
+type Pool struct {
+	Name      string
+	Addresses []string
+}
+
+// Options configure Start.
+type Options struct {
+	Mode Mode
+	// MetalLB starts the MetalLB controller in envtest mode too.
+	MetalLB bool
+	// Pools are created after MetalLB is up. DefaultPool adds
+	// DefaultPoolName with DefaultPoolRange.
+	Pools       []Pool
+	DefaultPool bool
+	// WorkDir holds certificates, logs, the kubeconfig and etcd's data.
+	// Empty means a new temporary directory, removed by Stop.
+	WorkDir string
+	// ExtraCRDPaths are installed with the product's CRDs.
+	ExtraCRDPaths []string
+}
+
+// Env is a running control plane.
+type Env struct {
+	Mode       Mode
+	Config     *rest.Config
+	Client     client.Client
+	Scheme     *runtime.Scheme
+	Kubeconfig string
+	Dir        string
+	Root       string
+
+	env       *envtest.Environment
+	procs     []*Process
+	registry  string
+	ownDir    bool
+	cleanups  []func()
+	stopOnce  sync.Once
+	stopError error
+	mu        sync.Mutex
+}
+
+// Start boots a control plane. On error everything already started is
+// stopped again.
+func Start(ctx context.Context, opts Options) (_ *Env, err error) {
+	if opts.Mode == "" {
+		opts.Mode = Envtest
+	}
+	root, err := Root()
+	if err != nil {
+		return nil, err
+	}
+	if missing := MissingAssets(root); len(missing) > 0 {
+		return nil, fmt.Errorf("test control plane assets missing (%s): run `make envtest-assets`", strings.Join(missing, ", "))
+	}
+	reap()
+
+	e := &Env{Mode: opts.Mode, Scheme: scheme.New(), Root: root, Dir: opts.WorkDir}
+	if e.Dir == "" {
+		if e.Dir, err = os.MkdirTemp("", "shardgate-testenv-"); err != nil {
+			return nil, fmt.Errorf("testenv: %w", err)
+		}
+		e.ownDir = true
+	}
+	if e.registry, err = register(e.Dir); err != nil {
+		return nil, fmt.Errorf("testenv: register: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = e.Stop()
+		}
+	}()
+
+	if err := e.startAPIServer(opts); err != nil {
+		return nil, err
+	}
+	if opts.Mode == Cluster {
+		if err := e.startClusterComponents(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Mode == Cluster || opts.MetalLB {
+		pools := opts.Pools
+		if opts.DefaultPool {
+			pools = append(pools, Pool{Name: DefaultPoolName, Addresses: []string{DefaultPoolRange}})
+		}
+		if err := e.startMetalLB(ctx, pools); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func (e *Env) startAPIServer(opts Options) error {
+	k8s := filepath.Join(e.Root, "bin", "k8s")
+	crds := append([]string{
+		filepath.Join(e.Root, "crds"),
+		filepath.Join(e.Root, "bin", "crds", "gateway-api", "experimental"),
+		filepath.Join(e.Root, "bin", "crds", "metallb"),
+	}, opts.ExtraCRDPaths...)
+	e.env = &envtest.Environment{
+		Scheme:                e.Scheme,
+		CRDDirectoryPaths:     crds,
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: k8s,
+	}
+	cp := &e.env.ControlPlane
+	cp.Etcd = &envtest.Etcd{Path: filepath.Join(k8s, "etcd"), DataDir: filepath.Join(e.Dir, "etcd")}
+	cp.APIServer = &envtest.APIServer{Path: filepath.Join(k8s, "kube-apiserver"), CertDir: filepath.Join(e.Dir, "apiserver")}
+	for _, d := range []string{cp.Etcd.DataDir, cp.APIServer.CertDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("testenv: %w", err)
+		}
+	}
+	args := cp.APIServer.Configure()
+	args.Set("service-cluster-ip-range", ServiceCIDR)
+	args.Set("endpoint-reconciler-type", "none")
+	cfg, err := e.env.Start()
+	if err != nil {
+		return fmt.Errorf("testenv: start kube-apiserver and etcd: %w", err)
+	}
+	// A generous client: tests create thousands of objects.
+	cfg.QPS, cfg.Burst = 1000, 2000
+	e.Config = cfg
+	if e.Client, err = client.New(cfg, client.Options{Scheme: e.Scheme}); err != nil {
+		return fmt.Errorf("testenv: client: %w", err)
+	}
+	admin, err := e.env.AddUser(envtest.User{Name: "testenv-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("testenv: admin user: %w", err)
+	}
+	kc, err := admin.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("testenv: kubeconfig: %w", err)
+	}
+	e.Kubeconfig = filepath.Join(e.Dir, "kubeconfig")
+	if err := os.WriteFile(e.Kubeconfig, kc, 0o600); err != nil {
+		return fmt.Errorf("testenv: write kubeconfig: %w", err)
+	}
+	return nil
+}
+
+func (e *Env) startClusterComponents(ctx context.Context) error {
+	k8s := filepath.Join(e.Root, "bin", "k8s")
+	certDir := e.env.ControlPlane.APIServer.CertDir
+	caFile := filepath.Join(certDir, "ca.crt")
+	if err := os.WriteFile(caFile, e.env.ControlPlane.APIServer.SecureServing.CA, 0o644); err != nil {
+		return fmt.Errorf("testenv: write CA: %w", err)
+	}
+	saKey := filepath.Join(certDir, "sa-signer.key")
+	saCert := filepath.Join(certDir, "sa-signer.crt")
+	if _, err := e.StartProcess("kube-controller-manager", filepath.Join(k8s, "kube-controller-manager"), []string{
+		"--kubeconfig=" + e.Kubeconfig,
+		"--controllers=*",
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--use-service-account-credentials=false",
+		"--service-account-private-key-file=" + saKey,
+		"--root-ca-file=" + caFile,
+		"--cluster-signing-cert-file=" + saCert,
+		"--cluster-signing-key-file=" + saKey,
+		"--allocate-node-cidrs=false",
+		"--concurrent-deployment-syncs=10",
+		"--concurrent-replicaset-syncs=10",
+		"--concurrent-service-endpoint-syncs=10",
+	}, nil); err != nil {
+		return err
+	}
+	if _, err := e.StartProcess("kube-scheduler", filepath.Join(k8s, "kube-scheduler"), []string{
+		"--kubeconfig=" + e.Kubeconfig,
+		"--secure-port=0",
+		"--leader-elect=false",
+	}, nil); err != nil {
+		return err
+	}
+	if err := e.createNode(ctx); err != nil {
+		return err
+	}
+	stages, err := e.kwokStages()
+	if err != nil {
+		return err
+	}
+	kwokPort, err := FreePort()
+	if err != nil {
+		return err
+	}
+	if _, err := e.StartProcess("kwok", filepath.Join(k8s, "kwok"), []string{
+		"--kubeconfig=" + e.Kubeconfig,
+		"-c", stages,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+		"--cidr=" + PodCIDR,
+		"--node-ip=10.244.255.254",
+		"--server-address=127.0.0.1:" + strconv.Itoa(kwokPort),
+	}, nil); err != nil {
+		return err
+	}
+	return e.waitFor(ctx, 60*time.Second, "node "+NodeName+" Ready", func(ctx context.Context) (bool, error) {
+		var n corev1.Node
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: NodeName}, &n); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// kwokStages concatenates the staged KWOK stage files into one config.
+func (e *Env) kwokStages() (string, error) {
+	dir := filepath.Join(e.Root, "bin", "kwok-stages")
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return "", fmt.Errorf("testenv: no KWOK stages in %s: run `make envtest-assets`", dir)
+	}
+	var b strings.Builder
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("testenv: %w", err)
+		}
+		b.WriteString("---\n")
+		b.Write(data)
+		b.WriteString("\n")
+	}
+	out := filepath.Join(e.Dir, "kwok-stages.yaml")
+	return out, os.WriteFile(out, []byte(b.String()), 0o644)
+}
+
+func (e *Env) createNode(ctx context.Context) error {
+	qty := func(s string) resource.Quantity { return resource.MustParse(s) }
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    qty("64"),
+		corev1.ResourceMemory: qty("256Gi"),
+		corev1.ResourcePods:   qty("2000"),
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        NodeName,
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Labels:      map[string]string{"kubernetes.io/hostname": NodeName, "type": "kwok", "kubernetes.io/os": "linux"},
+		},
+		Spec:   corev1.NodeSpec{PodCIDR: "10.244.0.0/24", PodCIDRs: []string{"10.244.0.0/24"}},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	}
+	if err := e.Client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("testenv: create node: %w", err)
+	}
+	return nil
+}
+
+func (e *Env) startMetalLB(ctx context.Context, pools []Pool) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: MetalLBNamespace}}
+	if err := e.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("testenv: metallb namespace: %w", err)
+	}
+	key := make([]byte, 16)
+	_, _ = rand.Read(key)
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "metallb-memberlist", Namespace: MetalLBNamespace},
+		StringData: map[string]string{"secretkey": base64.RawStdEncoding.EncodeToString(key)},
+	}
+	if err := e.Client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("testenv: metallb memberlist secret: %w", err)
+	}
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	if _, err := e.StartProcess("metallb-controller", filepath.Join(e.Root, "bin", "k8s", "metallb-controller"), []string{
+		"--namespace=" + MetalLBNamespace,
+		"--webhook-mode=disabled",
+		"--disable-cert-rotation",
+		"--port=" + strconv.Itoa(port),
+		"--log-level=info",
+	}, []string{"KUBECONFIG=" + e.Kubeconfig}); err != nil {
+		return err
+	}
+	for _, p := range pools {
+		if err := e.CreatePool(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CreatePool creates a MetalLB IPAddressPool (avoidBuggyIPs, so .0 and
+// .255 are never handed out) and waits until MetalLB reports its status.
+func (e *Env) CreatePool(ctx context.Context, p Pool) error {
+	pool := &metallbv1beta1.IPAddressPool{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: MetalLBNamespace},
+		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: p.Addresses, AvoidBuggyIPs: true},
+	}
+	if err := e.Client.Create(ctx, pool); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("testenv: create pool %s: %w", p.Name, err)
+	}
+	return e.waitFor(ctx, 60*time.Second, "MetalLB status of pool "+p.Name, func(ctx context.Context) (bool, error) {
+		var got metallbv1beta1.IPAddressPool
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(pool), &got); err != nil {
+			return false, err
+		}
+		return got.Status.AvailableIPv4+got.Status.AssignedIPv4 > 0, nil
+	})
+}
+
+// StartProcess starts a process that Stop will stop. It fails fast if the
+// process exits within the first 200ms, with the tail of its log.
+func (e *Env) StartProcess(name, bin string, args, env []string) (*Process, error) {
+	p, err := startProcess(e.Dir, name, bin, args, env)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.procs = append(e.procs, p)
+	e.mu.Unlock()
+	select {
+	case <-p.Done():
+		_, werr := p.Exited()
+		return nil, fmt.Errorf("testenv: %s exited at start (%v):\n%s", name, werr, p.Tail(30))
+	case <-time.After(200 * time.Millisecond):
+	}
+	return p, nil
+}
+
+// Processes lists the processes the harness started, in start order.
+func (e *Env) Processes() []*Process {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]*Process(nil), e.procs...)
+}
+
+// Defer registers f to run at Stop, before the control plane stops: the
+// place to cancel informers and managers that watch the apiserver.
+func (e *Env) Defer(f func()) {
+	e.mu.Lock()
+	e.cleanups = append(e.cleanups, f)
+	e.mu.Unlock()
+}
+
+// Stop stops everything Start started, in reverse order. It is safe to call
+// more than once.
+func (e *Env) Stop() error {
+	e.stopOnce.Do(func() {
+		var errs []error
+		e.mu.Lock()
+		cleanups, procs := e.cleanups, e.procs
+		e.mu.Unlock()
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+		for i := len(procs) - 1; i >= 0; i-- {
+			if err := procs[i].Stop(10 * time.Second); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if e.env != nil {
+			if err := e.env.Stop(); err != nil {
+				errs = append(errs, fmt.Errorf("testenv: stop kube-apiserver and etcd: %w", err))
+			}
+		}
+		// Anything still mentioning our directory is ours and must go.
+		for _, pid := range processesMentioning(e.Dir) {
+			_ = killPID(pid)
+		}
+		if e.ownDir && len(errs) == 0 {
+			_ = os.RemoveAll(e.Dir)
+		}
+		if e.registry != "" {
+			_ = os.Remove(e.registry)
+		}
+		e.stopError = errors.Join(errs...)
+	})
+	return e.stopError
+}
+
+func (e *Env) waitFor(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		ok, err := cond(ctx)
+		if ok {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			msg := fmt.Sprintf("testenv: timed out after %s waiting for %s", timeout, what)
+			if last != nil {
+				msg += fmt.Sprintf(" (last error: %v)", last)
+			}
+			for _, p := range e.Processes() {
+				if done, werr := p.Exited(); done {
+					msg += fmt.Sprintf("\n%s exited: %v\n%s", p.Name, werr, p.Tail(20))
+				}
+			}
+			return errors.New(msg)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("testenv: free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
