@@ -127,8 +127,9 @@ func Load(path string) (Config, error) {
 
 // Parse decodes, defaults, normalises and validates a YAML (or JSON) config
 // document. Unknown keys, duplicate keys, wrongly typed values and invalid
-// values are errors; every problem found is reported, each naming its key
-// path. An empty document yields Default().
+// values are errors, each naming its key path, returned together as Errors:
+// every unknown key and wrongly typed value, and, if no value has the wrong
+// type, every invalid value too. An empty document yields Default().
 func Parse(data []byte) (Config, error) {
 	jsonData, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {

@@ -215,7 +215,7 @@ func (w *Watcher) relevant(ev fsnotify.Event) bool {
 		return false
 	}
 	name := filepath.Base(ev.Name)
-	return name == "nope"
+	return name == w.base || name == configMapDataLink
 }
 
 // reloadIfChanged reloads if the file's identity, size or mtime differs from

@@ -371,3 +371,28 @@ func assertClosed(t *testing.T, ch <-chan Config, what string) {
 		t.Fatalf("%s: channel not closed", what)
 	}
 }
+
+// A change made between NewWatcher and Run (before the watch exists, so no
+// event reports it) is picked up as soon as Run starts.
+func TestWatcherCatchesChangeBeforeRun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	writeFile(t, path, "blockedHostnames: [a.example]\n")
+	w, err := NewWatcher(path, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, "blockedHostnames: [early.example]\n")
+	w.pollInterval = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-w.ready:
+	case <-time.After(waitTimeout):
+		t.Fatal("watcher not ready")
+	}
+	if got := w.Current().BlockedHostnames; !reflect.DeepEqual(got, []string{"early.example"}) {
+		t.Fatalf("Current().BlockedHostnames = %q once Run is watching, want [early.example]", got)
+	}
+}
