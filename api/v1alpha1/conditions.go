@@ -88,6 +88,18 @@ const (
 	// message carries the Gateway's reason.
 	ReasonNotAdmitted = "NotAdmitted"
 
+	// ReasonPartiallyReserved: some of the LeaseHost's names (one per shard)
+	// are held and some are refused; the shard entries say which.
+	ReasonPartiallyReserved = "PartiallyReserved"
+
+	// ReasonNoShards: no shard selects this LeaseHost, so its route is
+	// attached to no Gateway (and a subdomain composes no name).
+	ReasonNoShards = "NoShards"
+
+	// ReasonRouteConflict: an HTTPRoute with the generated route's name
+	// exists and is not controlled by this LeaseHost; it is left alone.
+	ReasonRouteConflict = "RouteConflict"
+
 	// ReasonNoListenerForDomain: the shard's Gateway has no listener whose
 	// hostname matches the composed host.
 	ReasonNoListenerForDomain = "NoListenerForDomain"

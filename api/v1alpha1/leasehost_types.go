@@ -175,6 +175,16 @@ type LeaseHostStatus struct {
 	// route is the name of the generated HTTPRoute, in this namespace.
 	// +optional
 	Route string `json:"route,omitempty"`
+
+	// reservedHosts are the names this LeaseHost holds, as last written by
+	// the controller. After a restart they tell the ownership engine who
+	// held what, so that a takeover's result survives (DESIGN §3.1 rule 7).
+	// Only the controller may write LeaseHost status.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	ReservedHosts []string `json:"reservedHosts,omitempty"`
 }
 
 // LeaseHost is one hostname, or one subdomain, of one lease, routed to one

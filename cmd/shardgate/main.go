@@ -25,7 +25,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(controllerCommand(), versionCommand())
+	root.AddCommand(controllerCommand(), versionCommand(), statusCommand())
 	// `shardgate [flags]` means `shardgate controller [flags]`.
 	args := os.Args[1:]
 	if len(args) == 0 || (len(args[0]) > 0 && args[0][0] == '-' && args[0] != "-h" && args[0] != "--help") {
@@ -53,6 +53,8 @@ func controllerCommand() *cobra.Command {
 		metricsAddr, healthAddr, xdsAdr string
 		leaderElect                     bool
 		logLevel, logFormat             string
+		qps                             float32
+		burst                           int
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -68,6 +70,7 @@ func controllerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			restConfig.QPS, restConfig.Burst = qps, burst
 			opts := manager.Options{RestConfig: restConfig, ConfigPath: configPath, Log: log}
 			// Flags given on the command line win over the config file.
 			if cmd.Flags().Changed("metrics-address") || configPath == "" {
@@ -96,6 +99,10 @@ func controllerCommand() *cobra.Command {
 	f.BoolVar(&leaderElect, "leader-elect", false, "elect a leader; only the leader writes to the apiserver")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn, error, or a verbosity 0-10")
 	f.StringVar(&logFormat, "log-format", "json", "json or text")
+	// client-go's default (5 QPS, burst 10) would hold back status and
+	// route writes; the apiserver's priority and fairness protects itself.
+	f.Float32Var(&qps, "kube-api-qps", 200, "queries per second to the apiserver")
+	f.IntVar(&burst, "kube-api-burst", 400, "burst of queries to the apiserver")
 	return cmd
 }
 

@@ -107,8 +107,9 @@ func TestEngineScenarios(t *testing.T) {
 			up(lh("b1", 3, "bob", 1, hostA), ReasonHostnameInUse, nil, nil),
 			up(lh("a2", 4, "alice", 2, hostA).withTakeover(), ReasonReserved,
 				chg{"a1": ReasonTransferredAway, "a1b": ReasonTransferredAway}, hld{hostA: "a2"}),
-			// a later plain request of a third deployment waits
-			up(lh("a3", 5, "alice", 3, hostA), ReasonWithheld, nil, hld{hostA: "a2"}),
+			// a later plain request of a third deployment waits; a takeover
+			// holds the name, so it too is told the name was transferred
+			up(lh("a3", 5, "alice", 3, hostA), ReasonTransferredAway, nil, hld{hostA: "a2"}),
 			// the status write-back (hints) changes nothing
 			up(lh("a2", 4, "alice", 2, hostA).withTakeover().withHolding(), ReasonReserved, nil, hld{hostA: "a2"}),
 			// once the taker is gone the oldest waiter comes back; a3's message names the new holder

@@ -378,7 +378,7 @@ func checkInvariants(t testing.TB, e *Engine) {
 				want = ReasonReserved
 			case c.Key.Owner != holder.Key.Owner:
 				want = ReasonHostnameInUse
-			case taker != nil && Older(c, *taker):
+			case taker != nil:
 				want = ReasonTransferredAway
 			default:
 				want = ReasonWithheld

@@ -20,9 +20,12 @@ package hostnames
 //     Takeover requests of other owners count for nothing.
 //  4. Every claimant of the holding key is Reserved (leases that differ only
 //     in oseq share the key). Claimants of other owners: HostnameInUse.
-//     Claimants of the owning owner under another key: TransferredAway if a
-//     takeover holds the name and they are older than the winning takeover
-//     claimant (the takeover is why the name is not theirs), else Withheld.
+//     Claimants of the owning owner under another key: TransferredAway while
+//     a takeover claimant holds the name (the takeover is why the name is not
+//     theirs), else Withheld. This depends on the current claimants only, not
+//     on their ages: creation timestamps have one-second granularity, so an
+//     age comparison between a blue and a green deployment created in the
+//     same second would fall to the UID, which is random.
 //
 // In short: takeover (newest) > status hint (oldest hint carrier) > oldest.
 func decide(host string, cs []*claim, blockEntry string, blocked bool, out []Decision) ([]Decision, int) {
@@ -73,7 +76,7 @@ func decide(host string, cs []*claim, blockEntry string, blocked bool, out []Dec
 				inUse = inUseDecision(host)
 			}
 			d = inUse
-		case taker >= 0 && i < taker: // cs is sorted, so i < taker means Older(c, cs[taker])
+		case taker >= 0:
 			if transferred.Reason == "" {
 				transferred = transferredDecision(host, holderKey)
 			}

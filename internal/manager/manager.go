@@ -18,7 +18,9 @@ import (
 	crmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/shardgate/shardgate/controllers"
 	"github.com/shardgate/shardgate/internal/config"
+	"github.com/shardgate/shardgate/internal/hostnames"
 	"github.com/shardgate/shardgate/internal/scheme"
 )
 
@@ -51,12 +53,15 @@ type Options struct {
 func Run(ctx context.Context, opts Options) error {
 	log := opts.Log
 	var watcher *config.Watcher
+	var updates <-chan config.Config
 	cfg := opts.Config
 	if opts.ConfigPath != "" {
 		w, err := config.NewWatcher(opts.ConfigPath, log.WithName("config"))
 		if err != nil {
 			return err
 		}
+		// Subscribe before reading Current, so no change falls between.
+		updates = w.Subscribe()
 		watcher, cfg = w, w.Current()
 	} else if cfg.ControllerName == "" {
 		cfg = config.Default()
@@ -86,8 +91,22 @@ func Run(ctx context.Context, opts Options) error {
 	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr)); err != nil {
 		return fmt.Errorf("add readyz: %w", err)
 	}
+	blocked, err := hostnames.NewBlockList(cfg.BlockedHostnames...)
+	if err != nil {
+		return fmt.Errorf("config blockedHostnames: %w", err)
+	}
+	leaseHosts := &controllers.LeaseHostReconciler{
+		Client:         mgr.GetClient(),
+		Engine:         hostnames.New(blocked),
+		ControllerName: cfg.ControllerName,
+		Recorder:       mgr.GetEventRecorder("shardgate"),
+		Log:            log.WithName("leasehost"),
+	}
+	if err := leaseHosts.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up LeaseHost controller: %w", err)
+	}
 	if watcher != nil {
-		if err := mgr.Add(configRunnable{watcher: watcher, log: log.WithName("config")}); err != nil {
+		if err := mgr.Add(configRunnable{watcher: watcher, updates: updates, leaseHosts: leaseHosts, log: log.WithName("config")}); err != nil {
 			return fmt.Errorf("add config watcher: %w", err)
 		}
 	}
@@ -131,22 +150,25 @@ func cacheSynced(mgr crmanager.Manager) healthz.Checker {
 }
 
 // configRunnable runs the config watcher on every replica (it needs no
-// leadership: it only reads a file).
+// leadership: it only reads a file) and applies what may change live: the
+// block list.
 type configRunnable struct {
-	watcher *config.Watcher
-	log     logr.Logger
+	watcher    *config.Watcher
+	updates    <-chan config.Config
+	leaseHosts *controllers.LeaseHostReconciler
+	log        logr.Logger
 }
 
 func (r configRunnable) Start(ctx context.Context) error {
 	go func() {
-		ch := r.watcher.Subscribe()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case c := <-ch:
-				r.log.Info("config reloaded", "blockedHostnames", len(c.BlockedHostnames))
+		for c := range r.updates { // closed when the watcher stops
+			b, err := hostnames.NewBlockList(c.BlockedHostnames...)
+			if err != nil {
+				r.log.Error(err, "reloaded block list refused; keeping the previous one")
+				continue
 			}
+			r.log.Info("config reloaded", "blockedHostnames", b.Len())
+			r.leaseHosts.SetBlockList(b)
 		}
 	}()
 	return r.watcher.Run(ctx)

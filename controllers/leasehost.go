@@ -1,0 +1,475 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/hostnames"
+	"github.com/shardgate/shardgate/internal/leasehosts"
+	"github.com/shardgate/shardgate/sharding"
+)
+
+const leaseHostServiceIndex = "spec.service.name"
+
+// LeaseHostReconciler admits LeaseHost names through the hostnames engine and
+// writes each LeaseHost's HTTPRoute and status. It runs one worker: the
+// engine serialises ownership anyway, and one worker lets a claim that moves
+// update the winner and the loser in the same pass.
+type LeaseHostReconciler struct {
+	Client         client.Client
+	Engine         *hostnames.Engine
+	ControllerName string
+	Recorder       events.EventRecorder
+	Log            logr.Logger
+
+	mu      sync.Mutex
+	rebuilt bool
+	// claims: LeaseHost → the hosts it has claimants for in the engine.
+	claims map[types.NamespacedName][]string
+	// owners: LeaseHost UID → its name, to map engine changes back.
+	owners map[string]types.NamespacedName
+	// requeue carries LeaseHosts to reconcile that no watch event names:
+	// block-list changes and failed follow-up writes.
+	requeue chan event.TypedGenericEvent[*shardgatev1alpha1.LeaseHost]
+}
+
+// SetupWithManager registers the controller and its watches.
+func (r *LeaseHostReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.claims = map[types.NamespacedName][]string{}
+	r.owners = map[string]types.NamespacedName{}
+	r.requeue = make(chan event.TypedGenericEvent[*shardgatev1alpha1.LeaseHost], 1024)
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &shardgatev1alpha1.LeaseHost{}, leaseHostServiceIndex,
+		func(o client.Object) []string { return []string{o.(*shardgatev1alpha1.LeaseHost).Spec.Service.Name} }); err != nil {
+		return fmt.Errorf("index LeaseHosts by service: %w", err)
+	}
+	all := handler.EnqueueRequestsFromMapFunc(r.allLeaseHosts)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("leasehost").
+		For(&shardgatev1alpha1.LeaseHost{}).
+		Owns(&gatewayv1.HTTPRoute{}).
+		// Shards change only with spec (generation) or labels.
+		Watches(&gatewayv1.Gateway{}, all, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Watches(&gatewayv1.GatewayClass{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&shardgatev1alpha1.GatewayParameters{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceLeaseHosts), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.serviceLeaseHosts)).
+		WatchesRawSource(source.Channel(r.requeue, &handler.TypedEnqueueRequestForObject[*shardgatev1alpha1.LeaseHost]{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Complete(r)
+}
+
+// SetBlockList swaps the block list (a config reload). Claims that become
+// blocked are revoked and names that become free are re-admitted; every
+// LeaseHost whose decision changed is reconciled.
+func (r *LeaseHostReconciler) SetBlockList(b *hostnames.BlockList) {
+	changes := r.Engine.SetBlockList(b)
+	r.Log.Info("block list changed", "entries", b.Len(), "claimsChanged", len(changes))
+	for _, nn := range r.changedLeaseHosts(changes, types.NamespacedName{}) {
+		r.enqueue(nn)
+	}
+}
+
+func (r *LeaseHostReconciler) enqueue(nn types.NamespacedName) {
+	lh := &shardgatev1alpha1.LeaseHost{ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name}}
+	select {
+	case r.requeue <- event.TypedGenericEvent[*shardgatev1alpha1.LeaseHost]{Object: lh}:
+	default:
+		// The channel is full only under a flood; the resync and the next
+		// event for this object catch up, and nothing is lost from the
+		// engine, which already holds the new decision.
+		r.Log.Info("requeue channel full; relying on resync", "leasehost", nn)
+	}
+}
+
+// Reconcile admits req's names and writes its route and status, then writes
+// every other LeaseHost whose decision changed as a consequence.
+func (r *LeaseHostReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if err := r.ensureRebuilt(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	var lh shardgatev1alpha1.LeaseHost
+	if err := r.Client.Get(ctx, req.NamespacedName, &lh); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, r.released(ctx, req.NamespacedName, "")
+	}
+	if lh.DeletionTimestamp != nil {
+		return reconcile.Result{}, r.released(ctx, req.NamespacedName, lh.UID)
+	}
+	plan, err := r.plan(ctx, &lh)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	decisions, changes := r.claim(&lh, plan)
+	if err := r.write(ctx, &lh, plan, decisions); err != nil {
+		return reconcile.Result{}, err
+	}
+	r.writeChanged(ctx, changes, req.NamespacedName)
+	r.observeMetrics()
+	return reconcile.Result{}, nil
+}
+
+// ensureRebuilt loads every LeaseHost into the engine before the first
+// admission, with the names their status says they hold as hints, so that a
+// restarted controller comes back with exactly the same holders.
+func (r *LeaseHostReconciler) ensureRebuilt(ctx context.Context) error {
+	r.mu.Lock()
+	done := r.rebuilt
+	r.mu.Unlock()
+	if done {
+		return nil
+	}
+	var list shardgatev1alpha1.LeaseHostList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return fmt.Errorf("rebuild hostname claims: %w", err)
+	}
+	// Oldest first: the order does not change the result (the engine is
+	// order-independent), but it makes logs read naturally.
+	slices.SortFunc(list.Items, func(a, b shardgatev1alpha1.LeaseHost) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.UID), string(b.UID))
+	})
+	for i := range list.Items {
+		lh := &list.Items[i]
+		if lh.DeletionTimestamp != nil {
+			continue
+		}
+		plan, err := r.plan(ctx, lh)
+		if err != nil {
+			return err
+		}
+		r.claim(lh, plan)
+	}
+	r.mu.Lock()
+	r.rebuilt = true
+	r.mu.Unlock()
+	r.Log.Info("rebuilt hostname claims", "leaseHosts", len(list.Items))
+	r.observeMetrics()
+	return nil
+}
+
+// plan finds the shards selecting lh and the names it claims on them.
+func (r *LeaseHostReconciler) plan(ctx context.Context, lh *shardgatev1alpha1.LeaseHost) (leasehosts.Plan, error) {
+	shards, err := r.shards(ctx)
+	if err != nil {
+		return leasehosts.Plan{}, err
+	}
+	var ns corev1.Namespace
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: lh.Namespace}, &ns); err != nil && !apierrors.IsNotFound(err) {
+		return leasehosts.Plan{}, fmt.Errorf("get namespace %s: %w", lh.Namespace, err)
+	}
+	return leasehosts.PlanFor(lh, sharding.Select(shards, lh, ns.Labels)), nil
+}
+
+func (r *LeaseHostReconciler) shards(ctx context.Context) ([]sharding.Shard, error) {
+	var classes gatewayv1.GatewayClassList
+	var gws gatewayv1.GatewayList
+	var params shardgatev1alpha1.GatewayParametersList
+	if err := r.Client.List(ctx, &classes); err != nil {
+		return nil, fmt.Errorf("list GatewayClasses: %w", err)
+	}
+	if err := r.Client.List(ctx, &gws); err != nil {
+		return nil, fmt.Errorf("list Gateways: %w", err)
+	}
+	if err := r.Client.List(ctx, &params); err != nil {
+		return nil, fmt.Errorf("list GatewayParameters: %w", err)
+	}
+	shards, _ := sharding.Discover(r.ControllerName, ptrs(classes.Items), ptrs(gws.Items), ptrs(params.Items))
+	return shards, nil
+}
+
+// claim brings the engine's claimants for lh in line with plan, and returns
+// lh's decisions by host plus every other claimant's changed decision.
+func (r *LeaseHostReconciler) claim(lh *shardgatev1alpha1.LeaseHost, plan leasehosts.Plan) (map[string]hostnames.Decision, []hostnames.Change) {
+	nn := types.NamespacedName{Namespace: lh.Namespace, Name: lh.Name}
+	uid := string(lh.UID)
+	r.mu.Lock()
+	previous := r.claims[nn]
+	r.claims[nn] = plan.Hosts
+	r.owners[uid] = nn
+	r.mu.Unlock()
+
+	var changes []hostnames.Change
+	for _, h := range previous {
+		if !slices.Contains(plan.Hosts, h) {
+			changes = append(changes, r.Engine.Remove(leasehosts.ClaimUID(uid, h))...)
+		}
+	}
+	decisions := map[string]hostnames.Decision{}
+	for _, h := range plan.Hosts {
+		d, ch := r.Engine.Upsert(hostnames.Claimant{
+			ClaimID:  hostnames.ClaimID{UID: leasehosts.ClaimUID(uid, h), Created: lh.CreationTimestamp.Time},
+			Key:      hostnames.LeaseKey{Owner: lh.Spec.Lease.Owner, DSeq: lh.Spec.Lease.DSeq, GSeq: lh.Spec.Lease.GSeq},
+			Host:     h,
+			Takeover: lh.Spec.Takeover,
+			Holding:  slices.Contains(lh.Status.ReservedHosts, h),
+		})
+		decisions[h] = d
+		changes = append(changes, ch...)
+	}
+	// Our own other claims may show up as changes (a LeaseHost's names on
+	// two shards are separate claimants); they are already in decisions.
+	return decisions, changes
+}
+
+// released forgets a deleted LeaseHost's claims, deletes its route at once
+// (not waiting for garbage collection: the name may have a new holder now),
+// and writes the LeaseHosts that were promoted.
+func (r *LeaseHostReconciler) released(ctx context.Context, nn types.NamespacedName, uid types.UID) error {
+	r.mu.Lock()
+	hosts := r.claims[nn]
+	delete(r.claims, nn)
+	if uid == "" {
+		for u, owner := range r.owners {
+			if owner == nn {
+				uid = types.UID(u)
+			}
+		}
+	}
+	delete(r.owners, string(uid))
+	r.mu.Unlock()
+	if uid == "" {
+		return nil
+	}
+	var changes []hostnames.Change
+	for _, h := range hosts {
+		changes = append(changes, r.Engine.Remove(leasehosts.ClaimUID(string(uid), h))...)
+	}
+	var route gatewayv1.HTTPRoute
+	err := r.Client.Get(ctx, nn, &route)
+	if err == nil && ownedBy(&route, uid) {
+		if err := r.Client.Delete(ctx, &route, client.Preconditions{UID: &route.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete route %s: %w", nn, err)
+		}
+	}
+	r.writeChanged(ctx, changes, nn)
+	r.observeMetrics()
+	return nil
+}
+
+// writeChanged writes the route and status of every LeaseHost other than
+// self whose decision changed, in this same pass. A failure is requeued.
+func (r *LeaseHostReconciler) writeChanged(ctx context.Context, changes []hostnames.Change, self types.NamespacedName) {
+	for _, nn := range r.changedLeaseHosts(changes, self) {
+		var lh shardgatev1alpha1.LeaseHost
+		if err := r.Client.Get(ctx, nn, &lh); err != nil {
+			if !apierrors.IsNotFound(err) {
+				r.enqueue(nn)
+			}
+			continue
+		}
+		plan, err := r.plan(ctx, &lh)
+		if err != nil {
+			r.enqueue(nn)
+			continue
+		}
+		decisions := map[string]hostnames.Decision{}
+		for _, h := range plan.Hosts {
+			if d, ok := r.Engine.Decision(leasehosts.ClaimUID(string(lh.UID), h)); ok {
+				decisions[h] = d
+			}
+		}
+		if err := r.write(ctx, &lh, plan, decisions); err != nil {
+			r.Log.Error(err, "write changed LeaseHost; requeued", "leasehost", nn)
+			r.enqueue(nn)
+		}
+	}
+}
+
+func (r *LeaseHostReconciler) changedLeaseHosts(changes []hostnames.Change, self types.NamespacedName) []types.NamespacedName {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []types.NamespacedName
+	for _, c := range changes {
+		uid, _, _ := strings.Cut(c.UID, "/")
+		nn, ok := r.owners[uid]
+		if ok && nn != self && !slices.Contains(out, nn) {
+			out = append(out, nn)
+		}
+	}
+	return out
+}
+
+// write makes the route and status of lh match its decisions. The route goes
+// first, so that a name that moves is served by its new holder before the
+// old holder's route (written next, by the caller) drops it.
+func (r *LeaseHostReconciler) write(ctx context.Context, lh *shardgatev1alpha1.LeaseHost, plan leasehosts.Plan, decisions map[string]hostnames.Decision) error {
+	desired := leasehosts.RouteFor(lh, plan, decisions)
+	nn := types.NamespacedName{Namespace: lh.Namespace, Name: leasehosts.RouteName(lh)}
+	var existing gatewayv1.HTTPRoute
+	found := true
+	if err := r.Client.Get(ctx, nn, &existing); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("get route %s: %w", nn, err)
+		}
+		found = false
+	}
+	conflict := found && !ownedBy(&existing, lh.UID)
+	observedRoute := &existing
+	switch {
+	case conflict:
+		observedRoute = nil
+	case desired == nil && found:
+		if err := r.Client.Delete(ctx, &existing, client.Preconditions{UID: &existing.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete route %s: %w", nn, err)
+		}
+		observedRoute = nil
+	case desired == nil:
+		observedRoute = nil
+	case !found || !routeUpToDate(&existing, desired):
+		if err := apply(ctx, r.Client, desired); err != nil {
+			return err
+		}
+		if !found {
+			observedRoute = nil
+		}
+	}
+
+	var svc corev1.Service
+	svcErr := r.Client.Get(ctx, types.NamespacedName{Namespace: lh.Namespace, Name: lh.Spec.Service.Name}, &svc)
+	if svcErr != nil && !apierrors.IsNotFound(svcErr) {
+		return fmt.Errorf("get service: %w", svcErr)
+	}
+	status := leasehosts.StatusFor(lh, plan, decisions, leasehosts.Observed{
+		Route:          observedRoute,
+		RouteConflict:  conflict,
+		ServiceExists:  svcErr == nil,
+		ControllerName: r.ControllerName,
+	})
+	if equality.Semantic.DeepEqual(status, lh.Status) {
+		return nil
+	}
+	r.recordEvents(lh, &status)
+	patch := client.MergeFrom(lh.DeepCopy())
+	lh.Status = status
+	if err := r.Client.Status().Patch(ctx, lh, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("write status of LeaseHost %s/%s: %w", lh.Namespace, lh.Name, err)
+	}
+	return nil
+}
+
+// recordEvents emits an Event when the Reserved condition changes reason:
+// refusals as warnings, transfers and reservations as normal events.
+func (r *LeaseHostReconciler) recordEvents(lh *shardgatev1alpha1.LeaseHost, next *shardgatev1alpha1.LeaseHostStatus) {
+	oldC := findCondition(lh.Status.Conditions, shardgatev1alpha1.ConditionReserved)
+	newC := findCondition(next.Conditions, shardgatev1alpha1.ConditionReserved)
+	if newC == nil || (oldC != nil && oldC.Reason == newC.Reason && oldC.Status == newC.Status) {
+		return
+	}
+	if newC.Status == metav1.ConditionFalse {
+		hostnameRefusals.WithLabelValues(newC.Reason).Inc()
+	}
+	if r.Recorder == nil {
+		return
+	}
+	kind := corev1.EventTypeNormal
+	if newC.Status == metav1.ConditionFalse && newC.Reason != shardgatev1alpha1.ReasonTransferredAway {
+		kind = corev1.EventTypeWarning
+	}
+	r.Recorder.Eventf(lh, nil, kind, newC.Reason, "Reserve", "%s", newC.Message)
+}
+
+func (r *LeaseHostReconciler) observeMetrics() {
+	for state, n := range r.Engine.Stats() {
+		hostnameClaims.WithLabelValues(string(state)).Set(float64(n))
+	}
+}
+
+func (r *LeaseHostReconciler) allLeaseHosts(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list shardgatev1alpha1.LeaseHostList
+	if err := r.Client.List(ctx, &list); err != nil {
+		r.Log.Error(err, "list LeaseHosts")
+		return nil
+	}
+	return requests(list.Items)
+}
+
+func (r *LeaseHostReconciler) namespaceLeaseHosts(ctx context.Context, o client.Object) []reconcile.Request {
+	var list shardgatev1alpha1.LeaseHostList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetName())); err != nil {
+		r.Log.Error(err, "list LeaseHosts", "namespace", o.GetName())
+		return nil
+	}
+	return requests(list.Items)
+}
+
+func (r *LeaseHostReconciler) serviceLeaseHosts(ctx context.Context, o client.Object) []reconcile.Request {
+	var list shardgatev1alpha1.LeaseHostList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{leaseHostServiceIndex: o.GetName()}); err != nil {
+		r.Log.Error(err, "list LeaseHosts by service", "service", o.GetNamespace()+"/"+o.GetName())
+		return nil
+	}
+	return requests(list.Items)
+}
+
+func requests(items []shardgatev1alpha1.LeaseHost) []reconcile.Request {
+	out := make([]reconcile.Request, 0, len(items))
+	for i := range items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: items[i].Namespace, Name: items[i].Name}})
+	}
+	return out
+}
+
+// routeUpToDate: the stored route already has the desired spec, labels and
+// controller reference, so applying would change nothing.
+func routeUpToDate(existing, desired *gatewayv1.HTTPRoute) bool {
+	if !equality.Semantic.DeepEqual(existing.Spec, desired.Spec) {
+		return false
+	}
+	for k, v := range desired.Labels {
+		if existing.Labels[k] != v {
+			return false
+		}
+	}
+	return ownedBy(existing, desired.OwnerReferences[0].UID)
+}
+
+func ownedBy(o metav1.Object, uid types.UID) bool {
+	ref := metav1.GetControllerOf(o)
+	return ref != nil && ref.UID == uid
+}
+
+func findCondition(cs []metav1.Condition, t string) *metav1.Condition {
+	for i := range cs {
+		if cs[i].Type == t {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+func ptrs[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}

@@ -1,0 +1,221 @@
+package controllers_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/manager"
+	"github.com/shardgate/shardgate/internal/testenv"
+)
+
+var _ = Describe("LeaseHost ownership on the real apiserver", Ordered, func() {
+	ctx := context.Background()
+	var env *testenv.Env
+	var c client.Client
+	var cfgFile string
+
+	BeforeAll(func() {
+		var err error
+		env, err = testenv.Start(ctx, testenv.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
+		c = env.Client
+		cfgFile = configPath()
+		writeConfig(cfgFile, ".blocked.test", "admin.provider.test")
+		shard(ctx, c, "default", "shard-a", "shard-a.apps.test")
+		env.RunManager(manager.Options{ConfigPath: cfgFile, MetricsAddress: "0", HealthAddress: "0", Log: GinkgoLogr})
+	})
+
+	It("gives a raced name to exactly one of two owners", func() {
+		f := newFixture(ctx, c, "race")
+		f.service(ctx, "web")
+		var wg sync.WaitGroup
+		for _, o := range []string{"akash1alice", "akash1bob"} {
+			wg.Add(1)
+			go func(o string) {
+				defer GinkgoRecover()
+				defer wg.Done()
+				f.leaseHost(ctx, strings.TrimPrefix(o, "akash1"), "race.example.test", owner(o, 1))
+			}(o)
+		}
+		wg.Wait()
+		var results []string
+		Eventually(func(g Gomega) {
+			results = []string{reserved(ctx, c, f.ns, "alice")(g), reserved(ctx, c, f.ns, "bob")(g)}
+			g.Expect(results).To(ConsistOf("True/Reserved", "False/HostnameInUse"))
+		}).Should(Succeed())
+		winner, loser := "alice", "bob"
+		if results[1] == "True/Reserved" {
+			winner, loser = "bob", "alice"
+		}
+		// The loser is told nothing about who holds the name.
+		cond := meta.FindStatusCondition(f.get(ctx, loser).Status.Conditions, shardgatev1alpha1.ConditionReserved)
+		Expect(cond.Message).NotTo(ContainSubstring("akash1"))
+		Expect(cond.Message).NotTo(ContainSubstring(winner))
+		Eventually(routeHostnames(ctx, c, f.ns, winner)).Should(Equal([]string{"race.example.test"}))
+		Consistently(routeHostnames(ctx, c, f.ns, loser), "500ms").Should(BeNil())
+
+		By("promoting the loser when the winner is deleted")
+		Expect(c.Delete(ctx, f.get(ctx, winner))).To(Succeed())
+		Eventually(reserved(ctx, c, f.ns, loser)).Should(Equal("True/Reserved"))
+		Eventually(routeHostnames(ctx, c, f.ns, loser)).Should(Equal([]string{"race.example.test"}))
+		Eventually(routeHostnames(ctx, c, f.ns, winner)).Should(BeNil())
+	})
+
+	It("withholds a same-owner name until a takeover moves it, and the routes follow", func() {
+		f := newFixture(ctx, c, "takeover")
+		f.service(ctx, "web")
+		f.leaseHost(ctx, "blue", "app.example.test", owner("akash1carol", 10))
+		Eventually(reserved(ctx, c, f.ns, "blue")).Should(Equal("True/Reserved"))
+		f.leaseHost(ctx, "green", "app.example.test", owner("akash1carol", 11))
+		Eventually(reserved(ctx, c, f.ns, "green")).Should(Equal("False/Withheld"))
+		Consistently(routeHostnames(ctx, c, f.ns, "green"), "300ms").Should(BeNil())
+
+		By("a lease differing only in oseq is the same deployment, not withheld")
+		f.leaseHost(ctx, "blue-oseq2", "app.example.test", func(lh *shardgatev1alpha1.LeaseHost) {
+			lh.Spec.Lease = shardgatev1alpha1.LeaseRef{Owner: "akash1carol", DSeq: 10, GSeq: 1, OSeq: 2}
+		})
+		Eventually(reserved(ctx, c, f.ns, "blue-oseq2")).Should(Equal("True/Reserved"))
+
+		By("setting takeover on the waiting deployment")
+		green := f.get(ctx, "green")
+		green.Spec.Takeover = true
+		Expect(c.Update(ctx, green)).To(Succeed())
+		Eventually(reserved(ctx, c, f.ns, "green")).Should(Equal("True/Reserved"))
+		Eventually(reserved(ctx, c, f.ns, "blue")).Should(Equal("False/TransferredAway"))
+		Eventually(routeHostnames(ctx, c, f.ns, "green")).Should(Equal([]string{"app.example.test"}))
+		Eventually(routeHostnames(ctx, c, f.ns, "blue")).Should(BeNil())
+		Eventually(routeHostnames(ctx, c, f.ns, "blue-oseq2")).Should(BeNil())
+
+		By("refusing a takeover across owners")
+		f.leaseHost(ctx, "thief", "app.example.test", owner("akash1mallory", 1), takeover)
+		Eventually(reserved(ctx, c, f.ns, "thief")).Should(Equal("False/HostnameInUse"))
+		Consistently(reserved(ctx, c, f.ns, "green"), "300ms").Should(Equal("True/Reserved"))
+	})
+
+	It("refuses blocked names and revokes a claim when its name becomes blocked", func() {
+		f := newFixture(ctx, c, "blocked")
+		f.service(ctx, "web")
+		f.leaseHost(ctx, "apex", "blocked.test")
+		f.leaseHost(ctx, "deep", "a.b.blocked.test")
+		f.leaseHost(ctx, "exact", "admin.provider.test")
+		f.leaseHost(ctx, "lookalike", "notblocked.test")
+		Eventually(reserved(ctx, c, f.ns, "apex")).Should(Equal("False/Blocked"))
+		Eventually(reserved(ctx, c, f.ns, "deep")).Should(Equal("False/Blocked"))
+		Eventually(reserved(ctx, c, f.ns, "exact")).Should(Equal("False/Blocked"))
+		Eventually(reserved(ctx, c, f.ns, "lookalike")).Should(Equal("True/Reserved"))
+		cond := meta.FindStatusCondition(f.get(ctx, "deep").Status.Conditions, shardgatev1alpha1.ConditionReserved)
+		Expect(cond.Message).To(ContainSubstring(".blocked.test"))
+
+		By("adding a block to the live config file")
+		f.leaseHost(ctx, "victim", "soon.example.test")
+		Eventually(reserved(ctx, c, f.ns, "victim")).Should(Equal("True/Reserved"))
+		Eventually(routeHostnames(ctx, c, f.ns, "victim")).Should(Equal([]string{"soon.example.test"}))
+		writeConfig(cfgFile, ".blocked.test", "admin.provider.test", "soon.example.test")
+		Eventually(reserved(ctx, c, f.ns, "victim")).Should(Equal("False/Blocked"))
+		Eventually(routeHostnames(ctx, c, f.ns, "victim")).Should(BeNil())
+
+		By("removing the block again")
+		writeConfig(cfgFile, ".blocked.test", "admin.provider.test")
+		Eventually(reserved(ctx, c, f.ns, "victim")).Should(Equal("True/Reserved"))
+	})
+
+	It("generates the HTTPRoute with parentRefs, hostnames, rule, labels and owner, and removes it on delete", func() {
+		f := newFixture(ctx, c, "route")
+		f.service(ctx, "web")
+		lh := f.leaseHost(ctx, "site", "site.example.test", owner("akash1dave", 42), func(lh *shardgatev1alpha1.LeaseHost) {
+			lh.Spec.Lease.GSeq, lh.Spec.Lease.OSeq = 3, 4
+			lh.Spec.Path = "/api"
+			lh.Spec.Service.Port = 80
+		})
+		var route gatewayv1.HTTPRoute
+		Eventually(func() error { return c.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "site"}, &route) }).Should(Succeed())
+		Expect(route.Spec.ParentRefs).To(HaveLen(1))
+		Expect(string(route.Spec.ParentRefs[0].Name)).To(Equal("shard-a"))
+		Expect(string(*route.Spec.ParentRefs[0].Namespace)).To(Equal("default"))
+		Expect(route.Spec.Hostnames).To(Equal([]gatewayv1.Hostname{"site.example.test"}))
+		Expect(route.Spec.Rules).To(HaveLen(1))
+		Expect(*route.Spec.Rules[0].Matches[0].Path.Type).To(Equal(gatewayv1.PathMatchPathPrefix))
+		Expect(*route.Spec.Rules[0].Matches[0].Path.Value).To(Equal("/api"))
+		Expect(string(route.Spec.Rules[0].BackendRefs[0].Name)).To(Equal("web"))
+		Expect(int32(*route.Spec.Rules[0].BackendRefs[0].Port)).To(Equal(int32(80)))
+		Expect(route.Labels).To(HaveKeyWithValue("shardgate.io/lease-owner", "akash1dave"))
+		Expect(route.Labels).To(HaveKeyWithValue("shardgate.io/lease-dseq", "42"))
+		Expect(route.Labels).To(HaveKeyWithValue("shardgate.io/lease-gseq", "3"))
+		Expect(route.Labels).To(HaveKeyWithValue("shardgate.io/lease-oseq", "4"))
+		ctrlRef := metav1.GetControllerOf(&route)
+		Expect(ctrlRef).NotTo(BeNil())
+		Expect(ctrlRef.UID).To(Equal(f.get(ctx, "site").UID))
+		Expect(ctrlRef.Kind).To(Equal("LeaseHost"))
+		Expect(f.get(ctx, "site").Status.Route).To(Equal("site"))
+		Expect(route.ManagedFields).To(ContainElement(HaveField("Manager", "shardgate")))
+
+		By("making no write when nothing changed")
+		rv := route.ResourceVersion
+		lhRV := f.get(ctx, "site").ResourceVersion
+		touched := f.get(ctx, "site")
+		touched.Annotations = map[string]string{"touch": "1"}
+		Expect(c.Update(ctx, touched)).To(Succeed())
+		Consistently(func(g Gomega) {
+			var r gatewayv1.HTTPRoute
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(&route), &r)).To(Succeed())
+			g.Expect(r.ResourceVersion).To(Equal(rv))
+			// Only our annotation write bumped the LeaseHost.
+			g.Expect(f.get(ctx, "site").ResourceVersion).NotTo(Equal(lhRV))
+			g.Expect(f.get(ctx, "site").ResourceVersion).To(Equal(touched.ResourceVersion))
+		}, "1s").Should(Succeed())
+
+		By("deleting the LeaseHost")
+		Expect(c.Delete(ctx, lh)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(&route), &gatewayv1.HTTPRoute{}))
+		}).Should(BeTrue())
+	})
+
+	It("keeps the claim when the Service is missing, and reports it", func() {
+		f := newFixture(ctx, c, "nosvc")
+		f.leaseHost(ctx, "orphan", "orphan.example.test", service("missing"))
+		Eventually(reserved(ctx, c, f.ns, "orphan")).Should(Equal("True/Reserved"))
+		Eventually(func(g Gomega) string {
+			cond := meta.FindStatusCondition(f.get(ctx, "orphan").Status.Conditions, shardgatev1alpha1.ConditionReady)
+			g.Expect(cond).NotTo(BeNil())
+			return cond.Reason
+		}).Should(Equal(shardgatev1alpha1.ReasonBackendNotFound))
+		Eventually(routeHostnames(ctx, c, f.ns, "orphan")).Should(Equal([]string{"orphan.example.test"}))
+
+		By("creating the Service")
+		f.service(ctx, "missing")
+		Eventually(func(g Gomega) string {
+			cond := meta.FindStatusCondition(f.get(ctx, "orphan").Status.Conditions, shardgatev1alpha1.ConditionReady)
+			g.Expect(cond).NotTo(BeNil())
+			return cond.Reason
+		}).ShouldNot(Equal(shardgatev1alpha1.ReasonBackendNotFound))
+	})
+
+	It("releases the old name and claims the new one when a hostname is edited", func() {
+		f := newFixture(ctx, c, "edit")
+		f.service(ctx, "web")
+		f.leaseHost(ctx, "first", "old.example.test", owner("akash1erin", 1))
+		Eventually(reserved(ctx, c, f.ns, "first")).Should(Equal("True/Reserved"))
+		f.leaseHost(ctx, "waiter", "old.example.test", owner("akash1frank", 1))
+		Eventually(reserved(ctx, c, f.ns, "waiter")).Should(Equal("False/HostnameInUse"))
+
+		first := f.get(ctx, "first")
+		first.Spec.Hostname = "new.example.test"
+		Expect(c.Update(ctx, first)).To(Succeed())
+		Eventually(reserved(ctx, c, f.ns, "first")).Should(Equal("True/Reserved"))
+		Eventually(routeHostnames(ctx, c, f.ns, "first")).Should(Equal([]string{"new.example.test"}))
+		Eventually(reserved(ctx, c, f.ns, "waiter")).Should(Equal("True/Reserved"))
+		Eventually(routeHostnames(ctx, c, f.ns, "waiter")).Should(Equal([]string{"old.example.test"}))
+	})
+})
