@@ -9,7 +9,7 @@ LDFLAGS    := -X github.com/shardgate/shardgate/internal/version.Version=$(VERSI
 GOTESTFLAGS ?=
 export GOTOOLCHAIN := local
 
-.PHONY: all build test unit-test demo envtest-assets controller-gen crds verify-generated lint fmt vet clean
+.PHONY: all build test bench unit-test demo envtest-assets controller-gen crds verify-generated lint fmt vet clean
 
 all: build
 
@@ -44,6 +44,10 @@ vet:
 ## test: everything: assets, generated files, lint, unit and integration tests
 test: envtest-assets verify-generated lint
 	CI=$${CI:-} $(GO) test -count=1 -timeout 30m $(GOTESTFLAGS) ./...
+
+## bench: Go benchmarks (figures, not pass/fail)
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./internal/hostnames/
 
 ## demo: boot the embedded control plane, run shardgate, apply examples/, stay up until Ctrl-C
 demo: envtest-assets build

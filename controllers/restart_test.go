@@ -172,5 +172,19 @@ var _ = Describe("restart", Ordered, func() {
 		Expect(after.routeRV).To(Equal(before.routeRV), "a route was rewritten")
 		Expect(after.lhRV).To(Equal(before.lhRV), "a LeaseHost status was rewritten")
 		Expect(second.Tail(400)).To(ContainSubstring("rebuilt hostname claims"))
+
+		By("exporting the claims by state")
+		var reservedHolders float64
+		for _, r := range after.reserved {
+			if r == "True/Reserved" {
+				reservedHolders++
+			}
+		}
+		got, err := metric(metrics2, "shardgate_hostname_claims", `state="reserved"`)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got).To(Equal(reservedHolders))
+		refused, err := metric(metrics2, "shardgate_hostname_claims", `state="refused"`)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(refused).To(BeNumerically(">", 0))
 	})
 })

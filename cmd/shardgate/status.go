@@ -1,0 +1,71 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shardgate/shardgate/internal/statuscli"
+)
+
+// exit is os.Exit; `shardgate status` ends with its own exit status (0, 1 or
+// 2, see statuscli) instead of main's generic 1.
+var exit = os.Exit
+
+func statusCommand() *cobra.Command {
+	var cfg statuscli.Config
+	cmd := &cobra.Command{
+		Use:     "status",
+		Short:   "Show which shard serves which LeaseHost host, and whether it is admitted",
+		Long:    statuscli.Help,
+		Example: statuscli.Example,
+		// Arguments are checked in RunE so that a stray one exits 2 like every
+		// other usage error, never 1 (which means "not admitted").
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fail(cmd, &statuscli.ExitError{Code: statuscli.ExitFailed, Err: fmt.Errorf("unexpected arguments %q; see --help", args)})
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return fail(cmd, statuscli.Execute(ctx, cfg, cmd.OutOrStdout(), cmd.ErrOrStderr()))
+		},
+	}
+	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return fail(cmd, &statuscli.ExitError{Code: statuscli.ExitFailed, Err: err})
+	})
+	f := cmd.Flags()
+	f.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, ~/.kube/config, then in-cluster")
+	f.StringVar(&cfg.Context, "context", "", "kubeconfig context to use; default: the current context")
+	f.StringVarP(&cfg.Namespace, "namespace", "n", "", "list this namespace; default: the context's namespace")
+	f.BoolVarP(&cfg.AllNamespaces, "all-namespaces", "A", false, "list every namespace (overrides -n)")
+	f.StringVar(&cfg.Owner, "owner", "", "only rows of this lease owner")
+	f.StringVar(&cfg.Shard, "shard", "", "only rows of this shard (its name, or its Gateway as namespace/name)")
+	f.StringVarP(&cfg.Output, "output", "o", "", "output format: table (default), wide, json or yaml")
+	f.BoolVar(&cfg.FailOnUnadmitted, "fail-on-unadmitted", false, "exit 1 when a listed row is not admitted")
+	f.DurationVar(&cfg.RequestTimeout, "request-timeout", 30*time.Second, "timeout of each request to the apiserver (0: none)")
+	return cmd
+}
+
+// fail prints err and exits with its status; it returns only for nil.
+func fail(cmd *cobra.Command, err error) error {
+	if err == nil {
+		return nil
+	}
+	code := statuscli.ExitFailed
+	var ee *statuscli.ExitError
+	if errors.As(err, &ee) {
+		code = ee.Code
+		err = ee.Err
+	}
+	if err != nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), "shardgate status:", err)
+	}
+	exit(code)
+	return nil
+}

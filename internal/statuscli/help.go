@@ -1,0 +1,63 @@
+package statuscli
+
+// Help is the long help of `shardgate status`. It documents the output
+// contract; a test checks that it names every JSON field of Row.
+const Help = `List LeaseHosts and how each shard serves them: one row per entry in a
+LeaseHost's status.shards[], or one row with SHARD "-" for a LeaseHost that no
+shard serves (yet).
+
+Columns:
+  NAMESPACE, LEASEHOST  the LeaseHost
+  OWNER, DSEQ           its lease (spec.lease.owner and dseq)
+  SHARD                 the shard's name (its Gateway's name)
+  HOST                  the host that shard serves: the explicit hostname, or
+                        subdomain.<shard domain>
+  ADMITTED              the shard entry's Admitted condition: True, False,
+                        Unknown, or "-" when there is none
+  REASON                why: the LeaseHost's Reserved reason when Reserved is
+                        False (Blocked, HostnameInUse, Withheld, ...), since
+                        without the name nothing is served and that is what
+                        the tenant must fix; otherwise the Admitted reason
+  -o wide adds CANONICAL (the shard's canonical hostname, the CNAME target),
+  ROUTE (the generated HTTPRoute), GATEWAY (namespace/name) and RESERVED (the
+  LeaseHost's Reserved condition status).
+
+Rows are sorted by namespace, LeaseHost and shard. A LeaseHost without shard
+entries shows its requested hostname (if any), ADMITTED False when its
+Reserved condition is False ("-" otherwise), and the Reserved reason, or the
+Ready reason (NoShards, ...) when Ready is False and Reserved is not.
+
+-o json and -o yaml print {"items": [...]} with these fields, always all
+present ("" means none). Tools may rely on them; fields are only ever added:
+  namespace, leaseHost       the LeaseHost
+  owner, dseq, gseq, oseq    its lease (numbers for the sequences)
+  shard                      shard name ("" when the LeaseHost has no entries)
+  gateway                    the shard's Gateway, "namespace/name"
+  host                       the host that shard serves
+  canonicalHostname          the shard's canonical hostname
+  route                      the generated HTTPRoute's name
+  reserved                   the Reserved condition status
+  admitted                   the Admitted condition status: "True", "False",
+                             "Unknown" or ""; only "True" is admitted
+  reason, message            as REASON above, with the condition's message
+
+Exit status:
+  0  listed (with --fail-on-unadmitted: every listed row is admitted)
+  1  --fail-on-unadmitted and at least one listed row is not admitted
+     (ADMITTED is not True; a LeaseHost no shard serves is never admitted)
+  2  could not answer: bad flags or arguments, no usable kubeconfig, the
+     apiserver unreachable or refusing the request
+
+The kubeconfig is found as kubectl finds it: --kubeconfig, else $KUBECONFIG,
+else ~/.kube/config, else the in-cluster service account. Without -n or -A the
+context's namespace is listed.`
+
+// Example is the example section of `shardgate status`.
+const Example = `  # every LeaseHost of every namespace
+  shardgate status -A
+
+  # one tenant's hosts on one shard, for a script
+  shardgate status -A --owner akash1... --shard shard-a -o json
+
+  # CI gate: fail unless everything in the namespace is admitted
+  shardgate status -n tenant-a --fail-on-unadmitted`

@@ -1,0 +1,212 @@
+package statuscli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/scheme"
+	"github.com/shardgate/shardgate/internal/version"
+)
+
+// Exit statuses of `shardgate status`. Scripts can tell "something is not
+// admitted" (1) from "could not find out" (2).
+const (
+	ExitOK         = 0
+	ExitUnadmitted = 1 // only with --fail-on-unadmitted
+	ExitFailed     = 2 // bad flags, no kubeconfig, apiserver unreachable or refusing
+)
+
+// ExitError is an error with the exit status the binary must end with. Err
+// may be nil when there is nothing to say beyond the status.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// Options select and format the rows of Run.
+type Options struct {
+	// Namespace limits the listing to one namespace; "" lists all of them.
+	Namespace string
+	Filter
+	// Format is the output format; "" is table.
+	Format Format
+	// PageSize is the List page size; 0 means 500. Large providers have many
+	// LeaseHosts, and one unpaged List would hold them all in one response.
+	PageSize int64
+}
+
+// Run lists LeaseHosts with c, renders the filtered rows to w and returns
+// how many of the printed rows are not admitted (see Row.IsAdmitted).
+func Run(ctx context.Context, c client.Client, opts Options, w io.Writer) (unadmitted int, err error) {
+	unadmitted, _, err = run(ctx, c, opts, w)
+	return unadmitted, err
+}
+
+// run is Run that also says how many LeaseHosts were listed before filters.
+func run(ctx context.Context, c client.Client, opts Options, w io.Writer) (unadmitted, listed int, err error) {
+	if _, err := ParseFormat(string(opts.Format)); err != nil {
+		return 0, 0, err
+	}
+	items, err := list(ctx, c, opts)
+	if err != nil {
+		return 0, 0, err
+	}
+	rows := opts.Filter.Apply(RowsFor(items))
+	for _, r := range rows {
+		if !r.IsAdmitted() {
+			unadmitted++
+		}
+	}
+	return unadmitted, len(items), Render(rows, opts.Format, w)
+}
+
+func list(ctx context.Context, c client.Client, opts Options) ([]shardgatev1alpha1.LeaseHost, error) {
+	limit := opts.PageSize
+	if limit <= 0 {
+		limit = 500
+	}
+	var items []shardgatev1alpha1.LeaseHost
+	cont := ""
+	for {
+		var page shardgatev1alpha1.LeaseHostList
+		listOpts := []client.ListOption{client.Limit(limit), client.Continue(cont)}
+		if opts.Namespace != "" {
+			listOpts = append(listOpts, client.InNamespace(opts.Namespace))
+		}
+		if err := c.List(ctx, &page, listOpts...); err != nil {
+			return nil, err
+		}
+		items = append(items, page.Items...)
+		if cont = page.Continue; cont == "" {
+			return items, nil
+		}
+	}
+}
+
+// Config is the whole command line of `shardgate status`.
+type Config struct {
+	// Kubeconfig is --kubeconfig; "" uses $KUBECONFIG, ~/.kube/config, then
+	// the in-cluster config (clientcmd's default loading rules).
+	Kubeconfig string
+	// Context is --context; "" is the kubeconfig's current context.
+	Context string
+	// Namespace is -n; "" is the context's namespace ("default" if it sets
+	// none). AllNamespaces (-A) wins over it.
+	Namespace     string
+	AllNamespaces bool
+	Filter
+	// Output is -o: table (""), wide, json or yaml.
+	Output string
+	// FailOnUnadmitted makes a listed row that is not admitted exit 1.
+	FailOnUnadmitted bool
+	// RequestTimeout bounds each request to the apiserver; 0 means none.
+	RequestTimeout time.Duration
+}
+
+// Execute runs the command as the binary does: it loads the kubeconfig,
+// lists, prints to stdout and writes notices to stderr. It returns nil (exit
+// 0) or an *ExitError carrying the exit status: ExitUnadmitted when
+// FailOnUnadmitted is set and a listed row is not admitted, ExitFailed for
+// everything that kept it from answering.
+func Execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
+	format, err := ParseFormat(cfg.Output)
+	if err != nil {
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
+	c, namespace, host, err := NewClient(cfg.Kubeconfig, cfg.Context, cfg.RequestTimeout)
+	if err != nil {
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
+	if cfg.Namespace != "" {
+		namespace = cfg.Namespace
+	}
+	if cfg.AllNamespaces {
+		namespace = ""
+	}
+	opts := Options{Namespace: namespace, Filter: cfg.Filter, Format: format}
+	unadmitted, listed, err := run(ctx, c, opts, stdout)
+	if err != nil {
+		return &ExitError{Code: ExitFailed, Err: explain(err, host)}
+	}
+	if listed == 0 && (format == FormatTable || format == FormatWide) {
+		// As kubectl does: on stderr, so stdout stays a (header-only) table.
+		where := "any namespace"
+		if namespace != "" {
+			where = "namespace " + namespace
+		}
+		fmt.Fprintf(stderr, "No LeaseHosts found in %s.\n", where)
+	}
+	if cfg.FailOnUnadmitted && unadmitted > 0 {
+		noun := "entries are"
+		if unadmitted == 1 {
+			noun = "entry is"
+		}
+		return &ExitError{Code: ExitUnadmitted, Err: fmt.Errorf("%d listed %s not admitted", unadmitted, noun)}
+	}
+	return nil
+}
+
+// NewClient builds a client from a kubeconfig the way kubectl does:
+// explicit path, else $KUBECONFIG, else ~/.kube/config, else in-cluster;
+// kubeContext overrides the current context. It also returns the context's
+// namespace ("default" when it sets none) and the apiserver URL, for
+// messages. The client is lazy: nothing is contacted until the first
+// request.
+func NewClient(kubeconfig, kubeContext string, timeout time.Duration) (client.Client, string, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
+	restConfig, err := cc.ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, "", "", errors.New("no kubeconfig found: pass --kubeconfig, set $KUBECONFIG, or create ~/.kube/config")
+	}
+	if err != nil {
+		return nil, "", "", fmt.Errorf("load kubeconfig: %w", err)
+	}
+	namespace, _, err := cc.Namespace()
+	if err != nil {
+		return nil, "", "", fmt.Errorf("load kubeconfig: %w", err)
+	}
+	restConfig.Timeout = timeout
+	restConfig.UserAgent = "shardgate-status/" + version.Version
+	c, err := client.New(restConfig, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, "", "", fmt.Errorf("create a client for %s: %w", restConfig.Host, err)
+	}
+	return c, namespace, restConfig.Host, nil
+}
+
+// explain turns a List failure into a message that says what to check.
+func explain(err error, host string) error {
+	var status apierrors.APIStatus
+	switch {
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		return fmt.Errorf("the apiserver at %s does not serve %s LeaseHosts (are shardgate's CRDs installed?): %w", host, shardgatev1alpha1.GroupVersion, err)
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+		return fmt.Errorf("not allowed to list LeaseHosts at %s: %w", host, err)
+	case errors.As(err, &status):
+		return fmt.Errorf("list LeaseHosts at %s: %w", host, err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("list LeaseHosts at %s: %w", host, err)
+	default:
+		return fmt.Errorf("cannot reach the apiserver at %s: %w", host, err)
+	}
+}

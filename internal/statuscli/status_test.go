@@ -1,0 +1,366 @@
+package statuscli_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/statuscli"
+	"github.com/shardgate/shardgate/internal/testenv"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+const (
+	alice = "akash1alice0000000000000000000000000000000"
+	bob   = "akash1bob00000000000000000000000000000000000"
+	carol = "akash1carol000000000000000000000000000000"
+)
+
+// seeded is how the controller would have written status for a small
+// provider: two shards, three tenants, a per-shard conflict, a block, a
+// cross-tenant conflict, a LeaseHost not yet seen and one no shard selects.
+type seeded struct {
+	ns, name string
+	lease    shardgatev1alpha1.LeaseRef
+	hostname string
+	sub      string
+	status   *shardgatev1alpha1.LeaseHostStatus
+}
+
+var (
+	shardA = shard{"shard-a", "shard-a.apps.example.test"}
+	shardB = shard{"shard-b", "shard-b.apps.example.test"}
+)
+
+type shard struct{ name, domain string }
+
+func (s shard) entry(host string, status metav1.ConditionStatus, reason, msg string) shardgatev1alpha1.ShardStatus {
+	return shardgatev1alpha1.ShardStatus{
+		Name:              s.name,
+		Gateway:           "infra/" + s.name,
+		Host:              host,
+		CanonicalHostname: "router-" + s.name + "." + s.domain,
+		Conditions:        []metav1.Condition{condition(shardgatev1alpha1.ConditionAdmitted, status, reason, msg)},
+	}
+}
+
+func (s shard) sub(sub string) string { return sub + "." + s.domain }
+
+func condition(typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg,
+		LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}
+}
+
+func reserved(status metav1.ConditionStatus, reason, msg string) []metav1.Condition {
+	return []metav1.Condition{condition(shardgatev1alpha1.ConditionReserved, status, reason, msg)}
+}
+
+func fixtures() []seeded {
+	held := reserved(metav1.ConditionTrue, shardgatev1alpha1.ReasonReserved, "the name is held by this lease")
+	admitted := func(s shard, host string) shardgatev1alpha1.ShardStatus {
+		return s.entry(host, metav1.ConditionTrue, shardgatev1alpha1.ReasonAdmitted, "accepted by Gateway infra/"+s.name)
+	}
+	return []seeded{
+		{"default", "demo", shardgatev1alpha1.LeaseRef{Owner: carol, DSeq: 7, GSeq: 1, OSeq: 1}, "demo.example.test", "",
+			&shardgatev1alpha1.LeaseHostStatus{Conditions: held, Route: "demo",
+				Shards: []shardgatev1alpha1.ShardStatus{admitted(shardA, "demo.example.test")}}},
+		{"tenant-a", "web", shardgatev1alpha1.LeaseRef{Owner: alice, DSeq: 100, GSeq: 1, OSeq: 1}, "", "web",
+			&shardgatev1alpha1.LeaseHostStatus{Conditions: held, Route: "web",
+				Shards: []shardgatev1alpha1.ShardStatus{admitted(shardB, shardB.sub("web")), admitted(shardA, shardA.sub("web"))}}},
+		{"tenant-a", "shop", shardgatev1alpha1.LeaseRef{Owner: alice, DSeq: 101, GSeq: 1, OSeq: 2}, "", "shop",
+			&shardgatev1alpha1.LeaseHostStatus{Conditions: held, Route: "shop",
+				Shards: []shardgatev1alpha1.ShardStatus{
+					admitted(shardA, shardA.sub("shop")),
+					shardB.entry(shardB.sub("shop"), metav1.ConditionFalse, shardgatev1alpha1.ReasonHostnameInUse,
+						"shop.shard-b.apps.example.test is held by another owner"),
+				}}},
+		{"tenant-a", "api", shardgatev1alpha1.LeaseRef{Owner: alice, DSeq: 102, GSeq: 3, OSeq: 1}, "api.example.test", "",
+			&shardgatev1alpha1.LeaseHostStatus{Conditions: held, Route: "api",
+				Shards: []shardgatev1alpha1.ShardStatus{
+					admitted(shardA, "api.example.test"),
+					shardB.entry("api.example.test", metav1.ConditionUnknown, shardgatev1alpha1.ReasonPending, "waiting for Gateway infra/shard-b"),
+				}}},
+		{"tenant-a", "evil", shardgatev1alpha1.LeaseRef{Owner: alice, DSeq: 103}, "evil.blocked.test", "",
+			&shardgatev1alpha1.LeaseHostStatus{Conditions: reserved(metav1.ConditionFalse, shardgatev1alpha1.ReasonBlocked,
+				`evil.blocked.test matches the block list entry ".blocked.test"`)}},
+		{"tenant-b", "shop", shardgatev1alpha1.LeaseRef{Owner: bob, DSeq: 200, GSeq: 1, OSeq: 1}, "", "shop",
+			&shardgatev1alpha1.LeaseHostStatus{Conditions: held, Route: "shop",
+				Shards: []shardgatev1alpha1.ShardStatus{admitted(shardB, shardB.sub("shop"))}}},
+		// Refused, with a shard entry the controller has not cleaned yet:
+		// REASON must show the refusal, not the entry's NotAdmitted.
+		{"tenant-b", "taken", shardgatev1alpha1.LeaseRef{Owner: bob, DSeq: 201, GSeq: 1, OSeq: 1}, "api.example.test", "",
+			&shardgatev1alpha1.LeaseHostStatus{
+				Conditions: reserved(metav1.ConditionFalse, shardgatev1alpha1.ReasonHostnameInUse, "api.example.test is held by another owner"),
+				Shards: []shardgatev1alpha1.ShardStatus{shardA.entry("api.example.test", metav1.ConditionFalse,
+					shardgatev1alpha1.ReasonNotAdmitted, "no route")}}},
+		{"tenant-b", "pending", shardgatev1alpha1.LeaseRef{Owner: bob, DSeq: 202}, "", "new", nil},
+		// An explicit hostname is claimed even when no shard selects it.
+		{"tenant-b", "lonely", shardgatev1alpha1.LeaseRef{Owner: bob, DSeq: 203}, "lonely.example.test", "",
+			&shardgatev1alpha1.LeaseHostStatus{Conditions: append(held[:1:1], condition(shardgatev1alpha1.ConditionReady,
+				metav1.ConditionFalse, shardgatev1alpha1.ReasonNoShards, "no shard selects this LeaseHost; the route is attached to no Gateway"))}},
+	}
+}
+
+// seed creates the namespaces and LeaseHosts and writes their status as the
+// controller would, through the status subresource.
+func seed(ctx context.Context, t *testing.T, c client.Client) {
+	t.Helper()
+	for _, ns := range []string{"tenant-a", "tenant-b", "empty"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range fixtures() {
+		lh := &shardgatev1alpha1.LeaseHost{
+			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: f.name},
+			Spec: shardgatev1alpha1.LeaseHostSpec{
+				Lease: f.lease, Hostname: f.hostname, Subdomain: f.sub,
+				Service: shardgatev1alpha1.ServiceRef{Name: "web", Port: 80},
+			},
+		}
+		if err := c.Create(ctx, lh); err != nil {
+			t.Fatalf("create %s/%s: %v", f.ns, f.name, err)
+		}
+		if f.status == nil {
+			continue
+		}
+		lh.Status = *f.status
+		lh.Status.ObservedGeneration = lh.Generation
+		if err := c.Status().Update(ctx, lh); err != nil {
+			t.Fatalf("status of %s/%s: %v", f.ns, f.name, err)
+		}
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (run with -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// TestStatus starts one real apiserver for every case: Run, Execute and the
+// built binary all read the same seeded LeaseHosts.
+func TestStatus(t *testing.T) {
+	testenv.Require(t)
+	ctx := context.Background()
+	env, err := testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	seed(ctx, t, env.Client)
+
+	// The CLI's own client, built from the kubeconfig as the binary does.
+	c, ns, _, err := statuscli.NewClient(env.Kubeconfig, "", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns != "default" {
+		t.Errorf("namespace from a kubeconfig without one = %q, want default", ns)
+	}
+
+	t.Run("Run", func(t *testing.T) {
+		cases := []struct {
+			golden         string
+			opts           statuscli.Options
+			wantUnadmitted int
+		}{
+			{"all_table", statuscli.Options{}, 6},
+			{"all_wide", statuscli.Options{Format: statuscli.FormatWide}, 6},
+			{"all_json", statuscli.Options{Format: statuscli.FormatJSON}, 6},
+			{"all_yaml", statuscli.Options{Format: statuscli.FormatYAML}, 6},
+			{"namespace_tenant_b", statuscli.Options{Namespace: "tenant-b"}, 3},
+			{"owner_alice", statuscli.Options{Filter: statuscli.Filter{Owner: alice}}, 3},
+			{"shard_b", statuscli.Options{Filter: statuscli.Filter{Shard: "shard-b"}}, 2},
+			{"owner_alice_gateway_shard_a_json", statuscli.Options{Filter: statuscli.Filter{Owner: alice, Shard: "infra/shard-a"}, Format: statuscli.FormatJSON}, 0},
+			{"empty_namespace_json", statuscli.Options{Namespace: "empty", Format: statuscli.FormatJSON}, 0},
+		}
+		for _, tc := range cases {
+			t.Run(tc.golden, func(t *testing.T) {
+				var out bytes.Buffer
+				// A page size of 2 makes the listing page through the results.
+				tc.opts.PageSize = 2
+				n, err := statuscli.Run(ctx, c, tc.opts, &out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n != tc.wantUnadmitted {
+					t.Errorf("unadmitted = %d, want %d", n, tc.wantUnadmitted)
+				}
+				golden(t, tc.golden, out.Bytes())
+			})
+		}
+	})
+
+	t.Run("Execute", func(t *testing.T) {
+		cases := []struct {
+			name       string
+			cfg        statuscli.Config
+			golden     string
+			wantCode   int
+			wantStderr string
+		}{
+			{"the context's namespace by default", statuscli.Config{}, "default_namespace", 0, ""},
+			{"-A --fail-on-unadmitted exits 1", statuscli.Config{AllNamespaces: true, FailOnUnadmitted: true}, "all_table", 1, ""},
+			{"-A wins over -n", statuscli.Config{Namespace: "tenant-a", AllNamespaces: true}, "all_table", 0, ""},
+			{"--fail-on-unadmitted with everything admitted exits 0", statuscli.Config{FailOnUnadmitted: true}, "default_namespace", 0, ""},
+			{"--fail-on-unadmitted counts only listed rows", statuscli.Config{AllNamespaces: true, Filter: statuscli.Filter{Owner: alice, Shard: "shard-a"}, FailOnUnadmitted: true}, "owner_alice_shard_a", 0, ""},
+			{"-n and --shard", statuscli.Config{Namespace: "tenant-a", Filter: statuscli.Filter{Shard: "shard-b"}, Output: "wide", FailOnUnadmitted: true}, "tenant_a_shard_b_wide", 1, ""},
+			{"an empty namespace", statuscli.Config{Namespace: "empty"}, "empty_namespace_table", 0, "No LeaseHosts found in namespace empty.\n"},
+			{"a bad format exits 2", statuscli.Config{Output: "xml"}, "", 2, ""},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				tc.cfg.Kubeconfig = env.Kubeconfig
+				var stdout, stderr bytes.Buffer
+				err := statuscli.Execute(ctx, tc.cfg, &stdout, &stderr)
+				code := 0
+				var ee *statuscli.ExitError
+				if errors.As(err, &ee) {
+					code = ee.Code
+				} else if err != nil {
+					t.Fatalf("error without an exit status: %v", err)
+				}
+				if code != tc.wantCode {
+					t.Errorf("exit status %d (%v), want %d", code, err, tc.wantCode)
+				}
+				if tc.golden != "" {
+					golden(t, tc.golden, stdout.Bytes())
+				}
+				if stderr.String() != tc.wantStderr {
+					t.Errorf("stderr = %q, want %q", stderr.String(), tc.wantStderr)
+				}
+			})
+		}
+	})
+
+	t.Run("binary", func(t *testing.T) {
+		bin, err := testenv.BuildShardgate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A second context, not current, whose namespace is tenant-b.
+		kc, err := clientcmd.LoadFromFile(env.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := kc.Contexts[kc.CurrentContext].DeepCopy()
+		other.Namespace = "tenant-b"
+		kc.Contexts["tenant-b"] = other
+		multi := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := clientcmd.WriteToFile(*kc, multi); err != nil {
+			t.Fatal(err)
+		}
+		unreachable := unreachableKubeconfig(t)
+
+		cases := []struct {
+			name       string
+			args       []string
+			env        []string
+			golden     string
+			wantCode   int
+			wantStderr string
+		}{
+			{"-A", []string{"status", "--kubeconfig", env.Kubeconfig, "-A"}, nil, "all_table", 0, ""},
+			{"-A --fail-on-unadmitted", []string{"status", "--kubeconfig", env.Kubeconfig, "-A", "--fail-on-unadmitted"}, nil,
+				"all_table", 1, "shardgate status: 6 listed entries are not admitted\n"},
+			{"default namespace --fail-on-unadmitted", []string{"status", "--kubeconfig", env.Kubeconfig, "--fail-on-unadmitted"}, nil,
+				"default_namespace", 0, ""},
+			{"$KUBECONFIG and -o json", []string{"status", "-A", "-o", "json"}, []string{"KUBECONFIG=" + env.Kubeconfig}, "all_json", 0, ""},
+			{"--owner -o yaml", []string{"status", "--kubeconfig", env.Kubeconfig, "-A", "--owner", alice, "-o", "yaml"}, nil, "owner_alice_yaml", 0, ""},
+			{"--context picks the context's namespace", []string{"status", "--kubeconfig", multi, "--context", "tenant-b"}, nil, "namespace_tenant_b", 0, ""},
+			{"--context and --shard", []string{"status", "--kubeconfig", multi, "--context", "tenant-b", "--shard", "shard-b"}, nil, "tenant_b_shard_b", 0, ""},
+			{"unreachable apiserver exits 2", []string{"status", "--kubeconfig", unreachable, "-A", "--fail-on-unadmitted"}, nil, "", 2, "cannot reach the apiserver"},
+			{"unknown flag exits 2, not 1", []string{"status", "--kubeconfig", env.Kubeconfig, "--nope"}, nil, "", 2, "unknown flag: --nope"},
+			{"stray argument exits 2", []string{"status", "--kubeconfig", env.Kubeconfig, "web"}, nil, "", 2, "unexpected arguments"},
+			{"bad format exits 2", []string{"status", "--kubeconfig", env.Kubeconfig, "-o", "xml"}, nil, "", 2, `unknown output format "xml"`},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				cmdCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+				defer cancel()
+				cmd := exec.CommandContext(cmdCtx, bin, tc.args...)
+				cmd.Env = append(append(os.Environ(), "KUBECONFIG=", "HOME="+t.TempDir()), tc.env...)
+				var stdout, stderr bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				err := cmd.Run()
+				code := 0
+				var exitErr *exec.ExitError
+				if errors.As(err, &exitErr) {
+					code = exitErr.ExitCode()
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				if code != tc.wantCode {
+					t.Errorf("exit status %d, want %d; stderr:\n%s", code, tc.wantCode, stderr.String())
+				}
+				if tc.golden != "" {
+					golden(t, tc.golden, stdout.Bytes())
+				} else if stdout.Len() > 0 {
+					t.Errorf("stdout on failure: %q", stdout.String())
+				}
+				if tc.wantStderr == "" && stderr.Len() > 0 {
+					t.Errorf("unexpected stderr: %q", stderr.String())
+				}
+				if !strings.Contains(stderr.String(), tc.wantStderr) {
+					t.Errorf("stderr %q does not contain %q", stderr.String(), tc.wantStderr)
+				}
+			})
+		}
+	})
+}
+
+// unreachableKubeconfig points at a loopback port nothing listens on.
+func unreachableKubeconfig(t *testing.T) string {
+	t.Helper()
+	port, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "unreachable")
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:%d", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`, port)
+	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

@@ -1,0 +1,192 @@
+package statuscli
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+func cond(typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg}
+}
+
+func TestRowsFor(t *testing.T) {
+	lh := func(ns, name string, conds []metav1.Condition, shards ...shardgatev1alpha1.ShardStatus) shardgatev1alpha1.LeaseHost {
+		return shardgatev1alpha1.LeaseHost{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: shardgatev1alpha1.LeaseHostSpec{
+				Lease:    shardgatev1alpha1.LeaseRef{Owner: "o", DSeq: 9, GSeq: 2, OSeq: 3},
+				Hostname: name + ".example.test",
+			},
+			Status: shardgatev1alpha1.LeaseHostStatus{Conditions: conds, Shards: shards, Route: name},
+		}
+	}
+	shard := func(name string, conds ...metav1.Condition) shardgatev1alpha1.ShardStatus {
+		return shardgatev1alpha1.ShardStatus{Name: name, Gateway: "infra/" + name, Host: "h." + name, CanonicalHostname: "router-" + name, Conditions: conds}
+	}
+	reservedTrue := []metav1.Condition{cond("Ready", "True", "Ready", ""), cond("Reserved", "True", "Reserved", "held")}
+	reservedFalse := []metav1.Condition{cond("Reserved", "False", "HostnameInUse", "in use")}
+
+	type view struct{ ns, lh, shard, host, reserved, admitted, reason, message string }
+	cases := []struct {
+		name  string
+		items []shardgatev1alpha1.LeaseHost
+		want  []view
+	}{
+		{"admitted per shard, sorted by shard",
+			[]shardgatev1alpha1.LeaseHost{lh("a", "x", reservedTrue,
+				shard("s2", cond("Admitted", "False", "NotAdmitted", "no listener")),
+				shard("s1", cond("Admitted", "True", "Admitted", "ok")))},
+			[]view{
+				{"a", "x", "s1", "h.s1", "True", "True", "Admitted", "ok"},
+				{"a", "x", "s2", "h.s2", "True", "False", "NotAdmitted", "no listener"},
+			}},
+		{"Reserved=False takes precedence over the shard's reason",
+			[]shardgatev1alpha1.LeaseHost{lh("a", "x", reservedFalse, shard("s1", cond("Admitted", "False", "NotAdmitted", "stale")))},
+			[]view{{"a", "x", "s1", "h.s1", "False", "False", "HostnameInUse", "in use"}}},
+		{"no shard entries, refused: the requested host and the Reserved reason",
+			[]shardgatev1alpha1.LeaseHost{lh("a", "x", reservedFalse)},
+			[]view{{"a", "x", "", "x.example.test", "False", "False", "HostnameInUse", "in use"}}},
+		{"no shard entries, reserved: never admitted",
+			[]shardgatev1alpha1.LeaseHost{lh("a", "x", reservedTrue)},
+			[]view{{"a", "x", "", "x.example.test", "True", "", "Reserved", "held"}}},
+		{"no shard entries, reserved, Ready=False: the Ready reason",
+			[]shardgatev1alpha1.LeaseHost{lh("a", "x", append(reservedTrue[1:], cond("Ready", "False", "NoShards", "no shard selects it")))},
+			[]view{{"a", "x", "", "x.example.test", "True", "", "NoShards", "no shard selects it"}}},
+		{"no shard entries, refused: Reserved wins over Ready",
+			[]shardgatev1alpha1.LeaseHost{lh("a", "x", append(reservedFalse, cond("Ready", "False", "NoShards", "n")))},
+			[]view{{"a", "x", "", "x.example.test", "False", "False", "HostnameInUse", "in use"}}},
+		{"no status at all",
+			[]shardgatev1alpha1.LeaseHost{lh("a", "x", nil)},
+			[]view{{"a", "x", "", "x.example.test", "", "", "", ""}}},
+		{"a shard entry without an Admitted condition",
+			[]shardgatev1alpha1.LeaseHost{lh("a", "x", reservedTrue, shard("s1"))},
+			[]view{{"a", "x", "s1", "h.s1", "True", "", "", ""}}},
+		{"sorted by namespace, then LeaseHost",
+			[]shardgatev1alpha1.LeaseHost{lh("b", "a", nil), lh("a", "z", nil), lh("a", "b", nil)},
+			[]view{
+				{"a", "b", "", "b.example.test", "", "", "", ""},
+				{"a", "z", "", "z.example.test", "", "", "", ""},
+				{"b", "a", "", "a.example.test", "", "", "", ""},
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []view
+			for _, r := range RowsFor(tc.items) {
+				if r.Owner != "o" || r.DSeq != 9 || r.GSeq != 2 || r.OSeq != 3 || r.Route != r.LeaseHost {
+					t.Errorf("lease fields not carried: %+v", r)
+				}
+				got = append(got, view{r.Namespace, r.LeaseHost, r.Shard, r.Host, r.Reserved, r.Admitted, r.Reason, r.Message})
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("rows:\n got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFilter(t *testing.T) {
+	rows := []Row{
+		{LeaseHost: "1", Owner: "alice", Shard: "shard-a", Gateway: "infra/shard-a"},
+		{LeaseHost: "2", Owner: "alice", Shard: "shard-b", Gateway: "infra/shard-b"},
+		{LeaseHost: "3", Owner: "bob", Shard: "shard-a", Gateway: "infra/shard-a"},
+		{LeaseHost: "4", Owner: "bob"},
+	}
+	cases := []struct {
+		f    Filter
+		want string
+	}{
+		{Filter{}, "1234"},
+		{Filter{Owner: "alice"}, "12"},
+		{Filter{Owner: "ALICE"}, ""}, // owners are compared verbatim, as ownership does
+		{Filter{Shard: "shard-a"}, "13"},
+		{Filter{Shard: "infra/shard-b"}, "2"},
+		{Filter{Owner: "bob", Shard: "shard-a"}, "3"},
+		{Filter{Shard: "nope"}, ""},
+	}
+	for _, tc := range cases {
+		var got string
+		for _, r := range tc.f.Apply(rows) {
+			got += r.LeaseHost
+		}
+		if got != tc.want {
+			t.Errorf("%+v: got %q, want %q", tc.f, got, tc.want)
+		}
+	}
+}
+
+func TestParseFormat(t *testing.T) {
+	for in, want := range map[string]Format{"": FormatTable, "table": FormatTable, "wide": FormatWide, "json": FormatJSON, "yaml": FormatYAML} {
+		if got, err := ParseFormat(in); err != nil || got != want {
+			t.Errorf("ParseFormat(%q) = %q, %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"JSON", "xml", "name"} {
+		if _, err := ParseFormat(in); err == nil {
+			t.Errorf("ParseFormat(%q) accepted", in)
+		}
+	}
+}
+
+func TestRenderEmpty(t *testing.T) {
+	for format, want := range map[Format]string{
+		FormatTable: "NAMESPACE   LEASEHOST   OWNER   DSEQ   SHARD   HOST   ADMITTED   REASON\n",
+		FormatJSON:  "{\n  \"items\": []\n}\n",
+		FormatYAML:  "items: []\n",
+	} {
+		var b bytes.Buffer
+		if err := Render(nil, format, &b); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != want {
+			t.Errorf("%s: got %q, want %q", format, b.String(), want)
+		}
+	}
+	if err := Render(nil, "xml", &bytes.Buffer{}); err == nil {
+		t.Error("Render accepted format xml")
+	}
+}
+
+func TestRenderKeepsOneRowPerLine(t *testing.T) {
+	var b bytes.Buffer
+	rows := []Row{{Namespace: "a", LeaseHost: "x", Reason: "Bad\tReason\nsplit"}}
+	if err := Render(rows, FormatTable, &b); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(b.String(), "\n"); n != 2 {
+		t.Errorf("%d lines, want 2:\n%s", n, b.String())
+	}
+}
+
+// TestHelpNamesEveryJSONField keeps the documented contract and the struct
+// tags together.
+func TestHelpNamesEveryJSONField(t *testing.T) {
+	b, err := json.Marshal(Row{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(b, &fields); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"namespace", "leaseHost", "owner", "dseq", "gseq", "oseq", "shard", "gateway", "host",
+		"canonicalHostname", "route", "reserved", "admitted", "reason", "message"}
+	if len(fields) != len(want) {
+		t.Errorf("Row has %d JSON fields, the contract %d: %v", len(fields), len(want), fields)
+	}
+	for _, f := range want {
+		if _, ok := fields[f]; !ok {
+			t.Errorf("Row has no JSON field %q (every field is always present)", f)
+		}
+		if !strings.Contains(Help, f) {
+			t.Errorf("the help does not document JSON field %q", f)
+		}
+	}
+}
