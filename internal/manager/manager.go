@@ -22,6 +22,7 @@ import (
 	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/hostnames"
 	"github.com/shardgate/shardgate/internal/scheme"
+	"github.com/shardgate/shardgate/internal/status"
 )
 
 // Leader election timings. A new leader takes over writes within
@@ -30,6 +31,8 @@ const (
 	LeaseDuration = 10 * time.Second
 	RenewDeadline = 7 * time.Second
 	RetryPeriod   = 2 * time.Second
+	// TranslationHoldOff folds a burst of events into one translation.
+	TranslationHoldOff = 5 * time.Millisecond
 )
 
 // Options are the process's settings after flags and the config file merged.
@@ -104,6 +107,20 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if err := leaseHosts.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up LeaseHost controller: %w", err)
+	}
+	writer := status.New(mgr.GetClient(), mgr.GetAPIReader(), cfg.ControllerName, log.WithName("status"))
+	if err := mgr.Add(writer); err != nil {
+		return fmt.Errorf("add status writer: %w", err)
+	}
+	gatewayAPI := &controllers.GatewayAPIReconciler{
+		Client:         mgr.GetClient(),
+		ControllerName: cfg.ControllerName,
+		Status:         writer,
+		HoldOff:        TranslationHoldOff,
+		Log:            log.WithName("gatewayapi"),
+	}
+	if err := gatewayAPI.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up Gateway API controller: %w", err)
 	}
 	if watcher != nil {
 		if err := mgr.Add(configRunnable{watcher: watcher, updates: updates, leaseHosts: leaseHosts, log: log.WithName("config")}); err != nil {

@@ -1,0 +1,180 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package gatewayapi
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/shardgate/shardgate/internal/ir"
+)
+
+// backend is a resolved (or unresolved) backendRef.
+type backend struct {
+	cluster string // "" when unresolved
+	reason  string // route ResolvedRefs reason when unresolved
+	msg     string
+	proto   ir.ClusterProtocol
+	ws      bool
+	svc     *corev1.Service
+	port    corev1.ServicePort
+}
+
+// resolveBackend resolves a backendRef of a route of routeKind in routeNS.
+// checkProto applies the Service port's appProtocol (HTTP-family routes).
+func (idx *Index) resolveBackend(routeKind, routeNS string, ref gatewayv1.BackendObjectReference, checkProto bool) backend {
+	group, kind := "", kindService
+	if ref.Group != nil {
+		group = string(*ref.Group)
+	}
+	if ref.Kind != nil {
+		kind = string(*ref.Kind)
+	}
+	if group != "" || kind != kindService {
+		return backend{reason: string(gatewayv1.RouteReasonInvalidKind),
+			msg: fmt.Sprintf("backendRef %s: kind %s/%s is not supported", ref.Name, group, kind)}
+	}
+	ns := routeNS
+	if ref.Namespace != nil && *ref.Namespace != "" {
+		ns = string(*ref.Namespace)
+	}
+	if ns != routeNS && !idx.granted(groupGateway, routeKind, routeNS, "", kindService, ns, string(ref.Name)) {
+		return backend{reason: string(gatewayv1.RouteReasonRefNotPermitted),
+			msg: fmt.Sprintf("backendRef Service %s/%s is not permitted by any ReferenceGrant", ns, ref.Name)}
+	}
+	svc, ok := idx.services[nn(ns, string(ref.Name))]
+	if !ok {
+		return backend{reason: string(gatewayv1.RouteReasonBackendNotFound),
+			msg: fmt.Sprintf("Service %s/%s not found", ns, ref.Name)}
+	}
+	if ref.Port == nil {
+		return backend{reason: string(gatewayv1.RouteReasonBackendNotFound),
+			msg: fmt.Sprintf("backendRef Service %s/%s: port is required", ns, ref.Name)}
+	}
+	var sp *corev1.ServicePort
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].Port == *ref.Port {
+			sp = &svc.Spec.Ports[i]
+			break
+		}
+	}
+	if sp == nil {
+		return backend{reason: string(gatewayv1.RouteReasonBackendNotFound),
+			msg: fmt.Sprintf("Service %s/%s has no port %d", ns, ref.Name, *ref.Port)}
+	}
+	b := backend{
+		cluster: ns + "/" + string(ref.Name) + "/" + strconv.Itoa(int(sp.Port)),
+		proto:   ir.ClusterTCP,
+		svc:     svc,
+		port:    *sp,
+	}
+	if checkProto {
+		proto, ws, ok := appProtocol(sp.AppProtocol)
+		if !ok {
+			return backend{reason: string(gatewayv1.RouteReasonUnsupportedProtocol),
+				msg: fmt.Sprintf("Service %s/%s port %d: appProtocol %q is not supported", ns, ref.Name, sp.Port, *sp.AppProtocol)}
+		}
+		b.proto, b.ws = proto, ws
+		if routeKind == kindGRPCRoute {
+			b.proto = ir.ClusterH2C
+		}
+	}
+	return b
+}
+
+// appProtocol maps a Service port's appProtocol to how Envoy talks to it.
+func appProtocol(p *string) (proto ir.ClusterProtocol, websocket, ok bool) {
+	if p == nil {
+		return ir.ClusterHTTP1, false, true
+	}
+	switch *p {
+	case "", "http", "HTTP", "kubernetes.io/http":
+		return ir.ClusterHTTP1, false, true
+	case "kubernetes.io/h2c", "h2c", "grpc", "http2":
+		return ir.ClusterH2C, false, true
+	case "kubernetes.io/ws", "kubernetes.io/wss":
+		return ir.ClusterHTTP1, true, true
+	}
+	return "", false, false
+}
+
+// addCluster records a resolved backend in a Gateway's cluster set. A
+// Service port used over several protocols gets the most capable one: H2C
+// over HTTP1 over TCP (a TCP proxy ignores HTTP settings).
+func (idx *Index) addCluster(clusters map[string]*ir.Cluster, b backend) {
+	c, ok := clusters[b.cluster]
+	if !ok {
+		c = &ir.Cluster{Name: b.cluster, Protocol: b.proto, Endpoints: idx.endpointsFor(b)}
+		clusters[b.cluster] = c
+	}
+	if protoRank(b.proto) > protoRank(c.Protocol) {
+		c.Protocol = b.proto
+	}
+	if b.ws {
+		c.WebSocket = true
+	}
+}
+
+func protoRank(p ir.ClusterProtocol) int {
+	switch p {
+	case ir.ClusterH2C:
+		return 2
+	case ir.ClusterHTTP1:
+		return 1
+	}
+	return 0
+}
+
+// endpointsFor lists the ready endpoints of a Service port from its
+// EndpointSlices, matching the slice port by the Service port's name.
+func (idx *Index) endpointsFor(b backend) []ir.Endpoint {
+	if eps, ok := idx.endpoints[b.cluster]; ok {
+		return eps
+	}
+	var out []ir.Endpoint
+	for _, s := range idx.slices[nn(b.svc.Namespace, b.svc.Name)] {
+		if s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6 {
+			continue
+		}
+		var port *int32
+		for _, p := range s.Ports {
+			name := ""
+			if p.Name != nil {
+				name = *p.Name
+			}
+			if name == b.port.Name && p.Port != nil {
+				port = p.Port
+				break
+			}
+		}
+		if port == nil {
+			continue
+		}
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready != nil && !*e.Conditions.Ready {
+				continue
+			}
+			for _, a := range e.Addresses {
+				out = append(out, ir.Endpoint{IP: a, Port: *port, Ready: true})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].IP != out[j].IP {
+			return out[i].IP < out[j].IP
+		}
+		return out[i].Port < out[j].Port
+	})
+	// The same address can appear in several slices during a rollover.
+	out = slices.Compact(out)
+	idx.endpoints[b.cluster] = out
+	return out
+}

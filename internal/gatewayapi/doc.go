@@ -1,0 +1,65 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+// Package gatewayapi is the pure Gateway API translator: a snapshot of
+// Kubernetes objects in (Input), the IR of every Gateway we own plus the
+// complete desired status of every GatewayClass, Gateway and Route out
+// (Output).
+//
+// It owns Gateway API semantics: GatewayClass acceptance and supported
+// features, listener validation and conflicts, route attachment (parentRef
+// resolution, allowedRoutes, hostname intersection), ReferenceGrant checks,
+// backend resolution, rule validation, and route precedence.
+//
+// It must never talk to Kubernetes, import controller-runtime, read the
+// clock, start goroutines, or let map iteration order leak into its output.
+// It must never panic on any input, however malformed: every malformed
+// object gets the spec's condition instead. Translate is a function of its
+// Input: the same Input gives reflect.DeepEqual Output.
+//
+// Status conventions: every condition carries ObservedGeneration = the
+// object's metadata.generation. LastTransitionTime is left zero; the status
+// writer fills it in, and keeps the previous value when a condition's
+// status, reason and message did not change. Route status contains only the
+// entries for parentRefs that name a Gateway of one of our GatewayClasses
+// (controllerName match); a route that names none of ours is absent from the
+// maps, and the writer must leave it alone.
+//
+// Decisions the spec leaves to the implementation, written down here:
+//
+//   - Listeners sharing a port must share a protocol (HTTP, HTTPS, TLS
+//     Terminate, TLS Passthrough); otherwise all of them are Conflicted
+//     (ProtocolConflict). Equal hostnames on a port: all HostnameConflict.
+//     No winner is picked.
+//   - A listener whose certificateRefs do not all resolve is Accepted (routes
+//     attach and are counted) but not Programmed, and is left out of the IR.
+//   - Listener isolation: each hostname on a port is owned by the most
+//     specific listener hostname covering it, and only that listener's
+//     routes serve it; every listener hostname gets a virtual host, even an
+//     empty one (404), so requests never fall through to a wildcard.
+//   - RegularExpression paths sort between Exact and PathPrefix (see
+//     routeLess). Regexes are checked with Go's regexp, not RE2 itself.
+//   - An invalid rule (bad regex, unsupported value, incompatible filters)
+//     is dropped: Accepted=True with PartiallyInvalid ("Dropped Rule...")
+//     when other rules remain, Accepted=False with the rule's reason when
+//     none do.
+//   - ExtensionRef filters cannot resolve (there are no extensions): the
+//     rule answers 500 and ResolvedRefs=False InvalidKind.
+//   - Unresolved backendRefs: their weight share answers 500
+//     (Route.InvalidWeight); a rule with no usable backend answers 500.
+//   - Service appProtocol: unset/http → HTTP/1.1, kubernetes.io/h2c → h2c,
+//     kubernetes.io/ws(s) → WebSocket; anything else is UnsupportedProtocol.
+//     GRPCRoute backends are always h2c.
+//   - An HTTPRoute and a GRPCRoute with intersecting hostnames on one
+//     listener: the older is accepted, the other gets Accepted=False
+//     HostnameConflict (api/v1alpha1.ReasonRouteHostnameConflict).
+//   - One SNI on a TLS port is served by one TLSRoute: the oldest.
+//   - A Gateway whose class is not Accepted, whose parametersRef does not
+//     resolve, or whose spec.addresses are not IPAddress is not Accepted and
+//     gets no IR; its listeners and routes still get status.
+//
+// Translate is split so that an incremental caller can redo a single
+// Gateway: NewIndex builds the lookup tables once, and TranslateGateway
+// does all the per-Gateway work.
+package gatewayapi

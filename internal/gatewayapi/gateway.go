@@ -1,0 +1,665 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package gatewayapi
+
+import (
+	"fmt"
+	"net/netip"
+	"reflect"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/ir"
+)
+
+// TranslateGateway does all the work for one Gateway: listener validation,
+// route attachment, the Gateway's IR and status, and the status entries for
+// the routes that name it. It returns nil when gw is not of one of our
+// classes.
+func TranslateGateway(idx *Index, gw *gatewayv1.Gateway) *GatewayResult {
+	if idx == nil || gw == nil {
+		return nil
+	}
+	ci := idx.classes[string(gw.Spec.GatewayClassName)]
+	if ci == nil {
+		return nil
+	}
+	gen := gw.Generation
+	key := nn(gw.Namespace, gw.Name)
+	secrets := map[string]*ir.Secret{}
+	listeners := idx.buildListeners(gw, secrets)
+
+	var acceptReason, acceptMsg string
+	switch {
+	case !ci.accepted:
+		acceptReason, acceptMsg = string(gatewayv1.GatewayReasonInvalidParameters),
+			fmt.Sprintf("GatewayClass %s is not accepted: %s", ci.class.Name, ci.message)
+	default:
+		if msg := idx.gatewayParamsProblem(gw); msg != "" {
+			acceptReason, acceptMsg = string(gatewayv1.GatewayReasonInvalidParameters), msg
+		} else if msg := addressProblem(gw); msg != "" {
+			acceptReason, acceptMsg = string(gatewayv1.GatewayReasonUnsupportedAddress), msg
+		}
+	}
+
+	res := &GatewayResult{Routes: map[RouteKey][]ParentEntry{}}
+	var pending []*pendingParent
+	seen := map[types.NamespacedName]bool{}
+	for _, r := range idx.httpByGW[key] {
+		if k := nn(r.Namespace, r.Name); !seen[k] {
+			seen[k] = true
+			pending = idx.attach(gw, listeners, idx.compileHTTPRoute(r), pending)
+		}
+	}
+	clear(seen)
+	for _, r := range idx.grpcByGW[key] {
+		if k := nn(r.Namespace, r.Name); !seen[k] {
+			seen[k] = true
+			pending = idx.attach(gw, listeners, idx.compileGRPCRoute(r), pending)
+		}
+	}
+	clear(seen)
+	for _, r := range idx.tlsByGW[key] {
+		if k := nn(r.Namespace, r.Name); !seen[k] {
+			seen[k] = true
+			pending = idx.attach(gw, listeners, idx.compileTLSRoute(r), pending)
+		}
+	}
+
+	for _, l := range listeners {
+		resolveKindConflicts(l)
+	}
+	idx.finishParents(pending, res)
+
+	var served, invalid []string
+	for _, l := range listeners {
+		if l.served() {
+			served = append(served, l.name)
+		} else {
+			invalid = append(invalid, l.name)
+		}
+	}
+	anyAccepted := false
+	for _, l := range listeners {
+		if l.accepted {
+			anyAccepted = true
+		}
+	}
+
+	var accepted metav1.Condition
+	typ := string(gatewayv1.GatewayConditionAccepted)
+	switch {
+	case acceptReason != "":
+		accepted = condition(typ, false, acceptReason, acceptMsg, gen)
+	case !anyAccepted:
+		accepted = condition(typ, false, string(gatewayv1.GatewayReasonListenersNotValid), "No listener is valid: "+strings.Join(invalid, ", "), gen)
+	case len(invalid) > 0:
+		accepted = condition(typ, true, string(gatewayv1.GatewayReasonListenersNotValid),
+			fmt.Sprintf("Invalid listeners: %s; valid listeners: %s", strings.Join(invalid, ", "), strings.Join(served, ", ")), gen)
+	default:
+		accepted = condition(typ, true, string(gatewayv1.GatewayReasonAccepted), "Gateway is accepted", gen)
+	}
+	gwAccepted := accepted.Status == metav1.ConditionTrue
+
+	rt := idx.runtime[key]
+	typ = string(gatewayv1.GatewayConditionProgrammed)
+	var programmed metav1.Condition
+	switch {
+	case !gwAccepted:
+		programmed = condition(typ, false, string(gatewayv1.GatewayReasonInvalid), "Gateway is not accepted", gen)
+	case rt.PublishError != "":
+		programmed = condition(typ, false, string(gatewayv1.GatewayReasonInvalid), rt.PublishError, gen)
+	case rt.AddressReason != "":
+		programmed = condition(typ, false, rt.AddressReason, rt.AddressMessage, gen)
+	case len(rt.Addresses) == 0:
+		programmed = condition(typ, false, string(gatewayv1.GatewayReasonAddressNotAssigned), "No address is assigned to the Gateway yet", gen)
+	default:
+		programmed = condition(typ, true, string(gatewayv1.GatewayReasonProgrammed), "Gateway is programmed", gen)
+	}
+	gwProgrammed := programmed.Status == metav1.ConditionTrue
+
+	st := gatewayv1.GatewayStatus{Conditions: []metav1.Condition{accepted, programmed}}
+	for _, a := range rt.Addresses {
+		st.Addresses = append(st.Addresses, *a.DeepCopy())
+	}
+	for _, l := range listeners {
+		pendingReason, pendingMsg := string(gatewayv1.ListenerReasonPending), "Gateway is not programmed: "+programmed.Message
+		if !gwAccepted {
+			pendingReason, pendingMsg = string(gatewayv1.ListenerReasonInvalid), "Gateway is not accepted: "+accepted.Message
+		}
+		st.Listeners = append(st.Listeners, l.status(gen, gwProgrammed, pendingReason, pendingMsg))
+	}
+	res.Status = st
+	if gwAccepted {
+		res.IR = idx.buildIR(gw, listeners, secrets)
+	}
+	return res
+}
+
+// gatewayParamsProblem says why spec.infrastructure.parametersRef does not
+// resolve.
+func (idx *Index) gatewayParamsProblem(gw *gatewayv1.Gateway) string {
+	if gw.Spec.Infrastructure == nil || gw.Spec.Infrastructure.ParametersRef == nil {
+		return ""
+	}
+	ref := gw.Spec.Infrastructure.ParametersRef
+	if string(ref.Group) != groupShardgate || string(ref.Kind) != kindGatewayParam {
+		return fmt.Sprintf("parametersRef must be %s/%s, not %s/%s", groupShardgate, kindGatewayParam, ref.Group, ref.Kind)
+	}
+	if _, ok := idx.params[nn(gw.Namespace, ref.Name)]; !ok {
+		return fmt.Sprintf("GatewayParameters %s/%s not found", gw.Namespace, ref.Name)
+	}
+	return ""
+}
+
+// addressProblem refuses spec.addresses we cannot honour: only IPAddress
+// (the default type) is supported, and its value, when set, must be an IP.
+func addressProblem(gw *gatewayv1.Gateway) string {
+	for _, a := range gw.Spec.Addresses {
+		t := gatewayv1.IPAddressType
+		if a.Type != nil {
+			t = *a.Type
+		}
+		if t != gatewayv1.IPAddressType {
+			return fmt.Sprintf("address type %q is not supported", t)
+		}
+		if a.Value != "" {
+			if _, err := netip.ParseAddr(a.Value); err != nil {
+				return fmt.Sprintf("address %q is not an IP address", a.Value)
+			}
+		}
+	}
+	return ""
+}
+
+// pendingParent is a parentRef's attachment before HTTPRoute/GRPCRoute
+// hostname conflicts are settled.
+type pendingParent struct {
+	refIndex  int
+	ref       gatewayv1.ParentReference
+	cr        *compiledRoute
+	reason    string
+	msg       string
+	listeners []*listenerState
+}
+
+// attach resolves every parentRef of cr that names gw and records the
+// attachments; their status is rendered by finishParents.
+func (idx *Index) attach(gw *gatewayv1.Gateway, listeners []*listenerState, cr *compiledRoute, pending []*pendingParent) []*pendingParent {
+	key := nn(gw.Namespace, gw.Name)
+	for i, ref := range cr.refs {
+		g, ok := refGateway(cr.key.NN.Namespace, ref)
+		if !ok || g != key {
+			continue
+		}
+		dup := false
+		for j := 0; j < i; j++ {
+			if reflect.DeepEqual(cr.refs[j], ref) {
+				dup = true
+				break
+			}
+		}
+		if dup {
+			continue
+		}
+		p := &pendingParent{refIndex: i, ref: ref, cr: cr}
+		p.reason, p.msg, p.listeners = idx.matchParent(gw, listeners, cr, ref)
+		pending = append(pending, p)
+	}
+	return pending
+}
+
+// finishParents renders the status entries once attachments are final.
+func (idx *Index) finishParents(pending []*pendingParent, res *GatewayResult) {
+	for _, p := range pending {
+		if p.reason == "" {
+			still := false
+			for _, l := range p.listeners {
+				if l.attached[p.cr.key] != nil {
+					still = true
+				}
+			}
+			if !still {
+				p.reason = shardgatev1alpha1.ReasonRouteHostnameConflict
+				p.msg = "An older route of the other kind (HTTPRoute/GRPCRoute) claims an intersecting hostname on the listener"
+			}
+		}
+		res.Routes[p.cr.key] = append(res.Routes[p.cr.key], ParentEntry{RefIndex: p.refIndex, Status: parentStatus(idx.controllerName, p.ref, p.cr, p.reason, p.msg)})
+	}
+}
+
+// resolveKindConflicts applies the GRPCRoute hostnames rule: on one
+// listener, an HTTPRoute and a GRPCRoute with intersecting hostnames cannot
+// both be accepted; the oldest (then alphabetical namespace/name) wins, and
+// routes are considered in that order so a rejected route rejects nothing.
+func resolveKindConflicts(l *listenerState) {
+	nHTTP, nGRPC := 0, 0
+	for k := range l.attached {
+		switch k.Kind {
+		case kindHTTPRoute:
+			nHTTP++
+		case kindGRPCRoute:
+			nGRPC++
+		}
+	}
+	if nHTTP == 0 || nGRPC == 0 {
+		return
+	}
+	type item struct {
+		key RouteKey
+		a   *attachment
+	}
+	var items []item
+	for k, a := range l.attached {
+		if k.Kind == kindHTTPRoute || k.Kind == kindGRPCRoute {
+			items = append(items, item{k, a})
+		}
+	}
+	sort.Slice(items, func(i, j int) bool {
+		a, b := items[i], items[j]
+		if !a.a.route.created.Equal(&b.a.route.created) {
+			return a.a.route.created.Before(&b.a.route.created)
+		}
+		if a.key.NN != b.key.NN {
+			return nsNameLess(a.key.NN.Namespace, a.key.NN.Name, b.key.NN.Namespace, b.key.NN.Name)
+		}
+		return a.key.Kind < b.key.Kind
+	})
+	accepted := map[string]map[string]bool{kindHTTPRoute: {}, kindGRPCRoute: {}}
+	for _, it := range items {
+		other := kindHTTPRoute
+		if it.key.Kind == kindHTTPRoute {
+			other = kindGRPCRoute
+		}
+		if hostsIntersect(it.a.hostname, accepted[other]) {
+			delete(l.attached, it.key)
+			continue
+		}
+		for h := range it.a.hostname {
+			accepted[it.key.Kind][h] = true
+		}
+	}
+}
+
+// hostsIntersect says whether any hostname of a shares a request hostname
+// with any of b.
+func hostsIntersect(a, b map[string]bool) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for h := range a {
+		if b[h] {
+			return true
+		}
+		for _, c := range coveringHostnames(h) {
+			if b[c] {
+				return true
+			}
+		}
+		if h == "" {
+			return true
+		}
+		if isWildcard(h) {
+			for o := range b {
+				if hostnameCovers(h, o) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// matchParent attaches cr to the listeners ref selects and returns the
+// Accepted reason ("" = accepted).
+func (idx *Index) matchParent(gw *gatewayv1.Gateway, listeners []*listenerState, cr *compiledRoute, ref gatewayv1.ParentReference) (string, string, []*listenerState) {
+	var candidates []*listenerState
+	for _, l := range listeners {
+		if ref.SectionName != nil && string(*ref.SectionName) != l.name {
+			continue
+		}
+		if ref.Port != nil && *ref.Port != l.port {
+			continue
+		}
+		candidates = append(candidates, l)
+	}
+	if len(candidates) == 0 {
+		return string(gatewayv1.RouteReasonNoMatchingParent), "No listener matches the parentRef's sectionName and port", nil
+	}
+	var allowed []*listenerState
+	for _, l := range candidates {
+		if l.accepted && l.allowsKind(cr.key.Kind) && idx.allowsNamespace(l, gw.Namespace, cr.key.NN.Namespace) {
+			allowed = append(allowed, l)
+		}
+	}
+	if len(allowed) == 0 {
+		return string(gatewayv1.RouteReasonNotAllowedByListeners), "No listener allows this route's kind and namespace", nil
+	}
+	type hit struct {
+		l     *listenerState
+		hosts []string
+	}
+	var hits []hit
+	for _, l := range allowed {
+		if hosts, ok := IntersectHostnames(l.hostname, cr.hostnames); ok {
+			hits = append(hits, hit{l, hosts})
+		}
+	}
+	if len(hits) == 0 {
+		return string(gatewayv1.RouteReasonNoMatchingListenerHostname), "No listener hostname matches the route's hostnames", nil
+	}
+	if cr.allDropped {
+		return cr.dropReason, "All rules are invalid: " + strings.Join(cr.dropMsgs, "; "), nil
+	}
+	for _, h := range hits {
+		a := h.l.attached[cr.key]
+		if a == nil {
+			a = &attachment{route: cr, hostname: map[string]bool{}}
+			h.l.attached[cr.key] = a
+		}
+		for _, host := range h.hosts {
+			a.hostname[host] = true
+		}
+	}
+	attached := make([]*listenerState, 0, len(hits))
+	for _, h := range hits {
+		attached = append(attached, h.l)
+	}
+	return "", "", attached
+}
+
+func parentStatus(controller string, ref gatewayv1.ParentReference, cr *compiledRoute, reason, msg string) gatewayv1.RouteParentStatus {
+	gen := cr.gen
+	var conds []metav1.Condition
+	if reason == "" {
+		conds = append(conds, condition(string(gatewayv1.RouteConditionAccepted), true, string(gatewayv1.RouteReasonAccepted), "Route is accepted", gen))
+	} else {
+		conds = append(conds, condition(string(gatewayv1.RouteConditionAccepted), false, reason, msg, gen))
+	}
+	if cr.refsReason == "" {
+		conds = append(conds, condition(string(gatewayv1.RouteConditionResolvedRefs), true, string(gatewayv1.RouteReasonResolvedRefs), "All references are resolved", gen))
+	} else {
+		conds = append(conds, condition(string(gatewayv1.RouteConditionResolvedRefs), false, cr.refsReason, cr.refsMsg, gen))
+	}
+	if reason == "" && len(cr.dropMsgs) > 0 {
+		conds = append(conds, condition(string(gatewayv1.RouteConditionPartiallyInvalid), true, cr.dropReason,
+			"Dropped Rule(s): "+strings.Join(cr.dropMsgs, "; "), gen))
+	}
+	return gatewayv1.RouteParentStatus{
+		ParentRef:      *ref.DeepCopy(),
+		ControllerName: gatewayv1.GatewayController(controller),
+		Conditions:     conds,
+	}
+}
+
+// buildIR assembles what the Gateway serves from its served listeners.
+func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, secrets map[string]*ir.Secret) *ir.Gateway {
+	out := &ir.Gateway{Namespace: gw.Namespace, Name: gw.Name}
+	byPort := map[int32][]*listenerState{}
+	var ports []int32
+	for _, l := range listeners {
+		if !l.served() {
+			continue
+		}
+		if _, ok := byPort[l.port]; !ok {
+			ports = append(ports, l.port)
+		}
+		byPort[l.port] = append(byPort[l.port], l)
+	}
+	sort.Slice(ports, func(i, j int) bool { return ports[i] < ports[j] })
+
+	clusters := map[string]*ir.Cluster{}
+	usedSecrets := map[string]bool{}
+	emitted := map[RouteKey]bool{}
+	for _, p := range ports {
+		ls := byPort[p]
+		sort.SliceStable(ls, func(i, j int) bool { return hostnameMoreSpecific(ls[i].hostname, ls[j].hostname) })
+		proto := ls[0].proto
+		il := ir.Listener{Name: strings.ToLower(string(proto)) + "-" + fmt.Sprint(p), Port: p, Protocol: proto}
+		for _, l := range ls {
+			il.Sources = append(il.Sources, l.name)
+			for _, c := range l.certs {
+				usedSecrets[c.Name] = true
+			}
+		}
+		sort.Strings(il.Sources)
+		switch proto {
+		case ir.ProtocolHTTP:
+			il.VirtualHosts = virtualHosts(ls, ls, p, emitted)
+		case ir.ProtocolHTTPS:
+			for _, l := range ls {
+				srv := ir.TLSServer{Name: l.name, Certificates: l.certs}
+				if l.hostname != "" {
+					srv.SNI = []string{l.hostname}
+				}
+				srv.VirtualHosts = virtualHosts(ls, []*listenerState{l}, p, emitted)
+				il.TLSServers = append(il.TLSServers, srv)
+			}
+		case ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate:
+			il.TLSRoutes = tlsRoutes(ls, proto == ir.ProtocolTLSTerminate, emitted)
+		}
+		out.Listeners = append(out.Listeners, il)
+	}
+
+	// Clusters of the routes that made it into the IR.
+	var keys []RouteKey
+	for k := range emitted {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return routeKeyLess(keys[i], keys[j]) })
+	for _, k := range keys {
+		cr := findAttached(listeners, k)
+		if cr == nil {
+			continue
+		}
+		for _, b := range cr.backends {
+			idx.addCluster(clusters, b)
+		}
+	}
+	for _, c := range clusters {
+		out.Clusters = append(out.Clusters, *c)
+	}
+	sort.Slice(out.Clusters, func(i, j int) bool { return out.Clusters[i].Name < out.Clusters[j].Name })
+	for name := range usedSecrets {
+		if s, ok := secrets[name]; ok {
+			out.Secrets = append(out.Secrets, *s)
+		}
+	}
+	sort.Slice(out.Secrets, func(i, j int) bool { return out.Secrets[i].Name < out.Secrets[j].Name })
+	return out
+}
+
+func findAttached(listeners []*listenerState, k RouteKey) *compiledRoute {
+	for _, l := range listeners {
+		if a := l.attached[k]; a != nil {
+			return a.route
+		}
+	}
+	return nil
+}
+
+func routeKeyLess(a, b RouteKey) bool {
+	if a.Kind != b.Kind {
+		return a.Kind < b.Kind
+	}
+	return nsNameLess(a.NN.Namespace, a.NN.Name, b.NN.Namespace, b.NN.Name)
+}
+
+// owner is the listener on a port that serves hostname h: the most specific
+// listener hostname covering it (port listeners are sorted that way). This
+// is listener isolation: a request matches at most one listener.
+func owner(port []*listenerState, h string) *listenerState {
+	for _, l := range port {
+		if hostnameCovers(l.hostname, h) {
+			return l
+		}
+	}
+	return nil
+}
+
+func domain(h string) string {
+	if h == "" {
+		return "*"
+	}
+	return h
+}
+
+// virtualHosts builds the virtual hosts for the routes attached to the
+// listeners in from, keeping only hostnames those listeners own on the port.
+// A request is matched by Envoy to exactly one virtual host, so the host for
+// foo.example.com also carries (after its own) the routes of the wildcard
+// hosts covering it that the same listener owns.
+func virtualHosts(port, from []*listenerState, portNum int32, emitted map[RouteKey]bool) []ir.VirtualHost {
+	entries := map[string][]*routeEntry{}
+	owners := map[string]*listenerState{}
+	for _, l := range from {
+		if _, ok := entries[l.hostname]; !ok {
+			entries[l.hostname] = nil
+			owners[l.hostname] = l
+		}
+		for k, a := range l.attached {
+			for h := range a.hostname {
+				if owner(port, h) != l {
+					continue
+				}
+				owners[h] = l
+				for _, rule := range a.route.rules {
+					for mi := range rule.routes {
+						r := rule.routes[mi]
+						r.Redirect = redirectPort(r.Redirect, portNum)
+						e := &routeEntry{
+							route: r, host: h, created: a.route.created, kind: k.Kind,
+							ns: k.NN.Namespace, name: k.NN.Name, rule: rule.index, match: mi,
+						}
+						if mi < len(rule.grpcKeys) {
+							e.grpc = &rule.grpcKeys[mi]
+						}
+						entries[h] = append(entries[h], e)
+					}
+				}
+				emitted[k] = true
+			}
+		}
+	}
+	names := make([]string, 0, len(entries))
+	for h := range entries {
+		names = append(names, h)
+	}
+	sort.Slice(names, func(i, j int) bool { return domain(names[i]) < domain(names[j]) })
+	out := make([]ir.VirtualHost, 0, len(names))
+	for _, h := range names {
+		es := entries[h]
+		merged := false
+		for _, c := range coveringHostnames(h) {
+			if ce, ok := entries[c]; ok && len(ce) > 0 && owners[c] == owners[h] {
+				es = append(es[:len(es):len(es)], ce...)
+				merged = true
+			}
+		}
+		sort.Slice(es, func(i, j int) bool { return routeLess(es[i], es[j]) })
+		d := domain(h)
+		vh := ir.VirtualHost{Name: d, Domains: []string{d}}
+		var seen map[string]bool
+		if merged {
+			seen = make(map[string]bool, len(es))
+		}
+		vh.Routes = make([]ir.Route, 0, len(es))
+		for _, e := range es {
+			// A route reached through two of its hostnames (foo.example.com
+			// and *.example.com) is kept once, at its most specific place.
+			if merged {
+				if seen[e.route.Name] {
+					continue
+				}
+				seen[e.route.Name] = true
+			}
+			vh.Routes = append(vh.Routes, e.route)
+		}
+		if len(vh.Routes) == 0 {
+			vh.Routes = nil
+		}
+		out = append(out, vh)
+	}
+	return out
+}
+
+// coveringHostnames lists the wildcards (and "" = any) that cover h, most
+// specific first: for a.b.c, "*.b.c", "*.c", "".
+func coveringHostnames(h string) []string {
+	if h == "" {
+		return nil
+	}
+	rest := h
+	if isWildcard(h) {
+		rest = h[2:]
+	}
+	var out []string
+	for {
+		i := strings.IndexByte(rest, '.')
+		if i < 0 {
+			break
+		}
+		rest = rest[i+1:]
+		out = append(out, "*."+rest)
+	}
+	return append(out, "")
+}
+
+// tlsRoutes builds the SNI table of a TLS port. One SNI is served by one
+// route: the oldest (then alphabetical) wins.
+func tlsRoutes(port []*listenerState, terminate bool, emitted map[RouteKey]bool) []ir.TLSRoute {
+	type cand struct {
+		r       ir.TLSRoute
+		created metav1.Time
+		key     RouteKey
+	}
+	var cands []cand
+	for _, l := range port {
+		for k, a := range l.attached {
+			for h := range a.hostname {
+				if owner(port, h) != l {
+					continue
+				}
+				tr := ir.TLSRoute{
+					Name:   k.NN.Namespace + "/" + k.NN.Name + "/" + domain(h),
+					SNI:    h,
+					Source: ir.Source{Kind: k.Kind, Namespace: k.NN.Namespace, Name: k.NN.Name},
+				}
+				if terminate {
+					tr.Certificates = l.certs
+				}
+				for _, rule := range a.route.rules {
+					tr.Backends = append(tr.Backends, rule.tlsBackends...)
+					tr.InvalidWeight += rule.tlsInvalidWeight
+				}
+				cands = append(cands, cand{r: tr, created: a.route.created, key: k})
+			}
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if a.r.SNI != b.r.SNI {
+			return hostnameMoreSpecific(a.r.SNI, b.r.SNI)
+		}
+		if !a.created.Equal(&b.created) {
+			return a.created.Before(&b.created)
+		}
+		return routeKeyLess(a.key, b.key)
+	})
+	var out []ir.TLSRoute
+	for i, c := range cands {
+		if i > 0 && cands[i-1].r.SNI == c.r.SNI {
+			continue
+		}
+		emitted[c.key] = true
+		out = append(out, c.r)
+	}
+	return out
+}

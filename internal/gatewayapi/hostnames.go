@@ -1,0 +1,102 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package gatewayapi
+
+import (
+	"sort"
+	"strings"
+)
+
+// Hostnames here are already lowercase DNS names as the CRDs validate them;
+// a wildcard is "*." followed by a name. "" means "any hostname".
+
+func isWildcard(h string) bool { return strings.HasPrefix(h, "*.") }
+
+// wildcardCovers says whether wildcard w ("*.example.com") matches h, which
+// may itself be a wildcard. A wildcard matches one or more labels, never the
+// bare suffix: "*.example.com" matches "a.example.com" and "a.b.example.com"
+// but not "example.com". A wildcard covers another wildcard with the same or
+// a longer suffix.
+func wildcardCovers(w, h string) bool {
+	suffix := w[1:] // ".example.com"
+	if isWildcard(h) {
+		return strings.HasSuffix(h[1:], suffix)
+	}
+	return len(h) > len(suffix) && strings.HasSuffix(h, suffix)
+}
+
+// hostnameCovers says whether listener hostname l ("" = any) accepts every
+// request hostname that h (possibly a wildcard) accepts.
+func hostnameCovers(l, h string) bool {
+	switch {
+	case l == "":
+		return true
+	case l == h:
+		return true
+	case isWildcard(l):
+		return wildcardCovers(l, h)
+	}
+	return false
+}
+
+// intersectHostname is the set of hostnames served for a route hostname r on
+// a listener hostname l, per the HTTPRoute hostnames rules: the more specific
+// of the two when one covers the other, nothing otherwise.
+func intersectHostname(l, r string) (string, bool) {
+	switch {
+	case l == "":
+		return r, true
+	case r == "":
+		return l, true
+	case hostnameCovers(l, r):
+		return r, true
+	case hostnameCovers(r, l):
+		return l, true
+	}
+	return "", false
+}
+
+// IntersectHostnames computes the hostnames a route serves on a listener.
+// An empty, non-nil result with ok=false means no intersection; a listener
+// and a route that both leave the hostname open give [""] (any).
+func IntersectHostnames(listener string, route []string) (out []string, ok bool) {
+	if len(route) == 0 {
+		return []string{listener}, true
+	}
+	seen := map[string]bool{}
+	for _, r := range route {
+		h, ok := intersectHostname(listener, strings.ToLower(r))
+		if ok && !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	sort.Strings(out)
+	return out, len(out) > 0
+}
+
+// hostnameMoreSpecific orders hostnames by how specifically they match:
+// exact names before wildcards, longer wildcards before shorter ones, and
+// "" (any) last. Ties break alphabetically so the order is total.
+func hostnameMoreSpecific(a, b string) bool {
+	ra, rb := hostnameRank(a), hostnameRank(b)
+	if ra != rb {
+		return ra < rb
+	}
+	if ra == 1 && len(a) != len(b) {
+		return len(a) > len(b)
+	}
+	return a < b
+}
+
+func hostnameRank(h string) int {
+	switch {
+	case h == "":
+		return 2
+	case isWildcard(h):
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,230 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package gatewayapi
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/ir"
+)
+
+const (
+	kindGateway      = "Gateway"
+	kindHTTPRoute    = "HTTPRoute"
+	kindGRPCRoute    = "GRPCRoute"
+	kindTLSRoute     = "TLSRoute"
+	kindService      = "Service"
+	kindSecret       = "Secret"
+	kindGatewayParam = "GatewayParameters"
+	groupGateway     = gatewayv1.GroupName
+	groupShardgate   = "shardgate.io"
+)
+
+// Index is the snapshot arranged for lookups. Build it once per snapshot
+// with NewIndex; TranslateGateway only reads it (except for the cluster
+// cache, which is filled on first use).
+type Index struct {
+	controllerName string
+	classNames     []string
+	classes        map[string]*classInfo
+	gateways       []*gatewayv1.Gateway // ours only, sorted ns/name
+	namespaces     map[string]*corev1.Namespace
+	services       map[types.NamespacedName]*corev1.Service
+	slices         map[types.NamespacedName][]*discoveryv1.EndpointSlice // by ns/service name
+	secrets        map[types.NamespacedName]*corev1.Secret
+	grants         map[string][]*gatewayv1beta1.ReferenceGrant // by namespace
+	params         map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters
+	runtime        map[types.NamespacedName]GatewayRuntime
+
+	// Routes by the Gateway their parentRefs name.
+	httpByGW map[types.NamespacedName][]*gatewayv1.HTTPRoute
+	grpcByGW map[types.NamespacedName][]*gatewayv1.GRPCRoute
+	tlsByGW  map[types.NamespacedName][]*gatewayv1.TLSRoute
+
+	// endpoint cache by cluster name: endpoints do not depend on the Gateway.
+	endpoints map[string][]ir.Endpoint
+}
+
+type classInfo struct {
+	class    *gatewayv1.GatewayClass
+	accepted bool
+	message  string
+	status   gatewayv1.GatewayClassStatus
+}
+
+// NewIndex arranges the snapshot for TranslateGateway.
+func NewIndex(in *Input) *Index {
+	idx := &Index{
+		controllerName: in.ControllerName,
+		classes:        map[string]*classInfo{},
+		namespaces:     map[string]*corev1.Namespace{},
+		services:       map[types.NamespacedName]*corev1.Service{},
+		slices:         map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
+		secrets:        map[types.NamespacedName]*corev1.Secret{},
+		grants:         map[string][]*gatewayv1beta1.ReferenceGrant{},
+		params:         map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters{},
+		runtime:        in.Runtime,
+		httpByGW:       map[types.NamespacedName][]*gatewayv1.HTTPRoute{},
+		grpcByGW:       map[types.NamespacedName][]*gatewayv1.GRPCRoute{},
+		tlsByGW:        map[types.NamespacedName][]*gatewayv1.TLSRoute{},
+		endpoints:      map[string][]ir.Endpoint{},
+	}
+	for _, ns := range in.Namespaces {
+		if ns != nil {
+			idx.namespaces[ns.Name] = ns
+		}
+	}
+	for _, s := range in.Services {
+		if s != nil {
+			idx.services[nn(s.Namespace, s.Name)] = s
+		}
+	}
+	for _, s := range in.EndpointSlices {
+		if s == nil {
+			continue
+		}
+		svc := s.Labels[discoveryv1.LabelServiceName]
+		if svc == "" {
+			continue
+		}
+		k := nn(s.Namespace, svc)
+		idx.slices[k] = append(idx.slices[k], s)
+	}
+	for k := range idx.slices {
+		sl := idx.slices[k]
+		sort.Slice(sl, func(i, j int) bool { return sl[i].Name < sl[j].Name })
+	}
+	for _, s := range in.Secrets {
+		if s != nil {
+			idx.secrets[nn(s.Namespace, s.Name)] = s
+		}
+	}
+	for _, g := range in.ReferenceGrants {
+		if g != nil {
+			idx.grants[g.Namespace] = append(idx.grants[g.Namespace], g)
+		}
+	}
+	for _, p := range in.GatewayParameters {
+		if p != nil {
+			idx.params[nn(p.Namespace, p.Name)] = p
+		}
+	}
+
+	// Classes: only ours.
+	for _, c := range in.GatewayClasses {
+		if c == nil || string(c.Spec.ControllerName) != in.ControllerName {
+			continue
+		}
+		if _, dup := idx.classes[c.Name]; dup {
+			continue
+		}
+		idx.classes[c.Name] = idx.classStatus(c)
+		idx.classNames = append(idx.classNames, c.Name)
+	}
+	sort.Strings(idx.classNames)
+
+	// Gateways: only those of our classes.
+	seen := map[types.NamespacedName]bool{}
+	for _, g := range in.Gateways {
+		if g == nil {
+			continue
+		}
+		if _, ok := idx.classes[string(g.Spec.GatewayClassName)]; !ok {
+			continue
+		}
+		k := nn(g.Namespace, g.Name)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		idx.gateways = append(idx.gateways, g)
+	}
+	sort.Slice(idx.gateways, func(i, j int) bool {
+		return nsNameLess(idx.gateways[i].Namespace, idx.gateways[i].Name, idx.gateways[j].Namespace, idx.gateways[j].Name)
+	})
+
+	// Routes by parent Gateway; a route naming the same Gateway twice is
+	// indexed once.
+	for _, r := range in.HTTPRoutes {
+		if r == nil {
+			continue
+		}
+		for _, g := range parentGateways(r.Namespace, r.Spec.ParentRefs) {
+			idx.httpByGW[g] = append(idx.httpByGW[g], r)
+		}
+	}
+	for _, r := range in.GRPCRoutes {
+		if r == nil {
+			continue
+		}
+		for _, g := range parentGateways(r.Namespace, r.Spec.ParentRefs) {
+			idx.grpcByGW[g] = append(idx.grpcByGW[g], r)
+		}
+	}
+	for _, r := range in.TLSRoutes {
+		if r == nil {
+			continue
+		}
+		for _, g := range parentGateways(r.Namespace, r.Spec.ParentRefs) {
+			idx.tlsByGW[g] = append(idx.tlsByGW[g], r)
+		}
+	}
+	return idx
+}
+
+// parentGateways lists the distinct Gateways a route's parentRefs name.
+func parentGateways(routeNS string, refs []gatewayv1.ParentReference) []types.NamespacedName {
+	var out []types.NamespacedName
+	for _, ref := range refs {
+		g, ok := refGateway(routeNS, ref)
+		if !ok {
+			continue
+		}
+		dup := false
+		for _, o := range out {
+			if o == g {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// refGateway says which Gateway a parentRef names, if it names one.
+func refGateway(routeNS string, ref gatewayv1.ParentReference) (types.NamespacedName, bool) {
+	if ref.Group != nil && string(*ref.Group) != groupGateway {
+		return types.NamespacedName{}, false
+	}
+	if ref.Kind != nil && string(*ref.Kind) != kindGateway {
+		return types.NamespacedName{}, false
+	}
+	ns := routeNS
+	if ref.Namespace != nil && *ref.Namespace != "" {
+		ns = string(*ref.Namespace)
+	}
+	return nn(ns, string(ref.Name)), true
+}
+
+func nn(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
+
+func nsNameLess(ans, an, bns, bn string) bool {
+	if ans != bns {
+		return ans < bns
+	}
+	return an < bn
+}

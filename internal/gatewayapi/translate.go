@@ -1,0 +1,137 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package gatewayapi
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/ir"
+)
+
+// Input is a snapshot of every object the translator reads. Nil entries in
+// the slices are ignored.
+type Input struct {
+	ControllerName    string // e.g. "shardgate.io/gateway-controller"
+	GatewayClasses    []*gatewayv1.GatewayClass
+	Gateways          []*gatewayv1.Gateway
+	HTTPRoutes        []*gatewayv1.HTTPRoute
+	GRPCRoutes        []*gatewayv1.GRPCRoute
+	TLSRoutes         []*gatewayv1.TLSRoute
+	ReferenceGrants   []*gatewayv1beta1.ReferenceGrant
+	Services          []*corev1.Service
+	EndpointSlices    []*discoveryv1.EndpointSlice
+	Secrets           []*corev1.Secret
+	Namespaces        []*corev1.Namespace
+	GatewayParameters []*shardgatev1alpha1.GatewayParameters
+	// Runtime facts about each Gateway that come from outside the translator
+	// (the Envoy Service's addresses, the xDS publish result). Missing entry =
+	// nothing known yet.
+	Runtime map[types.NamespacedName]GatewayRuntime
+}
+
+// GatewayRuntime is what the rest of the controller knows about a Gateway's
+// data plane.
+type GatewayRuntime struct {
+	Addresses      []gatewayv1.GatewayStatusAddress // from the Envoy Service status.loadBalancer
+	AddressReason  string                           // "" or a Programmed=False reason such as AddressNotAssigned / AddressNotUsable
+	AddressMessage string
+	PublishError   string // non-empty: last xDS publish was refused (validation/NACK): Programmed=False reason Invalid with this message
+}
+
+// Output is the translation: IR to serve and status to write.
+type Output struct {
+	Gateways        []*ir.Gateway                                          // one per Gateway of an Accepted class we own, sorted ns/name
+	GatewayClasses  map[string]gatewayv1.GatewayClassStatus                // only classes with our controllerName
+	GatewayStatus   map[types.NamespacedName]gatewayv1.GatewayStatus       // only Gateways of our classes
+	HTTPRouteStatus map[types.NamespacedName][]gatewayv1.RouteParentStatus // ONLY our controller's parent entries
+	GRPCRouteStatus map[types.NamespacedName][]gatewayv1.RouteParentStatus
+	TLSRouteStatus  map[types.NamespacedName][]gatewayv1.RouteParentStatus
+}
+
+// Translate computes the IR and the desired status for everything in the
+// snapshot. It never panics and is deterministic.
+func Translate(in *Input) *Output {
+	out := &Output{
+		GatewayClasses:  map[string]gatewayv1.GatewayClassStatus{},
+		GatewayStatus:   map[types.NamespacedName]gatewayv1.GatewayStatus{},
+		HTTPRouteStatus: map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
+		GRPCRouteStatus: map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
+		TLSRouteStatus:  map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
+	}
+	if in == nil {
+		return out
+	}
+	idx := NewIndex(in)
+	for _, name := range idx.classNames {
+		out.GatewayClasses[name] = idx.classes[name].status
+	}
+
+	parents := map[RouteKey][]ParentEntry{}
+	for _, gw := range idx.gateways {
+		res := TranslateGateway(idx, gw)
+		if res == nil {
+			continue
+		}
+		out.GatewayStatus[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}] = res.Status
+		if res.IR != nil {
+			out.Gateways = append(out.Gateways, res.IR)
+		}
+		for k, entries := range res.Routes {
+			parents[k] = append(parents[k], entries...)
+		}
+	}
+	for k, entries := range parents {
+		st := MergeParents(entries)
+		switch k.Kind {
+		case kindHTTPRoute:
+			out.HTTPRouteStatus[k.NN] = st
+		case kindGRPCRoute:
+			out.GRPCRouteStatus[k.NN] = st
+		case kindTLSRoute:
+			out.TLSRouteStatus[k.NN] = st
+		}
+	}
+	return out
+}
+
+// GatewayResult is the translation of one Gateway.
+type GatewayResult struct {
+	// IR is nil when the Gateway must not be served (not Accepted).
+	IR     *ir.Gateway
+	Status gatewayv1.GatewayStatus
+	// Routes are the status entries this Gateway contributes, per route.
+	Routes map[RouteKey][]ParentEntry
+}
+
+// RouteKey names a route of one kind (HTTPRoute, GRPCRoute, TLSRoute).
+type RouteKey struct {
+	Kind string
+	NN   types.NamespacedName
+}
+
+// ParentEntry is one status.parents[] entry with the index of the parentRef
+// it answers, so that entries from several Gateways merge in spec order.
+type ParentEntry struct {
+	RefIndex int
+	Status   gatewayv1.RouteParentStatus
+}
+
+// MergeParents orders the entries several Gateways contributed for one route
+// into its status.parents (our entries only), in parentRef order.
+func MergeParents(entries []ParentEntry) []gatewayv1.RouteParentStatus {
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].RefIndex < entries[j].RefIndex })
+	out := make([]gatewayv1.RouteParentStatus, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, e.Status)
+	}
+	return out
+}

@@ -1,0 +1,315 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package ir
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Gateway is everything one Gateway's Envoy fleet serves.
+type Gateway struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Listeners are sorted by Port; there is one per port.
+	Listeners []Listener `json:"listeners,omitempty"`
+	// Clusters are sorted by Name.
+	Clusters []Cluster `json:"clusters,omitempty"`
+	// Secrets are sorted by Name.
+	Secrets []Secret `json:"secrets,omitempty"`
+}
+
+// Protocol is what a port speaks.
+type Protocol string
+
+const (
+	// ProtocolHTTP is plaintext HTTP/1.1 and h2c; VirtualHosts apply.
+	ProtocolHTTP Protocol = "HTTP"
+	// ProtocolHTTPS terminates TLS selected by SNI; TLSServers apply.
+	ProtocolHTTPS Protocol = "HTTPS"
+	// ProtocolTLSPassthrough forwards TLS by SNI without terminating;
+	// TLSRoutes apply.
+	ProtocolTLSPassthrough Protocol = "TLSPassthrough"
+	// ProtocolTLSTerminate terminates TLS selected by SNI and forwards the
+	// plaintext stream as TCP; TLSRoutes apply and each carries its
+	// Certificates.
+	ProtocolTLSTerminate Protocol = "TLSTerminate"
+)
+
+// Listener is one port.
+type Listener struct {
+	// Name is deterministic: "<protocol lowercased>-<port>".
+	Name     string   `json:"name"`
+	Port     int32    `json:"port"`
+	Protocol Protocol `json:"protocol"`
+	// Sources are the Gateway listener names merged into this port, sorted.
+	Sources []string `json:"sources,omitempty"`
+	// VirtualHosts (HTTP) are sorted by Name.
+	VirtualHosts []VirtualHost `json:"virtualHosts,omitempty"`
+	// TLSServers (HTTPS) are sorted by SNI specificity: exact hostnames
+	// first, then wildcards by decreasing length, then the catch-all (no
+	// SNI) last.
+	TLSServers []TLSServer `json:"tlsServers,omitempty"`
+	// TLSRoutes (TLSPassthrough, TLSTerminate) are ordered like TLSServers.
+	TLSRoutes []TLSRoute `json:"tlsRoutes,omitempty"`
+}
+
+// TLSServer is one HTTPS Gateway listener: a certificate set selected by SNI.
+type TLSServer struct {
+	// Name is the Gateway listener name.
+	Name string `json:"name"`
+	// SNI hostnames; empty means any (the listener has no hostname).
+	SNI []string `json:"sni,omitempty"`
+	// Certificates name entries of Gateway.Secrets, in listener order.
+	Certificates []SecretRef   `json:"certificates,omitempty"`
+	VirtualHosts []VirtualHost `json:"virtualHosts,omitempty"`
+}
+
+// SecretRef names a Secret in Gateway.Secrets ("namespace/name").
+type SecretRef struct {
+	Name string `json:"name"`
+}
+
+// Secret is a TLS certificate and key, PEM encoded.
+type Secret struct {
+	Name string `json:"name"`
+	Cert []byte `json:"cert,omitempty"`
+	Key  []byte `json:"key,omitempty"`
+}
+
+// TLSRoute forwards a TLS stream selected by SNI.
+type TLSRoute struct {
+	// Name is "<route ns>/<route name>/<rule index>/<sni>", unique within the
+	// listener.
+	Name string `json:"name"`
+	// SNI is one hostname, possibly a wildcard ("*.example.com"); "" means
+	// any SNI.
+	SNI string `json:"sni,omitempty"`
+	// Certificates are set for ProtocolTLSTerminate only.
+	Certificates []SecretRef `json:"certificates,omitempty"`
+	Backends     []Backend   `json:"backends,omitempty"`
+	// InvalidWeight is the share of connections that must be refused because
+	// its backends did not resolve.
+	InvalidWeight uint32 `json:"invalidWeight,omitempty"`
+	Source        Source `json:"source"`
+}
+
+// VirtualHost is one hostname (or wildcard) with its routes.
+type VirtualHost struct {
+	// Name is the domain it serves ("*" for any host).
+	Name    string   `json:"name"`
+	Domains []string `json:"domains"`
+	// Routes are in Gateway API precedence order: the first that matches
+	// wins. An empty list means every request gets 404 (listener isolation
+	// keeps such hosts from falling through to a wildcard host).
+	Routes []Route `json:"routes,omitempty"`
+}
+
+// Route is one (rule, match) pair of an HTTPRoute or GRPCRoute.
+type Route struct {
+	// Name is unique within the Gateway listener:
+	// "<kind>/<ns>/<name>/rule/<i>/match/<j>".
+	Name  string `json:"name"`
+	Match Match  `json:"match"`
+	// GRPC is true for GRPCRoute rules.
+	GRPC bool `json:"grpc,omitempty"`
+
+	// Exactly one of Backends (with InvalidWeight), Redirect and
+	// DirectResponse decides the action.
+	Backends []Backend `json:"backends,omitempty"`
+	// InvalidWeight is the share, in the same units as Backends' weights, of
+	// requests that must be answered with 500 because their backendRefs did
+	// not resolve.
+	InvalidWeight  uint32          `json:"invalidWeight,omitempty"`
+	Redirect       *Redirect       `json:"redirect,omitempty"`
+	DirectResponse *DirectResponse `json:"directResponse,omitempty"`
+
+	RequestHeaders     *HeaderModifier     `json:"requestHeaders,omitempty"`
+	ResponseHeaders    *HeaderModifier     `json:"responseHeaders,omitempty"`
+	Rewrite            *Rewrite            `json:"rewrite,omitempty"`
+	Mirrors            []Mirror            `json:"mirrors,omitempty"`
+	CORS               *CORS               `json:"cors,omitempty"`
+	Timeouts           *Timeouts           `json:"timeouts,omitempty"`
+	Retry              *Retry              `json:"retry,omitempty"`
+	SessionPersistence *SessionPersistence `json:"sessionPersistence,omitempty"`
+
+	Source Source `json:"source"`
+}
+
+// Source says which object and rule a Route came from.
+type Source struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Rule      int    `json:"rule"`
+	// RuleName is the rule's optional name.
+	RuleName string `json:"ruleName,omitempty"`
+}
+
+// Match is ANDed: every set field must match.
+type Match struct {
+	Path        *PathMatch   `json:"path,omitempty"`
+	Headers     []ValueMatch `json:"headers,omitempty"`
+	QueryParams []ValueMatch `json:"queryParams,omitempty"`
+	// Method is an HTTP method; "" matches any.
+	Method string `json:"method,omitempty"`
+}
+
+// MatchType says how a value is compared.
+type MatchType string
+
+const (
+	MatchExact             MatchType = "Exact"
+	MatchPathPrefix        MatchType = "PathPrefix"
+	MatchRegularExpression MatchType = "RegularExpression"
+)
+
+// PathMatch matches the request path. PathPrefix matches whole path
+// segments: "/foo" matches "/foo" and "/foo/bar", not "/foobar".
+type PathMatch struct {
+	Type  MatchType `json:"type"`
+	Value string    `json:"value"`
+}
+
+// ValueMatch matches a header (case-insensitive name) or a query parameter
+// (case-sensitive name).
+type ValueMatch struct {
+	Name  string    `json:"name"`
+	Type  MatchType `json:"type"`
+	Value string    `json:"value"`
+}
+
+// Backend is one weighted cluster.
+type Backend struct {
+	// Cluster names an entry of Gateway.Clusters.
+	Cluster string `json:"cluster"`
+	Weight  uint32 `json:"weight"`
+	// Per-backend filters (HTTPRoute backendRef filters).
+	RequestHeaders  *HeaderModifier `json:"requestHeaders,omitempty"`
+	ResponseHeaders *HeaderModifier `json:"responseHeaders,omitempty"`
+}
+
+// DirectResponse answers without a backend.
+type DirectResponse struct {
+	Status int    `json:"status"`
+	Body   string `json:"body,omitempty"`
+}
+
+// Redirect answers with a redirect.
+type Redirect struct {
+	// Scheme, Hostname: "" keeps the request's.
+	Scheme   string `json:"scheme,omitempty"`
+	Hostname string `json:"hostname,omitempty"`
+	// Port is always resolved by the translator per the spec (filter port,
+	// else the scheme's well-known port when Scheme is set, else the
+	// listener's port). The Location header must omit it when it is the
+	// well-known port of the resulting scheme.
+	Port       int32         `json:"port,omitempty"`
+	Path       *PathModifier `json:"path,omitempty"`
+	StatusCode int           `json:"statusCode"`
+}
+
+// PathModifierType is how a path is rewritten.
+type PathModifierType string
+
+const (
+	ReplaceFullPath    PathModifierType = "ReplaceFullPath"
+	ReplacePrefixMatch PathModifierType = "ReplacePrefixMatch"
+)
+
+// PathModifier rewrites the path. ReplacePrefixMatch replaces the matched
+// PathPrefix (Route.Match.Path.Value) with Value.
+type PathModifier struct {
+	Type  PathModifierType `json:"type"`
+	Value string           `json:"value"`
+}
+
+// Rewrite changes the request before it is forwarded.
+type Rewrite struct {
+	Hostname string        `json:"hostname,omitempty"`
+	Path     *PathModifier `json:"path,omitempty"`
+}
+
+// HeaderModifier edits headers; applied in the order Set, Add, Remove.
+type HeaderModifier struct {
+	Set    []Header `json:"set,omitempty"`
+	Add    []Header `json:"add,omitempty"`
+	Remove []string `json:"remove,omitempty"`
+}
+
+// Header is a name and value.
+type Header struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Mirror sends a copy of a fraction of requests to a cluster; the response
+// is ignored.
+type Mirror struct {
+	Cluster     string `json:"cluster"`
+	Numerator   int32  `json:"numerator"`
+	Denominator int32  `json:"denominator"`
+}
+
+// CORS is the HTTPRoute CORS filter.
+type CORS struct {
+	AllowOrigins     []string `json:"allowOrigins,omitempty"`
+	AllowCredentials bool     `json:"allowCredentials,omitempty"`
+	AllowMethods     []string `json:"allowMethods,omitempty"`
+	AllowHeaders     []string `json:"allowHeaders,omitempty"`
+	ExposeHeaders    []string `json:"exposeHeaders,omitempty"`
+	MaxAge           int32    `json:"maxAge,omitempty"`
+}
+
+// Timeouts are HTTPRoute rule timeouts. A zero duration disables the
+// timeout; nil leaves the data plane's default. BackendRequest applies to
+// each attempt when Retry is set; Request bounds the whole exchange.
+type Timeouts struct {
+	Request        *metav1.Duration `json:"request,omitempty"`
+	BackendRequest *metav1.Duration `json:"backendRequest,omitempty"`
+}
+
+// Retry is the HTTPRoute rule retry policy.
+type Retry struct {
+	Codes    []int            `json:"codes,omitempty"`
+	Attempts *int             `json:"attempts,omitempty"`
+	Backoff  *metav1.Duration `json:"backoff,omitempty"`
+}
+
+// SessionPersistence pins a client to a backend.
+type SessionPersistence struct {
+	// Type is "Cookie" or "Header".
+	Type            string           `json:"type"`
+	SessionName     string           `json:"sessionName,omitempty"`
+	AbsoluteTimeout *metav1.Duration `json:"absoluteTimeout,omitempty"`
+	// CookieLifetime is "Permanent" or "Session" (cookies only).
+	CookieLifetime string `json:"cookieLifetime,omitempty"`
+}
+
+// ClusterProtocol is how the proxy talks to a backend.
+type ClusterProtocol string
+
+const (
+	ClusterHTTP1 ClusterProtocol = "HTTP1"
+	ClusterH2C   ClusterProtocol = "H2C"
+	// ClusterTCP is a raw stream (TLSRoute backends).
+	ClusterTCP ClusterProtocol = "TCP"
+)
+
+// Cluster is one Service port.
+type Cluster struct {
+	// Name is "<namespace>/<service>/<port>".
+	Name      string          `json:"name"`
+	Protocol  ClusterProtocol `json:"protocol"`
+	WebSocket bool            `json:"websocket,omitempty"`
+	// Endpoints are ready endpoints only, sorted by IP then port.
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
+}
+
+// Endpoint is one backend address.
+type Endpoint struct {
+	IP    string `json:"ip"`
+	Port  int32  `json:"port"`
+	Ready bool   `json:"ready"`
+}

@@ -1,0 +1,118 @@
+package status
+
+import (
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// conditions returns desired with each condition's lastTransitionTime taken
+// from the existing condition of the same type when its status is the same,
+// and now otherwise.
+func conditions(existing, desired []metav1.Condition, now metav1.Time) []metav1.Condition {
+	if desired == nil {
+		return nil
+	}
+	out := make([]metav1.Condition, len(desired))
+	for i, d := range desired {
+		d.LastTransitionTime = now
+		for _, e := range existing {
+			if e.Type == d.Type && e.Status == d.Status {
+				d.LastTransitionTime = e.LastTransitionTime
+				break
+			}
+		}
+		out[i] = d
+	}
+	return out
+}
+
+// MergeParents replaces controllerName's entries in existing with desired
+// (conditions' transition times preserved) and keeps every other
+// controller's entry as it is, in place. It reports whether the result
+// differs from existing.
+func MergeParents(existing, desired []gatewayv1.RouteParentStatus, controllerName string, now time.Time) ([]gatewayv1.RouteParentStatus, bool) {
+	t := metav1.NewTime(now.Truncate(time.Second))
+	var ours []gatewayv1.RouteParentStatus
+	var out []gatewayv1.RouteParentStatus
+	for _, p := range existing {
+		if string(p.ControllerName) == controllerName {
+			ours = append(ours, p)
+			continue
+		}
+		out = append(out, p)
+	}
+	for _, d := range desired {
+		d.ControllerName = gatewayv1.GatewayController(controllerName)
+		var prev []metav1.Condition
+		for _, o := range ours {
+			if equality.Semantic.DeepEqual(o.ParentRef, d.ParentRef) {
+				prev = o.Conditions
+				break
+			}
+		}
+		d.Conditions = conditions(prev, d.Conditions, t)
+		out = append(out, d)
+	}
+	changed := !equality.Semantic.DeepEqual(stripNil(existing), stripNil(out))
+	return out, changed
+}
+
+func stripNil(p []gatewayv1.RouteParentStatus) []gatewayv1.RouteParentStatus {
+	if len(p) == 0 {
+		return nil
+	}
+	return p
+}
+
+// MergeGateway returns desired with transition times carried over from
+// existing, and whether it differs from existing.
+func MergeGateway(existing, desired gatewayv1.GatewayStatus, now time.Time) (gatewayv1.GatewayStatus, bool) {
+	t := metav1.NewTime(now.Truncate(time.Second))
+	out := *desired.DeepCopy()
+	out.Conditions = conditions(existing.Conditions, desired.Conditions, t)
+	for i := range out.Listeners {
+		var prev []metav1.Condition
+		for _, l := range existing.Listeners {
+			if l.Name == out.Listeners[i].Name {
+				prev = l.Conditions
+				break
+			}
+		}
+		out.Listeners[i].Conditions = conditions(prev, desired.Listeners[i].Conditions, t)
+	}
+	return out, !equality.Semantic.DeepEqual(normGateway(existing), normGateway(out))
+}
+
+func normGateway(s gatewayv1.GatewayStatus) gatewayv1.GatewayStatus {
+	if len(s.Addresses) == 0 {
+		s.Addresses = nil
+	}
+	if len(s.Listeners) == 0 {
+		s.Listeners = nil
+	}
+	for i := range s.Listeners {
+		if len(s.Listeners[i].SupportedKinds) == 0 {
+			s.Listeners[i].SupportedKinds = nil
+		}
+	}
+	return s
+}
+
+// MergeGatewayClass returns desired with transition times carried over.
+func MergeGatewayClass(existing, desired gatewayv1.GatewayClassStatus, now time.Time) (gatewayv1.GatewayClassStatus, bool) {
+	t := metav1.NewTime(now.Truncate(time.Second))
+	out := *desired.DeepCopy()
+	out.Conditions = conditions(existing.Conditions, desired.Conditions, t)
+	a, b := existing, out
+	if len(a.SupportedFeatures) == 0 {
+		a.SupportedFeatures = nil
+	}
+	if len(b.SupportedFeatures) == 0 {
+		b.SupportedFeatures = nil
+	}
+	return out, !equality.Semantic.DeepEqual(a, b) || !slices.Equal(a.SupportedFeatures, b.SupportedFeatures)
+}

@@ -1,0 +1,261 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/shardgate/shardgate/internal/gatewayapi"
+)
+
+// Kind is a kind of object whose status the writer owns.
+type Kind string
+
+const (
+	KindGatewayClass Kind = "GatewayClass"
+	KindGateway      Kind = "Gateway"
+	KindHTTPRoute    Kind = "HTTPRoute"
+	KindGRPCRoute    Kind = "GRPCRoute"
+	KindTLSRoute     Kind = "TLSRoute"
+)
+
+// Key names one object.
+type Key struct {
+	Kind Kind
+	types.NamespacedName
+}
+
+var writesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "shardgate_status_writes_total",
+	Help: "Status writes sent to the apiserver, by kind (retries after a conflict count again).",
+}, []string{"kind"})
+
+func init() { ctrlmetrics.Registry.MustRegister(writesTotal) }
+
+// Writer writes desired status. Submit may be called on any replica; the
+// writing itself (Start) runs on the leader only.
+type Writer struct {
+	client         client.Client // cached reads and writes
+	reader         client.Reader // uncached reads after a conflict
+	controllerName string
+	log            logr.Logger
+	workers        int
+	now            func() time.Time
+
+	mu       sync.Mutex
+	classes  map[string]gatewayv1.GatewayClassStatus
+	gateways map[types.NamespacedName]gatewayv1.GatewayStatus
+	routes   map[Key][]gatewayv1.RouteParentStatus
+	queue    workqueue.TypedRateLimitingInterface[Key]
+}
+
+// New returns a writer with 8 workers: status writes are apiserver
+// round trips, and a burst of new routes should not queue behind each other.
+func New(c client.Client, reader client.Reader, controllerName string, log logr.Logger) *Writer {
+	return &Writer{
+		client: c, reader: reader, controllerName: controllerName, log: log,
+		workers: 8, now: time.Now,
+		classes:  map[string]gatewayv1.GatewayClassStatus{},
+		gateways: map[types.NamespacedName]gatewayv1.GatewayStatus{},
+		routes:   map[Key][]gatewayv1.RouteParentStatus{},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[Key](),
+			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "status"}),
+	}
+}
+
+// Submit records the desired status in out and queues every object of in
+// whose status in in (the informer cache's view) differs from it. A queued
+// object is written once however many batches change it before a worker
+// gets to it, with the latest desired status.
+func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
+	now := w.now()
+	var dirty []Key
+	w.mu.Lock()
+	w.classes = out.GatewayClasses
+	w.gateways = out.GatewayStatus
+	w.routes = make(map[Key][]gatewayv1.RouteParentStatus, len(out.HTTPRouteStatus)+len(out.GRPCRouteStatus)+len(out.TLSRouteStatus))
+	for _, gc := range in.GatewayClasses {
+		desired, ok := out.GatewayClasses[gc.Name]
+		if !ok {
+			continue
+		}
+		if _, changed := MergeGatewayClass(gc.Status, desired, now); changed {
+			dirty = append(dirty, Key{Kind: KindGatewayClass, NamespacedName: types.NamespacedName{Name: gc.Name}})
+		}
+	}
+	for _, gw := range in.Gateways {
+		nn := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
+		desired, ok := out.GatewayStatus[nn]
+		if !ok {
+			continue
+		}
+		if _, changed := MergeGateway(gw.Status, desired, now); changed {
+			dirty = append(dirty, Key{Kind: KindGateway, NamespacedName: nn})
+		}
+	}
+	routeKind := func(kind Kind, desired map[types.NamespacedName][]gatewayv1.RouteParentStatus, nn types.NamespacedName, existing []gatewayv1.RouteParentStatus) {
+		k := Key{Kind: kind, NamespacedName: nn}
+		d := desired[nn]
+		w.routes[k] = d
+		if _, changed := MergeParents(existing, d, w.controllerName, now); changed {
+			dirty = append(dirty, k)
+		}
+	}
+	for _, r := range in.HTTPRoutes {
+		routeKind(KindHTTPRoute, out.HTTPRouteStatus, types.NamespacedName{Namespace: r.Namespace, Name: r.Name}, r.Status.Parents)
+	}
+	for _, r := range in.GRPCRoutes {
+		routeKind(KindGRPCRoute, out.GRPCRouteStatus, types.NamespacedName{Namespace: r.Namespace, Name: r.Name}, r.Status.Parents)
+	}
+	for _, r := range in.TLSRoutes {
+		routeKind(KindTLSRoute, out.TLSRouteStatus, types.NamespacedName{Namespace: r.Namespace, Name: r.Name}, r.Status.Parents)
+	}
+	w.mu.Unlock()
+	for _, k := range dirty {
+		switch k.Kind {
+		case KindGateway, KindGatewayClass:
+			// attachedRoutes changes with every batch of a burst of
+			// routes; the delaying queue keeps the first deadline, so a
+			// Gateway is written at most once per window.
+			w.queue.AddAfter(k, GatewayWriteWindow)
+		default:
+			w.queue.Add(k)
+		}
+	}
+}
+
+// GatewayWriteWindow coalesces Gateway and GatewayClass status writes.
+const GatewayWriteWindow = 50 * time.Millisecond
+
+// Start runs the workers until ctx ends.
+func (w *Writer) Start(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for i := 0; i < w.workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for w.next(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	w.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// NeedLeaderElection: only the leader writes.
+func (w *Writer) NeedLeaderElection() bool { return true }
+
+func (w *Writer) next(ctx context.Context) bool {
+	k, quit := w.queue.Get()
+	if quit {
+		return false
+	}
+	defer w.queue.Done(k)
+	if err := w.write(ctx, k); err != nil {
+		w.log.V(1).Info("status write failed; retrying", "kind", k.Kind, "object", k.NamespacedName, "error", err.Error())
+		w.queue.AddRateLimited(k)
+		return true
+	}
+	w.queue.Forget(k)
+	return true
+}
+
+// write brings one object's status in line with its desired status. It reads
+// the cache first and, after a conflict, the apiserver.
+func (w *Writer) write(ctx context.Context, k Key) error {
+	obj, merge := w.object(k)
+	if obj == nil {
+		return nil
+	}
+	var reader client.Reader = w.client
+	for attempt := 0; attempt < 3; attempt++ {
+		if err := reader.Get(ctx, k.NamespacedName, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("get %s %s: %w", k.Kind, k.NamespacedName, err)
+		}
+		if !merge(w.now()) {
+			return nil
+		}
+		writesTotal.WithLabelValues(string(k.Kind)).Inc()
+		err := w.client.Status().Update(ctx, obj)
+		if err == nil || apierrors.IsNotFound(err) {
+			return nil
+		}
+		if !apierrors.IsConflict(err) {
+			return fmt.Errorf("write status of %s %s: %w", k.Kind, k.NamespacedName, err)
+		}
+		reader = w.reader
+	}
+	return fmt.Errorf("write status of %s %s: conflicts persisted", k.Kind, k.NamespacedName)
+}
+
+// object returns an empty object of k's kind and a function that merges the
+// desired status into it, reporting whether anything changed. It returns nil
+// when there is no desired status for k any more.
+func (w *Writer) object(k Key) (client.Object, func(time.Time) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch k.Kind {
+	case KindGatewayClass:
+		desired, ok := w.classes[k.Name]
+		if !ok {
+			return nil, nil
+		}
+		gc := &gatewayv1.GatewayClass{}
+		return gc, func(now time.Time) (changed bool) {
+			gc.Status, changed = MergeGatewayClass(gc.Status, desired, now)
+			return changed
+		}
+	case KindGateway:
+		desired, ok := w.gateways[k.NamespacedName]
+		if !ok {
+			return nil, nil
+		}
+		gw := &gatewayv1.Gateway{}
+		return gw, func(now time.Time) (changed bool) {
+			gw.Status, changed = MergeGateway(gw.Status, desired, now)
+			return changed
+		}
+	}
+	desired, ok := w.routes[k]
+	if !ok {
+		return nil, nil
+	}
+	var obj client.Object
+	var parents *[]gatewayv1.RouteParentStatus
+	switch k.Kind {
+	case KindHTTPRoute:
+		r := &gatewayv1.HTTPRoute{}
+		obj, parents = r, &r.Status.Parents
+	case KindGRPCRoute:
+		r := &gatewayv1.GRPCRoute{}
+		obj, parents = r, &r.Status.Parents
+	case KindTLSRoute:
+		r := &gatewayv1.TLSRoute{}
+		obj, parents = r, &r.Status.Parents
+	default:
+		return nil, nil
+	}
+	return obj, func(now time.Time) (changed bool) {
+		*parents, changed = MergeParents(*parents, desired, w.controllerName, now)
+		if *parents == nil {
+			*parents = []gatewayv1.RouteParentStatus{}
+		}
+		return changed
+	}
+}
