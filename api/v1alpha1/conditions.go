@@ -124,3 +124,14 @@ const (
 	// unchanged objects is a no-op and other managers' fields are left alone.
 	FieldOwner = "shardgate"
 )
+
+// Gateway API route condition reasons shardgate uses where the Gateway API
+// requires a condition but names no reason. They appear in HTTPRoute and
+// GRPCRoute status.parents[] entries written by shardgate.
+const (
+	// ReasonRouteHostnameConflict: an HTTPRoute and a GRPCRoute attached to
+	// one listener claim intersecting hostnames. The Gateway API accepts
+	// exactly one of them (the oldest, then alphabetical namespace/name) and
+	// the other gets Accepted=False with this reason.
+	ReasonRouteHostnameConflict = "HostnameConflict"
+)
