@@ -177,10 +177,7 @@ var _ = Describe("Gateway API status on the real apiserver", Ordered, func() {
 		}).Should(Succeed())
 
 		By("a change to the route rewrites our entry and keeps theirs")
-		var got gatewayv1.HTTPRoute
-		Expect(c.Get(ctx, client.ObjectKeyFromObject(r), &got)).To(Succeed())
-		got.Spec.Hostnames = []gatewayv1.Hostname{"nomatch.elsewhere.test"}
-		Expect(c.Update(ctx, &got)).To(Succeed())
+		update(ctx, c, r, func(r *gatewayv1.HTTPRoute) { r.Spec.Hostnames = []gatewayv1.Hostname{"nomatch.elsewhere.test"} })
 		Eventually(func(g Gomega) {
 			var got gatewayv1.HTTPRoute
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(r), &got)).To(Succeed())

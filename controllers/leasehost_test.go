@@ -88,9 +88,7 @@ var _ = Describe("LeaseHost ownership on the real apiserver", Ordered, func() {
 		Eventually(reserved(ctx, c, f.ns, "blue-oseq2")).Should(Equal("True/Reserved"))
 
 		By("setting takeover on the waiting deployment")
-		green := f.get(ctx, "green")
-		green.Spec.Takeover = true
-		Expect(c.Update(ctx, green)).To(Succeed())
+		update(ctx, c, f.get(ctx, "green"), func(lh *shardgatev1alpha1.LeaseHost) { lh.Spec.Takeover = true })
 		Eventually(reserved(ctx, c, f.ns, "green")).Should(Equal("True/Reserved"))
 		Eventually(reserved(ctx, c, f.ns, "blue")).Should(Equal("False/TransferredAway"))
 		Eventually(routeHostnames(ctx, c, f.ns, "green")).Should(Equal([]string{"app.example.test"}))
@@ -164,8 +162,7 @@ var _ = Describe("LeaseHost ownership on the real apiserver", Ordered, func() {
 		rv := route.ResourceVersion
 		lhRV := f.get(ctx, "site").ResourceVersion
 		touched := f.get(ctx, "site")
-		touched.Annotations = map[string]string{"touch": "1"}
-		Expect(c.Update(ctx, touched)).To(Succeed())
+		update(ctx, c, touched, func(lh *shardgatev1alpha1.LeaseHost) { lh.Annotations = map[string]string{"touch": "1"} })
 		Consistently(func(g Gomega) {
 			var r gatewayv1.HTTPRoute
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(&route), &r)).To(Succeed())
@@ -210,9 +207,7 @@ var _ = Describe("LeaseHost ownership on the real apiserver", Ordered, func() {
 		f.leaseHost(ctx, "waiter", "old.example.test", owner("akash1frank", 1))
 		Eventually(reserved(ctx, c, f.ns, "waiter")).Should(Equal("False/HostnameInUse"))
 
-		first := f.get(ctx, "first")
-		first.Spec.Hostname = "new.example.test"
-		Expect(c.Update(ctx, first)).To(Succeed())
+		update(ctx, c, f.get(ctx, "first"), func(lh *shardgatev1alpha1.LeaseHost) { lh.Spec.Hostname = "new.example.test" })
 		Eventually(reserved(ctx, c, f.ns, "first")).Should(Equal("True/Reserved"))
 		Eventually(routeHostnames(ctx, c, f.ns, "first")).Should(Equal([]string{"new.example.test"}))
 		Eventually(reserved(ctx, c, f.ns, "waiter")).Should(Equal("True/Reserved"))

@@ -155,3 +155,15 @@ func writeConfig(path string, blocked ...string) {
 }
 
 func configPath() string { return filepath.Join(GinkgoT().TempDir(), "config.yaml") }
+
+// update re-reads obj and applies mutate until the write does not conflict
+// with the controller's own status writes.
+func update[T client.Object](ctx context.Context, c client.Client, obj T, mutate func(T)) {
+	Eventually(func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate(obj)
+		return c.Update(ctx, obj)
+	}).Should(Succeed())
+}

@@ -135,3 +135,16 @@ const (
 	// the other gets Accepted=False with this reason.
 	ReasonRouteHostnameConflict = "HostnameConflict"
 )
+
+// LeasedIP condition reasons beyond the shared ones above (Allocated,
+// Pending, PoolExhausted, SelectorNotFound, AddressConflict). They appear
+// in a LeasedIP's Allocated condition.
+const (
+	// ReasonPoolNotFound: spec.pool names an IPAddressPool that does not
+	// exist. No LoadBalancer Service is created until it does.
+	ReasonPoolNotFound = "PoolNotFound"
+
+	// ReasonServiceConflict: a Service with the LoadBalancer Service's name
+	// exists and is not controlled by this LeasedIP; it is left alone.
+	ReasonServiceConflict = "ServiceConflict"
+)

@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -84,6 +85,9 @@ func Run(ctx context.Context, opts Options) error {
 		RenewDeadline:                 ptr(RenewDeadline),
 		RetryPeriod:                   ptr(RetryPeriod),
 		GracefulShutdownTimeout:       ptr(15 * time.Second),
+		// Controller names are checked process-wide; a process runs one
+		// manager, except tests that restart one in-process.
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr(true)},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -107,6 +111,12 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if err := leaseHosts.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up LeaseHost controller: %w", err)
+	}
+	if err := (&controllers.LeasedIPReconciler{Client: mgr.GetClient(), Log: log.WithName("leasedip")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up LeasedIP controller: %w", err)
+	}
+	if err := (&controllers.GatewayParametersReconciler{Client: mgr.GetClient(), ControllerName: cfg.ControllerName}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up GatewayParameters controller: %w", err)
 	}
 	writer := status.New(mgr.GetClient(), mgr.GetAPIReader(), cfg.ControllerName, log.WithName("status"))
 	if err := mgr.Add(writer); err != nil {

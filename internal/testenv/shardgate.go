@@ -65,7 +65,16 @@ func (e *Env) RunManager(opts manager.Options) (stop func() error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- manager.Run(ctx, opts) }()
+	go func() {
+		err := manager.Run(ctx, opts)
+		if err != nil {
+			// A manager that fails to start would otherwise only show as
+			// tests timing out.
+			fmt.Fprintf(os.Stderr, "testenv: in-process manager failed: %v\n", err)
+			opts.Log.Error(err, "in-process manager failed")
+		}
+		done <- err
+	}()
 	var once sync.Once
 	var result error
 	stop = func() error {

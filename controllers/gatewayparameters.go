@@ -1,0 +1,82 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/sharding"
+)
+
+// GatewayParametersReconciler reports on each GatewayParameters whether its
+// shard can serve tenants (condition Valid).
+type GatewayParametersReconciler struct {
+	Client         client.Client
+	ControllerName string
+}
+
+// SetupWithManager registers the controller.
+func (r *GatewayParametersReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var list shardgatev1alpha1.GatewayParametersList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, len(list.Items))
+		for i := range list.Items {
+			out[i] = reconcile.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}}
+		}
+		return out
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("gatewayparameters").
+		For(&shardgatev1alpha1.GatewayParameters{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&gatewayv1.Gateway{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&gatewayv1.GatewayClass{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(r)
+}
+
+// Reconcile writes the Valid condition of one GatewayParameters.
+func (r *GatewayParametersReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var p shardgatev1alpha1.GatewayParameters
+	if err := r.Client.Get(ctx, req.NamespacedName, &p); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	var classes gatewayv1.GatewayClassList
+	var gws gatewayv1.GatewayList
+	var params shardgatev1alpha1.GatewayParametersList
+	for _, l := range []client.ObjectList{&classes, &gws, &params} {
+		if err := r.Client.List(ctx, l); err != nil {
+			return reconcile.Result{}, fmt.Errorf("list: %w", err)
+		}
+	}
+	conds := sharding.ValidCondition(r.ControllerName, ptrs(classes.Items), ptrs(gws.Items), ptrs(params.Items))
+	c, ok := conds[req.NamespacedName]
+	next := p.Status.DeepCopy()
+	if ok {
+		meta.SetStatusCondition(&next.Conditions, c)
+	} else {
+		meta.RemoveStatusCondition(&next.Conditions, shardgatev1alpha1.ConditionValid)
+	}
+	if equality.Semantic.DeepEqual(*next, p.Status) {
+		return reconcile.Result{}, nil
+	}
+	patch := client.MergeFrom(p.DeepCopy())
+	p.Status = *next
+	if err := r.Client.Status().Patch(ctx, &p, patch); err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, fmt.Errorf("write status of GatewayParameters %s: %w", req.NamespacedName, err)
+	}
+	return reconcile.Result{}, nil
+}

@@ -1,0 +1,8 @@
+// Package addresses owns what shardgate asks of MetalLB, as pure functions.
+//
+// For LeasedIPs (DESIGN §3.4): the sharing key, the LoadBalancer Service's
+// name, the Service itself, the reading of MetalLB's answer (the Service's
+// status, its Events and the IPAddressPool status) into the LeasedIP's
+// status, and per-pool usage. It never talks to the apiserver; the
+// controllers read and write, this package decides.
+package addresses

@@ -1,0 +1,98 @@
+package addresses
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
+	"regexp"
+	"strconv"
+	"strings"
+
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+// MetalLB's Service annotations.
+const (
+	// AnnotationAllowSharedIP carries the sharing key: Services with the same
+	// key may share one IP on distinct ports.
+	AnnotationAllowSharedIP = "metallb.io/allow-shared-ip"
+	// AnnotationAddressPool pins allocation to one IPAddressPool.
+	AnnotationAddressPool = "metallb.io/address-pool"
+	// AnnotationLoadBalancerIPs requests specific addresses.
+	AnnotationLoadBalancerIPs = "metallb.io/loadBalancerIPs"
+	// AnnotationIPAllocatedFromPool is written by MetalLB: the pool an
+	// assigned address came from.
+	AnnotationIPAllocatedFromPool = "metallb.io/ip-allocated-from-pool"
+)
+
+// endpointSafe is the endpoint form used verbatim in a sharing key.
+var endpointSafe = regexp.MustCompile(`^[a-z0-9-]+$`)
+
+// endpointEncoding is RFC 4648 base32 with the "extended hex" alphabet,
+// lowercased and unpadded.
+var endpointEncoding = base32.NewEncoding(strings.ToLower("0123456789ABCDEFGHIJKLMNOPQRSTUV")).WithPadding(base32.NoPadding)
+
+// SharingKey is the metallb.io/allow-shared-ip value of a lease owner's
+// endpoint: "<owner>-ip-<endpoint>". An endpoint name that does not match
+// ^[a-z0-9-]+$ is replaced by the lowercase, unpadded base32hex of the first
+// 15 bytes of its SHA-256 (24 characters), so any tenant input gives a key
+// of the same shape. The same owner and endpoint always give the same key,
+// and MetalLB lets Services with one key share an IP across ports.
+func SharingKey(owner, endpoint string) string {
+	return owner + "-ip-" + endpointPart(endpoint)
+}
+
+func endpointPart(endpoint string) string {
+	if endpointSafe.MatchString(endpoint) {
+		return endpoint
+	}
+	sum := sha256.Sum256([]byte(endpoint))
+	return endpointEncoding.EncodeToString(sum[:15])
+}
+
+// LeasedIPSharingKey is SharingKey of lip's owner and endpoint.
+func LeasedIPSharingKey(lip *shardgatev1alpha1.LeasedIP) string {
+	return SharingKey(lip.Spec.Lease.Owner, lip.Spec.Endpoint)
+}
+
+// MaxServiceName is the longest Service name (a DNS-1035 label).
+const MaxServiceName = 63
+
+// serviceHashLen is how many hex digits of SHA-256(service) a truncated name
+// carries.
+const serviceHashLen = 8
+
+// ServiceName is the LoadBalancer Service's name for a LeasedIP:
+// "<service>-ip-<externalPort>-<proto>", lowercased, proto "tcp" or "udp".
+//
+// When that is longer than 63 characters, the service part is cut and the
+// first 8 hex digits of SHA-256(service) are inserted after it:
+// "<service[:n]>-<hash8>-ip-<externalPort>-<proto>", exactly 63 characters
+// long (with trailing hyphens of the cut part dropped). The suffix stays
+// readable, the name is stable, and two long service names that share a
+// prefix still get different names.
+func ServiceName(service string, externalPort int32, protocol string) string {
+	service = strings.ToLower(service)
+	suffix := "-ip-" + strconv.FormatInt(int64(externalPort), 10) + "-" + proto(protocol)
+	if len(service)+len(suffix) <= MaxServiceName {
+		return service + suffix
+	}
+	sum := sha256.Sum256([]byte(service))
+	hash := hex.EncodeToString(sum[:])[:serviceHashLen]
+	keep := MaxServiceName - len(suffix) - 1 - serviceHashLen
+	head := strings.TrimRight(service[:keep], "-")
+	return head + "-" + hash + suffix
+}
+
+// LeasedIPServiceName is ServiceName of lip's spec.
+func LeasedIPServiceName(lip *shardgatev1alpha1.LeasedIP) string {
+	return ServiceName(lip.Spec.Service, lip.Spec.ExternalPort, lip.Spec.Protocol)
+}
+
+// proto is the lowercase protocol; the CRD defaults an unset one to TCP.
+func proto(p string) string {
+	if p == "" {
+		return "tcp"
+	}
+	return strings.ToLower(p)
+}

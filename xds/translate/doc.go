@@ -1,0 +1,60 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+// Package translate turns one Gateway's IR (internal/ir) into Envoy v3
+// resources: listeners, route configurations, clusters, cluster load
+// assignments and secrets. Translate is a pure function: the same IR always
+// yields the same protos, sorted by name within each type, with names derived
+// from the IR objects only.
+//
+// It owns the mapping of IR semantics to Envoy configuration and the checks a
+// resource set must pass before it is published (Validate, CheckReferences).
+// It must never talk to Kubernetes or to an xDS server, hold state between
+// calls, or decide policy: the IR producer (internal/gatewayapi) decides, this
+// package only translates.
+//
+// Naming scheme (all names come from the IR, never from pointers):
+//
+//   - Listener: the IR listener name, "<protocol>-<port>" (e.g. "http-80").
+//   - RouteConfiguration: for an HTTP listener, the listener name ("http-80");
+//     for an HTTPS listener, one per filter chain (per Gateway listener),
+//     "<listener>/<gateway listener name>" (e.g. "https-443/web"). One route
+//     table per chain keeps a TLS server's routes from answering requests whose
+//     Host differs from the SNI they arrived on, and keeps equal hostnames of
+//     two Gateway listeners from colliding in one table.
+//   - VirtualHost: the IR virtual host name (its hostname, "*" for any).
+//   - Route: the IR route name ("<kind>/<ns>/<name>/rule/<i>/match/<j>").
+//   - Cluster and ClusterLoadAssignment: the IR cluster name
+//     ("<namespace>/<service>/<port>").
+//   - Secret: the IR secret name ("<namespace>/<name>").
+//   - Filter chain: "<gateway listener name>" (HTTPS) or the IR TLS route name
+//     (TLS passthrough/terminate).
+//
+// Unresolved backends are routed to InvalidBackendCluster, a name that is
+// never published as a cluster: Envoy answers such requests with the route's
+// cluster_not_found_response_code (500), and refuses such TCP connections.
+// A route with no usable backend at all is a direct 500 response.
+//
+// Decisions, written down here:
+//
+//   - A PathPrefix other than "/" becomes two adjacent Envoy routes, path
+//     "/foo" and prefix "/foo/", rather than path_separated_prefix, which
+//     gRPC's xDS client refuses (it NACKs the whole route table).
+//   - Route tables set ignore_port_in_host_matching, so "host:8080" selects
+//     the virtual host "host" with no ":*" domain variants, and the Host
+//     header sent upstream is left alone.
+//   - Every HTTP connection manager installs the CORS filter (optional, so
+//     gRPC skips it) before the router; per-route CORS policies are wrapped
+//     in an optional FilterConfig for the same reason. A route gaining CORS
+//     therefore never changes (and drains) a listener.
+//   - A redirect port equal to the default port of the resulting scheme is
+//     left out of the Location. Without a redirect hostname Envoy keeps the
+//     request's Host, so a request that carried a non-default port in Host
+//     keeps it in that case.
+//   - GRPCRoute rules get no 15 s route timeout: the client's grpc-timeout
+//     bounds the call.
+//   - A port with nothing to serve (HTTPS without TLS servers, TLS without
+//     routes) gets no listener: Envoy refuses a listener without chains.
+//   - Route.SessionPersistence is not translated yet.
+package translate

@@ -1,0 +1,33 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package translate
+
+import (
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+
+	"github.com/shardgate/shardgate/internal/ir"
+)
+
+// loadAssignment lists a cluster's ready endpoints. A cluster with none
+// still gets an (empty) assignment, so that Envoy finishes warming it and
+// answers 503 rather than waiting.
+func loadAssignment(c *ir.Cluster) *endpointv3.ClusterLoadAssignment {
+	cla := &endpointv3.ClusterLoadAssignment{ClusterName: c.Name}
+	var lbs []*endpointv3.LbEndpoint
+	for _, e := range c.Endpoints {
+		if !e.Ready {
+			continue
+		}
+		lbs = append(lbs, &endpointv3.LbEndpoint{
+			HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+				Address: socketAddress(e.IP, uint32(e.Port)),
+			}},
+		})
+	}
+	if len(lbs) > 0 {
+		cla.Endpoints = []*endpointv3.LocalityLbEndpoints{{LbEndpoints: lbs}}
+	}
+	return cla
+}

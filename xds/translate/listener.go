@@ -1,0 +1,228 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package translate
+
+import (
+	"fmt"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
+	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/shardgate/shardgate/internal/ir"
+)
+
+// listenAddress is where every listener binds. Envoy runs in its own pod, so
+// all interfaces are ours.
+const listenAddress = "0.0.0.0"
+
+// alpnHTTP is offered on HTTPS listeners so that gRPC (h2) and HTTP/1.1
+// clients both negotiate.
+var alpnHTTP = []string{"h2", "http/1.1"}
+
+// listener translates one IR listener (one port) into an Envoy listener and
+// the route configurations its filter chains reference. A port with nothing
+// to serve (no TLS servers, no TLS routes) yields no listener, because Envoy
+// refuses a listener without filter chains.
+func (t *translator) listener(l *ir.Listener) (*listenerv3.Listener, []*routev3.RouteConfiguration, error) {
+	switch l.Protocol {
+	case ir.ProtocolHTTP:
+		rc, err := t.routeConfiguration(l.Name, "http", l.VirtualHosts)
+		if err != nil {
+			return nil, nil, err
+		}
+		chain := filterChain(l.Name, nil, nil, httpConnectionManager(l.Name, rc.Name))
+		return listener(l.Name, l.Port, nil, chain), []*routev3.RouteConfiguration{rc}, nil
+
+	case ir.ProtocolHTTPS:
+		var chains []*listenerv3.FilterChain
+		var routes []*routev3.RouteConfiguration
+		for i := range l.TLSServers {
+			s := &l.TLSServers[i]
+			rc, err := t.routeConfiguration(l.Name+"/"+s.Name, "https", s.VirtualHosts)
+			if err != nil {
+				return nil, nil, fmt.Errorf("tls server %s: %w", s.Name, err)
+			}
+			routes = append(routes, rc)
+			chains = append(chains, filterChain(s.Name,
+				matchSNI(s.SNI),
+				downstreamTLS(s.Certificates, alpnHTTP),
+				httpConnectionManager(l.Name, rc.Name)))
+		}
+		if len(chains) == 0 {
+			return nil, nil, nil
+		}
+		return listener(l.Name, l.Port, tlsInspector(), chains...), routes, nil
+
+	case ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate:
+		var chains []*listenerv3.FilterChain
+		for i := range l.TLSRoutes {
+			tr := &l.TLSRoutes[i]
+			var tls *corev3.TransportSocket
+			if l.Protocol == ir.ProtocolTLSTerminate {
+				tls = downstreamTLS(tr.Certificates, nil)
+			}
+			var sni []string
+			if tr.SNI != "" {
+				sni = []string{tr.SNI}
+			}
+			chains = append(chains, filterChain(tr.Name, matchSNI(sni), tls,
+				tcpProxy(l.Name, tr.Backends, tr.InvalidWeight)))
+		}
+		if len(chains) == 0 {
+			return nil, nil, nil
+		}
+		return listener(l.Name, l.Port, tlsInspector(), chains...), nil, nil
+	}
+	return nil, nil, fmt.Errorf("unknown protocol %q", l.Protocol)
+}
+
+// listener binds port with the given listener filter (may be nil) and chains.
+func listener(name string, port int32, lf *listenerv3.ListenerFilter, chains ...*listenerv3.FilterChain) *listenerv3.Listener {
+	l := &listenerv3.Listener{
+		Name:         name,
+		Address:      socketAddress(listenAddress, uint32(port)),
+		FilterChains: chains,
+	}
+	if lf != nil {
+		l.ListenerFilters = []*listenerv3.ListenerFilter{lf}
+	}
+	return l
+}
+
+// tlsInspector reads the ClientHello so that chains can match on SNI.
+func tlsInspector() *listenerv3.ListenerFilter {
+	return &listenerv3.ListenerFilter{
+		Name:       filterTLSInspector,
+		ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: mustAny(&tlsinspectorv3.TlsInspector{})},
+	}
+}
+
+// filterChain is one chain: an optional match, an optional downstream
+// transport socket, and one network filter.
+func filterChain(name string, match *listenerv3.FilterChainMatch, ts *corev3.TransportSocket, f *listenerv3.Filter) *listenerv3.FilterChain {
+	return &listenerv3.FilterChain{
+		Name:             name,
+		FilterChainMatch: match,
+		TransportSocket:  ts,
+		Filters:          []*listenerv3.Filter{f},
+	}
+}
+
+// matchSNI matches TLS connections for the given server names; no names
+// means any TLS connection (the catch-all chain).
+func matchSNI(names []string) *listenerv3.FilterChainMatch {
+	return &listenerv3.FilterChainMatch{ServerNames: names, TransportProtocol: "tls"}
+}
+
+// downstreamTLS terminates TLS with certificates fetched by SDS over ADS.
+func downstreamTLS(certs []ir.SecretRef, alpn []string) *corev3.TransportSocket {
+	sds := make([]*tlsv3.SdsSecretConfig, 0, len(certs))
+	for _, c := range certs {
+		sds = append(sds, &tlsv3.SdsSecretConfig{Name: c.Name, SdsConfig: adsConfigSource()})
+	}
+	ctx := &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
+		TlsCertificateSdsSecretConfigs: sds,
+		AlpnProtocols:                  alpn,
+	}}
+	return &corev3.TransportSocket{
+		Name:       transportSocketTLS,
+		ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(ctx)},
+	}
+}
+
+// httpConnectionManager fetches routeConfig by RDS over ADS.
+//
+// The CORS filter is always installed: it does nothing for routes without a
+// CORS policy, and installing it only when some route asks would change the
+// listener (and drain its connections) whenever a route gains CORS.
+//
+// normalize_path and merge_slashes make "/a/../b" and "//b" match like "/b",
+// so path matches cannot be sidestepped by spelling a path differently.
+func httpConnectionManager(statPrefix, routeConfig string) *listenerv3.Filter {
+	hcm := &hcmv3.HttpConnectionManager{
+		CodecType:  hcmv3.HttpConnectionManager_AUTO,
+		StatPrefix: statPrefix,
+		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
+			ConfigSource:    adsConfigSource(),
+			RouteConfigName: routeConfig,
+		}},
+		HttpFilters: []*hcmv3.HttpFilter{
+			httpFilter(filterCORS, &corsv3.Cors{}, true),
+			httpFilter(filterRouter, &routerv3.Router{}, false),
+		},
+		NormalizePath: boolean(true),
+		MergeSlashes:  true,
+	}
+	return &listenerv3.Filter{
+		Name:       filterHTTPConnectionManager,
+		ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(hcm)},
+	}
+}
+
+// httpFilter installs one HTTP filter. An optional filter is skipped by
+// clients that lack it (gRPC's xDS client has no CORS) instead of failing
+// the listener.
+func httpFilter(name string, config proto.Message, optional bool) *hcmv3.HttpFilter {
+	return &hcmv3.HttpFilter{
+		Name:       name,
+		ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(config)},
+		IsOptional: optional,
+	}
+}
+
+// tcpProxy forwards the stream to the backends by weight. The share of
+// unresolved backends goes to InvalidBackendCluster, which closes the
+// connection.
+func tcpProxy(statPrefix string, backends []ir.Backend, invalid uint32) *listenerv3.Filter {
+	p := &tcpproxyv3.TcpProxy{StatPrefix: statPrefix}
+	ws := weightedBackends(backends, invalid)
+	switch {
+	case len(ws) == 0:
+		p.ClusterSpecifier = &tcpproxyv3.TcpProxy_Cluster{Cluster: InvalidBackendCluster}
+	case len(ws) == 1:
+		p.ClusterSpecifier = &tcpproxyv3.TcpProxy_Cluster{Cluster: ws[0].cluster}
+	default:
+		cws := make([]*tcpproxyv3.TcpProxy_WeightedCluster_ClusterWeight, 0, len(ws))
+		for _, w := range ws {
+			cws = append(cws, &tcpproxyv3.TcpProxy_WeightedCluster_ClusterWeight{Name: w.cluster, Weight: w.weight})
+		}
+		p.ClusterSpecifier = &tcpproxyv3.TcpProxy_WeightedClusters{WeightedClusters: &tcpproxyv3.TcpProxy_WeightedCluster{Clusters: cws}}
+	}
+	return &listenerv3.Filter{
+		Name:       filterTCPProxy,
+		ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(p)},
+	}
+}
+
+// weighted is one cluster with its share of traffic.
+type weighted struct {
+	cluster string
+	weight  uint32
+	backend *ir.Backend // nil for InvalidBackendCluster
+}
+
+// weightedBackends drops backends with weight 0 (they get no traffic) and
+// appends the unresolved share as InvalidBackendCluster. An empty result
+// means nothing may be served.
+func weightedBackends(backends []ir.Backend, invalid uint32) []weighted {
+	ws := make([]weighted, 0, len(backends)+1)
+	for i := range backends {
+		if backends[i].Weight > 0 {
+			ws = append(ws, weighted{cluster: backends[i].Cluster, weight: backends[i].Weight, backend: &backends[i]})
+		}
+	}
+	if invalid > 0 && len(ws) > 0 {
+		ws = append(ws, weighted{cluster: InvalidBackendCluster, weight: invalid})
+	}
+	return ws
+}

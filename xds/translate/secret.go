@@ -1,0 +1,27 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package translate
+
+import (
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+
+	"github.com/shardgate/shardgate/internal/ir"
+)
+
+// secret is a certificate and key, inline, served by SDS under the IR name.
+func secret(s *ir.Secret) *tlsv3.Secret {
+	return &tlsv3.Secret{
+		Name: s.Name,
+		Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
+			CertificateChain: inlineBytes(s.Cert),
+			PrivateKey:       inlineBytes(s.Key),
+		}},
+	}
+}
+
+func inlineBytes(b []byte) *corev3.DataSource {
+	return &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: b}}
+}

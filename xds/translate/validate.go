@@ -1,0 +1,308 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package translate
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// Validate checks r the way Envoy would before accepting it: every
+// resource, and every typed_config packed inside it, passes the generated
+// ValidateAll(), and CheckReferences finds nothing missing or duplicated.
+// The error names each failing resource and says what is wrong.
+func Validate(r *Resources) error {
+	var errs []error
+	check := func(kind, name string, m proto.Message) {
+		if err := validateMessage(m); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", kind, name, err))
+		}
+	}
+	for _, l := range r.Listeners {
+		check("listener", l.GetName(), l)
+	}
+	for _, rc := range r.Routes {
+		check("route configuration", rc.GetName(), rc)
+	}
+	for _, c := range r.Clusters {
+		check("cluster", c.GetName(), c)
+	}
+	for _, e := range r.Endpoints {
+		check("cluster load assignment", e.GetClusterName(), e)
+	}
+	for _, s := range r.Secrets {
+		check("secret", s.GetName(), s)
+	}
+	if err := CheckReferences(r); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// validateMessage runs m's ValidateAll and then that of every Any inside m:
+// the generated validators check an Any's type URL at most, never its
+// content.
+func validateMessage(m proto.Message) error {
+	var errs []error
+	if v, ok := m.(interface{ ValidateAll() error }); ok {
+		if err := v.ValidateAll(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	walkAny(m.ProtoReflect(), func(a *anypb.Any) {
+		inner, err := a.UnmarshalNew()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("typed config %s: %w", a.GetTypeUrl(), err))
+			return
+		}
+		if err := validateMessage(inner); err != nil {
+			errs = append(errs, fmt.Errorf("typed config %s: %w", a.GetTypeUrl(), err))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+var anyName = (&anypb.Any{}).ProtoReflect().Descriptor().FullName()
+
+// walkAny calls fn for every Any directly reachable from m without passing
+// through another Any.
+func walkAny(m protoreflect.Message, fn func(*anypb.Any)) {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		visit := func(v protoreflect.Value) {
+			sub := v.Message()
+			if sub.Descriptor().FullName() == anyName {
+				if a, ok := sub.Interface().(*anypb.Any); ok {
+					fn(a)
+				}
+				return
+			}
+			walkAny(sub, fn)
+		}
+		switch {
+		case fd.IsMap():
+			if fd.MapValue().Message() != nil {
+				v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool { visit(mv); return true })
+			}
+		case fd.IsList():
+			if fd.Message() != nil {
+				l := v.List()
+				for i := 0; i < l.Len(); i++ {
+					visit(l.Get(i))
+				}
+			}
+		case fd.Message() != nil:
+			visit(v)
+		}
+		return true
+	})
+}
+
+// CheckReferences finds what Envoy would reject or wait on forever across
+// resources: duplicate or empty names, a listener without filter chains, two
+// filter chains matching the same server name, an RDS name, SDS secret or
+// cluster that does not exist (InvalidBackendCluster excepted: it is
+// deliberately absent), an EDS cluster without a load assignment, a
+// duplicate virtual host name or domain within one route configuration, and
+// a header mutation Envoy refuses (Host or a pseudo-header).
+func CheckReferences(r *Resources) error {
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	names := func(kind string, n int, name func(int) string) map[string]bool {
+		seen := make(map[string]bool, n)
+		for i := 0; i < n; i++ {
+			switch nm := name(i); {
+			case nm == "":
+				fail("%s #%d: empty name", kind, i)
+			case seen[nm]:
+				fail("%s %q: duplicate name", kind, nm)
+			default:
+				seen[nm] = true
+			}
+		}
+		return seen
+	}
+	clusters := names("cluster", len(r.Clusters), func(i int) string { return r.Clusters[i].GetName() })
+	assignments := names("cluster load assignment", len(r.Endpoints), func(i int) string { return r.Endpoints[i].GetClusterName() })
+	routes := names("route configuration", len(r.Routes), func(i int) string { return r.Routes[i].GetName() })
+	secrets := names("secret", len(r.Secrets), func(i int) string { return r.Secrets[i].GetName() })
+	names("listener", len(r.Listeners), func(i int) string { return r.Listeners[i].GetName() })
+
+	for _, c := range r.Clusters {
+		if c.GetType() == clusterv3.Cluster_EDS && c.GetName() != "" && !assignments[c.GetName()] {
+			fail("cluster %q: no cluster load assignment", c.GetName())
+		}
+	}
+	for _, l := range r.Listeners {
+		errs = append(errs, listenerReferences(l, clusters, routes, secrets)...)
+	}
+	for _, rc := range r.Routes {
+		errs = append(errs, routeReferences(rc, clusters)...)
+	}
+	return errors.Join(errs...)
+}
+
+func listenerReferences(l *listenerv3.Listener, clusters, routes, secrets map[string]bool) []error {
+	var errs []error
+	fail := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("listener %q: "+format, append([]any{l.GetName()}, args...)...))
+	}
+	if len(l.GetFilterChains()) == 0 && l.GetDefaultFilterChain() == nil {
+		fail("no filter chains")
+	}
+	matched := map[string]string{} // transport protocol + server name → chain
+	for i, fc := range l.GetFilterChains() {
+		chain := fc.GetName()
+		if chain == "" {
+			chain = fmt.Sprintf("#%d", i)
+		}
+		m := fc.GetFilterChainMatch()
+		sni := m.GetServerNames()
+		if len(sni) == 0 {
+			sni = []string{"(any)"}
+		}
+		for _, n := range sni {
+			key := m.GetTransportProtocol() + "|" + strings.ToLower(n)
+			if prev, ok := matched[key]; ok {
+				fail("filter chains %q and %q both match server name %s", prev, chain, n)
+				continue
+			}
+			matched[key] = chain
+		}
+		if ts := fc.GetTransportSocket(); ts != nil {
+			msg, err := ts.GetTypedConfig().UnmarshalNew()
+			if err != nil {
+				fail("filter chain %q: transport socket: %v", chain, err)
+			} else if tls, ok := msg.(*tlsv3.DownstreamTlsContext); ok {
+				for _, s := range tls.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs() {
+					if !secrets[s.GetName()] {
+						fail("filter chain %q: secret %q not found", chain, s.GetName())
+					}
+				}
+			}
+		}
+		for _, f := range fc.GetFilters() {
+			msg, err := f.GetTypedConfig().UnmarshalNew()
+			if err != nil {
+				fail("filter chain %q: filter %s: %v", chain, f.GetName(), err)
+				continue
+			}
+			switch c := msg.(type) {
+			case *hcmv3.HttpConnectionManager:
+				if rds := c.GetRds(); rds != nil && !routes[rds.GetRouteConfigName()] {
+					fail("filter chain %q: route configuration %q not found", chain, rds.GetRouteConfigName())
+				}
+			case *tcpproxyv3.TcpProxy:
+				for _, name := range tcpProxyClusters(c) {
+					if !clusterExists(clusters, name) {
+						fail("filter chain %q: cluster %q not found", chain, name)
+					}
+				}
+			}
+		}
+	}
+	return errs
+}
+
+func tcpProxyClusters(p *tcpproxyv3.TcpProxy) []string {
+	if c := p.GetCluster(); c != "" {
+		return []string{c}
+	}
+	var out []string
+	for _, w := range p.GetWeightedClusters().GetClusters() {
+		out = append(out, w.GetName())
+	}
+	return out
+}
+
+func clusterExists(clusters map[string]bool, name string) bool {
+	return clusters[name] || name == InvalidBackendCluster
+}
+
+func routeReferences(rc *routev3.RouteConfiguration, clusters map[string]bool) []error {
+	var errs []error
+	fail := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("route configuration %q: "+format, append([]any{rc.GetName()}, args...)...))
+	}
+	vhosts := map[string]bool{}
+	domains := map[string]string{}
+	for _, vh := range rc.GetVirtualHosts() {
+		if vhosts[vh.GetName()] {
+			fail("duplicate virtual host name %q", vh.GetName())
+		}
+		vhosts[vh.GetName()] = true
+		for _, d := range vh.GetDomains() {
+			d = strings.ToLower(d)
+			if prev, ok := domains[d]; ok {
+				fail("virtual hosts %q and %q both serve domain %q", prev, vh.GetName(), d)
+				continue
+			}
+			domains[d] = vh.GetName()
+		}
+		for _, r := range vh.GetRoutes() {
+			where := fmt.Sprintf("virtual host %q route %q", vh.GetName(), r.GetName())
+			for _, name := range routeClusters(r.GetRoute()) {
+				if !clusterExists(clusters, name) {
+					fail("%s: cluster %q not found", where, name)
+				}
+			}
+			for _, h := range headerNames(r) {
+				if !isModifiable(h) {
+					fail("%s: header %q cannot be modified", where, h)
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// routeClusters lists every cluster a route action sends to, mirrors
+// included.
+func routeClusters(a *routev3.RouteAction) []string {
+	if a == nil {
+		return nil
+	}
+	var out []string
+	if c := a.GetCluster(); c != "" {
+		out = append(out, c)
+	}
+	for _, w := range a.GetWeightedClusters().GetClusters() {
+		out = append(out, w.GetName())
+	}
+	for _, m := range a.GetRequestMirrorPolicies() {
+		out = append(out, m.GetCluster())
+	}
+	return out
+}
+
+// headerNames lists the headers a route and its weighted clusters mutate.
+func headerNames(r *routev3.Route) []string {
+	var out []string
+	add := func(hs []*corev3.HeaderValueOption, rm []string) {
+		for _, h := range hs {
+			out = append(out, h.GetHeader().GetKey())
+		}
+		out = append(out, rm...)
+	}
+	add(r.GetRequestHeadersToAdd(), r.GetRequestHeadersToRemove())
+	add(r.GetResponseHeadersToAdd(), r.GetResponseHeadersToRemove())
+	for _, w := range r.GetRoute().GetWeightedClusters().GetClusters() {
+		add(w.GetRequestHeadersToAdd(), w.GetRequestHeadersToRemove())
+		add(w.GetResponseHeadersToAdd(), w.GetResponseHeadersToRemove())
+	}
+	return out
+}
