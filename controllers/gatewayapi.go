@@ -64,6 +64,10 @@ type GatewayAPIReconciler struct {
 	// that the burst is translated once (Contour holds 100 ms; we hold less).
 	HoldOff time.Duration
 	Log     logr.Logger
+	// MutateInput, when set, edits each snapshot before translation. Tests
+	// use it to feed loopback endpoints, which the apiserver refuses in
+	// EndpointSlices; the controller leaves it nil.
+	MutateInput func(*gatewayapi.Input)
 
 	trigger chan event.GenericEvent
 	once    sync.Once
@@ -158,6 +162,9 @@ func (r *GatewayAPIReconciler) snapshot(ctx context.Context) (*gatewayapi.Input,
 	in.GatewayParameters = ptrs(params.Items)
 	if r.Runtime != nil {
 		in.Runtime = r.Runtime.Runtime()
+	}
+	if r.MutateInput != nil {
+		r.MutateInput(in)
 	}
 	return in, nil
 }

@@ -6,14 +6,19 @@ package manager
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crmanager "sigs.k8s.io/controller-runtime/pkg/manager"
@@ -21,9 +26,13 @@ import (
 
 	"github.com/shardgate/shardgate/controllers"
 	"github.com/shardgate/shardgate/internal/config"
+	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/hostnames"
+	"github.com/shardgate/shardgate/internal/pki"
 	"github.com/shardgate/shardgate/internal/scheme"
 	"github.com/shardgate/shardgate/internal/status"
+	xdsserver "github.com/shardgate/shardgate/xds/server"
+	"github.com/shardgate/shardgate/xds/translate"
 )
 
 // Leader election timings. A new leader takes over writes within
@@ -50,6 +59,15 @@ type Options struct {
 	XDSAddress     string
 	LeaderElect    *bool
 	Log            logr.Logger
+
+	// Test hooks (nil in the controller): see
+	// controllers.GatewayAPIReconciler.MutateInput and
+	// xdsserver.Options.Decorate.
+	MutateInput func(*gatewayapi.Input)
+	DecorateXDS func(group string, res *translate.Resources)
+	// OnXDSServer receives the xDS server once built, so tests can read
+	// its NACK records and address.
+	OnXDSServer func(*xdsserver.Server)
 }
 
 // Run runs the controller until ctx ends. It returns nil after a clean
@@ -129,6 +147,35 @@ func Run(ctx context.Context, opts Options) error {
 		HoldOff:        TranslationHoldOff,
 		Log:            log.WithName("gatewayapi"),
 	}
+	xdsTLS, ca, err := xdsCredentials(ctx, opts.RestConfig, cfg)
+	if err != nil {
+		return err
+	}
+	_ = ca // the infra controller issues Envoy client certificates from it
+	xdsServer := xdsserver.New(xdsserver.Options{
+		Address:        cfg.XDS.Address,
+		TLS:            xdsTLS,
+		Log:            log.WithName("xds"),
+		OnStatusChange: gatewayAPI.Trigger,
+		Decorate:       opts.DecorateXDS,
+	})
+	if opts.OnXDSServer != nil {
+		opts.OnXDSServer(xdsServer)
+	}
+	gatewayAPI.MutateInput = opts.MutateInput
+	if err := mgr.Add(xdsServer); err != nil {
+		return fmt.Errorf("add xDS server: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("xds", func(*http.Request) error {
+		if !xdsServer.Serving() {
+			return errors.New("xDS server not serving")
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("add readyz: %w", err)
+	}
+	gatewayAPI.Publisher = xdsServer
+	gatewayAPI.Runtime = runtimeSource{xds: xdsServer}
 	if err := gatewayAPI.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up Gateway API controller: %w", err)
 	}
@@ -204,3 +251,70 @@ func (r configRunnable) Start(ctx context.Context) error {
 func (configRunnable) NeedLeaderElection() bool { return false }
 
 func ptr[T any](v T) *T { return &v }
+
+// runtimeSource joins what the translator needs to know from outside the
+// Gateway API objects: Envoy Service addresses (addresses, may be nil) and
+// the xDS server's publish results.
+type runtimeSource struct {
+	addresses controllers.RuntimeSource
+	xds       *xdsserver.Server
+}
+
+func (r runtimeSource) Runtime() map[types.NamespacedName]gatewayapi.GatewayRuntime {
+	out := map[types.NamespacedName]gatewayapi.GatewayRuntime{}
+	if r.addresses != nil {
+		for k, v := range r.addresses.Runtime() {
+			out[k] = v
+		}
+	}
+	for k, msg := range r.xds.PublishErrors() {
+		rt := out[k]
+		rt.PublishError = msg
+		out[k] = rt
+	}
+	return out
+}
+
+// XDSCASecret holds the xDS CA, in the leader-election namespace.
+const XDSCASecret = "shardgate-xds-ca"
+
+// xdsCredentials returns the xDS server's mTLS config: from the config
+// file's xds.tls files when set, else from a CA kept in a Secret (created on
+// first start, shared by every replica and restart) with a fresh server
+// certificate. Client certificates are always required and verified.
+func xdsCredentials(ctx context.Context, rc *rest.Config, cfg config.Config) (*tls.Config, *pki.CA, error) {
+	if cfg.XDS.TLS.Enabled() {
+		cert, err := tls.LoadX509KeyPair(cfg.XDS.TLS.CertFile, cfg.XDS.TLS.KeyFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("xds.tls: %w", err)
+		}
+		caPEM, err := os.ReadFile(cfg.XDS.TLS.CAFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("xds.tls.caFile: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caPEM) {
+			return nil, nil, fmt.Errorf("xds.tls.caFile %s: no certificate", cfg.XDS.TLS.CAFile)
+		}
+		return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}, nil, nil
+	}
+	c, err := client.New(rc, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, nil, fmt.Errorf("xds CA: %w", err)
+	}
+	ns := cfg.LeaderElection.Namespace
+	ca, err := pki.LoadOrCreate(ctx, c, ns, XDSCASecret)
+	if err != nil {
+		return nil, nil, fmt.Errorf("xds CA in namespace %s (create the namespace, or set leaderElection.namespace): %w", ns, err)
+	}
+	names := []string{"localhost", "shardgate-xds", "shardgate-xds." + ns, "shardgate-xds." + ns + ".svc", "shardgate-xds." + ns + ".svc.cluster.local"}
+	certPEM, keyPEM, err := ca.Issue("shardgate-xds", names, nil, 365*24*time.Hour, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("xds server certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: ca.Pool(), ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}, ca, nil
+}

@@ -47,6 +47,8 @@ const (
 	PodCIDR = "10.244.0.0/16"
 	// NodeName is the one fake Node in cluster mode.
 	NodeName = "kwok-node-0"
+	// SystemNamespace is shardgate's own namespace.
+	SystemNamespace = "shardgate-system"
 	// MetalLBNamespace is where the MetalLB controller and its pools live.
 	MetalLBNamespace = "metallb-system"
 	// DefaultPoolName is the pool Options.DefaultPool creates.
@@ -131,6 +133,11 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 
 	if err := e.startAPIServer(opts); err != nil {
 		return nil, err
+	}
+	// The controller keeps its xDS CA and leader Lease here (the Helm
+	// chart creates it on a real cluster).
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: SystemNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("testenv: create %s: %w", SystemNamespace, err)
 	}
 	if opts.Mode == Cluster {
 		if err := e.startClusterComponents(ctx); err != nil {

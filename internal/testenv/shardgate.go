@@ -60,6 +60,16 @@ func (e *Env) StartShardgate(name string, args ...string) (*Process, error) {
 // harness's admin credentials.
 func (e *Env) RunManager(opts manager.Options) (stop func() error) {
 	opts.RestConfig = e.Config
+	// Tests in other packages run at the same time: never bind fixed ports.
+	if opts.XDSAddress == "" {
+		opts.XDSAddress = "127.0.0.1:0"
+	}
+	if opts.MetricsAddress == "" {
+		opts.MetricsAddress = "0"
+	}
+	if opts.HealthAddress == "" {
+		opts.HealthAddress = "0"
+	}
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}

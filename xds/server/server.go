@@ -1,0 +1,415 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
+	"github.com/go-logr/logr"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/protobuf/proto"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+
+	"github.com/shardgate/shardgate/internal/gatewayapi"
+	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/internal/pki"
+	"github.com/shardgate/shardgate/xds/translate"
+)
+
+// Options configure the server.
+type Options struct {
+	// Address to listen on, e.g. ":18000" or "127.0.0.1:0".
+	Address string
+	// TLS, when set, must require and verify client certificates. Nil
+	// serves plaintext (tests only; the controller always sets it).
+	TLS *tls.Config
+	Log logr.Logger
+	// OnStatusChange is called (without blocking the caller's locks) when a
+	// Gateway's publish status changes: a refused config, a NACK, or a
+	// recovery. The controller re-translates so the Gateway reports it.
+	OnStatusChange func()
+	// Decorate, when set, may add resources to a Gateway's config after
+	// translation and before validation. Tests use it to add the
+	// API-listener wrapper that grpc-go's xDS client needs (grpc-go reads
+	// only API listeners); the controller leaves it nil.
+	Decorate func(group string, res *translate.Resources)
+}
+
+// Server is the xDS server. Its zero value is not usable; call New.
+type Server struct {
+	opts  Options
+	cache cachev3.SnapshotCache
+	guard *nackGuard
+	log   logr.Logger
+
+	mu        sync.Mutex
+	published map[string]*published // node group → last good snapshot
+	refused   map[string]string     // node group → why its latest config was refused
+
+	identities sync.Map // stream ID → Gateway named by the client certificate
+	addr       atomic.Pointer[net.Addr]
+	serving    atomic.Bool
+}
+
+type published struct {
+	versions map[string]string // type URL → version
+	at       time.Time
+}
+
+// typeOrder is the order resources are listed in a snapshot; with ordered
+// ADS, clusters and endpoints reach a proxy before the listeners and routes
+// that use them.
+var typeOrder = []string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.SecretType, resourcev3.ListenerType, resourcev3.RouteType}
+
+// NodeGroup is the node.cluster of a Gateway's proxies.
+func NodeGroup(gw k8stypes.NamespacedName) string { return gw.Namespace + "/" + gw.Name }
+
+type clusterHash struct{}
+
+func (clusterHash) ID(n *core.Node) string { return n.GetCluster() }
+
+// New returns a server; Start serves it.
+func New(opts Options) *Server {
+	s := &Server{opts: opts, log: opts.Log, published: map[string]*published{}, refused: map[string]string{}}
+	s.guard = newNACKGuard(cachev3.NewSnapshotCache(true, clusterHash{}, nil))
+	s.guard.onChange = s.statusChanged
+	s.cache = s.guard
+	return s
+}
+
+func (s *Server) statusChanged() {
+	if s.opts.OnStatusChange != nil {
+		go s.opts.OnStatusChange()
+	}
+}
+
+// Publish translates every Gateway's IR to Envoy resources, validates them
+// and sets the snapshots. It implements controllers.Publisher.
+func (s *Server) Publish(_ *gatewayapi.Input, out *gatewayapi.Output) {
+	live := map[string]bool{}
+	changed := false
+	for _, gw := range out.Gateways {
+		group := NodeGroup(k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name})
+		live[group] = true
+		if s.publishGateway(group, gw) {
+			changed = true
+		}
+	}
+	s.mu.Lock()
+	for group := range s.published {
+		if !live[group] {
+			delete(s.published, group)
+			s.cache.ClearSnapshot(group)
+		}
+	}
+	for group := range s.refused {
+		if !live[group] {
+			delete(s.refused, group)
+		}
+	}
+	s.mu.Unlock()
+	if changed {
+		s.statusChanged()
+	}
+}
+
+// publishGateway sets one Gateway's snapshot; it reports whether the
+// Gateway's refused/accepted state changed.
+func (s *Server) publishGateway(group string, gw *ir.Gateway) bool {
+	snap, versions, err := s.build(gw)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	before, wasRefused := s.refused[group]
+	if err != nil {
+		publishErrors.Inc()
+		s.refused[group] = err.Error()
+		s.log.Error(err, "config refused; the last good config stays", "gateway", group)
+		return !wasRefused || before != err.Error()
+	}
+	delete(s.refused, group)
+	prev := s.published[group]
+	if prev != nil && equalVersions(prev.versions, versions) {
+		return wasRefused
+	}
+	if err := s.cache.SetSnapshot(context.Background(), group, snap); err != nil {
+		s.refused[group] = err.Error()
+		return true
+	}
+	s.published[group] = &published{versions: versions, at: time.Now()}
+	return wasRefused
+}
+
+// build translates and validates a Gateway's config and gives each type a
+// version that is a hash of its content, so a type whose resources did not
+// change keeps its version and is not sent again.
+func (s *Server) build(gw *ir.Gateway) (*cachev3.Snapshot, map[string]string, error) {
+	res, err := translate.Translate(gw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("translate: %w", err)
+	}
+	if s.opts.Decorate != nil {
+		s.opts.Decorate(NodeGroup(k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}), res)
+	}
+	if err := translate.Validate(res); err != nil {
+		return nil, nil, fmt.Errorf("validate: %w", err)
+	}
+	byType := map[string][]types.Resource{}
+	for _, l := range res.Listeners {
+		byType[resourcev3.ListenerType] = append(byType[resourcev3.ListenerType], l)
+	}
+	for _, r := range res.Routes {
+		byType[resourcev3.RouteType] = append(byType[resourcev3.RouteType], r)
+	}
+	for _, c := range res.Clusters {
+		byType[resourcev3.ClusterType] = append(byType[resourcev3.ClusterType], c)
+	}
+	for _, e := range res.Endpoints {
+		byType[resourcev3.EndpointType] = append(byType[resourcev3.EndpointType], e)
+	}
+	for _, sec := range res.Secrets {
+		byType[resourcev3.SecretType] = append(byType[resourcev3.SecretType], sec)
+	}
+	snap := &cachev3.Snapshot{}
+	versions := map[string]string{}
+	for _, typ := range typeOrder {
+		v, err := contentVersion(byType[typ])
+		if err != nil {
+			return nil, nil, err
+		}
+		versions[typ] = v
+		snap.Resources[cachev3.GetResponseType(typ)] = cachev3.NewResources(v, byType[typ])
+	}
+	if err := snap.Consistent(); err != nil {
+		return nil, nil, fmt.Errorf("inconsistent snapshot: %w", err)
+	}
+	return snap, versions, nil
+}
+
+func contentVersion(items []types.Resource) (string, error) {
+	h := sha256.New()
+	opts := proto.MarshalOptions{Deterministic: true}
+	var buf []byte
+	for _, r := range items {
+		var err error
+		buf, err = opts.MarshalAppend(buf[:0], r)
+		if err != nil {
+			return "", fmt.Errorf("hash resource: %w", err)
+		}
+		h.Write(buf)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+func equalVersions(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// PublishErrors returns, per Gateway, why its current config is not in
+// force: refused before publishing, or NACKed by a proxy at the version now
+// published. It is the PublishError of gatewayapi.GatewayRuntime.
+func (s *Server) PublishErrors() map[k8stypes.NamespacedName]string {
+	out := map[k8stypes.NamespacedName]string{}
+	s.mu.Lock()
+	for group, msg := range s.refused {
+		if nn, ok := parseGroup(group); ok {
+			out[nn] = "config not published: " + msg
+		}
+	}
+	current := map[string]map[string]string{}
+	for group, p := range s.published {
+		current[group] = p.versions
+	}
+	s.mu.Unlock()
+	nacks := s.guard.NACKs()
+	sort.Slice(nacks, func(i, j int) bool { return nacks[i].NodeID < nacks[j].NodeID })
+	for _, n := range nacks {
+		if current[n.NodeCluster][n.TypeURL] != n.Version {
+			continue // superseded
+		}
+		nn, ok := parseGroup(n.NodeCluster)
+		if !ok {
+			continue
+		}
+		if _, already := out[nn]; !already {
+			out[nn] = fmt.Sprintf("proxy %s rejected %s version %s: %s", n.NodeID, shortType(n.TypeURL), n.Version, n.Message)
+		}
+	}
+	return out
+}
+
+// NACKs returns every recorded rejection.
+func (s *Server) NACKs() []NACK { return s.guard.NACKs() }
+
+// Resends is how many responses repeated a version their proxy had NACKed.
+func (s *Server) Resends() int { return s.guard.Resends() }
+
+// Snapshot returns the published snapshot of a Gateway, for debugging.
+func (s *Server) Snapshot(gw k8stypes.NamespacedName) (cachev3.ResourceSnapshot, error) {
+	return s.cache.GetSnapshot(NodeGroup(gw))
+}
+
+func parseGroup(group string) (k8stypes.NamespacedName, bool) {
+	ns, name, ok := strings.Cut(group, "/")
+	return k8stypes.NamespacedName{Namespace: ns, Name: name}, ok && ns != "" && name != ""
+}
+
+func shortType(typeURL string) string {
+	return typeURL[strings.LastIndex(typeURL, ".")+1:]
+}
+
+// Addr is the listening address once Start has bound it.
+func (s *Server) Addr() net.Addr {
+	if a := s.addr.Load(); a != nil {
+		return *a
+	}
+	return nil
+}
+
+// Serving reports whether the gRPC server is accepting connections.
+func (s *Server) Serving() bool { return s.serving.Load() }
+
+// NeedLeaderElection: every replica serves xDS.
+func (s *Server) NeedLeaderElection() bool { return false }
+
+// Start listens and serves until ctx ends, then stops gracefully (with a
+// bound, so that a stuck stream cannot hold shutdown).
+func (s *Server) Start(ctx context.Context) error {
+	lis, err := net.Listen("tcp", s.opts.Address)
+	if err != nil {
+		return fmt.Errorf("xds: listen %s: %w", s.opts.Address, err)
+	}
+	addr := lis.Addr()
+	s.addr.Store(&addr)
+	gopts := []grpc.ServerOption{
+		grpc.MaxConcurrentStreams(100000),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 5 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+	}
+	if s.opts.TLS != nil {
+		gopts = append(gopts, grpc.Creds(credentials.NewTLS(s.opts.TLS)))
+	}
+	g := grpc.NewServer(gopts...)
+	xds := serverv3.NewServer(ctx, s.cache, &callbacks{s: s}, sotwOrdered())
+	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(g, xds)
+	errc := make(chan error, 1)
+	go func() { errc <- g.Serve(lis) }()
+	s.serving.Store(true)
+	s.log.Info("xDS server listening", "address", addr.String(), "tls", s.opts.TLS != nil)
+	select {
+	case err := <-errc:
+		s.serving.Store(false)
+		return fmt.Errorf("xds: serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.serving.Store(false)
+	stopped := make(chan struct{})
+	go func() { g.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		g.Stop()
+	}
+	return nil
+}
+
+// callbacks tracks streams, responses and identities.
+type callbacks struct{ s *Server }
+
+func (c *callbacks) OnStreamOpen(ctx context.Context, id int64, _ string) error {
+	connectedProxies.Inc()
+	if p, ok := peer.FromContext(ctx); ok {
+		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.PeerCertificates) > 0 {
+			if gw, ok := pki.GatewayFromCert(ti.State.PeerCertificates[0]); ok {
+				c.s.identities.Store(id, NodeGroup(gw))
+			}
+		}
+	}
+	return nil
+}
+
+func (c *callbacks) OnStreamClosed(id int64, node *core.Node) {
+	connectedProxies.Dec()
+	c.s.identities.Delete(id)
+	if node != nil {
+		c.s.guard.forget(node.GetId())
+	}
+}
+
+// OnStreamRequest refuses a request whose node asks for a Gateway other
+// than the one its client certificate names, and logs unknown nodes.
+func (c *callbacks) OnStreamRequest(id int64, req *discovery.DiscoveryRequest) error {
+	return c.check(id, req.GetNode())
+}
+
+func (c *callbacks) check(id int64, node *core.Node) error {
+	if want, ok := c.s.identities.Load(id); ok && node != nil && node.GetCluster() != want.(string) {
+		return fmt.Errorf("xds: node.cluster %q does not match the client certificate's Gateway %q", node.GetCluster(), want)
+	}
+	if node != nil && node.GetCluster() != "" {
+		if _, err := c.s.cache.GetSnapshot(node.GetCluster()); err != nil {
+			c.s.log.V(1).Info("xDS request from a node with no config (unknown Gateway or nothing published yet)", "node", node.GetId(), "cluster", node.GetCluster())
+		}
+	}
+	return nil
+}
+
+func (c *callbacks) OnStreamResponse(_ context.Context, _ int64, req *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {
+	c.s.guard.recordResponse(req.GetNode(), resp.GetTypeUrl(), resp.GetNonce(), resp.GetVersionInfo())
+	c.s.responded(req.GetNode().GetCluster(), resp.GetTypeUrl(), resp.GetVersionInfo())
+}
+
+func (c *callbacks) OnFetchRequest(context.Context, *discovery.DiscoveryRequest) error {
+	return errors.New("xds: REST fetch is not served")
+}
+func (c *callbacks) OnFetchResponse(*discovery.DiscoveryRequest, *discovery.DiscoveryResponse) {}
+func (c *callbacks) OnDeltaStreamOpen(ctx context.Context, id int64, t string) error {
+	return c.OnStreamOpen(ctx, id, t)
+}
+func (c *callbacks) OnDeltaStreamClosed(id int64, node *core.Node) { c.OnStreamClosed(id, node) }
+func (c *callbacks) OnStreamDeltaRequest(id int64, req *discovery.DeltaDiscoveryRequest) error {
+	if req.GetErrorDetail() != nil {
+		nacksTotal.WithLabelValues(req.GetTypeUrl()).Inc()
+	}
+	return c.check(id, req.GetNode())
+}
+func (c *callbacks) OnStreamDeltaResponse(_ int64, req *discovery.DeltaDiscoveryRequest, resp *discovery.DeltaDiscoveryResponse) {
+	pushesTotal.WithLabelValues(resp.GetTypeUrl()).Inc()
+}
+
+func (s *Server) responded(group, typeURL, version string) {
+	pushesTotal.WithLabelValues(typeURL).Inc()
+	s.mu.Lock()
+	p := s.published[group]
+	s.mu.Unlock()
+	if p != nil && p.versions[typeURL] == version {
+		pushLatency.Observe(time.Since(p.at).Seconds())
+	}
+}
