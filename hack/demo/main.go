@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
@@ -78,19 +79,23 @@ func run(binary, examples string, exitAfter time.Duration) error {
 	}
 	fmt.Printf("    pid %d, log %s\n", proc.PID(), proc.LogPath)
 
-	step("applying %s/", examples)
+	step("applying %s/, one file at a time", examples)
 	if err := applyDir(ctx, env.Client, examples); err != nil {
 		return err
 	}
-
-	// Give the controller a moment to act on what was applied.
-	select {
-	case <-time.After(5 * time.Second):
-	case <-ctx.Done():
-		return nil
-	}
 	if err := report(ctx, env.Client); err != nil {
 		return err
+	}
+	step("shardgate status -A")
+	status := exec.CommandContext(ctx, bin, "status", "-A", "--kubeconfig="+env.Kubeconfig)
+	status.Stdout, status.Stderr = os.Stdout, os.Stderr
+	if err := status.Run(); err != nil {
+		// Exit status 1 only says some entry is not admitted, which the
+		// demo shows on purpose.
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			return fmt.Errorf("shardgate status: %w", err)
+		}
 	}
 
 	step("the control plane stays up; try:")
@@ -141,8 +146,43 @@ func applyDir(ctx context.Context, c client.Client, dir string) error {
 			}
 			fmt.Printf("    applied %s %s\n", u.GetKind(), objName(&u))
 		}
+		// Ownership ties fall to creation time (one-second granularity):
+		// let the controller settle and a second pass before the next file,
+		// so the story reads the same every run.
+		if err := settle(ctx, c); err != nil {
+			return err
+		}
+		time.Sleep(1100 * time.Millisecond)
 	}
 	return nil
+}
+
+// settle waits until every LeaseHost has a status for its generation.
+func settle(ctx context.Context, c client.Client) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var hosts shardgatev1alpha1.LeaseHostList
+		if err := c.List(ctx, &hosts); err != nil {
+			return err
+		}
+		pending := 0
+		for _, h := range hosts.Items {
+			if h.Status.ObservedGeneration != h.Generation {
+				pending++
+			}
+		}
+		if pending == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d LeaseHosts have no status after 60s: is the controller running?", pending)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func objName(o client.Object) string {
