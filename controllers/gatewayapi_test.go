@@ -20,6 +20,25 @@ import (
 	"github.com/shardgate/shardgate/internal/testenv"
 )
 
+// histogram returns the sample count and sum of a histogram in the
+// in-process registry.
+func histogram(name string) (uint64, float64) {
+	families, err := ctrlmetrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() == name {
+			var n uint64
+			var sum float64
+			for _, m := range f.GetMetric() {
+				n += m.GetHistogram().GetSampleCount()
+				sum += m.GetHistogram().GetSampleSum()
+			}
+			return n, sum
+		}
+	}
+	return 0, 0
+}
+
 // statusWrites sums shardgate_status_writes_total from the in-process
 // manager's registry.
 func statusWrites() float64 {
@@ -91,6 +110,7 @@ var _ = Describe("Gateway API status on the real apiserver", Ordered, func() {
 		f := newFixture(ctx, c, "attach")
 		f.service(ctx, "web")
 		before := statusWrites()
+		tn0, ts0 := histogram("shardgate_translate_duration_seconds")
 		start := time.Now()
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 32)
@@ -127,6 +147,8 @@ var _ = Describe("Gateway API status on the real apiserver", Ordered, func() {
 		// Let any straggling write land before counting.
 		time.Sleep(300 * time.Millisecond)
 		writes := statusWrites() - before
+		tn, ts := histogram("shardgate_translate_duration_seconds")
+		AddReportEntry("translations during attach", fmt.Sprintf("%d translations, %.0f ms in total", tn-tn0, (ts-ts0)*1000))
 		AddReportEntry("attach 1000 routes", fmt.Sprintf("creates %s, all Accepted and attachedRoutes=1000 after %s, %.0f status writes (%.3f per route)",
 			applied.Round(time.Millisecond), total.Round(time.Millisecond), writes, writes/1000))
 		GinkgoWriter.Printf("attach: creates %s, all Accepted after %s, %.0f status writes\n", applied, total, writes)

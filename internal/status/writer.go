@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -56,7 +57,11 @@ type Writer struct {
 	classes  map[string]gatewayv1.GatewayClassStatus
 	gateways map[types.NamespacedName]gatewayv1.GatewayStatus
 	routes   map[Key][]gatewayv1.RouteParentStatus
-	queue    workqueue.TypedRateLimitingInterface[Key]
+	// written is the resourceVersion each of our writes produced. A cached
+	// object older than that is the cache lagging behind our own write,
+	// not a status that needs writing again.
+	written map[Key]uint64
+	queue   workqueue.TypedRateLimitingInterface[Key]
 }
 
 // New returns a writer with 8 workers: status writes are apiserver
@@ -64,10 +69,11 @@ type Writer struct {
 func New(c client.Client, reader client.Reader, controllerName string, log logr.Logger) *Writer {
 	return &Writer{
 		client: c, reader: reader, controllerName: controllerName, log: log,
-		workers: 8, now: time.Now,
+		workers: 32, now: time.Now,
 		classes:  map[string]gatewayv1.GatewayClassStatus{},
 		gateways: map[types.NamespacedName]gatewayv1.GatewayStatus{},
 		routes:   map[Key][]gatewayv1.RouteParentStatus{},
+		written:  map[Key]uint64{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[Key](),
 			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "status"}),
@@ -87,7 +93,7 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 	w.routes = make(map[Key][]gatewayv1.RouteParentStatus, len(out.HTTPRouteStatus)+len(out.GRPCRouteStatus)+len(out.TLSRouteStatus))
 	for _, gc := range in.GatewayClasses {
 		desired, ok := out.GatewayClasses[gc.Name]
-		if !ok {
+		if !ok || w.behind(Key{Kind: KindGatewayClass, NamespacedName: types.NamespacedName{Name: gc.Name}}, gc.ResourceVersion) {
 			continue
 		}
 		if _, changed := MergeGatewayClass(gc.Status, desired, now); changed {
@@ -97,29 +103,48 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 	for _, gw := range in.Gateways {
 		nn := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
 		desired, ok := out.GatewayStatus[nn]
-		if !ok {
+		if !ok || w.behind(Key{Kind: KindGateway, NamespacedName: nn}, gw.ResourceVersion) {
 			continue
 		}
 		if _, changed := MergeGateway(gw.Status, desired, now); changed {
 			dirty = append(dirty, Key{Kind: KindGateway, NamespacedName: nn})
 		}
 	}
-	routeKind := func(kind Kind, desired map[types.NamespacedName][]gatewayv1.RouteParentStatus, nn types.NamespacedName, existing []gatewayv1.RouteParentStatus) {
+	routeKind := func(kind Kind, desired map[types.NamespacedName][]gatewayv1.RouteParentStatus, nn types.NamespacedName, rv string, existing []gatewayv1.RouteParentStatus) {
 		k := Key{Kind: kind, NamespacedName: nn}
 		d := desired[nn]
 		w.routes[k] = d
+		if w.behind(k, rv) {
+			return
+		}
 		if _, changed := MergeParents(existing, d, w.controllerName, now); changed {
 			dirty = append(dirty, k)
 		}
 	}
 	for _, r := range in.HTTPRoutes {
-		routeKind(KindHTTPRoute, out.HTTPRouteStatus, types.NamespacedName{Namespace: r.Namespace, Name: r.Name}, r.Status.Parents)
+		routeKind(KindHTTPRoute, out.HTTPRouteStatus, types.NamespacedName{Namespace: r.Namespace, Name: r.Name}, r.ResourceVersion, r.Status.Parents)
 	}
 	for _, r := range in.GRPCRoutes {
-		routeKind(KindGRPCRoute, out.GRPCRouteStatus, types.NamespacedName{Namespace: r.Namespace, Name: r.Name}, r.Status.Parents)
+		routeKind(KindGRPCRoute, out.GRPCRouteStatus, types.NamespacedName{Namespace: r.Namespace, Name: r.Name}, r.ResourceVersion, r.Status.Parents)
 	}
 	for _, r := range in.TLSRoutes {
-		routeKind(KindTLSRoute, out.TLSRouteStatus, types.NamespacedName{Namespace: r.Namespace, Name: r.Name}, r.Status.Parents)
+		routeKind(KindTLSRoute, out.TLSRouteStatus, types.NamespacedName{Namespace: r.Namespace, Name: r.Name}, r.ResourceVersion, r.Status.Parents)
+	}
+	for k := range w.written { // forget objects that are gone
+		switch k.Kind {
+		case KindGatewayClass:
+			if _, ok := w.classes[k.Name]; !ok {
+				delete(w.written, k)
+			}
+		case KindGateway:
+			if _, ok := w.gateways[k.NamespacedName]; !ok {
+				delete(w.written, k)
+			}
+		default:
+			if _, ok := w.routes[k]; !ok {
+				delete(w.written, k)
+			}
+		}
 	}
 	w.mu.Unlock()
 	for _, k := range dirty {
@@ -133,6 +158,29 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 			w.queue.Add(k)
 		}
 	}
+}
+
+// behind reports whether an object's resourceVersion rv is older than our
+// last write of it. resourceVersions are etcd revisions on every real
+// apiserver; one that does not parse as a number is never "behind", so the
+// writer falls back to comparing content. Call with w.mu held.
+func (w *Writer) behind(k Key, rv string) bool {
+	last, ok := w.written[k]
+	if !ok {
+		return false
+	}
+	n, err := strconv.ParseUint(rv, 10, 64)
+	return err == nil && n < last
+}
+
+func (w *Writer) recordWrite(k Key, rv string) {
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	w.written[k] = n
+	w.mu.Unlock()
 }
 
 // GatewayWriteWindow coalesces Gateway and GatewayClass status writes.
@@ -188,12 +236,25 @@ func (w *Writer) write(ctx context.Context, k Key) error {
 			}
 			return fmt.Errorf("get %s %s: %w", k.Kind, k.NamespacedName, err)
 		}
+		w.mu.Lock()
+		stale := w.behind(k, obj.GetResourceVersion())
+		w.mu.Unlock()
+		if stale && reader != w.reader {
+			// The cache has not seen our last write yet: read the
+			// apiserver rather than send an update bound to conflict.
+			reader = w.reader
+			continue
+		}
 		if !merge(w.now()) {
 			return nil
 		}
 		writesTotal.WithLabelValues(string(k.Kind)).Inc()
 		err := w.client.Status().Update(ctx, obj)
-		if err == nil || apierrors.IsNotFound(err) {
+		if err == nil {
+			w.recordWrite(k, obj.GetResourceVersion())
+			return nil
+		}
+		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		if !apierrors.IsConflict(err) {
