@@ -28,6 +28,7 @@ import (
 	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/hostnames"
+	"github.com/shardgate/shardgate/internal/infra"
 	"github.com/shardgate/shardgate/internal/pki"
 	"github.com/shardgate/shardgate/internal/scheme"
 	"github.com/shardgate/shardgate/internal/status"
@@ -174,8 +175,33 @@ func Run(ctx context.Context, opts Options) error {
 	}); err != nil {
 		return fmt.Errorf("add readyz: %w", err)
 	}
+	gatewayRuntime := &controllers.GatewayRuntimeSource{
+		Client:         mgr.GetClient(),
+		ControllerName: cfg.ControllerName,
+		Trigger:        gatewayAPI.Trigger,
+		Log:            log.WithName("gateway-runtime"),
+	}
+	if err := gatewayRuntime.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up Gateway runtime source: %w", err)
+	}
+	infraReconciler := &controllers.InfraReconciler{
+		Client:         mgr.GetClient(),
+		APIReader:      mgr.GetAPIReader(),
+		ControllerName: cfg.ControllerName,
+		Options:        infra.ControllerOptions(cfg.Envoy.Image, cfg.LeaderElection.Namespace, cfg.XDS.Address),
+		CA:             ca,
+		Log:            log.WithName("infra"),
+	}
+	if ca == nil {
+		infraReconciler.LoadCA = func(context.Context) (*pki.CA, error) {
+			return nil, errors.New("xds.tls files are configured, so there is no CA key to issue Envoy client certificates from")
+		}
+	}
+	if err := infraReconciler.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up infra controller: %w", err)
+	}
 	gatewayAPI.Publisher = xdsServer
-	gatewayAPI.Runtime = runtimeSource{xds: xdsServer}
+	gatewayAPI.Runtime = runtimeSource{addresses: gatewayRuntime, xds: xdsServer}
 	if err := gatewayAPI.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up Gateway API controller: %w", err)
 	}

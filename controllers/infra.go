@@ -1,0 +1,272 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/infra"
+	"github.com/shardgate/shardgate/internal/pki"
+)
+
+// InfraReconciler provisions each Gateway's Envoy data plane
+// (internal/infra): ServiceAccount, client certificate Secret, bootstrap
+// ConfigMap, LoadBalancer Service and Deployment. It runs on the leader
+// only, writes an object only when it differs from the cached one, and
+// deletes nothing: the objects are owned by the Gateway and the garbage
+// collector removes them with it.
+type InfraReconciler struct {
+	Client client.Client
+	// APIReader reads from the apiserver (mgr.GetAPIReader()). Before a
+	// certificate is issued, the client certificate Secret is read through
+	// it: the cache may not have seen a Secret written moments ago, and a
+	// needless reissue would roll the Envoy pods. Nil means Client.
+	APIReader      client.Reader
+	ControllerName string
+	Options        infra.Options
+	// CA issues the client certificates. When nil, LoadCA is called (until
+	// it succeeds) on the first reconcile that needs it: the CA Secret's
+	// namespace may not exist yet when the process starts.
+	CA     *pki.CA
+	LoadCA func(context.Context) (*pki.CA, error)
+	Log    logr.Logger
+	// Now is the clock for certificate expiry (time.Now when nil).
+	Now func() time.Time
+
+	mu sync.Mutex
+}
+
+// SetupWithManager registers the controller: Gateways, what they resolve
+// (classes, parameters), and the five owned kinds so that drift is
+// repaired.
+func (r *InfraReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("infra").
+		For(&gatewayv1.Gateway{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Watches(&gatewayv1.GatewayClass{}, handler.EnqueueRequestsFromMapFunc(r.classGateways), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&shardgatev1alpha1.GatewayParameters{}, handler.EnqueueRequestsFromMapFunc(r.paramsGateways), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&corev1.Secret{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Service{}).
+		Owns(&appsv1.Deployment{}).
+		Complete(r)
+}
+
+func (r *InfraReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *InfraReconciler) ca(ctx context.Context) (*pki.CA, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.CA != nil {
+		return r.CA, nil
+	}
+	if r.LoadCA == nil {
+		return nil, fmt.Errorf("no xDS CA configured")
+	}
+	ca, err := r.LoadCA(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load the xDS CA: %w", err)
+	}
+	r.CA = ca
+	return ca, nil
+}
+
+// Reconcile brings one Gateway's objects in line with Build.
+func (r *InfraReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	log := r.Log.WithValues("gateway", req.NamespacedName)
+	var gw gatewayv1.Gateway
+	if err := r.Client.Get(ctx, req.NamespacedName, &gw); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if gw.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	class, ok, err := r.ourClass(ctx, string(gw.Spec.GatewayClassName))
+	if err != nil || !ok {
+		return reconcile.Result{}, err
+	}
+	params, err := infra.ResolveParameters(&gw, class, func(k types.NamespacedName) *shardgatev1alpha1.GatewayParameters {
+		var p shardgatev1alpha1.GatewayParameters
+		if err := r.Client.Get(ctx, k, &p); err != nil {
+			return nil
+		}
+		return &p
+	})
+	if err != nil {
+		// The Gateway is Accepted=False (InvalidParameters); provision
+		// nothing from guessed settings and keep what exists. A
+		// GatewayParameters event brings the Gateway back.
+		log.V(1).Info("parameters do not resolve; not provisioning", "reason", err.Error())
+		return reconcile.Result{}, nil
+	}
+
+	cert, requeue, err := r.clientCert(ctx, &gw)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	objs, err := infra.Build(&gw, params, r.Options, cert)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	for _, desired := range objs.All() {
+		if err := r.ensure(ctx, log, &gw, desired); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return reconcile.Result{RequeueAfter: requeue}, nil
+}
+
+// ourClass reads the GatewayClass and says whether it is ours.
+func (r *InfraReconciler) ourClass(ctx context.Context, name string) (*gatewayv1.GatewayClass, bool, error) {
+	var class gatewayv1.GatewayClass
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, &class); err != nil {
+		return nil, false, client.IgnoreNotFound(err)
+	}
+	return &class, string(class.Spec.ControllerName) == r.ControllerName, nil
+}
+
+// clientCert keeps the Gateway's client certificate: the existing one
+// unless NeedsReissue, else a new one from the CA. requeue is when the kept
+// certificate becomes due (capped at a day).
+func (r *InfraReconciler) clientCert(ctx context.Context, gw *gatewayv1.Gateway) (infra.ClientCert, time.Duration, error) {
+	ca, err := r.ca(ctx)
+	if err != nil {
+		return infra.ClientCert{}, 0, err
+	}
+	key := types.NamespacedName{Namespace: gw.Namespace, Name: infra.ClientCertName(gw.Name)}
+	now := r.now()
+	keep := func(reader client.Reader) (infra.ClientCert, time.Duration, bool, error) {
+		var existing corev1.Secret
+		if err := reader.Get(ctx, key, &existing); err != nil {
+			return infra.ClientCert{}, 0, false, client.IgnoreNotFound(err)
+		}
+		if !infra.ControlledBy(&existing, string(gw.UID)) || infra.NeedsReissue(&existing, ca.CertPEM(), now) {
+			return infra.ClientCert{}, 0, false, nil
+		}
+		requeue := 24 * time.Hour
+		if at, ok := infra.ReissueAt(&existing); ok && at.Sub(now) < requeue {
+			requeue = max(at.Sub(now), time.Second)
+		}
+		return infra.ClientCert{Cert: existing.Data[pki.KeyCert], Key: existing.Data[pki.KeyKey], CA: existing.Data[pki.KeyCA]}, requeue, true, nil
+	}
+	cert, requeue, ok, err := keep(r.Client)
+	if err == nil && !ok {
+		var live client.Reader = r.Client
+		if r.APIReader != nil {
+			live = r.APIReader
+		}
+		cert, requeue, ok, err = keep(live)
+	}
+	if err != nil || ok {
+		return cert, requeue, err
+	}
+	certPEM, keyPEM, err := ca.IssueGateway(types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name})
+	if err != nil {
+		return infra.ClientCert{}, 0, err
+	}
+	r.Log.Info("issued xDS client certificate", "gateway", key.Namespace+"/"+gw.Name, "secret", key.Name)
+	return infra.ClientCert{Cert: certPEM, Key: keyPEM, CA: ca.CertPEM()}, 24 * time.Hour, nil
+}
+
+// ensure applies desired unless the cached object already matches it. An
+// object of the same name controlled by something else (for example a
+// Gateway of the same name that was deleted and whose objects the garbage
+// collector has not removed yet) is left alone; its deletion brings the
+// Gateway back here.
+func (r *InfraReconciler) ensure(ctx context.Context, log logr.Logger, gw *gatewayv1.Gateway, desired client.Object) error {
+	existing, err := newLike(desired)
+	if err != nil {
+		return err
+	}
+	err = r.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return err
+	case !infra.ControlledBy(existing, string(gw.UID)):
+		log.Info("an object of the provisioned name is controlled by something else; leaving it alone",
+			"kind", desired.GetObjectKind().GroupVersionKind().Kind, "name", desired.GetName())
+		return nil
+	case infra.UpToDate(existing, desired):
+		return nil
+	}
+	return apply(ctx, r.Client, desired)
+}
+
+func newLike(obj client.Object) (client.Object, error) {
+	switch obj.(type) {
+	case *corev1.ServiceAccount:
+		return &corev1.ServiceAccount{}, nil
+	case *corev1.Secret:
+		return &corev1.Secret{}, nil
+	case *corev1.ConfigMap:
+		return &corev1.ConfigMap{}, nil
+	case *corev1.Service:
+		return &corev1.Service{}, nil
+	case *appsv1.Deployment:
+		return &appsv1.Deployment{}, nil
+	}
+	return nil, fmt.Errorf("infra: unexpected object %T", obj)
+}
+
+// classGateways maps a GatewayClass to its Gateways.
+func (r *InfraReconciler) classGateways(ctx context.Context, o client.Object) []reconcile.Request {
+	var gws gatewayv1.GatewayList
+	if err := r.Client.List(ctx, &gws); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range gws.Items {
+		if string(gws.Items[i].Spec.GatewayClassName) == o.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gws.Items[i])})
+		}
+	}
+	return out
+}
+
+// paramsGateways maps a GatewayParameters to the Gateways it applies to,
+// directly or as their class's default.
+func (r *InfraReconciler) paramsGateways(ctx context.Context, o client.Object) []reconcile.Request {
+	var gws gatewayv1.GatewayList
+	var classes gatewayv1.GatewayClassList
+	if err := r.Client.List(ctx, &gws); err != nil {
+		return nil
+	}
+	if err := r.Client.List(ctx, &classes); err != nil {
+		return nil
+	}
+	byName := map[string]*gatewayv1.GatewayClass{}
+	for i := range classes.Items {
+		byName[classes.Items[i].Name] = &classes.Items[i]
+	}
+	target := client.ObjectKeyFromObject(o)
+	var out []reconcile.Request
+	for i := range gws.Items {
+		gw := &gws.Items[i]
+		if key, ok, err := infra.ParametersKey(gw, byName[string(gw.Spec.GatewayClassName)]); err == nil && ok && key == target {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(gw)})
+		}
+	}
+	return out
+}

@@ -1,0 +1,175 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/addresses"
+	"github.com/shardgate/shardgate/internal/gatewayapi"
+	"github.com/shardgate/shardgate/internal/infra"
+)
+
+// GatewayRuntimeSource is the RuntimeSource of Gateway addresses (DESIGN
+// §3.5): for every Gateway of our classes, the addresses of its Envoy
+// Service (status.loadBalancer) and, when there are none or a requested IP
+// cannot be had, the Programmed reason AddressNotAssigned or
+// AddressNotUsable (internal/addresses). It reads the informer cache, so it
+// runs on every replica, like the translation it feeds. Changes to the
+// Envoy Services' status and to IPAddressPools call Trigger.
+type GatewayRuntimeSource struct {
+	Client         client.Client
+	ControllerName string
+	// Trigger asks for a new translation (GatewayAPIReconciler.Trigger).
+	Trigger func()
+	Log     logr.Logger
+
+	metallb bool
+}
+
+var _ RuntimeSource = (*GatewayRuntimeSource)(nil)
+
+// SetupWithManager registers the watches that call Trigger. It needs no
+// leadership.
+func (s *GatewayRuntimeSource) SetupWithManager(mgr ctrl.Manager) error {
+	if _, err := mgr.GetRESTMapper().RESTMapping(ipAddressPoolGK, metallbv1beta1.GroupVersion.Version); err == nil {
+		s.metallb = true
+	} else if meta.IsNoMatchError(err) {
+		s.Log.Info("MetalLB's IPAddressPool CRD is not installed; requested Gateway addresses cannot be checked against pools")
+	} else {
+		return fmt.Errorf("look up IPAddressPool: %w", err)
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("gateway-runtime").
+		Watches(&corev1.Service{}, handler.Funcs{
+			CreateFunc: func(_ context.Context, e event.CreateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if isEnvoyService(e.Object) {
+					s.trigger()
+				}
+			},
+			UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				o, n := e.ObjectOld.(*corev1.Service), e.ObjectNew.(*corev1.Service)
+				if isEnvoyService(n) && !equality.Semantic.DeepEqual(o.Status, n.Status) {
+					s.trigger()
+				}
+			},
+			DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if isEnvoyService(e.Object) {
+					s.trigger()
+				}
+			},
+		}).
+		WithOptions(controller.Options{NeedLeaderElection: new(false)})
+	if s.metallb {
+		b = b.Watches(&metallbv1beta1.IPAddressPool{}, handler.Funcs{
+			CreateFunc: func(context.Context, event.CreateEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				s.trigger()
+			},
+			UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				o, n := e.ObjectOld.(*metallbv1beta1.IPAddressPool), e.ObjectNew.(*metallbv1beta1.IPAddressPool)
+				if !equality.Semantic.DeepEqual(o.Spec, n.Spec) {
+					s.trigger()
+				}
+			},
+			DeleteFunc: func(context.Context, event.DeleteEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				s.trigger()
+			},
+		})
+	}
+	// Nothing is ever queued: the handlers only call Trigger.
+	return b.Complete(reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		return reconcile.Result{}, nil
+	}))
+}
+
+func (s *GatewayRuntimeSource) trigger() {
+	if s.Trigger != nil {
+		s.Trigger()
+	}
+}
+
+func isEnvoyService(o client.Object) bool {
+	l := o.GetLabels()
+	return l[infra.LabelManagedBy] == infra.LabelManagedByValue && l[infra.LabelName] == infra.LabelNameValue
+}
+
+// Runtime computes every Gateway's address facts from the cache.
+func (s *GatewayRuntimeSource) Runtime() map[types.NamespacedName]gatewayapi.GatewayRuntime {
+	ctx := context.Background()
+	out := map[types.NamespacedName]gatewayapi.GatewayRuntime{}
+	nocopy := client.UnsafeDisableDeepCopy
+	var (
+		classes gatewayv1.GatewayClassList
+		gws     gatewayv1.GatewayList
+		params  shardgatev1alpha1.GatewayParametersList
+		svcs    corev1.ServiceList
+		pools   metallbv1beta1.IPAddressPoolList
+	)
+	for _, l := range []client.ObjectList{&classes, &gws, &params} {
+		if err := s.Client.List(ctx, l, nocopy); err != nil {
+			s.Log.Error(err, "list for Gateway runtime")
+			return out
+		}
+	}
+	if err := s.Client.List(ctx, &svcs, nocopy, client.MatchingLabels{infra.LabelManagedBy: infra.LabelManagedByValue, infra.LabelName: infra.LabelNameValue}); err != nil {
+		s.Log.Error(err, "list Envoy Services for Gateway runtime")
+		return out
+	}
+	checkPools := s.metallb
+	if checkPools {
+		if err := s.Client.List(ctx, &pools, nocopy); err != nil {
+			s.Log.Error(err, "list IPAddressPools for Gateway runtime")
+			checkPools = false
+		}
+	}
+	ours := map[string]*gatewayv1.GatewayClass{}
+	for i := range classes.Items {
+		if string(classes.Items[i].Spec.ControllerName) == s.ControllerName {
+			ours[classes.Items[i].Name] = &classes.Items[i]
+		}
+	}
+	paramsByKey := map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters{}
+	for i := range params.Items {
+		paramsByKey[client.ObjectKeyFromObject(&params.Items[i])] = &params.Items[i]
+	}
+	svcByKey := map[types.NamespacedName]*corev1.Service{}
+	for i := range svcs.Items {
+		svcByKey[client.ObjectKeyFromObject(&svcs.Items[i])] = &svcs.Items[i]
+	}
+	for i := range gws.Items {
+		gw := &gws.Items[i]
+		class := ours[string(gw.Spec.GatewayClassName)]
+		if class == nil {
+			continue
+		}
+		// Parameters that do not resolve make the Gateway not Accepted;
+		// the addresses are then read without a pool.
+		p, _ := infra.ResolveParameters(gw, class, func(k types.NamespacedName) *shardgatev1alpha1.GatewayParameters { return paramsByKey[k] })
+		svc := svcByKey[types.NamespacedName{Namespace: gw.Namespace, Name: infra.Name(gw.Name)}]
+		if svc != nil && !infra.ControlledBy(svc, string(gw.UID)) {
+			svc = nil
+		}
+		st := addresses.GatewayAddresses(gw, p, svc, pools.Items, checkPools)
+		out[client.ObjectKeyFromObject(gw)] = gatewayapi.GatewayRuntime{
+			Addresses:      st.Addresses,
+			AddressReason:  st.Reason,
+			AddressMessage: st.Message,
+		}
+	}
+	return out
+}

@@ -1,0 +1,443 @@
+package infra
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/addresses"
+	"github.com/shardgate/shardgate/internal/config"
+	"github.com/shardgate/shardgate/internal/pki"
+)
+
+// Defaults for Options fields left empty.
+const (
+	DefaultXDSHost  = "shardgate-xds." + config.DefaultLeaderElectionNamespace + ".svc"
+	DefaultXDSPort  = 18000
+	DefaultLogLevel = "info"
+	// DrainSeconds is Envoy's --drain-time-s and the preStop hook's sleep.
+	DrainSeconds = 15
+	// TerminationGraceSeconds leaves room for the drain and Envoy's exit.
+	TerminationGraceSeconds = 30
+	// EnvoyUID is the envoy user of the envoyproxy/envoy image.
+	EnvoyUID = 101
+)
+
+// Annotations written by the builders.
+const (
+	// AnnotationDesiredHash, on every provisioned object, is a hash of what
+	// the builder produced; UpToDate compares it, so a field the builder
+	// stops setting is noticed too.
+	AnnotationDesiredHash = "shardgate.io/desired-hash"
+	// AnnotationBootstrapHash and AnnotationClientCertHash, on the pod
+	// template, roll the Envoy pods when the bootstrap or the client
+	// certificate changes: Envoy reads both only at start.
+	AnnotationBootstrapHash  = "shardgate.io/bootstrap-hash"
+	AnnotationClientCertHash = "shardgate.io/client-cert-hash"
+)
+
+// Options are the controller-wide settings of provisioning.
+type Options struct {
+	// EnvoyImage is the image when the GatewayParameters name none
+	// (default config.DefaultEnvoyImage).
+	EnvoyImage string
+	// XDSHost is the DNS name of the shardgate xDS Service (default
+	// DefaultXDSHost); the xDS server's certificate must carry it as a DNS
+	// SAN.
+	XDSHost string
+	// XDSPort is the xDS Service's port (default DefaultXDSPort).
+	XDSPort uint32
+}
+
+func (o Options) withDefaults() Options {
+	if o.EnvoyImage == "" {
+		o.EnvoyImage = config.DefaultEnvoyImage
+	}
+	if o.XDSHost == "" {
+		o.XDSHost = DefaultXDSHost
+	}
+	if o.XDSPort == 0 {
+		o.XDSPort = DefaultXDSPort
+	}
+	return o
+}
+
+// ClientCert is a Gateway's xDS client certificate, key and the CA, PEM.
+type ClientCert struct {
+	Cert, Key, CA []byte
+}
+
+// Objects are everything provisioned for one Gateway, all in its namespace
+// and controlled by it.
+type Objects struct {
+	ServiceAccount *corev1.ServiceAccount
+	ClientCert     *corev1.Secret
+	Bootstrap      *corev1.ConfigMap
+	Service        *corev1.Service
+	Deployment     *appsv1.Deployment
+}
+
+// All lists the objects in the order they are best applied: what the
+// Deployment mounts and runs as first.
+func (o *Objects) All() []client.Object {
+	return []client.Object{o.ServiceAccount, o.ClientCert, o.Bootstrap, o.Service, o.Deployment}
+}
+
+// Build produces a Gateway's objects from the Gateway, its resolved
+// GatewayParameters (nil: defaults) and its client certificate.
+func Build(gw *gatewayv1.Gateway, params *shardgatev1alpha1.GatewayParameters, opts Options, cert ClientCert) (*Objects, error) {
+	opts = opts.withDefaults()
+	key := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
+	b, err := Bootstrap(key, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.ValidateAll(); err != nil {
+		return nil, fmt.Errorf("bootstrap of Gateway %s is invalid: %w", key, err)
+	}
+	bootstrap, err := BootstrapYAML(b)
+	if err != nil {
+		return nil, err
+	}
+	o := &Objects{
+		ServiceAccount: serviceAccount(gw),
+		ClientCert:     clientCertSecret(gw, cert),
+		Bootstrap:      configMap(gw, bootstrap),
+		Service:        service(gw, params),
+	}
+	o.Deployment = deployment(gw, params, opts, hashOf(bootstrap), hashOf(string(cert.Cert)))
+	for _, obj := range o.All() {
+		if err := stampHash(obj); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// meta is the ObjectMeta every object gets: name, namespace, labels and
+// the controller reference to the Gateway.
+func meta(gw *gatewayv1.Gateway, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            name,
+		Namespace:       gw.Namespace,
+		Labels:          Labels(gw.Name),
+		OwnerReferences: []metav1.OwnerReference{OwnerReference(gw)},
+	}
+}
+
+// OwnerReference is the controller reference to gw. The garbage collector
+// deletes the objects when the Gateway goes.
+func OwnerReference(gw *gatewayv1.Gateway) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         gatewayv1.GroupVersion.String(),
+		Kind:               "Gateway",
+		Name:               gw.Name,
+		UID:                gw.UID,
+		Controller:         new(true),
+		BlockOwnerDeletion: new(true),
+	}
+}
+
+func serviceAccount(gw *gatewayv1.Gateway) *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: meta(gw, Name(gw.Name)),
+		// Envoy never talks to the apiserver.
+		AutomountServiceAccountToken: new(false),
+	}
+}
+
+func clientCertSecret(gw *gatewayv1.Gateway, cert ClientCert) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: meta(gw, ClientCertName(gw.Name)),
+		Type:       corev1.SecretTypeTLS,
+		Data: map[string][]byte{
+			pki.KeyCert: cert.Cert,
+			pki.KeyKey:  cert.Key,
+			pki.KeyCA:   cert.CA,
+		},
+	}
+}
+
+func configMap(gw *gatewayv1.Gateway, bootstrap string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: meta(gw, BootstrapName(gw.Name)),
+		Data:       map[string]string{BootstrapKey: bootstrap},
+	}
+}
+
+// ServicePort is one port of the Envoy Service.
+type ServicePort struct {
+	Name     string
+	Port     int32
+	Protocol gatewayv1.ProtocolType
+}
+
+// ServicePorts are the distinct listener ports of gw, ascending; a port
+// shared by several listeners takes the first listener's protocol (in spec
+// order) for its name "<protocol lowercased>-<port>".
+func ServicePorts(gw *gatewayv1.Gateway) []ServicePort {
+	seen := map[int32]bool{}
+	var out []ServicePort
+	for _, l := range gw.Spec.Listeners {
+		p := int32(l.Port)
+		if p <= 0 || seen[p] {
+			continue
+		}
+		seen[p] = true
+		out = append(out, ServicePort{Name: PortName(l.Protocol, p), Port: p, Protocol: l.Protocol})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Port < out[j].Port })
+	return out
+}
+
+// PortName is "<protocol lowercased>-<port>", made a valid IANA service
+// name (at most 15 characters of [a-z0-9-], no leading, trailing or double
+// '-'): characters outside [a-z0-9] become '-', and the protocol part is cut
+// to fit. An empty protocol part becomes "port".
+func PortName(protocol gatewayv1.ProtocolType, port int32) string {
+	suffix := "-" + strconv.Itoa(int(port))
+	var b strings.Builder
+	dash := false
+	for _, c := range strings.ToLower(string(protocol)) {
+		if (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') {
+			b.WriteRune(c)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	p := b.String()
+	if room := 15 - len(suffix); len(p) > room {
+		p = p[:room]
+	}
+	p = strings.Trim(p, "-")
+	if p == "" || strings.IndexFunc(p, func(r rune) bool { return r >= 'a' && r <= 'z' }) < 0 {
+		p = "port"
+	}
+	return p + suffix
+}
+
+func service(gw *gatewayv1.Gateway, params *shardgatev1alpha1.GatewayParameters) *corev1.Service {
+	svc := &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: meta(gw, Name(gw.Name)),
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeLoadBalancer,
+			Selector: SelectorLabels(gw.Name),
+		},
+	}
+	if ann := addresses.GatewayServiceAnnotations(gw, params); len(ann) > 0 {
+		svc.Annotations = ann
+	}
+	for _, p := range ServicePorts(gw) {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
+			Name:       p.Name,
+			Protocol:   corev1.ProtocolTCP,
+			Port:       p.Port,
+			TargetPort: intstr.FromInt32(p.Port),
+		})
+	}
+	return svc
+}
+
+// Replicas is spec.envoy.replicas, default 1.
+func Replicas(params *shardgatev1alpha1.GatewayParameters) int32 {
+	if params != nil && params.Spec.Envoy != nil && params.Spec.Envoy.Replicas != nil {
+		return *params.Spec.Envoy.Replicas
+	}
+	return 1
+}
+
+// Image is spec.envoy.image, else the controller's configured image, else
+// config.DefaultEnvoyImage.
+func Image(params *shardgatev1alpha1.GatewayParameters, opts Options) string {
+	if params != nil && params.Spec.Envoy != nil && params.Spec.Envoy.Image != "" {
+		return params.Spec.Envoy.Image
+	}
+	return opts.withDefaults().EnvoyImage
+}
+
+// LogLevel is spec.envoy.logLevel, default "info".
+func LogLevel(params *shardgatev1alpha1.GatewayParameters) string {
+	if params != nil && params.Spec.Envoy != nil && params.Spec.Envoy.LogLevel != "" {
+		return params.Spec.Envoy.LogLevel
+	}
+	return DefaultLogLevel
+}
+
+// preStopScript fails Envoy's health checks (the readiness listener answers
+// 503, so the pod leaves the endpoints), starts a graceful drain of every
+// listener, and waits the drain time. The admin interface is on loopback
+// and the image has no curl, so bash's /dev/tcp speaks HTTP/1.1 to it; each
+// request runs in a subshell so an unreachable admin cannot stop the hook.
+var preStopScript = fmt.Sprintf(`post() { ( exec 3<>/dev/tcp/%s/%d && printf 'POST %%s HTTP/1.1\r\nHost: %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n' "$1" >&3 && cat <&3 >/dev/null ) 2>/dev/null; }
+post /healthcheck/fail
+post '/drain_listeners?graceful'
+sleep %d
+`, AdminAddress, AdminPort, AdminAddress, DrainSeconds)
+
+func deployment(gw *gatewayv1.Gateway, params *shardgatev1alpha1.GatewayParameters, opts Options, bootstrapHash, certHash string) *appsv1.Deployment {
+	name := Name(gw.Name)
+	var resources corev1.ResourceRequirements
+	if params != nil && params.Spec.Envoy != nil && params.Spec.Envoy.Resources != nil {
+		resources = *params.Spec.Envoy.Resources.DeepCopy()
+	}
+	container := corev1.Container{
+		Name:    "envoy",
+		Image:   Image(params, opts),
+		Command: []string{"envoy"},
+		Args: []string{
+			"-c", BootstrapPath,
+			"--service-node", "$(POD_NAME)",
+			"--log-level", LogLevel(params),
+			"--drain-time-s", strconv.Itoa(DrainSeconds),
+		},
+		Env: []corev1.EnvVar{{
+			Name:      "POD_NAME",
+			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}},
+		}},
+		Ports:     []corev1.ContainerPort{{Name: "ready", ContainerPort: ReadyPort, Protocol: corev1.ProtocolTCP}},
+		Resources: resources,
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+				Path: ReadyPath, Port: intstr.FromInt32(ReadyPort), Scheme: corev1.URISchemeHTTP,
+			}},
+			PeriodSeconds:    5,
+			TimeoutSeconds:   1,
+			SuccessThreshold: 1,
+			FailureThreshold: 1,
+		},
+		// Liveness only asks that Envoy still accepts connections: a
+		// draining Envoy fails readiness on purpose and must not be killed
+		// for it.
+		LivenessProbe: &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(ReadyPort)}},
+			InitialDelaySeconds: 10,
+			PeriodSeconds:       10,
+			TimeoutSeconds:      1,
+			SuccessThreshold:    1,
+			FailureThreshold:    3,
+		},
+		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+			Command: []string{"/bin/bash", "-c", preStopScript},
+		}}},
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: new(false),
+			ReadOnlyRootFilesystem:   new(true),
+			Capabilities: &corev1.Capabilities{
+				Drop: []corev1.Capability{"ALL"},
+				Add:  []corev1.Capability{"NET_BIND_SERVICE"},
+			},
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "bootstrap", MountPath: BootstrapDir, ReadOnly: true},
+			{Name: "xds-client", MountPath: ClientCertDir, ReadOnly: true},
+			{Name: "tmp", MountPath: "/tmp"},
+		},
+	}
+	labels := Labels(gw.Name)
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: meta(gw, name),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: new(Replicas(params)),
+			Selector: &metav1.LabelSelector{MatchLabels: SelectorLabels(gw.Name)},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels: labels,
+					Annotations: map[string]string{
+						AnnotationBootstrapHash:  bootstrapHash,
+						AnnotationClientCertHash: certHash,
+					},
+				},
+				Spec: corev1.PodSpec{
+					ServiceAccountName:            name,
+					AutomountServiceAccountToken:  new(false),
+					TerminationGracePeriodSeconds: new(int64(TerminationGraceSeconds)),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot: new(true),
+						RunAsUser:    new(int64(EnvoyUID)),
+						RunAsGroup:   new(int64(EnvoyUID)),
+						FSGroup:      new(int64(EnvoyUID)),
+						// A non-root process gets no effective capabilities
+						// from the container's capability list unless the
+						// binary carries file capabilities, so the Gateway
+						// ports below 1024 are made bindable by the
+						// namespaced, "safe" sysctl as well.
+						Sysctls:        []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"}},
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{container},
+					Volumes: []corev1.Volume{
+						{Name: "bootstrap", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+							LocalObjectReference: corev1.LocalObjectReference{Name: BootstrapName(gw.Name)},
+							Items:                []corev1.KeyToPath{{Key: BootstrapKey, Path: BootstrapKey}},
+						}}},
+						{Name: "xds-client", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+							SecretName:  ClientCertName(gw.Name),
+							DefaultMode: new(int32(0o440)),
+						}}},
+						{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+					},
+				},
+			},
+		},
+	}
+}
+
+func hashOf(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
+}
+
+// stampHash sets AnnotationDesiredHash on obj: a hash of obj as built
+// (without that annotation).
+func stampHash(obj client.Object) error {
+	js, err := json.Marshal(obj)
+	if err != nil {
+		return fmt.Errorf("hash %T: %w", obj, err)
+	}
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[AnnotationDesiredHash] = hashOf(string(js))
+	obj.SetAnnotations(ann)
+	return nil
+}
+
+// ControllerOptions derives Options from the controller's settings: the
+// Envoy image, the namespace the controller (and its "shardgate-xds"
+// Service) runs in, and the xDS listen address, whose port the Service is
+// expected to expose unchanged (an address without a usable port gives
+// DefaultXDSPort).
+func ControllerOptions(envoyImage, namespace, xdsListenAddress string) Options {
+	o := Options{EnvoyImage: envoyImage, XDSPort: DefaultXDSPort}
+	if namespace != "" {
+		o.XDSHost = "shardgate-xds." + namespace + ".svc"
+	}
+	if _, port, err := net.SplitHostPort(xdsListenAddress); err == nil {
+		if p, err := strconv.ParseUint(port, 10, 16); err == nil && p > 0 {
+			o.XDSPort = uint32(p)
+		}
+	}
+	return o.withDefaults()
+}
