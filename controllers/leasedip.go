@@ -227,7 +227,7 @@ func (r *LeasedIPReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 			}
 			siblings = list.Items
 		}
-		desired := addresses.DesiredService(&lip, target, addresses.Pin(&lip, existing, siblings))
+		desired := addresses.DesiredService(&lip, target, addresses.Pin(&lip, obs.Pool, existing, siblings))
 		if existing == nil || !addresses.ServiceUpToDate(existing, desired) {
 			if err := apply(ctx, r.Client, desired); err != nil {
 				return reconcile.Result{}, err

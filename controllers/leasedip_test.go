@@ -232,8 +232,11 @@ var _ = Describe("LeasedIPs on the real MetalLB controller", Ordered, func() {
 		daveIP := dave.allocatedIP(ctx, "ip-80")
 		Expect(netip.MustParseAddr(carolIP).Less(netip.MustParseAddr(daveIP))).To(BeTrue(), "carol %s, dave %s", carolIP, daveIP)
 
+		assigned := poolAssigned(ctx, c, leasedPool)()
 		Expect(c.Delete(ctx, carol.getLeasedIP(ctx, "ip"))).To(Succeed())
 		Eventually(carol.serviceExists(ctx, "web-ip-80-tcp")).Should(BeFalse())
+		// MetalLB has released carol's address.
+		Eventually(poolAssigned(ctx, c, leasedPool)).Should(Equal(assigned - 1))
 
 		dave.leasedIP(ctx, "ip-443", "ep", "web", 443, lipLease("akash1dave", 1))
 		Expect(dave.allocatedIP(ctx, "ip-443")).To(Equal(daveIP))
@@ -365,7 +368,21 @@ var _ = Describe("LeasedIPs on the real MetalLB controller", Ordered, func() {
 		Consistently(f.serviceExists(ctx, "web-ip-80-tcp"), "1s").Should(BeFalse())
 
 		createPool(ctx, c, latePool, latePoolRange)
-		Expect(inRange(f.allocatedIP(ctx, "late"), latePoolRange)).To(BeTrue())
+		lateIP := f.allocatedIP(ctx, "late")
+		Expect(inRange(lateIP, latePoolRange)).To(BeTrue())
+
+		By("keeping an endpoint's ports on one IP of a named pool even when a lower address is free")
+		erin := newNS("lip-erin")
+		erin.service(ctx, "web")
+		erin.leasedIP(ctx, "x-80", "x", "web", 80, lipPool(latePool), lipLease("akash1erin", 1))
+		erinIP := erin.allocatedIP(ctx, "x-80")
+		Expect(netip.MustParseAddr(lateIP).Less(netip.MustParseAddr(erinIP))).To(BeTrue(), "late %s, erin %s", lateIP, erinIP)
+		Expect(c.Delete(ctx, f.getLeasedIP(ctx, "late"))).To(Succeed())
+		Eventually(f.serviceExists(ctx, "web-ip-80-tcp")).Should(BeFalse())
+		// MetalLB has released it.
+		Eventually(poolAssigned(ctx, c, latePool)).Should(Equal(int64(1)))
+		erin.leasedIP(ctx, "x-443", "x", "web", 443, lipPool(latePool), lipLease("akash1erin", 1))
+		Expect(erin.allocatedIP(ctx, "x-443")).To(Equal(erinIP))
 	})
 
 	It("leaves a foreign Service with the name alone and reports ServiceConflict", func() {
@@ -490,4 +507,13 @@ func metalLBQuiet(env *testenv.Env) {
 		}
 		return time.Since(quietSince) >= 2*time.Second
 	}).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).Should(BeTrue())
+}
+
+// poolAssigned reads the pool's status.assignedIPv4.
+func poolAssigned(ctx context.Context, c client.Client, name string) func() int64 {
+	return func() int64 {
+		var p metallbv1beta1.IPAddressPool
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: testenv.MetalLBNamespace, Name: name}, &p)).To(Succeed())
+		return p.Status.AssignedIPv4
+	}
 }

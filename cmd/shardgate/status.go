@@ -49,6 +49,7 @@ func statusCommand() *cobra.Command {
 	f.StringVarP(&cfg.Output, "output", "o", "", "output format: table (default), wide, json or yaml")
 	f.BoolVar(&cfg.FailOnUnadmitted, "fail-on-unadmitted", false, "exit 1 when a listed row is not admitted")
 	f.DurationVar(&cfg.RequestTimeout, "request-timeout", 30*time.Second, "timeout of each request to the apiserver (0: none)")
+	cmd.AddCommand(statusIPsCommand())
 	return cmd
 }
 
@@ -68,4 +69,36 @@ func fail(cmd *cobra.Command, err error) error {
 	}
 	exit(code)
 	return nil
+}
+
+// statusIPsCommand is `shardgate status ips`: MetalLB pool usage and the
+// LeasedIPs with their addresses.
+func statusIPsCommand() *cobra.Command {
+	var cfg statuscli.IPsConfig
+	cmd := &cobra.Command{
+		Use:     "ips",
+		Short:   "Show MetalLB pool usage and every LeasedIP with its address",
+		Long:    statuscli.IPsHelp,
+		Example: statuscli.IPsExample,
+		Args:    cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fail(cmd, &statuscli.ExitError{Code: statuscli.ExitFailed, Err: fmt.Errorf("unexpected arguments %q; see --help", args)})
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return fail(cmd, statuscli.ExecuteIPs(ctx, cfg, cmd.OutOrStdout(), cmd.ErrOrStderr()))
+		},
+	}
+	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return fail(cmd, &statuscli.ExitError{Code: statuscli.ExitFailed, Err: err})
+	})
+	f := cmd.Flags()
+	f.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, ~/.kube/config, then in-cluster")
+	f.StringVar(&cfg.Context, "context", "", "kubeconfig context to use; default: the current context")
+	f.StringVarP(&cfg.Namespace, "namespace", "n", "", "list this namespace's LeasedIPs; default: the context's namespace")
+	f.BoolVarP(&cfg.AllNamespaces, "all-namespaces", "A", false, "list every namespace's LeasedIPs (overrides -n)")
+	f.StringVarP(&cfg.Output, "output", "o", "", "output format: table (default), wide, json or yaml")
+	f.DurationVar(&cfg.RequestTimeout, "request-timeout", 30*time.Second, "timeout of each request to the apiserver (0: none)")
+	return cmd
 }

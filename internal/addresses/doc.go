@@ -3,6 +3,10 @@
 // For LeasedIPs (DESIGN §3.4): the sharing key, the LoadBalancer Service's
 // name, the Service itself, the reading of MetalLB's answer (the Service's
 // status, its Events and the IPAddressPool status) into the LeasedIP's
-// status, and per-pool usage. It never talks to the apiserver; the
-// controllers read and write, this package decides.
+// status, and per-pool usage. For Gateways (DESIGN §3.5, gateway.go): the
+// Envoy Service's address annotations and the Gateway's addresses and
+// Programmed reason.
+//
+// It never talks to the apiserver; the controllers read and write, this
+// package decides.
 package addresses

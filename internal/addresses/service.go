@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -138,14 +139,17 @@ func IngressIP(svc *corev1.Service) string {
 // So a Service that has no address yet asks for the address its siblings
 // (other LeasedIP Services with the same sharing key, in any namespace)
 // already have. When the siblings disagree the address most of them use
-// wins, then the lowest. With spec.pool set only siblings allocated from
-// that pool count, since an address from another pool cannot be had.
+// wins, then the lowest. With spec.pool set only sibling addresses inside
+// that pool count, since an address from another pool cannot be had: pool
+// is spec.pool's IPAddressPool and its spec.addresses decide; when it is
+// nil, siblings whose metallb.io/ip-allocated-from-pool (written by MetalLB)
+// or metallb.io/address-pool names the pool.
 //
 // A Service that has an address keeps whatever pin it has (current is its
 // present annotation value), so nothing changes once assigned: not on
 // restart, not when a sibling goes away. Without a sibling address there is
 // no pin, and MetalLB chooses.
-func Pin(lip *shardgatev1alpha1.LeasedIP, own *corev1.Service, siblings []corev1.Service) string {
+func Pin(lip *shardgatev1alpha1.LeasedIP, pool *metallbv1beta1.IPAddressPool, own *corev1.Service, siblings []corev1.Service) string {
 	if own != nil && IngressIP(own) != "" {
 		return own.Annotations[AnnotationLoadBalancerIPs]
 	}
@@ -162,12 +166,19 @@ func Pin(lip *shardgatev1alpha1.LeasedIP, own *corev1.Service, siblings []corev1
 		if s.Annotations[AnnotationAllowSharedIP] != key || LeasedIPController(s) == "" || s.DeletionTimestamp != nil {
 			continue
 		}
-		if lip.Spec.Pool != "" && s.Annotations[AnnotationIPAllocatedFromPool] != lip.Spec.Pool {
+		ip := IngressIP(s)
+		if ip == "" {
 			continue
 		}
-		if ip := IngressIP(s); ip != "" {
-			counts[ip]++
+		if lip.Spec.Pool != "" {
+			if addr, err := netip.ParseAddr(ip); pool != nil && (err != nil || !PoolContains(pool, addr)) {
+				continue
+			}
+			if pool == nil && s.Annotations[AnnotationIPAllocatedFromPool] != lip.Spec.Pool && s.Annotations[AnnotationAddressPool] != lip.Spec.Pool {
+				continue
+			}
 		}
+		counts[ip]++
 	}
 	if len(counts) == 0 {
 		return ""
