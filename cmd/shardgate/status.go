@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -24,20 +26,9 @@ func statusCommand() *cobra.Command {
 		Short:   "Show which shard serves which LeaseHost host, and whether it is admitted",
 		Long:    statuscli.Help,
 		Example: statuscli.Example,
-		// Arguments are checked in RunE so that a stray one exits 2 like every
-		// other usage error, never 1 (which means "not admitted").
-		Args: cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return fail(cmd, &statuscli.ExitError{Code: statuscli.ExitFailed, Err: fmt.Errorf("unexpected arguments %q; see --help", args)})
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			return fail(cmd, statuscli.Execute(ctx, cfg, cmd.OutOrStdout(), cmd.ErrOrStderr()))
-		},
 	}
-	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return fail(cmd, &statuscli.ExitError{Code: statuscli.ExitFailed, Err: err})
+	exitingCommand(cmd, func(ctx context.Context, stdout, stderr io.Writer) error {
+		return statuscli.Execute(ctx, cfg, stdout, stderr)
 	})
 	f := cmd.Flags()
 	f.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, ~/.kube/config, then in-cluster")
@@ -51,6 +42,24 @@ func statusCommand() *cobra.Command {
 	f.DurationVar(&cfg.RequestTimeout, "request-timeout", 30*time.Second, "timeout of each request to the apiserver (0: none)")
 	cmd.AddCommand(statusIPsCommand())
 	return cmd
+}
+
+// exitingCommand makes cmd run execute and end with statuscli's exit status.
+// Arguments are checked in RunE, and flag errors routed to fail, so that
+// every usage error exits 2, never 1 (which means "not admitted").
+func exitingCommand(cmd *cobra.Command, execute func(ctx context.Context, stdout, stderr io.Writer) error) {
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fail(cmd, &statuscli.ExitError{Code: statuscli.ExitFailed, Err: fmt.Errorf("unexpected arguments %q; see --help", args)})
+		}
+		ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		return fail(cmd, execute(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr()))
+	}
+	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return fail(cmd, &statuscli.ExitError{Code: statuscli.ExitFailed, Err: err})
+	})
 }
 
 // fail prints err and exits with its status; it returns only for nil.
@@ -80,18 +89,9 @@ func statusIPsCommand() *cobra.Command {
 		Short:   "Show MetalLB pool usage and every LeasedIP with its address",
 		Long:    statuscli.IPsHelp,
 		Example: statuscli.IPsExample,
-		Args:    cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return fail(cmd, &statuscli.ExitError{Code: statuscli.ExitFailed, Err: fmt.Errorf("unexpected arguments %q; see --help", args)})
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			return fail(cmd, statuscli.ExecuteIPs(ctx, cfg, cmd.OutOrStdout(), cmd.ErrOrStderr()))
-		},
 	}
-	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return fail(cmd, &statuscli.ExitError{Code: statuscli.ExitFailed, Err: err})
+	exitingCommand(cmd, func(ctx context.Context, stdout, stderr io.Writer) error {
+		return statuscli.ExecuteIPs(ctx, cfg, stdout, stderr)
 	})
 	f := cmd.Flags()
 	f.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, ~/.kube/config, then in-cluster")
