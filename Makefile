@@ -29,6 +29,20 @@ crds: controller-gen
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(BIN)/controller-gen crd paths=./api/... output:crd:dir=./crds
 
+## chart-crds: copy crds/*.yaml and the Gateway API experimental CRDs (bin/crds, from
+## `make envtest-assets`) into the Helm chart; commit the copies
+.PHONY: chart-crds
+CHART_DIR := charts/shardgate
+chart-crds:
+	@test -d $(BIN)/crds/gateway-api/experimental || { echo "$(BIN)/crds/gateway-api/experimental is missing: run make envtest-assets" >&2; exit 1; }
+	mkdir -p $(CHART_DIR)/crds $(CHART_DIR)/charts/gateway-api-crds/crds
+	rm -f $(CHART_DIR)/crds/*.yaml $(CHART_DIR)/charts/gateway-api-crds/crds/*.yaml
+	cp crds/*.yaml $(CHART_DIR)/crds/
+	# CRDs only: not kustomization.yaml, nor the safe-upgrades admission policy,
+	# which refuses experimental CRDs over standard ones.
+	cp $(BIN)/crds/gateway-api/experimental/gateway.networking.*_*.yaml $(CHART_DIR)/charts/gateway-api-crds/crds/
+	rm -f $(CHART_DIR)/charts/gateway-api-crds/crds/gateway.networking.k8s.io_vap_safeupgrades.yaml
+
 ## verify-generated: fail when crds/ or the deepcopy are stale (the tree is left as it was)
 verify-generated: controller-gen
 	./hack/verify-generated.sh
@@ -44,6 +58,18 @@ vet:
 ## test: everything: assets, generated files, lint, unit and integration tests
 test: envtest-assets verify-generated lint
 	CI=$${CI:-} $(GO) test -count=1 -timeout 30m $(GOTESTFLAGS) ./...
+
+.PHONY: conformance conformance-local
+CONFORMANCE_FLAGS ?=
+
+## conformance: the upstream Gateway API conformance suite against the cluster in KUBECONFIG=... (report in conformance/reports/; see conformance/README.md)
+conformance:
+	@test -n "$(KUBECONFIG)" || { echo "make conformance needs KUBECONFIG=<path to a cluster with shardgate installed>; the local run is make conformance-local"; exit 1; }
+	KUBECONFIG=$(KUBECONFIG) $(GO) test -count=1 -timeout 90m -ldflags '$(LDFLAGS)' -run '^TestConformance$$' -v ./conformance/ -args -cluster $(CONFORMANCE_FLAGS)
+
+## conformance-local: the suite's status-only tests against the harness's cluster mode and an in-process shardgate (no traffic; also part of make test)
+conformance-local: envtest-assets
+	CI=$${CI:-} $(GO) test -count=1 -timeout 15m -ldflags '$(LDFLAGS)' -run '^(TestConformanceLocal|TestTrafficTestsUpToDate|TestScan.*)$$' -v ./conformance/ $(if $(CONFORMANCE_FLAGS),-args $(CONFORMANCE_FLAGS))
 
 ## bench: Go benchmarks (figures, not pass/fail)
 bench:

@@ -159,6 +159,16 @@ var _ = Describe("LeaseHost ownership on the real apiserver", Ordered, func() {
 		Expect(route.ManagedFields).To(ContainElement(HaveField("Manager", "shardgate")))
 
 		By("making no write when nothing changed")
+		// Steady state first: the Gateway has reported on the route (its
+		// status write bumps the route, and Admitted bumps the LeaseHost).
+		// site.example.test is outside shard-a's *.shard-a listener, so the
+		// report is NotAdmitted.
+		Eventually(func(g Gomega) string {
+			cond := meta.FindStatusCondition(f.get(ctx, "site").Status.Conditions, shardgatev1alpha1.ConditionReady)
+			g.Expect(cond).NotTo(BeNil())
+			return string(cond.Status) + "/" + cond.Reason
+		}).Should(Equal("False/" + shardgatev1alpha1.ReasonNotAdmitted))
+		Expect(c.Get(ctx, client.ObjectKeyFromObject(&route), &route)).To(Succeed())
 		rv := route.ResourceVersion
 		lhRV := f.get(ctx, "site").ResourceVersion
 		touched := f.get(ctx, "site")

@@ -1,0 +1,57 @@
+{{/* The chart name, possibly overridden. */}}
+{{- define "shardgate.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The prefix of every object name: the release name, plus the chart name unless it is in the release name already. */}}
+{{- define "shardgate.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Selector labels: stable for the life of the release. */}}
+{{- define "shardgate.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "shardgate.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: controller
+{{- end -}}
+
+{{/* Labels on every object. */}}
+{{- define "shardgate.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "shardgate.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: shardgate
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* The controller's ServiceAccount. */}}
+{{- define "shardgate.serviceAccountName" -}}
+{{- include "shardgate.fullname" . -}}
+{{- end -}}
+
+{{/* The xDS Service's name: fixed, because the Envoy bootstrap the controller writes dials shardgate-xds.<namespace>.svc (internal/infra). */}}
+{{- define "shardgate.xdsServiceName" -}}
+shardgate-xds
+{{- end -}}
+
+{{/* The xDS CA Secret the controller creates in its namespace (internal/manager XDSCASecret). */}}
+{{- define "shardgate.xdsCASecretName" -}}
+shardgate-xds-ca
+{{- end -}}
+
+{{/* The controller image. */}}
+{{- define "shardgate.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
