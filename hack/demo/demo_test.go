@@ -35,10 +35,23 @@ func TestDemo(t *testing.T) {
 		t.Fatal(runErr)
 	}
 	text := out.String()
+	// alice's two LeasedIPs share one address; bob's has another.
+	ips := map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 5 && strings.HasPrefix(f[0], "lease-") && (f[1] == "web-http" || f[1] == "web-https") {
+			ips[f[0]+"/"+f[1]] = f[4]
+		}
+	}
+	if a, b, c := ips["lease-alice/web-http"], ips["lease-alice/web-https"], ips["lease-bob/web-http"]; a == "" || a != b || a == c {
+		t.Errorf("leased IPs: alice %q and %q should be equal and differ from bob's %q", a, b, c)
+	}
 	for _, want := range []string{
 		"web.shard-a.apps.example.test  True      Admitted",
 		"web.shard-b.apps.example.test  False     HostnameInUse",
 		"TransferredAway",
+		"test-pool",
+		"shardgate-system/shard-a RouteConfiguration",
 	} {
 		if !strings.Contains(strings.Join(strings.Fields(text), " "), strings.Join(strings.Fields(want), " ")) {
 			t.Errorf("demo output lacks %q", want)

@@ -7,10 +7,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -69,9 +71,14 @@ func run(binary, examples string, exitAfter time.Duration) error {
 	if err != nil {
 		return err
 	}
+	metricsPort, err := testenv.FreePort()
+	if err != nil {
+		return err
+	}
+	metrics := fmt.Sprintf("127.0.0.1:%d", metricsPort)
 	proc, err := env.StartProcess("shardgate", bin, []string{
 		"controller", "--kubeconfig=" + env.Kubeconfig,
-		"--metrics-address=127.0.0.1:0", "--health-address=127.0.0.1:0", "--xds-address=127.0.0.1:0",
+		"--metrics-address=" + metrics, "--health-address=127.0.0.1:0", "--xds-address=127.0.0.1:0",
 		"--log-format=text",
 	}, nil)
 	if err != nil {
@@ -83,18 +90,26 @@ func run(binary, examples string, exitAfter time.Duration) error {
 	if err := applyDir(ctx, env.Client, examples); err != nil {
 		return err
 	}
+	if err := waitAddresses(ctx, env.Client); err != nil {
+		return err
+	}
 	if err := report(ctx, env.Client); err != nil {
 		return err
 	}
-	step("shardgate status -A")
-	status := exec.CommandContext(ctx, bin, "status", "-A", "--kubeconfig="+env.Kubeconfig)
-	status.Stdout, status.Stderr = os.Stdout, os.Stderr
-	if err := status.Run(); err != nil {
-		// Exit status 1 only says some entry is not admitted, which the
-		// demo shows on purpose.
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-			return fmt.Errorf("shardgate status: %w", err)
+	if err := printXDS(metrics); err != nil {
+		return err
+	}
+	for _, args := range [][]string{{"status", "-A"}, {"status", "ips", "-A"}} {
+		step("shardgate %s", strings.Join(args, " "))
+		cmd := exec.CommandContext(ctx, bin, append(args, "--kubeconfig="+env.Kubeconfig)...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			// Exit status 1 only says some entry is not admitted, which
+			// the demo shows on purpose.
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+				return fmt.Errorf("shardgate %s: %w", strings.Join(args, " "), err)
+			}
 		}
 	}
 
@@ -155,6 +170,91 @@ func applyDir(ctx context.Context, c client.Client, dir string) error {
 		time.Sleep(1100 * time.Millisecond)
 	}
 	return nil
+}
+
+// printXDS shows what each shard's Envoys are served, from the
+// controller's /debug/xds endpoint.
+func printXDS(metrics string) error {
+	step("xDS resources served to each shard (GET /debug/xds)")
+	resp, err := http.Get("http://" + metrics + "/debug/xds")
+	if err != nil {
+		return fmt.Errorf("debug/xds: %w", err)
+	}
+	defer resp.Body.Close()
+	var groups map[string]struct {
+		Refused string `json:"refused"`
+		Types   map[string]struct {
+			Names []string `json:"names"`
+		} `json:"types"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&groups); err != nil {
+		return fmt.Errorf("debug/xds: %w", err)
+	}
+	keys := make([]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "    NODE GROUP (GATEWAY)\tTYPE\tCOUNT\tNAMES")
+	for _, k := range keys {
+		types := make([]string, 0, len(groups[k].Types))
+		for t := range groups[k].Types {
+			types = append(types, t)
+		}
+		sort.Strings(types)
+		for _, t := range types {
+			names := groups[k].Types[t].Names
+			shown := strings.Join(names, ", ")
+			if len(shown) > 90 {
+				shown = shown[:87] + "..."
+			}
+			fmt.Fprintf(w, "    %s\t%s\t%d\t%s\n", k, t, len(names), shown)
+		}
+		if groups[k].Refused != "" {
+			fmt.Fprintf(w, "    %s\trefused\t-\t%s\n", k, groups[k].Refused)
+		}
+	}
+	return w.Flush()
+}
+
+// waitAddresses waits until MetalLB has given every LeasedIP and every
+// Gateway an address (about a second each), so the tables show them.
+func waitAddresses(ctx context.Context, c client.Client) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var ips shardgatev1alpha1.LeasedIPList
+		var gws gatewayv1.GatewayList
+		if err := c.List(ctx, &ips); err != nil {
+			return err
+		}
+		if err := c.List(ctx, &gws); err != nil {
+			return err
+		}
+		waiting := 0
+		for _, ip := range ips.Items {
+			if ip.Status.IP == "" {
+				waiting++
+			}
+		}
+		for _, g := range gws.Items {
+			if len(g.Status.Addresses) == 0 {
+				waiting++
+			}
+		}
+		if waiting == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			fmt.Printf("    (%d LeasedIPs or Gateways still without an address after 60s)\n", waiting)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // settle waits until every LeaseHost has a status for its generation.

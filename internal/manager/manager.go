@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -91,10 +92,20 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	applyOverrides(&cfg, opts)
 
+	var xdsDebug atomic.Pointer[xdsserver.Server]
 	mgr, err := ctrl.NewManager(opts.RestConfig, ctrl.Options{
-		Scheme:                        scheme.New(),
-		Logger:                        log,
-		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsAddress},
+		Scheme: scheme.New(),
+		Logger: log,
+		Metrics: metricsserver.Options{BindAddress: cfg.MetricsAddress, ExtraHandlers: map[string]http.Handler{
+			// What each Gateway's proxies are served (names and versions).
+			"/debug/xds": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if s := xdsDebug.Load(); s != nil {
+					s.DebugHandler().ServeHTTP(w, r)
+					return
+				}
+				http.Error(w, "xDS server not started", http.StatusServiceUnavailable)
+			}),
+		}},
 		HealthProbeBindAddress:        cfg.HealthAddress,
 		LeaderElection:                cfg.LeaderElection.Enabled,
 		LeaderElectionID:              cfg.LeaderElection.ID,
@@ -160,6 +171,7 @@ func Run(ctx context.Context, opts Options) error {
 		OnStatusChange: gatewayAPI.Trigger,
 		Decorate:       opts.DecorateXDS,
 	})
+	xdsDebug.Store(xdsServer)
 	if opts.OnXDSServer != nil {
 		opts.OnXDSServer(xdsServer)
 	}
