@@ -370,9 +370,16 @@ func (l *listenerState) status(gen int64, gwProgrammed bool, pendingReason, pend
 	} else {
 		conds = append(conds, condition(string(gatewayv1.ListenerConditionConflicted), false, string(gatewayv1.ListenerReasonNoConflicts), "No conflicts", gen))
 	}
+	kinds := l.kinds
+	if l.conflictReason == string(gatewayv1.ListenerReasonProtocolConflict) {
+		// A listener whose protocol conflicts serves nothing, so it
+		// supports no route kind (the conformance test
+		// TLSRouteListenerMixedTerminationNotSupported asserts this).
+		kinds = nil
+	}
 	return gatewayv1.ListenerStatus{
 		Name:           gatewayv1.SectionName(l.name),
-		SupportedKinds: l.kinds,
+		SupportedKinds: kinds,
 		AttachedRoutes: int32(len(l.attached)),
 		Conditions:     conds,
 	}

@@ -14,7 +14,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
@@ -64,10 +67,25 @@ type Server struct {
 	mu        sync.Mutex
 	published map[string]*published // node group → last good snapshot
 	refused   map[string]string     // node group → why its latest config was refused
+	// live and retired clusters per node group: a cluster that leaves a
+	// Gateway's config is kept, with its endpoints, for RetainRemoved, so
+	// that no proxy sees a route still pointing at a deleted cluster
+	// (clusters reach proxies before the routes that stop using them).
+	live    map[string]map[string]keptCluster
+	retired map[string]map[string]keptCluster
 
 	identities sync.Map // stream ID → Gateway named by the client certificate
 	addr       atomic.Pointer[net.Addr]
 	serving    atomic.Bool
+}
+
+// RetainRemoved is how long a removed cluster stays published.
+var RetainRemoved = 10 * time.Second
+
+type keptCluster struct {
+	cluster   *clusterv3.Cluster
+	endpoints *endpointv3.ClusterLoadAssignment
+	until     time.Time
 }
 
 type published struct {
@@ -89,7 +107,8 @@ func (clusterHash) ID(n *core.Node) string { return n.GetCluster() }
 
 // New returns a server; Start serves it.
 func New(opts Options) *Server {
-	s := &Server{opts: opts, log: opts.Log, published: map[string]*published{}, refused: map[string]string{}}
+	s := &Server{opts: opts, log: opts.Log, published: map[string]*published{}, refused: map[string]string{},
+		live: map[string]map[string]keptCluster{}, retired: map[string]map[string]keptCluster{}}
 	s.guard = newNACKGuard(cachev3.NewSnapshotCache(true, clusterHash{}, nil))
 	s.guard.onChange = s.statusChanged
 	s.cache = s.guard
@@ -105,14 +124,12 @@ func (s *Server) statusChanged() {
 // Publish translates every Gateway's IR to Envoy resources, validates them
 // and sets the snapshots. It implements controllers.Publisher.
 func (s *Server) Publish(_ *gatewayapi.Input, out *gatewayapi.Output) {
+	before := s.PublishErrors()
 	live := map[string]bool{}
-	changed := false
 	for _, gw := range out.Gateways {
 		group := NodeGroup(k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name})
 		live[group] = true
-		if s.publishGateway(group, gw) {
-			changed = true
-		}
+		s.publishGateway(group, gw)
 	}
 	s.mu.Lock()
 	for group := range s.published {
@@ -126,42 +143,146 @@ func (s *Server) Publish(_ *gatewayapi.Input, out *gatewayapi.Output) {
 			delete(s.refused, group)
 		}
 	}
+	for group := range s.live {
+		if !live[group] {
+			delete(s.live, group)
+			delete(s.retired, group)
+		}
+	}
 	s.mu.Unlock()
-	if changed {
+	// A refusal, a NACK of what is now published, or a recovery from
+	// either changes what the Gateway must report. (The translation this
+	// triggers publishes the same versions, so it does not loop.)
+	if !equalErrors(before, s.PublishErrors()) {
 		s.statusChanged()
 	}
 }
 
-// publishGateway sets one Gateway's snapshot; it reports whether the
-// Gateway's refused/accepted state changed.
-func (s *Server) publishGateway(group string, gw *ir.Gateway) bool {
-	snap, versions, err := s.build(gw)
+func equalErrors(a, b map[k8stypes.NamespacedName]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// publishGateway sets one Gateway's snapshot, or records why it cannot.
+func (s *Server) publishGateway(group string, gw *ir.Gateway) {
+	snap, versions, err := s.build(group, gw)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	before, wasRefused := s.refused[group]
 	if err != nil {
 		publishErrors.Inc()
 		s.refused[group] = err.Error()
 		s.log.Error(err, "config refused; the last good config stays", "gateway", group)
-		return !wasRefused || before != err.Error()
+		return
 	}
 	delete(s.refused, group)
-	prev := s.published[group]
-	if prev != nil && equalVersions(prev.versions, versions) {
-		return wasRefused
+	if prev := s.published[group]; prev != nil && equalVersions(prev.versions, versions) {
+		return
 	}
 	if err := s.cache.SetSnapshot(context.Background(), group, snap); err != nil {
 		s.refused[group] = err.Error()
-		return true
+		return
 	}
 	s.published[group] = &published{versions: versions, at: time.Now()}
-	return wasRefused
+}
+
+// keepReferenced adds to every virtual host one route per retained cluster
+// that can never match (":method" both present and absent). Proxyless gRPC
+// clients build a balancer only for clusters their route table references;
+// without the reference, each flip of a route between two backends would
+// tear one down and build it again, and RPCs picked in between fail. No
+// request can reach a retained cluster through these routes.
+func keepReferenced(res *translate.Resources, retired map[string]keptCluster) {
+	if len(retired) == 0 {
+		return
+	}
+	names := make([]string, 0, len(retired))
+	for name := range retired {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, rc := range res.Routes {
+		for _, vh := range rc.GetVirtualHosts() {
+			for _, name := range names {
+				vh.Routes = append(vh.Routes, &routev3.Route{
+					Name: "shardgate-retained/" + name,
+					Match: &routev3.RouteMatch{
+						PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"},
+						Headers: []*routev3.HeaderMatcher{
+							{Name: ":method", HeaderMatchSpecifier: &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}},
+							{Name: ":method", HeaderMatchSpecifier: &routev3.HeaderMatcher_PresentMatch{PresentMatch: false}},
+						},
+					},
+					Action: &routev3.Route_Route{Route: &routev3.RouteAction{
+						ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: name},
+					}},
+				})
+			}
+		}
+	}
+}
+
+// retain adds to res the clusters (and endpoints) that recently left this
+// Gateway's config, and schedules a re-translation for when the first of
+// them expires so it is dropped then.
+func (s *Server) retain(group string, res *translate.Resources) {
+	now := time.Now()
+	current := map[string]keptCluster{}
+	cla := map[string]*endpointv3.ClusterLoadAssignment{}
+	for _, e := range res.Endpoints {
+		cla[e.GetClusterName()] = e
+	}
+	for _, c := range res.Clusters {
+		current[c.GetName()] = keptCluster{cluster: c, endpoints: cla[c.GetName()]}
+	}
+	s.mu.Lock()
+	retired := s.retired[group]
+	if retired == nil {
+		retired = map[string]keptCluster{}
+	}
+	for name, k := range s.live[group] {
+		if _, still := current[name]; !still {
+			if _, already := retired[name]; !already {
+				k.until = now.Add(RetainRemoved)
+				retired[name] = k
+			}
+		}
+	}
+	var next time.Time
+	for name, k := range retired {
+		if _, back := current[name]; back || !now.Before(k.until) {
+			delete(retired, name)
+			continue
+		}
+		res.Clusters = append(res.Clusters, k.cluster)
+		if k.endpoints != nil {
+			res.Endpoints = append(res.Endpoints, k.endpoints)
+		}
+		if next.IsZero() || k.until.Before(next) {
+			next = k.until
+		}
+	}
+	s.retired[group] = retired
+	s.live[group] = current
+	s.mu.Unlock()
+	keepReferenced(res, retired)
+	sort.Slice(res.Clusters, func(i, j int) bool { return res.Clusters[i].GetName() < res.Clusters[j].GetName() })
+	sort.Slice(res.Endpoints, func(i, j int) bool { return res.Endpoints[i].GetClusterName() < res.Endpoints[j].GetClusterName() })
+	if !next.IsZero() {
+		time.AfterFunc(time.Until(next)+10*time.Millisecond, s.statusChanged)
+	}
 }
 
 // build translates and validates a Gateway's config and gives each type a
 // version that is a hash of its content, so a type whose resources did not
 // change keeps its version and is not sent again.
-func (s *Server) build(gw *ir.Gateway) (*cachev3.Snapshot, map[string]string, error) {
+func (s *Server) build(group string, gw *ir.Gateway) (*cachev3.Snapshot, map[string]string, error) {
 	res, err := translate.Translate(gw)
 	if err != nil {
 		return nil, nil, fmt.Errorf("translate: %w", err)
@@ -172,6 +293,7 @@ func (s *Server) build(gw *ir.Gateway) (*cachev3.Snapshot, map[string]string, er
 	if err := translate.Validate(res); err != nil {
 		return nil, nil, fmt.Errorf("validate: %w", err)
 	}
+	s.retain(group, res)
 	byType := map[string][]types.Resource{}
 	for _, l := range res.Listeners {
 		byType[resourcev3.ListenerType] = append(byType[resourcev3.ListenerType], l)
@@ -198,9 +320,10 @@ func (s *Server) build(gw *ir.Gateway) (*cachev3.Snapshot, map[string]string, er
 		versions[typ] = v
 		snap.Resources[cachev3.GetResponseType(typ)] = cachev3.NewResources(v, byType[typ])
 	}
-	if err := snap.Consistent(); err != nil {
-		return nil, nil, fmt.Errorf("inconsistent snapshot: %w", err)
-	}
+	// No snap.Consistent(): translate.Validate's referential checks (run
+	// above) are a superset of it, and Consistent misses the route
+	// references of API listeners, so it refuses configs for proxyless
+	// gRPC clients. Retained clusters keep their endpoints with them.
 	return snap, versions, nil
 }
 

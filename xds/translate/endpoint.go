@@ -5,7 +5,9 @@ Copyright The shardgate Authors.
 package translate
 
 import (
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/shardgate/shardgate/internal/ir"
 )
@@ -27,7 +29,14 @@ func loadAssignment(c *ir.Cluster) *endpointv3.ClusterLoadAssignment {
 		})
 	}
 	if len(lbs) > 0 {
-		cla.Endpoints = []*endpointv3.LocalityLbEndpoints{{LbEndpoints: lbs}}
+		// One locality with an explicit (empty) identity and weight:
+		// Envoy accepts either way, but proxyless gRPC refuses a locality
+		// without an ID, and weighted-locality balancing needs the weight.
+		cla.Endpoints = []*endpointv3.LocalityLbEndpoints{{
+			Locality:            &corev3.Locality{},
+			LoadBalancingWeight: wrapperspb.UInt32(1),
+			LbEndpoints:         lbs,
+		}}
 	}
 	return cla
 }

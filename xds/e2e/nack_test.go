@@ -1,0 +1,142 @@
+package e2e_test
+
+import (
+	"strings"
+	"time"
+
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	xdsserver "github.com/shardgate/shardgate/xds/server"
+)
+
+var _ = Describe("NACK", func() {
+	It("records one NACK, does not resend, and shows it on the Gateway until a new config is accepted", func(ctx SpecContext) {
+		ns := namespace(ctx, "nack")
+		gw := gateway(ctx, ns, "gw", "nack")
+		loopbackService(ctx, ns, "web", startBackend("web"))
+		httpRoute(ctx, gw, "r", "nack", rule(prefix("/"), to("web")))
+		c, node := xdsClient(gw, "nack")
+		Eventually(answeredBy(ctx, c, methodEmpty)).Should(Equal("web"))
+		Expect(nacksFor(node)).To(BeEmpty())
+		metricBefore := nackMetric(resourcev3.RouteType)
+		resendsBefore := srv.Resends()
+
+		By("publishing a route table grpc-go refuses (a path_separated_prefix match)")
+		h.setNACK(gw, true)
+		DeferCleanup(h.setNACK, gw, false)
+		touch(ctx, &gatewayv1.Gateway{ObjectMeta: objectMeta(gw)})
+		Eventually(func() []xdsserver.NACK { return nacksFor(node) }).Should(HaveLen(1))
+		nack := nacksFor(node)[0]
+		Expect(nack.TypeURL).To(Equal(resourcev3.RouteType))
+		Expect(nack.NodeCluster).To(Equal(xdsserver.NodeGroup(gw)))
+		Expect(nack.Version).To(Equal(version(gw, resourcev3.RouteType)), "the NACKed version is the one published")
+		GinkgoWriter.Printf("NACK: %+v\n", nack)
+
+		By("keeping the last good config on the client")
+		Expect(call(ctx, c, methodEmpty)).To(Equal("web"))
+
+		By("not resending the rejected version")
+		time.Sleep(2 * time.Second)
+		resends := srv.Resends() - resendsBefore
+		metric := nackMetric(resourcev3.RouteType) - metricBefore
+		AddReportEntry("NACK", map[string]any{"nacks recorded for the node": len(nacksFor(node)), "resends in 2s": resends,
+			"shardgate_xds_nacks_total{RouteConfiguration} increase": metric})
+		GinkgoWriter.Printf("after 2 s: %d NACK records for the node, %d resends, shardgate_xds_nacks_total +%v\n", len(nacksFor(node)), resends, metric)
+		Expect(nacksFor(node)).To(HaveLen(1))
+		Expect(resends).To(BeNumerically("<=", 1))
+		Expect(metric).To(BeNumerically(">=", 1))
+		Expect(metric).To(BeNumerically("<=", 2))
+		Expect(call(ctx, c, methodEmpty)).To(Equal("web"))
+
+		By("showing the rejection on the Gateway")
+		Eventually(programmed(ctx, gw)).Should(And(
+			HaveField("Status", BeEquivalentTo("False")),
+			HaveField("Reason", Equal(string(gatewayv1.GatewayReasonInvalid))),
+			HaveField("Message", And(ContainSubstring("rejected"), ContainSubstring("RouteConfiguration"), ContainSubstring(node))),
+		))
+
+		By("clearing once a config the client accepts is published")
+		h.setNACK(gw, false)
+		touch(ctx, &gatewayv1.Gateway{ObjectMeta: objectMeta(gw)})
+		Eventually(func() string { return version(gw, resourcev3.RouteType) }).ShouldNot(Equal(nack.Version))
+		Eventually(func() map[types.NamespacedName]string { return srv.PublishErrors() }).ShouldNot(HaveKey(gw))
+		if !strictNACKClear {
+			// Known bug (xds/server, Server.publishGateway): publishing a
+			// version that supersedes a NACKed one does not call
+			// OnStatusChange, and the translation that published it read
+			// the runtime (with the NACK) before publishing, so the
+			// Gateway keeps the stale NACK message until some other event.
+			// Measure it, then nudge with another event.
+			time.Sleep(2 * time.Second)
+			if cond := programmed(ctx, gw)(Default); strings.Contains(cond.Message, "rejected") {
+				AddReportEntry("BUG: stale NACK on Gateway status", cond.Message)
+				GinkgoWriter.Printf("BUG: 2 s after the NACK was superseded the Gateway still says: %s\n", cond.Message)
+			}
+			touch(ctx, &gatewayv1.Gateway{ObjectMeta: objectMeta(gw)})
+		}
+		Eventually(programmed(ctx, gw)).Should(HaveField("Message", Not(ContainSubstring("rejected"))))
+		Expect(call(ctx, c, methodEmpty)).To(Equal("web"))
+		Expect(srv.Resends() - resendsBefore).To(BeNumerically("<=", 1))
+	})
+})
+
+// strictNACKClear requires the Gateway's NACK condition to clear with no
+// event other than the publish of an accepted config. Set it once
+// xds/server triggers a re-translation when a NACKed version is superseded.
+const strictNACKClear = true
+
+func nacksFor(node string) []xdsserver.NACK {
+	var out []xdsserver.NACK
+	for _, n := range srv.NACKs() {
+		if n.NodeID == node {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// version is the published version of one type of a Gateway's snapshot.
+func version(gw types.NamespacedName, typeURL string) string {
+	snap, err := srv.Snapshot(gw)
+	if err != nil {
+		return ""
+	}
+	return snap.GetVersion(typeURL)
+}
+
+// nackMetric reads shardgate_xds_nacks_total for one type URL.
+func nackMetric(typeURL string) float64 {
+	GinkgoHelper()
+	mfs, err := ctrlmetrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, mf := range mfs {
+		if mf.GetName() != "shardgate_xds_nacks_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "type_url" && l.GetValue() == typeURL {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// programmed returns the Gateway's Programmed condition.
+func programmed(ctx SpecContext, gw types.NamespacedName) func(Gomega) metav1Condition {
+	return func(g Gomega) metav1Condition {
+		var obj gatewayv1.Gateway
+		g.Expect(env.Client.Get(ctx, gw, &obj)).To(Succeed())
+		cond := meta.FindStatusCondition(obj.Status.Conditions, string(gatewayv1.GatewayConditionProgrammed))
+		g.Expect(cond).NotTo(BeNil())
+		return *cond
+	}
+}
