@@ -1,0 +1,141 @@
+package server
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/go-logr/logr"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/shardgate/shardgate/internal/gatewayapi"
+	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/xds/translate"
+)
+
+// gatewayIR loads an IR case of the translator's goldens: a Gateway that
+// routes to one cluster.
+func gatewayIR(t *testing.T, file string) *ir.Gateway {
+	t.Helper()
+	data, err := os.ReadFile("../translate/testdata/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gw ir.Gateway
+	if err := yaml.Unmarshal(data, &gw); err != nil {
+		t.Fatal(err)
+	}
+	return &gw
+}
+
+// A config that fails validation is never published: the last good one
+// stays, and the Gateway reports why.
+func TestRefusedConfigKeepsTheLastGoodOne(t *testing.T) {
+	var breakIt bool
+	s := New(Options{Log: logr.Discard(), Decorate: func(_ string, res *translate.Resources) {
+		if breakIt && len(res.Routes) > 0 {
+			vh := res.Routes[0].VirtualHosts[0]
+			vh.Routes = append(vh.Routes, &routev3.Route{
+				Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/broken"}},
+				Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "no/such/cluster"}}},
+			})
+		}
+	}})
+	gw := gatewayIR(t, "http-single-route.in.yaml")
+	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
+	out := &gatewayapi.Output{Gateways: []*ir.Gateway{gw}}
+
+	s.Publish(nil, out)
+	if errs := s.PublishErrors(); len(errs) != 0 {
+		t.Fatalf("good config refused: %v", errs)
+	}
+	snap, err := s.Snapshot(nn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := snap.GetVersion(resourcev3.RouteType)
+
+	breakIt = true
+	s.Publish(nil, out)
+	msg := s.PublishErrors()[nn]
+	if !strings.Contains(msg, "no/such/cluster") {
+		t.Fatalf("refusal not reported with the missing cluster: %q", msg)
+	}
+	snap, _ = s.Snapshot(nn)
+	if v := snap.GetVersion(resourcev3.RouteType); v != good {
+		t.Fatalf("a refused config was published: route version %s, last good %s", v, good)
+	}
+	for name := range snap.GetResources(resourcev3.RouteType) {
+		r := snap.GetResources(resourcev3.RouteType)[name].(*routev3.RouteConfiguration)
+		for _, vh := range r.GetVirtualHosts() {
+			for _, rt := range vh.GetRoutes() {
+				if rt.GetRoute().GetCluster() == "no/such/cluster" {
+					t.Fatal("the broken route reached the published snapshot")
+				}
+			}
+		}
+	}
+
+	breakIt = false
+	s.Publish(nil, out)
+	if errs := s.PublishErrors(); len(errs) != 0 {
+		t.Fatalf("recovery not recorded: %v", errs)
+	}
+}
+
+// Publishing an unchanged config keeps every type's version, so nothing is
+// sent again; a removed cluster stays for RetainRemoved, then goes.
+func TestVersionsAndRetention(t *testing.T) {
+	old := RetainRemoved
+	RetainRemoved = 200 * time.Millisecond
+	defer func() { RetainRemoved = old }()
+	changed := make(chan struct{}, 16)
+	s := New(Options{Log: logr.Discard(), OnStatusChange: func() { changed <- struct{}{} }})
+	two := gatewayIR(t, "weighted-two-backends.in.yaml")
+	nn := k8stypes.NamespacedName{Namespace: two.Namespace, Name: two.Name}
+	s.Publish(nil, &gatewayapi.Output{Gateways: []*ir.Gateway{two}})
+	first, _ := s.Snapshot(nn)
+	s.Publish(nil, &gatewayapi.Output{Gateways: []*ir.Gateway{two}})
+	again, _ := s.Snapshot(nn)
+	for _, typ := range typeOrder {
+		if first.GetVersion(typ) != again.GetVersion(typ) {
+			t.Fatalf("%s version changed for an unchanged config", typ)
+		}
+	}
+	clusters := len(first.GetResources(resourcev3.ClusterType))
+	if clusters < 2 {
+		t.Fatalf("want two clusters in the case, got %d", clusters)
+	}
+
+	one := gatewayIR(t, "http-single-route.in.yaml")
+	one.Namespace, one.Name = two.Namespace, two.Name
+	s.Publish(nil, &gatewayapi.Output{Gateways: []*ir.Gateway{one}})
+	kept, _ := s.Snapshot(nn)
+	if got := len(kept.GetResources(resourcev3.ClusterType)); got < clusters {
+		t.Fatalf("removed clusters were dropped at once: %d clusters, had %d", got, clusters)
+	}
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no re-translation was asked for when retention expired")
+	}
+	s.Publish(nil, &gatewayapi.Output{Gateways: []*ir.Gateway{one}})
+	after, _ := s.Snapshot(nn)
+	want := len(translateOrDie(t, one).Clusters)
+	if got := len(after.GetResources(resourcev3.ClusterType)); got != want {
+		t.Fatalf("after retention: %d clusters, want %d", got, want)
+	}
+}
+
+func translateOrDie(t *testing.T, gw *ir.Gateway) *translate.Resources {
+	t.Helper()
+	res, err := translate.Translate(gw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
