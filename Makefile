@@ -71,11 +71,6 @@ conformance:
 conformance-local: envtest-assets
 	CI=$${CI:-} $(GO) test -count=1 -timeout 15m -ldflags '$(LDFLAGS)' -run '^(TestConformanceLocal|TestTrafficTestsUpToDate|TestScan.*)$$' -v ./conformance/ $(if $(CONFORMANCE_FLAGS),-args $(CONFORMANCE_FLAGS))
 
-## test-long: what make test skips for time or because it still fails: the xDS disruption test
-.PHONY: test-long
-test-long: envtest-assets
-	E2E_DISRUPTION=1 $(GO) test -count=1 -timeout 20m -v -run 'TestE2E' ./xds/e2e/
-
 ## bench: Go benchmarks (figures, not pass/fail)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./internal/hostnames/

@@ -73,6 +73,10 @@ type Server struct {
 	// (clusters reach proxies before the routes that stop using them).
 	live    map[string]map[string]keptCluster
 	retired map[string]map[string]keptCluster
+	// pending: node groups whose new config waits for proxyless clients to
+	// acknowledge phase one of a two-phase publish (twophase.go).
+	pending map[string]*pendingPublish
+	streams map[int64]*streamState
 
 	identities sync.Map // stream ID → Gateway named by the client certificate
 	addr       atomic.Pointer[net.Addr]
@@ -108,7 +112,8 @@ func (clusterHash) ID(n *core.Node) string { return n.GetCluster() }
 // New returns a server; Start serves it.
 func New(opts Options) *Server {
 	s := &Server{opts: opts, log: opts.Log, published: map[string]*published{}, refused: map[string]string{},
-		live: map[string]map[string]keptCluster{}, retired: map[string]map[string]keptCluster{}}
+		live: map[string]map[string]keptCluster{}, retired: map[string]map[string]keptCluster{},
+		pending: map[string]*pendingPublish{}, streams: map[int64]*streamState{}}
 	s.guard = newNACKGuard(cachev3.NewSnapshotCache(true, clusterHash{}, nil))
 	s.guard.onChange = s.statusChanged
 	s.cache = s.guard
@@ -147,6 +152,7 @@ func (s *Server) Publish(_ *gatewayapi.Input, out *gatewayapi.Output) {
 		if !live[group] {
 			delete(s.live, group)
 			delete(s.retired, group)
+			delete(s.pending, group) // a pending phase two must not revive it
 		}
 	}
 	s.mu.Unlock()
@@ -172,7 +178,7 @@ func equalErrors(a, b map[k8stypes.NamespacedName]string) bool {
 
 // publishGateway sets one Gateway's snapshot, or records why it cannot.
 func (s *Server) publishGateway(group string, gw *ir.Gateway) {
-	snap, versions, err := s.build(group, gw)
+	b, err := s.build(group, gw)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -182,9 +188,26 @@ func (s *Server) publishGateway(group string, gw *ir.Gateway) {
 		return
 	}
 	delete(s.refused, group)
-	if prev := s.published[group]; prev != nil && equalVersions(prev.versions, versions) {
+	if p := s.pending[group]; p != nil {
+		// Phase two is waiting for proxyless clients to acknowledge phase
+		// one; it will publish this newer config instead.
+		p.next = b
 		return
 	}
+	prev := s.published[group]
+	if prev != nil && equalVersions(prev.versions, b.versions) {
+		return
+	}
+	if prev != nil && len(b.introduced) > 0 && s.hasProxyless(group) {
+		if s.startTwoPhase(group, b) {
+			return
+		}
+	}
+	s.setSnapshot(group, b.snap, b.versions)
+}
+
+// setSnapshot publishes; call with s.mu held.
+func (s *Server) setSnapshot(group string, snap *cachev3.Snapshot, versions map[string]string) {
 	if err := s.cache.SetSnapshot(context.Background(), group, snap); err != nil {
 		s.refused[group] = err.Error()
 		return
@@ -198,15 +221,10 @@ func (s *Server) publishGateway(group string, gw *ir.Gateway) {
 // without the reference, each flip of a route between two backends would
 // tear one down and build it again, and RPCs picked in between fail. No
 // request can reach a retained cluster through these routes.
-func keepReferenced(res *translate.Resources, retired map[string]keptCluster) {
-	if len(retired) == 0 {
+func keepReferenced(res *translate.Resources, names []string) {
+	if len(names) == 0 {
 		return
 	}
-	names := make([]string, 0, len(retired))
-	for name := range retired {
-		names = append(names, name)
-	}
-	sort.Strings(names)
 	for _, rc := range res.Routes {
 		for _, vh := range rc.GetVirtualHosts() {
 			for _, name := range names {
@@ -231,7 +249,7 @@ func keepReferenced(res *translate.Resources, retired map[string]keptCluster) {
 // retain adds to res the clusters (and endpoints) that recently left this
 // Gateway's config, and schedules a re-translation for when the first of
 // them expires so it is dropped then.
-func (s *Server) retain(group string, res *translate.Resources) {
+func (s *Server) retain(group string, res *translate.Resources) (introduced []string) {
 	now := time.Now()
 	current := map[string]keptCluster{}
 	cla := map[string]*endpointv3.ClusterLoadAssignment{}
@@ -268,32 +286,70 @@ func (s *Server) retain(group string, res *translate.Resources) {
 			next = k.until
 		}
 	}
+	if prev, ok := s.live[group]; ok {
+		for name := range current {
+			if _, known := prev[name]; !known {
+				if _, kept := retired[name]; !kept {
+					introduced = append(introduced, name)
+				}
+			}
+		}
+	}
 	s.retired[group] = retired
 	s.live[group] = current
 	s.mu.Unlock()
-	keepReferenced(res, retired)
+	sort.Strings(introduced)
+	keepReferenced(res, retiredNames(retired))
 	sort.Slice(res.Clusters, func(i, j int) bool { return res.Clusters[i].GetName() < res.Clusters[j].GetName() })
 	sort.Slice(res.Endpoints, func(i, j int) bool { return res.Endpoints[i].GetClusterName() < res.Endpoints[j].GetClusterName() })
 	if !next.IsZero() {
 		time.AfterFunc(time.Until(next)+10*time.Millisecond, s.statusChanged)
 	}
+	return introduced
+}
+
+func retiredNames(retired map[string]keptCluster) []string {
+	names := make([]string, 0, len(retired))
+	for name := range retired {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // build translates and validates a Gateway's config and gives each type a
 // version that is a hash of its content, so a type whose resources did not
 // change keeps its version and is not sent again.
-func (s *Server) build(group string, gw *ir.Gateway) (*cachev3.Snapshot, map[string]string, error) {
+func (s *Server) build(group string, gw *ir.Gateway) (*built, error) {
 	res, err := translate.Translate(gw)
 	if err != nil {
-		return nil, nil, fmt.Errorf("translate: %w", err)
+		return nil, fmt.Errorf("translate: %w", err)
 	}
 	if s.opts.Decorate != nil {
 		s.opts.Decorate(NodeGroup(k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}), res)
 	}
 	if err := translate.Validate(res); err != nil {
-		return nil, nil, fmt.Errorf("validate: %w", err)
+		return nil, fmt.Errorf("validate: %w", err)
 	}
-	s.retain(group, res)
+	introduced := s.retain(group, res)
+	snap, versions, err := snapshotOf(res)
+	if err != nil {
+		return nil, err
+	}
+	return &built{snap: snap, versions: versions, res: res, introduced: introduced}, nil
+}
+
+// built is a validated config, ready to publish.
+type built struct {
+	snap       *cachev3.Snapshot
+	versions   map[string]string
+	res        *translate.Resources
+	introduced []string // clusters new to the Gateway's config
+}
+
+// snapshotOf turns resources into a snapshot whose per-type versions are
+// content hashes.
+func snapshotOf(res *translate.Resources) (*cachev3.Snapshot, map[string]string, error) {
 	byType := map[string][]types.Resource{}
 	for _, l := range res.Listeners {
 		byType[resourcev3.ListenerType] = append(byType[resourcev3.ListenerType], l)
@@ -480,6 +536,7 @@ func (c *callbacks) OnStreamOpen(ctx context.Context, id int64, _ string) error 
 
 func (c *callbacks) OnStreamClosed(id int64, node *core.Node) {
 	connectedProxies.Dec()
+	c.s.forgetStream(id)
 	c.s.identities.Delete(id)
 	if node != nil {
 		c.s.guard.forget(node.GetId())
@@ -489,7 +546,11 @@ func (c *callbacks) OnStreamClosed(id int64, node *core.Node) {
 // OnStreamRequest refuses a request whose node asks for a Gateway other
 // than the one its client certificate names, and logs unknown nodes.
 func (c *callbacks) OnStreamRequest(id int64, req *discovery.DiscoveryRequest) error {
-	return c.check(id, req.GetNode())
+	if err := c.check(id, req.GetNode()); err != nil {
+		return err
+	}
+	c.s.observeRequest(id, req)
+	return nil
 }
 
 func (c *callbacks) check(id int64, node *core.Node) error {

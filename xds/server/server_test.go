@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/go-logr/logr"
 	k8stypes "k8s.io/apimachinery/pkg/types"
@@ -138,4 +140,89 @@ func translateOrDie(t *testing.T, gw *ir.Gateway) *translate.Resources {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// A Gateway with only Envoys connected is published in one step; one with a
+// proxyless gRPC client first gets the new cluster referenced from the old
+// route table, and the new route table only after the client acknowledged.
+func TestTwoPhaseOnlyForProxylessClients(t *testing.T) {
+	for _, tc := range []struct {
+		userAgent string
+		twoPhase  bool
+	}{{"envoy", false}, {"gRPC Go", true}} {
+		t.Run(tc.userAgent, func(t *testing.T) {
+			old := PhaseTwoTimeout
+			PhaseTwoTimeout = 5 * time.Second
+			defer func() { PhaseTwoTimeout = old }()
+			s := New(Options{Log: logr.Discard()})
+			one := gatewayIR(t, "http-single-route.in.yaml")
+			two := gatewayIR(t, "weighted-two-backends.in.yaml")
+			two.Namespace, two.Name = one.Namespace, one.Name
+			nn := k8stypes.NamespacedName{Namespace: one.Namespace, Name: one.Name}
+			group := NodeGroup(nn)
+			s.Publish(nil, &gatewayapi.Output{Gateways: []*ir.Gateway{one}})
+			before, _ := s.Snapshot(nn)
+			oldRoutes := before.GetVersion(resourcev3.RouteType)
+			s.observeRequest(1, &discovery.DiscoveryRequest{
+				Node:    &core.Node{Id: "n1", Cluster: group, UserAgentName: tc.userAgent},
+				TypeUrl: resourcev3.RouteType, VersionInfo: oldRoutes,
+			})
+
+			s.Publish(nil, &gatewayapi.Output{Gateways: []*ir.Gateway{two}})
+			final := translateOrDie(t, two)
+			mid, _ := s.Snapshot(nn)
+			if !tc.twoPhase {
+				if isPending(s, group) || len(mid.GetResources(resourcev3.ClusterType)) < len(final.Clusters) {
+					t.Fatal("an Envoy-only Gateway was not published in one step")
+				}
+				return
+			}
+			// Phase one: every new cluster, referenced only by routes that
+			// cannot match, in the old route table.
+			for _, c := range final.Clusters {
+				if _, ok := mid.GetResources(resourcev3.ClusterType)[c.GetName()]; !ok {
+					t.Fatalf("phase one lacks cluster %s", c.GetName())
+				}
+			}
+			placeholders := 0
+			for _, r := range mid.GetResources(resourcev3.RouteType) {
+				for _, vh := range r.(*routev3.RouteConfiguration).GetVirtualHosts() {
+					for _, rt := range vh.GetRoutes() {
+						if strings.HasPrefix(rt.GetName(), "shardgate-retained/") {
+							placeholders++
+						}
+					}
+				}
+			}
+			if placeholders == 0 {
+				t.Fatal("phase one does not reference the new clusters")
+			}
+			phaseOne := mid.GetVersion(resourcev3.RouteType)
+			time.Sleep(50 * time.Millisecond)
+			if !isPending(s, group) {
+				t.Fatal("phase two was published before the client acknowledged phase one")
+			}
+			s.observeRequest(1, &discovery.DiscoveryRequest{TypeUrl: resourcev3.RouteType, VersionInfo: phaseOne})
+			deadline := time.Now().Add(2 * time.Second)
+			for {
+				if !isPending(s, group) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("phase two not published after the acknowledgement")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			after, _ := s.Snapshot(nn)
+			if after.GetVersion(resourcev3.RouteType) == phaseOne {
+				t.Fatal("the route table did not move to the new config")
+			}
+		})
+	}
+}
+
+func isPending(s *Server, group string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pending[group] != nil
 }

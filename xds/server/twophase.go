@@ -1,0 +1,192 @@
+package server
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/shardgate/shardgate/xds/translate"
+)
+
+// Two-phase publish, for Gateways with proxyless gRPC clients.
+//
+// A proxyless gRPC client builds a balancer only for the clusters its route
+// table references, and installs a new route table before that balancer
+// exists: an RPC routed to a cluster the table has just introduced fails
+// ("unknown cluster selected for RPC"). So when a new config introduces a
+// cluster and such clients are connected, phase one publishes the new
+// clusters and endpoints with the previous route tables, which reference the
+// new clusters only through routes that never match; phase two, the real
+// config, follows once every proxyless client of the Gateway has
+// acknowledged phase one's route version (or after PhaseTwoTimeout). Envoy
+// warms clusters before using them and needs none of this: a Gateway with
+// only Envoys connected is published in one step.
+
+// PhaseTwoTimeout bounds the wait for acknowledgements of phase one.
+var PhaseTwoTimeout = time.Second
+
+// phaseTwoSettle is a short pause after the acknowledgements, for the
+// client's balancer update to be applied before the route table that uses
+// it (the acknowledgement is sent when the resource is accepted).
+const phaseTwoSettle = 5 * time.Millisecond
+
+type pendingPublish struct {
+	rdsVersion string // phase one's RouteConfiguration version
+	next       *built // phase two: the latest config
+}
+
+type streamState struct {
+	group     string
+	proxyless bool
+	ackedRDS  string
+}
+
+// proxyless reports whether a node is a gRPC library rather than a proxy;
+// gRPC sets user_agent_name to "gRPC Go", "gRPC Java", "gRPC C-core", ....
+func proxyless(userAgent string) bool {
+	return strings.HasPrefix(strings.ToLower(userAgent), "grpc")
+}
+
+// observeRequest records a stream's group, kind of client, and the route
+// version it has acknowledged.
+func (s *Server) observeRequest(id int64, req *discovery.DiscoveryRequest) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.streams[id]
+	if st == nil {
+		st = &streamState{}
+		s.streams[id] = st
+	}
+	if n := req.GetNode(); n != nil {
+		st.group = n.GetCluster()
+		st.proxyless = proxyless(n.GetUserAgentName())
+	}
+	if req.GetTypeUrl() == resourcev3.RouteType && req.GetErrorDetail() == nil {
+		st.ackedRDS = req.GetVersionInfo()
+	}
+}
+
+func (s *Server) forgetStream(id int64) {
+	s.mu.Lock()
+	delete(s.streams, id)
+	s.mu.Unlock()
+}
+
+// hasProxyless: call with s.mu held.
+func (s *Server) hasProxyless(group string) bool {
+	for _, st := range s.streams {
+		if st.group == group && st.proxyless {
+			return true
+		}
+	}
+	return false
+}
+
+// acknowledged: every proxyless stream of group has route version v. Call
+// with s.mu held.
+func (s *Server) acknowledged(group, v string) bool {
+	for _, st := range s.streams {
+		if st.group == group && st.proxyless && st.ackedRDS != v {
+			return false
+		}
+	}
+	return true
+}
+
+// startTwoPhase publishes phase one of b and schedules phase two. It
+// reports false when there is no previous config to build phase one from.
+// Call with s.mu held.
+func (s *Server) startTwoPhase(group string, b *built) bool {
+	prev, err := s.cache.GetSnapshot(group)
+	if err != nil {
+		return false
+	}
+	one := &translate.Resources{Clusters: b.res.Clusters, Endpoints: b.res.Endpoints}
+	for _, r := range sortedResources[*listenerv3.Listener](prev.GetResources(resourcev3.ListenerType)) {
+		one.Listeners = append(one.Listeners, r)
+	}
+	for _, r := range sortedResources[*routev3.RouteConfiguration](prev.GetResources(resourcev3.RouteType)) {
+		one.Routes = append(one.Routes, proto.Clone(r).(*routev3.RouteConfiguration))
+	}
+	// The previous listeners may still use secrets the new config dropped.
+	secrets := map[string]*tlsv3.Secret{}
+	for _, r := range sortedResources[*tlsv3.Secret](prev.GetResources(resourcev3.SecretType)) {
+		secrets[r.GetName()] = r
+	}
+	for _, r := range b.res.Secrets {
+		secrets[r.GetName()] = r
+	}
+	for _, r := range secrets {
+		one.Secrets = append(one.Secrets, r)
+	}
+	sort.Slice(one.Secrets, func(i, j int) bool { return one.Secrets[i].GetName() < one.Secrets[j].GetName() })
+	// The previous route tables may still use clusters the new config
+	// dropped (and retention did not keep): keep those too.
+	have := map[string]bool{}
+	for _, c := range one.Clusters {
+		have[c.GetName()] = true
+	}
+	prevEndpoints := prev.GetResources(resourcev3.EndpointType)
+	for _, c := range sortedResources[*clusterv3.Cluster](prev.GetResources(resourcev3.ClusterType)) {
+		if !have[c.GetName()] {
+			one.Clusters = append(one.Clusters, c)
+			if e, ok := prevEndpoints[c.GetName()].(*endpointv3.ClusterLoadAssignment); ok {
+				one.Endpoints = append(one.Endpoints, e)
+			}
+		}
+	}
+	keepReferenced(one, b.introduced)
+	snap, versions, err := snapshotOf(one)
+	if err != nil {
+		return false
+	}
+	s.setSnapshot(group, snap, versions)
+	s.pending[group] = &pendingPublish{rdsVersion: versions[resourcev3.RouteType], next: b}
+	go s.finishTwoPhase(group)
+	return true
+}
+
+// finishTwoPhase publishes phase two once phase one is acknowledged.
+func (s *Server) finishTwoPhase(group string) {
+	deadline := time.Now().Add(PhaseTwoTimeout)
+	for {
+		s.mu.Lock()
+		p := s.pending[group]
+		done := p == nil || s.acknowledged(group, p.rdsVersion) || time.Now().After(deadline)
+		s.mu.Unlock()
+		if done {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(phaseTwoSettle)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pending[group]
+	if p == nil {
+		return
+	}
+	delete(s.pending, group)
+	s.setSnapshot(group, p.next.snap, p.next.versions)
+}
+
+func sortedResources[T interface{ GetName() string }](m map[string]types.Resource) []T {
+	out := make([]T, 0, len(m))
+	for _, r := range m {
+		if t, ok := r.(T); ok {
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
+	return out
+}
