@@ -71,9 +71,11 @@ conformance:
 conformance-local: envtest-assets
 	CI=$${CI:-} $(GO) test -count=1 -timeout 15m -ldflags '$(LDFLAGS)' -run '^(TestConformanceLocal|TestTrafficTestsUpToDate|TestScan.*)$$' -v ./conformance/ $(if $(CONFORMANCE_FLAGS),-args $(CONFORMANCE_FLAGS))
 
-## bench: Go benchmarks (figures, not pass/fail)
-bench:
+## bench: Go benchmarks, then the bench command against the harness apiserver (figures, not pass/fail; see BENCHMARKS.md)
+bench: envtest-assets
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./internal/hostnames/
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/gatewayapi/ ./xds/translate/
+	$(GO) run ./hack/bench
 
 ## demo: boot the embedded control plane, run shardgate, apply examples/, stay up until Ctrl-C
 demo: envtest-assets build

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/shardgate/shardgate/internal/pki"
+	"github.com/shardgate/shardgate/internal/testenv"
+)
+
+const (
+	routeTypeURL = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+	routeTable   = "http-80"
+)
+
+// rdsWatch is an ADS stream subscribed to the Gateway's RouteConfiguration
+// "http-80" over mTLS, as the Gateway's node. It ACKs every response and
+// records when a hostname it was asked to expect first appears.
+type rdsWatch struct {
+	cc     *grpc.ClientConn
+	stream discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient
+	node   *core.Node
+
+	mu      sync.Mutex
+	waiting map[string]chan time.Time
+
+	responses atomic.Int64
+	vhosts    atomic.Int64
+	done      chan struct{}
+	err       error
+}
+
+func (b *bench) dialRDS(ctx context.Context) (*rdsWatch, error) {
+	var secret corev1.Secret
+	key := types.NamespacedName{Namespace: testenv.SystemNamespace, Name: "shardgate-xds-ca"}
+	if err := b.waitFor(ctx, 30*time.Second, "Secret "+key.String(), func() (bool, error) {
+		err := b.c.Get(ctx, key, &secret)
+		return err == nil, client.IgnoreNotFound(err)
+	}); err != nil {
+		return nil, err
+	}
+	ca, err := pki.ParseCA(secret.Data["tls.crt"], secret.Data["tls.key"])
+	if err != nil {
+		return nil, err
+	}
+	certPEM, keyPEM, err := ca.IssueGateway(b.gw)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	creds := credentials.NewTLS(&tls.Config{
+		ServerName: "localhost", RootCAs: ca.Pool(), Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+	})
+	cc, err := grpc.NewClient(b.xdsAddr, grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
+	if err != nil {
+		return nil, err
+	}
+	stream, err := discovery.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx)
+	if err != nil {
+		_ = cc.Close()
+		return nil, err
+	}
+	w := &rdsWatch{
+		cc: cc, stream: stream,
+		node:    &core.Node{Id: "bench", Cluster: b.gw.String(), UserAgentName: "envoy"},
+		waiting: map[string]chan time.Time{},
+		done:    make(chan struct{}),
+	}
+	if err := stream.Send(&discovery.DiscoveryRequest{Node: w.node, TypeUrl: routeTypeURL, ResourceNames: []string{routeTable}}); err != nil {
+		_ = cc.Close()
+		return nil, err
+	}
+	go w.receive()
+	return w, nil
+}
+
+func (w *rdsWatch) Close() {
+	_ = w.cc.Close()
+	<-w.done
+}
+
+// expect registers host before the change that should bring it; the
+// channel receives the time the first response containing it arrived.
+func (w *rdsWatch) expect(host string) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	w.mu.Lock()
+	w.waiting[host] = ch
+	w.mu.Unlock()
+	return ch
+}
+
+func (w *rdsWatch) receive() {
+	defer close(w.done)
+	for {
+		resp, err := w.stream.Recv()
+		at := time.Now()
+		if err != nil {
+			w.err = err
+			return
+		}
+		w.responses.Add(1)
+		domains := map[string]bool{}
+		var nack string
+		vhosts := 0
+		for _, a := range resp.GetResources() {
+			var rc routev3.RouteConfiguration
+			if err := proto.Unmarshal(a.GetValue(), &rc); err != nil {
+				nack = err.Error()
+				break
+			}
+			if rc.GetName() != routeTable {
+				continue
+			}
+			for _, vh := range rc.GetVirtualHosts() {
+				vhosts++
+				for _, d := range vh.GetDomains() {
+					d, _, _ = strings.Cut(d, ":")
+					domains[d] = true
+				}
+			}
+		}
+		w.vhosts.Store(int64(vhosts))
+		w.mu.Lock()
+		for host, ch := range w.waiting {
+			if domains[host] {
+				ch <- at
+				delete(w.waiting, host)
+			}
+		}
+		w.mu.Unlock()
+		ack := &discovery.DiscoveryRequest{
+			Node: w.node, TypeUrl: routeTypeURL, ResourceNames: []string{routeTable},
+			VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce(),
+		}
+		if nack != "" {
+			// A response we cannot decode is NACKed; the previous version stays.
+			ack.VersionInfo = ""
+			ack.ErrorDetail = &status.Status{Code: 3, Message: nack} // INVALID_ARGUMENT
+		}
+		if err := w.stream.Send(ack); err != nil {
+			w.err = err
+			return
+		}
+	}
+}
+
+// propagation creates P routes, connects the RDS client, then measures
+// route create → RouteConfiguration with its hostname received, first
+// quietly, then while ChurnRate other routes are updated per second.
+func (b *bench) propagation(ctx context.Context) error {
+	p := b.cfg.PropagationRoutes
+	b.logf("propagation: creating %d HTTPRoutes with %d workers", p, b.cfg.LoadWorkers)
+	if err := parallel(ctx, p, b.cfg.LoadWorkers, func(ctx context.Context, i int) error {
+		return b.c.Create(ctx, route(fmt.Sprintf("p-%d", i), "propagation", fmt.Sprintf("p-%d.%s", i, domain), svcName))
+	}, func(done int) { b.logf("propagation: %d/%d created", done, p) }); err != nil {
+		return err
+	}
+	b.routes += p
+	if err := b.poll(ctx, 5*time.Minute, 100*time.Millisecond, fmt.Sprintf("attachedRoutes=%d", b.routes), func() (bool, error) {
+		got, _, err := b.attached(ctx)
+		return err == nil && got == b.routes, err
+	}); err != nil {
+		return err
+	}
+	if _, err := b.settledWrites(ctx); err != nil {
+		return err
+	}
+	w, err := b.dialRDS(ctx)
+	if err != nil {
+		return fmt.Errorf("xDS client: %w", err)
+	}
+	defer w.Close()
+	last := w.expect(fmt.Sprintf("p-%d.%s", p-1, domain))
+	select {
+	case <-last:
+	case <-w.done:
+		return fmt.Errorf("xDS stream ended: %w", w.err)
+	case <-time.After(60 * time.Second):
+		return fmt.Errorf("xDS client saw no RouteConfiguration %q with all %d routes in 60 s (%d responses)", routeTable, p, w.responses.Load())
+	}
+	b.logf("propagation: xDS client connected as %s; RouteConfiguration %q has %d virtual hosts", b.gw, routeTable, w.vhosts.Load())
+
+	tr := b.translations(ctx)
+	samples, late, err := b.sample(ctx, w, "s", b.cfg.Samples, 20*time.Millisecond)
+	b.res.Propagation, b.res.PropagationLate = samples, late
+	b.res.PropagationTranslations, b.res.PropagationTranslateMean = tr()
+	if err != nil {
+		return err
+	}
+	b.logf("propagation: %s; %d translations, mean %s", summary(samples), b.res.PropagationTranslations, ms(b.res.PropagationTranslateMean))
+
+	// Churn: ChurnRate updates per second, round-robin over 10 of the P
+	// routes, each changing the route's path (so its xDS content changes).
+	churnCtx, stopChurn := context.WithCancel(ctx)
+	var churnDone sync.WaitGroup
+	churnDone.Go(func() {
+		t := time.NewTicker(time.Second / time.Duration(b.cfg.ChurnRate))
+		defer t.Stop()
+		for k := 0; ; k++ {
+			select {
+			case <-churnCtx.Done():
+				return
+			case <-t.C:
+			}
+			r := &gatewayv1.HTTPRoute{}
+			r.Namespace, r.Name = benchNS, fmt.Sprintf("p-%d", k%min(10, p))
+			patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"rules": []any{map[string]any{
+				"matches":     []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": fmt.Sprintf("/churn-%d", k)}}},
+				"backendRefs": []any{map[string]any{"name": svcName, "port": 80}},
+			}}}})
+			if err := b.c.Patch(churnCtx, r, client.RawPatch(types.MergePatchType, patch)); err != nil {
+				if churnCtx.Err() == nil {
+					b.res.ChurnUpdateError++
+				}
+				continue
+			}
+			b.res.ChurnUpdates++
+		}
+	})
+	gap := b.cfg.ChurnDuration / time.Duration(max(b.cfg.Samples, 1))
+	b.logf("propagation: churn (%d route updates/s), %d samples %s apart", b.cfg.ChurnRate, b.cfg.Samples, gap)
+	tr = b.translations(ctx)
+	samples, late, err = b.sample(ctx, w, "c", b.cfg.Samples, gap)
+	stopChurn()
+	churnDone.Wait()
+	b.res.Churn, b.res.ChurnLate = samples, late
+	b.res.ChurnTranslations, b.res.ChurnTranslateMean = tr()
+	if err != nil {
+		return err
+	}
+	b.logf("propagation under churn: %s; %d churn updates (%d failed); %d translations, mean %s", summary(samples),
+		b.res.ChurnUpdates, b.res.ChurnUpdateError, b.res.ChurnTranslations, ms(b.res.ChurnTranslateMean))
+	return nil
+}
+
+// sample creates n routes one at a time, each time measuring from the
+// create returning to the RouteConfiguration with its hostname arriving.
+// Each sample starts gap after the previous one started (at least).
+func (b *bench) sample(ctx context.Context, w *rdsWatch, prefix string, n int, gap time.Duration) ([]time.Duration, int, error) {
+	var out []time.Duration
+	late := 0
+	for i := range n {
+		began := time.Now()
+		host := fmt.Sprintf("%s-%d.%s", prefix, i, domain)
+		seen := w.expect(host)
+		if err := b.c.Create(ctx, route(fmt.Sprintf("%s-%d", prefix, i), "propagation", host, svcName)); err != nil {
+			return out, late, err
+		}
+		created := time.Now()
+		b.routes++
+		select {
+		case at := <-seen:
+			// The response can beat the create's HTTP answer home.
+			out = append(out, max(at.Sub(created), 0))
+		case <-w.done:
+			return out, late, fmt.Errorf("xDS stream ended: %w", w.err)
+		case <-time.After(b.cfg.SampleTimeout):
+			late++
+			out = append(out, b.cfg.SampleTimeout)
+		case <-ctx.Done():
+			return out, late, ctx.Err()
+		}
+		if rest := gap - time.Since(began); rest > 0 {
+			time.Sleep(rest)
+		}
+	}
+	if w.err != nil {
+		return out, late, w.err
+	}
+	return out, late, nil
+}
+
+// translations starts counting shardgate's translations; the returned
+// function gives how many ran since, and their mean duration (zero when
+// the metric cannot be read).
+func (b *bench) translations(ctx context.Context) func() (int, time.Duration) {
+	read := func() (float64, float64) {
+		m, err := scrape(ctx, b.metrics)
+		if err != nil {
+			return 0, 0
+		}
+		return m["shardgate_translate_duration_seconds_count"], m["shardgate_translate_duration_seconds_sum"]
+	}
+	c0, s0 := read()
+	return func() (int, time.Duration) {
+		c1, s1 := read()
+		n := c1 - c0
+		if n <= 0 {
+			return 0, 0
+		}
+		return int(n), time.Duration((s1 - s0) / n * float64(time.Second))
+	}
+}
