@@ -259,26 +259,10 @@ func RunIPs(ctx context.Context, c client.Client, opts IPsOptions, w io.Writer) 
 }
 
 func listLeasedIPs(ctx context.Context, c client.Client, opts IPsOptions) ([]shardgatev1alpha1.LeasedIP, error) {
-	limit := opts.PageSize
-	if limit <= 0 {
-		limit = 500
-	}
 	var items []shardgatev1alpha1.LeasedIP
-	cont := ""
-	for {
-		var page shardgatev1alpha1.LeasedIPList
-		listOpts := []client.ListOption{client.Limit(limit), client.Continue(cont)}
-		if opts.Namespace != "" {
-			listOpts = append(listOpts, client.InNamespace(opts.Namespace))
-		}
-		if err := c.List(ctx, &page, listOpts...); err != nil {
-			return nil, err
-		}
-		items = append(items, page.Items...)
-		if cont = page.Continue; cont == "" {
-			return items, nil
-		}
-	}
+	err := listPaged(ctx, c, func() *shardgatev1alpha1.LeasedIPList { return &shardgatev1alpha1.LeasedIPList{} },
+		opts.Namespace, opts.PageSize, func(l *shardgatev1alpha1.LeasedIPList) { items = append(items, l.Items...) })
+	return items, err
 }
 
 // IPsConfig is the whole command line of `shardgate status ips`.

@@ -79,24 +79,32 @@ func run(ctx context.Context, c client.Client, opts Options, w io.Writer) (unadm
 }
 
 func list(ctx context.Context, c client.Client, opts Options) ([]shardgatev1alpha1.LeaseHost, error) {
-	limit := opts.PageSize
-	if limit <= 0 {
-		limit = 500
-	}
 	var items []shardgatev1alpha1.LeaseHost
+	err := listPaged(ctx, c, func() *shardgatev1alpha1.LeaseHostList { return &shardgatev1alpha1.LeaseHostList{} },
+		opts.Namespace, opts.PageSize, func(l *shardgatev1alpha1.LeaseHostList) { items = append(items, l.Items...) })
+	return items, err
+}
+
+// listPaged lists every object of a kind, pageSize (default 500) at a time,
+// handing each page to collect. Each page decodes into a new list, so no
+// field of one response (its continue token) leaks into the next.
+func listPaged[L client.ObjectList](ctx context.Context, c client.Client, newList func() L, namespace string, pageSize int64, collect func(L)) error {
+	if pageSize <= 0 {
+		pageSize = 500
+	}
+	opts := []client.ListOption{client.Limit(pageSize)}
+	if namespace != "" {
+		opts = append(opts, client.InNamespace(namespace))
+	}
 	cont := ""
 	for {
-		var page shardgatev1alpha1.LeaseHostList
-		listOpts := []client.ListOption{client.Limit(limit), client.Continue(cont)}
-		if opts.Namespace != "" {
-			listOpts = append(listOpts, client.InNamespace(opts.Namespace))
+		page := newList()
+		if err := c.List(ctx, page, append(opts, client.Continue(cont))...); err != nil {
+			return err
 		}
-		if err := c.List(ctx, &page, listOpts...); err != nil {
-			return nil, err
-		}
-		items = append(items, page.Items...)
-		if cont = page.Continue; cont == "" {
-			return items, nil
+		collect(page)
+		if cont = page.GetContinue(); cont == "" {
+			return nil
 		}
 	}
 }
