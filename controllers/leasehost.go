@@ -154,12 +154,16 @@ func (r *LeaseHostReconciler) ensureRebuilt(ctx context.Context) error {
 		}
 		return strings.Compare(string(a.UID), string(b.UID))
 	})
+	shards, err := r.shards(ctx) // once: the shards do not change per LeaseHost
+	if err != nil {
+		return err
+	}
 	for i := range list.Items {
 		lh := &list.Items[i]
 		if lh.DeletionTimestamp != nil {
 			continue
 		}
-		plan, err := r.plan(ctx, lh)
+		plan, err := r.planOn(ctx, lh, shards)
 		if err != nil {
 			return err
 		}
@@ -179,6 +183,11 @@ func (r *LeaseHostReconciler) plan(ctx context.Context, lh *shardgatev1alpha1.Le
 	if err != nil {
 		return leasehosts.Plan{}, err
 	}
+	return r.planOn(ctx, lh, shards)
+}
+
+// planOn is plan with the shards already discovered.
+func (r *LeaseHostReconciler) planOn(ctx context.Context, lh *shardgatev1alpha1.LeaseHost, shards []sharding.Shard) (leasehosts.Plan, error) {
 	var ns corev1.Namespace
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: lh.Namespace}, &ns); err != nil && !apierrors.IsNotFound(err) {
 		return leasehosts.Plan{}, fmt.Errorf("get namespace %s: %w", lh.Namespace, err)

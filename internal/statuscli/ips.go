@@ -278,19 +278,9 @@ type IPsConfig struct {
 // ExecuteIPs runs `shardgate status ips` as the binary does. It returns nil
 // (exit 0) or an *ExitError with ExitFailed.
 func ExecuteIPs(ctx context.Context, cfg IPsConfig, stdout, stderr io.Writer) error {
-	format, err := ParseFormat(cfg.Output)
+	format, c, namespace, host, err := connect(cfg.Output, cfg.Kubeconfig, cfg.Context, cfg.Namespace, cfg.AllNamespaces, cfg.RequestTimeout)
 	if err != nil {
-		return &ExitError{Code: ExitFailed, Err: err}
-	}
-	c, namespace, host, err := NewClient(cfg.Kubeconfig, cfg.Context, cfg.RequestTimeout)
-	if err != nil {
-		return &ExitError{Code: ExitFailed, Err: err}
-	}
-	if cfg.Namespace != "" {
-		namespace = cfg.Namespace
-	}
-	if cfg.AllNamespaces {
-		namespace = ""
+		return err
 	}
 	listed, notice, err := RunIPs(ctx, c, IPsOptions{Namespace: namespace, Format: format}, stdout)
 	if err != nil {

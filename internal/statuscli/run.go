@@ -129,25 +129,36 @@ type Config struct {
 	RequestTimeout time.Duration
 }
 
+// connect is what both status commands do first: parse -o, load the
+// kubeconfig, and settle the namespace (-A wins over -n, which wins over the
+// context's). Errors come back as *ExitError with ExitFailed.
+func connect(output, kubeconfig, kubeContext, namespaceFlag string, all bool, timeout time.Duration) (Format, client.Client, string, string, error) {
+	format, err := ParseFormat(output)
+	if err != nil {
+		return format, nil, "", "", &ExitError{Code: ExitFailed, Err: err}
+	}
+	c, namespace, host, err := NewClient(kubeconfig, kubeContext, timeout)
+	if err != nil {
+		return format, nil, "", "", &ExitError{Code: ExitFailed, Err: err}
+	}
+	if namespaceFlag != "" {
+		namespace = namespaceFlag
+	}
+	if all {
+		namespace = ""
+	}
+	return format, c, namespace, host, nil
+}
+
 // Execute runs the command as the binary does: it loads the kubeconfig,
 // lists, prints to stdout and writes notices to stderr. It returns nil (exit
 // 0) or an *ExitError carrying the exit status: ExitUnadmitted when
 // FailOnUnadmitted is set and a listed row is not admitted, ExitFailed for
 // everything that kept it from answering.
 func Execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
-	format, err := ParseFormat(cfg.Output)
+	format, c, namespace, host, err := connect(cfg.Output, cfg.Kubeconfig, cfg.Context, cfg.Namespace, cfg.AllNamespaces, cfg.RequestTimeout)
 	if err != nil {
-		return &ExitError{Code: ExitFailed, Err: err}
-	}
-	c, namespace, host, err := NewClient(cfg.Kubeconfig, cfg.Context, cfg.RequestTimeout)
-	if err != nil {
-		return &ExitError{Code: ExitFailed, Err: err}
-	}
-	if cfg.Namespace != "" {
-		namespace = cfg.Namespace
-	}
-	if cfg.AllNamespaces {
-		namespace = ""
+		return err
 	}
 	opts := Options{Namespace: namespace, Filter: cfg.Filter, Format: format}
 	unadmitted, listed, err := run(ctx, c, opts, stdout)
