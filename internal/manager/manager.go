@@ -93,9 +93,13 @@ func Run(ctx context.Context, opts Options) error {
 	applyOverrides(&cfg, opts)
 
 	var xdsDebug atomic.Pointer[xdsserver.Server]
+	// Every write of this replica is counted with whether it was the leader
+	// at the time (writes.go): followers must write nothing.
+	lead := newLeadership(cfg.LeaderElection.Enabled)
 	mgr, err := ctrl.NewManager(opts.RestConfig, ctrl.Options{
-		Scheme: scheme.New(),
-		Logger: log,
+		Scheme:    scheme.New(),
+		Logger:    log,
+		NewClient: newCountingClient(lead),
 		Metrics: metricsserver.Options{BindAddress: cfg.MetricsAddress, ExtraHandlers: map[string]http.Handler{
 			// What each Gateway's proxies are served (names and versions).
 			"/debug/xds": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -122,6 +126,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
+	lead.track(mgr.Elected())
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("add healthz: %w", err)
 	}
@@ -136,7 +141,7 @@ func Run(ctx context.Context, opts Options) error {
 		Client:         mgr.GetClient(),
 		Engine:         hostnames.New(blocked),
 		ControllerName: cfg.ControllerName,
-		Recorder:       mgr.GetEventRecorder("shardgate"),
+		Recorder:       countingRecorder{EventRecorder: mgr.GetEventRecorder("shardgate"), lead: lead},
 		Log:            log.WithName("leasehost"),
 	}
 	if err := leaseHosts.SetupWithManager(mgr); err != nil {
@@ -159,7 +164,7 @@ func Run(ctx context.Context, opts Options) error {
 		HoldOff:        TranslationHoldOff,
 		Log:            log.WithName("gatewayapi"),
 	}
-	xdsTLS, ca, err := xdsCredentials(ctx, opts.RestConfig, cfg)
+	xdsTLS, ca, err := xdsCredentials(ctx, opts.RestConfig, cfg, lead)
 	if err != nil {
 		return err
 	}
@@ -320,7 +325,15 @@ const XDSCASecret = "shardgate-xds-ca"
 // file's xds.tls files when set, else from a CA kept in a Secret (created on
 // first start, shared by every replica and restart) with a fresh server
 // certificate. Client certificates are always required and verified.
-func xdsCredentials(ctx context.Context, rc *rest.Config, cfg config.Config) (*tls.Config, *pki.CA, error) {
+//
+// The CA bootstrap runs before the manager starts, so before any election,
+// on every replica: it creates the Secret only if it is absent (and a racing
+// create loses with AlreadyExists and loads the winner's CA). Its client
+// counts into shardgate_kube_writes_total like the manager's, with
+// leader="false" when leader election is enabled, so a replica that creates
+// the CA shows it honestly as a write made while not (yet) leader. Replicas
+// started once the CA exists only read it.
+func xdsCredentials(ctx context.Context, rc *rest.Config, cfg config.Config, lead *leadership) (*tls.Config, *pki.CA, error) {
 	if cfg.XDS.TLS.Enabled() {
 		cert, err := tls.LoadX509KeyPair(cfg.XDS.TLS.CertFile, cfg.XDS.TLS.KeyFile)
 		if err != nil {
@@ -336,10 +349,11 @@ func xdsCredentials(ctx context.Context, rc *rest.Config, cfg config.Config) (*t
 		}
 		return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}, nil, nil
 	}
-	c, err := client.New(rc, client.Options{Scheme: scheme.New()})
+	wc, err := client.NewWithWatch(rc, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, nil, fmt.Errorf("xds CA: %w", err)
 	}
+	c := countWrites(wc, lead)
 	ns := cfg.LeaderElection.Namespace
 	ca, err := pki.LoadOrCreate(ctx, c, ns, XDSCASecret)
 	if err != nil {
