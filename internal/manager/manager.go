@@ -18,6 +18,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
@@ -96,6 +97,13 @@ func Run(ctx context.Context, opts Options) error {
 	// Every write of this replica is counted with whether it was the leader
 	// at the time (writes.go): followers must write nothing.
 	lead := newLeadership(cfg.LeaderElection.Enabled)
+	var lock resourcelock.Interface
+	if cfg.LeaderElection.Enabled {
+		var err error
+		if lock, err = newLeaderLock(ctx, opts.RestConfig, cfg.LeaderElection.Namespace, cfg.LeaderElection.ID, lead); err != nil {
+			return err
+		}
+	}
 	mgr, err := ctrl.NewManager(opts.RestConfig, ctrl.Options{
 		Scheme:    scheme.New(),
 		Logger:    log,
@@ -110,15 +118,18 @@ func Run(ctx context.Context, opts Options) error {
 				http.Error(w, "xDS server not started", http.StatusServiceUnavailable)
 			}),
 		}},
-		HealthProbeBindAddress:        cfg.HealthAddress,
-		LeaderElection:                cfg.LeaderElection.Enabled,
-		LeaderElectionID:              cfg.LeaderElection.ID,
-		LeaderElectionNamespace:       cfg.LeaderElection.Namespace,
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 ptr(LeaseDuration),
-		RenewDeadline:                 ptr(RenewDeadline),
-		RetryPeriod:                   ptr(RetryPeriod),
-		GracefulShutdownTimeout:       ptr(15 * time.Second),
+		HealthProbeBindAddress:  cfg.HealthAddress,
+		LeaderElection:          cfg.LeaderElection.Enabled,
+		LeaderElectionID:        cfg.LeaderElection.ID,
+		LeaderElectionNamespace: cfg.LeaderElection.Namespace,
+		// The same Lease lock controller-runtime would build, observed so
+		// that writes are labelled by whether this replica holds it.
+		LeaderElectionResourceLockInterface: lock,
+		LeaderElectionReleaseOnCancel:       true,
+		LeaseDuration:                       ptr(LeaseDuration),
+		RenewDeadline:                       ptr(RenewDeadline),
+		RetryPeriod:                         ptr(RetryPeriod),
+		GracefulShutdownTimeout:             ptr(15 * time.Second),
 		// Controller names are checked process-wide; a process runs one
 		// manager, except tests that restart one in-process.
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr(true)},
@@ -126,7 +137,6 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	lead.track(mgr.Elected())
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("add healthz: %w", err)
 	}

@@ -2,15 +2,24 @@ package manager
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	ctrlrecorder "sigs.k8s.io/controller-runtime/pkg/recorder"
 )
 
 // kubeWrites counts every write this replica sends to the apiserver, so that
@@ -41,37 +50,30 @@ var kubeWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 
 func init() { ctrlmetrics.Registry.MustRegister(kubeWrites) }
 
-// leadership answers "is this replica the elected leader right now?" for
-// the write counter. Without leader election every replica is the leader.
-// With it, a replica is a follower until its manager's Elected channel
-// closes; controller-runtime exits the process when leadership is lost, so
-// the answer never goes back to false.
+// leadership answers "does this replica hold the leader Lease right now?"
+// for the write counter. Without leader election every replica is the
+// leader. With it, the answer comes from the Lease lock itself (see
+// observedLock): true from the moment a Create or Update of the Lease with
+// this replica's identity succeeds, which is before controller-runtime
+// starts the leader-only runnables, so their first writes are counted as
+// the leader's (mgr.Elected() closes only after those runnables started,
+// and a status write queued while following can beat it). controller-runtime
+// exits the process when the lease is lost, so the answer goes back to
+// false only when the Lease is released at shutdown.
 type leadership struct {
 	electionEnabled bool
-	elected         atomic.Pointer[<-chan struct{}]
+	held            atomic.Bool
 }
 
 func newLeadership(electionEnabled bool) *leadership {
 	return &leadership{electionEnabled: electionEnabled}
 }
 
-// track makes the answer follow ch (the manager's Elected channel).
-func (l *leadership) track(ch <-chan struct{}) { l.elected.Store(&ch) }
-
 func (l *leadership) label() string {
-	if !l.electionEnabled {
+	if !l.electionEnabled || l.held.Load() {
 		return "true"
 	}
-	ch := l.elected.Load()
-	if ch == nil {
-		return "false"
-	}
-	select {
-	case <-*ch:
-		return "true"
-	default:
-		return "false"
-	}
+	return "false"
 }
 
 func (l *leadership) count(verb, kind string) {
@@ -174,3 +176,65 @@ func (r countingRecorder) Eventf(regarding, related runtime.Object, eventtype, r
 	r.lead.count("create", "Event")
 	r.EventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
 }
+
+// observedLock is the leader election lock, telling leadership whether this
+// replica holds the Lease after every successful write of it.
+type observedLock struct {
+	resourcelock.Interface
+	lead *leadership
+}
+
+func (l observedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	err := l.Interface.Create(ctx, ler)
+	if err == nil {
+		l.lead.held.Store(ler.HolderIdentity == l.Identity())
+	}
+	return err
+}
+
+func (l observedLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	err := l.Interface.Update(ctx, ler)
+	if err == nil {
+		l.lead.held.Store(ler.HolderIdentity == l.Identity())
+	}
+	return err
+}
+
+// newLeaderLock builds the Lease lock as controller-runtime would
+// (leaderelection.NewResourceLock: identity "<hostname>_<uuid>", a client
+// timeout of RenewDeadline/2), wrapped in observedLock. The election's own
+// Events ("... became leader") go through a broadcaster of their own, which
+// stops with ctx; like the Lease itself they are not counted as writes.
+func newLeaderLock(ctx context.Context, rc *rest.Config, namespace, id string, lead *leadership) (resourcelock.Interface, error) {
+	cs, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(rc), "leader-election"))
+	if err != nil {
+		return nil, fmt.Errorf("leader election events client: %w", err)
+	}
+	b := record.NewBroadcaster()
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	go func() {
+		<-ctx.Done()
+		b.Shutdown()
+	}()
+	lock, err := leaderelection.NewResourceLock(rc, electionRecorders{b}, leaderelection.Options{
+		LeaderElection:          true,
+		LeaderElectionNamespace: namespace,
+		LeaderElectionID:        id,
+		RenewDeadline:           RenewDeadline,
+	})
+	if err != nil {
+		b.Shutdown()
+		return nil, fmt.Errorf("leader election lock: %w", err)
+	}
+	return observedLock{Interface: lock, lead: lead}, nil
+}
+
+// electionRecorders gives the lock its (legacy API) event recorder.
+type electionRecorders struct{ b record.EventBroadcaster }
+
+func (p electionRecorders) GetEventRecorderFor(name string) record.EventRecorder {
+	return p.b.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: name})
+}
+
+// GetEventRecorder is not used by the lock.
+func (electionRecorders) GetEventRecorder(string) ctrlrecorder.EventRecorder { return nil }

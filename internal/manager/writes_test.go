@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -36,8 +37,6 @@ func TestCountWritesByVerbKindAndLeadership(t *testing.T) {
 	ctx := context.Background()
 	kubeWrites.Reset()
 	lead := newLeadership(true)
-	elected := make(chan struct{})
-	lead.track(elected)
 	route := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r"}}
 	base := fake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(route).Build()
 	c := countWrites(base, lead)
@@ -51,7 +50,7 @@ func TestCountWritesByVerbKindAndLeadership(t *testing.T) {
 		t.Fatalf("follower create: got %v, want 1", got)
 	}
 
-	close(elected)
+	lead.held.Store(true) // as observedLock does once the Lease is ours
 	if err := c.Create(ctx, route); err != nil {
 		t.Fatal(err)
 	}
@@ -112,5 +111,34 @@ func TestLeadershipWithoutElection(t *testing.T) {
 	l = newLeadership(true)
 	if got := l.label(); got != "false" {
 		t.Fatalf("before the manager exists an electing replica is a follower, got %q", got)
+	}
+}
+
+// fakeLock is a resourcelock.Interface that accepts every write.
+type fakeLock struct{ resourcelock.Interface }
+
+func (fakeLock) Identity() string { return "me" }
+func (fakeLock) Create(context.Context, resourcelock.LeaderElectionRecord) error {
+	return nil
+}
+func (fakeLock) Update(context.Context, resourcelock.LeaderElectionRecord) error {
+	return nil
+}
+
+func TestObservedLockTracksTheLease(t *testing.T) {
+	ctx := context.Background()
+	l := newLeadership(true)
+	lock := observedLock{Interface: fakeLock{}, lead: l}
+	if err := lock.Create(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "me"}); err != nil {
+		t.Fatal(err)
+	}
+	if l.label() != "true" {
+		t.Fatal("acquiring the Lease makes the replica the leader")
+	}
+	if err := lock.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: ""}); err != nil {
+		t.Fatal(err)
+	}
+	if l.label() != "false" {
+		t.Fatal("releasing the Lease ends leadership")
 	}
 }
