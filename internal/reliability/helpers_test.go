@@ -291,7 +291,7 @@ func setupWorld(ctx context.Context, c client.Client) *world {
 	}
 	lh("lh-a", "akash1alice", 1, hostname(host("a")))
 	Eventually(reserved(ctx, c, w.ns, "lh-a")).Should(Equal("True/Reserved"))
-	lh("lh-b", "akash1bob", 2, hostname(host("a")))  // another owner: HostnameInUse
+	lh("lh-b", "akash1bob", 2, hostname(host("a")))   // another owner: HostnameInUse
 	lh("lh-c", "akash1alice", 3, hostname(host("a"))) // same owner, other deployment: Withheld
 	lh("lh-d", "akash1carol", 4, func(s *shardgatev1alpha1.LeaseHostSpec) { s.Subdomain = "d" })
 	lh("lh-e", "akash1dave", 5, func(s *shardgatev1alpha1.LeaseHostSpec) {
