@@ -10,8 +10,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -75,6 +78,21 @@ type Options struct {
 
 // Run runs the controller until ctx ends. It returns nil after a clean
 // shutdown.
+//
+// The process has two layers. The xDS server, its credentials, the config
+// watcher and the leader election lock live as long as the process. The
+// controller-runtime manager (informers, controllers, status writer, probes,
+// metrics) runs on top of them, and is replaced when it loses the leader
+// Lease: controller-runtime stops a manager that lost its lease (it cancels
+// every controller, so no write of the old term goes out after it) and has
+// no way to step down and stay. Exiting instead, as controller-runtime's
+// callers usually do, would also close every xDS stream of the replica, so
+// an apiserver outage longer than RenewDeadline would cost the leader's
+// Envoys their control plane, and a single replica all of them. With the
+// two layers, xDS keeps serving the last good config while the new manager
+// syncs its caches again and rejoins the election (with the same identity,
+// so it takes the Lease back at once once the apiserver answers, if nobody
+// else has taken it meanwhile).
 func Run(ctx context.Context, opts Options) error {
 	log := opts.Log
 	var watcher *config.Watcher
@@ -92,80 +110,265 @@ func Run(ctx context.Context, opts Options) error {
 		cfg = config.Default()
 	}
 	applyOverrides(&cfg, opts)
-
-	var xdsDebug atomic.Pointer[xdsserver.Server]
-	// Every write of this replica is counted with whether it was the leader
-	// at the time (writes.go): followers must write nothing.
-	lead := newLeadership(cfg.LeaderElection.Enabled)
-	var lock resourcelock.Interface
-	if cfg.LeaderElection.Enabled {
-		var err error
-		if lock, err = newLeaderLock(ctx, opts.RestConfig, cfg.LeaderElection.Namespace, cfg.LeaderElection.ID, lead); err != nil {
-			return err
-		}
-	}
-	mgr, err := ctrl.NewManager(opts.RestConfig, ctrl.Options{
-		Scheme:    scheme.New(),
-		Logger:    log,
-		NewClient: newCountingClient(lead),
-		Metrics: metricsserver.Options{BindAddress: cfg.MetricsAddress, ExtraHandlers: map[string]http.Handler{
-			// What each Gateway's proxies are served (names and versions).
-			"/debug/xds": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if s := xdsDebug.Load(); s != nil {
-					s.DebugHandler().ServeHTTP(w, r)
-					return
-				}
-				http.Error(w, "xDS server not started", http.StatusServiceUnavailable)
-			}),
-		}},
-		HealthProbeBindAddress:  cfg.HealthAddress,
-		LeaderElection:          cfg.LeaderElection.Enabled,
-		LeaderElectionID:        cfg.LeaderElection.ID,
-		LeaderElectionNamespace: cfg.LeaderElection.Namespace,
-		// The same Lease lock controller-runtime would build, observed so
-		// that writes are labelled by whether this replica holds it.
-		LeaderElectionResourceLockInterface: lock,
-		LeaderElectionReleaseOnCancel:       true,
-		LeaseDuration:                       ptr(LeaseDuration),
-		RenewDeadline:                       ptr(RenewDeadline),
-		RetryPeriod:                         ptr(RetryPeriod),
-		GracefulShutdownTimeout:             ptr(15 * time.Second),
-		// Controller names are checked process-wide; a process runs one
-		// manager, except tests that restart one in-process.
-		Controller: ctrlconfig.Controller{SkipNameValidation: ptr(true)},
-	})
-	if err != nil {
-		return fmt.Errorf("create manager: %w", err)
-	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return fmt.Errorf("add healthz: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr)); err != nil {
-		return fmt.Errorf("add readyz: %w", err)
-	}
 	blocked, err := hostnames.NewBlockList(cfg.BlockedHostnames...)
 	if err != nil {
 		return fmt.Errorf("config blockedHostnames: %w", err)
 	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p := &process{opts: opts, cfg: cfg, log: log}
+	p.blocked.Store(blocked)
+	// Every write of this replica is counted with whether it held the
+	// leader Lease at the time (writes.go): followers must write nothing.
+	p.lead = newLeadership(cfg.LeaderElection.Enabled)
+	if cfg.LeaderElection.Enabled {
+		if p.lock, err = newLeaderLock(ctx, opts.RestConfig, cfg.LeaderElection.Namespace, cfg.LeaderElection.ID, p.lead); err != nil {
+			return err
+		}
+	}
+	var xdsTLS *tls.Config
+	xdsTLS, p.ca, err = xdsCredentials(ctx, opts.RestConfig, cfg, p.lead)
+	if err != nil {
+		return err
+	}
+	p.xds = xdsserver.New(xdsserver.Options{
+		Address:        cfg.XDS.Address,
+		TLS:            xdsTLS,
+		Log:            log.WithName("xds"),
+		OnStatusChange: p.triggerTranslation,
+		Decorate:       opts.DecorateXDS,
+	})
+	if opts.OnXDSServer != nil {
+		opts.OnXDSServer(p.xds)
+	}
+
+	// The process-long parts. One that fails ends the process.
+	var wg sync.WaitGroup
+	failed := make(chan error, 2)
+	background := func(name string, run func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(ctx); err != nil {
+				failed <- fmt.Errorf("%s: %w", name, err)
+				cancel()
+			}
+		}()
+	}
+	background("xDS server", p.xds.Start)
+	if addr := cfg.HealthAddress; addr != "" && addr != "0" {
+		lis, err := net.Listen("tcp", addr)
+		if err != nil {
+			cancel()
+			wg.Wait()
+			return fmt.Errorf("health probes: listen %s: %w", addr, err)
+		}
+		background("health probes", func(ctx context.Context) error { return p.serveProbes(ctx, lis) })
+	}
+	if watcher != nil {
+		background("config watcher", watcher.Run)
+		go p.applyConfig(updates) // ends when the watcher closes updates
+	}
+	stop := func(err error) error {
+		cancel()
+		wg.Wait()
+		select {
+		case ferr := <-failed:
+			return errors.Join(err, ferr)
+		default:
+			return err
+		}
+	}
+
+	log.Info("starting shardgate controller",
+		"controllerName", cfg.ControllerName,
+		"metricsAddress", cfg.MetricsAddress, "healthAddress", cfg.HealthAddress,
+		"xdsAddress", cfg.XDS.Address, "leaderElection", cfg.LeaderElection.Enabled,
+		"blockedHostnames", len(cfg.BlockedHostnames))
+	replacement := false
+	for {
+		started, err := p.runManager(ctx)
+		if ctx.Err() == nil && leadershipLost(err) {
+			p.lead.held.Store(false)
+			log.Info("leader election lost: this replica stopped writing; xDS keeps serving the last good config while a new manager rejoins the election")
+			replacement = true
+			continue
+		}
+		if ctx.Err() == nil && replacement && !started {
+			// Setting up a manager needs the apiserver (discovery for
+			// the field indexes); it may still be away. The first
+			// manager's set-up errors stop the process, as before.
+			log.Info("cannot set up a new manager yet; retrying", "error", err.Error())
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		if err != nil {
+			return stop(err)
+		}
+		if err := stop(nil); err != nil {
+			return err
+		}
+		log.Info("shardgate controller stopped")
+		return nil
+	}
+}
+
+// leadershipLost reports whether a manager stopped because it lost the
+// leader Lease (controller-runtime's error has no type of its own).
+func leadershipLost(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "leader election lost")
+}
+
+// process is what outlives one manager: see Run.
+type process struct {
+	opts Options
+	cfg  config.Config
+	log  logr.Logger
+	lead *leadership
+	lock resourcelock.Interface
+	ca   *pki.CA
+	xds  *xdsserver.Server
+
+	// blocked is the current block list; leaseHosts the current manager's
+	// LeaseHost reconciler, which a config reload updates.
+	blocked    atomic.Pointer[hostnames.BlockList]
+	leaseHosts atomic.Pointer[controllers.LeaseHostReconciler]
+	// trigger re-translates in the current manager (xDS status changes).
+	trigger atomic.Pointer[func()]
+	// mgr is the current manager.
+	mgr atomic.Pointer[crmanager.Manager]
+	// synced: some manager of this process had its caches synced, so the
+	// xDS server holds a config translated from a complete view.
+	synced atomic.Bool
+	mu     sync.Mutex
+}
+
+// serveProbes serves /healthz (the process is alive) and /readyz (caches
+// synced and xDS serving, never leadership) for as long as the process
+// runs, across managers. A manager that replaced one which lost the Lease
+// counts as synced while it syncs again: the xDS server keeps serving the
+// config its predecessor translated from synced caches, and an apiserver
+// outage must not make every replica unready (or, through a failing
+// liveness probe, restart it) at once.
+func (p *process) serveProbes(ctx context.Context, lis net.Listener) error {
+	ready := healthz.Handler{Checks: map[string]healthz.Checker{
+		"informers": func(req *http.Request) error {
+			if p.synced.Load() {
+				return nil
+			}
+			if m := p.mgr.Load(); m != nil {
+				return cacheSynced(*m)(req)
+			}
+			return errors.New("informer caches not synced")
+		},
+		"xds": func(*http.Request) error {
+			if !p.xds.Serving() {
+				return errors.New("xDS server not serving")
+			}
+			return nil
+		},
+	}}
+	live := healthz.Handler{Checks: map[string]healthz.Checker{"ping": healthz.Ping}}
+	mux := http.NewServeMux()
+	for path, h := range map[string]http.Handler{"/readyz": &ready, "/healthz": &live} {
+		mux.Handle(path, http.StripPrefix(path, h))
+		mux.Handle(path+"/", http.StripPrefix(path, h))
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// syncMarker records, on every replica, that the manager's caches synced.
+type syncMarker struct {
+	mgr    crmanager.Manager
+	synced *atomic.Bool
+}
+
+func (m syncMarker) Start(ctx context.Context) error {
+	if m.mgr.GetCache().WaitForCacheSync(ctx) {
+		m.synced.Store(true)
+	}
+	return nil
+}
+
+func (syncMarker) NeedLeaderElection() bool { return false }
+
+func (p *process) triggerTranslation() {
+	if f := p.trigger.Load(); f != nil {
+		(*f)()
+	}
+}
+
+// applyConfig applies what may change live, the block list, on every
+// replica (it needs no leadership: it only reads a file).
+func (p *process) applyConfig(updates <-chan config.Config) {
+	for c := range updates {
+		b, err := hostnames.NewBlockList(c.BlockedHostnames...)
+		if err != nil {
+			p.log.Error(err, "reloaded block list refused; keeping the previous one")
+			continue
+		}
+		p.log.Info("config reloaded", "blockedHostnames", b.Len())
+		p.mu.Lock()
+		p.blocked.Store(b)
+		if r := p.leaseHosts.Load(); r != nil {
+			r.SetBlockList(b)
+		}
+		p.mu.Unlock()
+	}
+}
+
+// runManager builds one controller-runtime manager on the process's xDS
+// server and runs it until ctx ends or it loses the leader Lease. started
+// reports whether it got as far as starting the manager.
+func (p *process) runManager(ctx context.Context) (started bool, _ error) {
+	cfg, opts, log := p.cfg, p.opts, p.log
+	mgr, err := p.newManager()
+	if err != nil {
+		return false, err
+	}
+	p.mgr.Store(&mgr)
+	if err := mgr.Add(syncMarker{mgr: mgr, synced: &p.synced}); err != nil {
+		return false, fmt.Errorf("add sync marker: %w", err)
+	}
 	leaseHosts := &controllers.LeaseHostReconciler{
 		Client:         mgr.GetClient(),
-		Engine:         hostnames.New(blocked),
+		Engine:         hostnames.New(p.blocked.Load()),
 		ControllerName: cfg.ControllerName,
-		Recorder:       countingRecorder{EventRecorder: mgr.GetEventRecorder("shardgate"), lead: lead},
+		Recorder:       countingRecorder{EventRecorder: mgr.GetEventRecorder("shardgate"), lead: p.lead},
 		Log:            log.WithName("leasehost"),
 	}
 	if err := leaseHosts.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up LeaseHost controller: %w", err)
+		return false, fmt.Errorf("set up LeaseHost controller: %w", err)
 	}
+	p.mu.Lock()
+	p.leaseHosts.Store(leaseHosts)
+	if b := p.blocked.Load(); b != leaseHosts.Engine.BlockList() {
+		leaseHosts.SetBlockList(b) // a reload raced with the set-up
+	}
+	p.mu.Unlock()
 	if err := (&controllers.LeasedIPReconciler{Client: mgr.GetClient(), Log: log.WithName("leasedip")}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up LeasedIP controller: %w", err)
+		return false, fmt.Errorf("set up LeasedIP controller: %w", err)
 	}
 	if err := (&controllers.GatewayParametersReconciler{Client: mgr.GetClient(), ControllerName: cfg.ControllerName}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up GatewayParameters controller: %w", err)
+		return false, fmt.Errorf("set up GatewayParameters controller: %w", err)
 	}
 	writer := status.New(mgr.GetClient(), mgr.GetAPIReader(), cfg.ControllerName, log.WithName("status"))
 	if err := mgr.Add(writer); err != nil {
-		return fmt.Errorf("add status writer: %w", err)
+		return false, fmt.Errorf("add status writer: %w", err)
 	}
 	gatewayAPI := &controllers.GatewayAPIReconciler{
 		Client:         mgr.GetClient(),
@@ -174,34 +377,9 @@ func Run(ctx context.Context, opts Options) error {
 		HoldOff:        TranslationHoldOff,
 		Log:            log.WithName("gatewayapi"),
 	}
-	xdsTLS, ca, err := xdsCredentials(ctx, opts.RestConfig, cfg, lead)
-	if err != nil {
-		return err
-	}
-	_ = ca // the infra controller issues Envoy client certificates from it
-	xdsServer := xdsserver.New(xdsserver.Options{
-		Address:        cfg.XDS.Address,
-		TLS:            xdsTLS,
-		Log:            log.WithName("xds"),
-		OnStatusChange: gatewayAPI.Trigger,
-		Decorate:       opts.DecorateXDS,
-	})
-	xdsDebug.Store(xdsServer)
-	if opts.OnXDSServer != nil {
-		opts.OnXDSServer(xdsServer)
-	}
+	trigger := gatewayAPI.Trigger
+	p.trigger.Store(&trigger)
 	gatewayAPI.MutateInput = opts.MutateInput
-	if err := mgr.Add(xdsServer); err != nil {
-		return fmt.Errorf("add xDS server: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("xds", func(*http.Request) error {
-		if !xdsServer.Serving() {
-			return errors.New("xDS server not serving")
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("add readyz: %w", err)
-	}
 	gatewayRuntime := &controllers.GatewayRuntimeSource{
 		Client:         mgr.GetClient(),
 		ControllerName: cfg.ControllerName,
@@ -209,44 +387,77 @@ func Run(ctx context.Context, opts Options) error {
 		Log:            log.WithName("gateway-runtime"),
 	}
 	if err := gatewayRuntime.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up Gateway runtime source: %w", err)
+		return false, fmt.Errorf("set up Gateway runtime source: %w", err)
 	}
 	infraReconciler := &controllers.InfraReconciler{
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
 		ControllerName: cfg.ControllerName,
 		Options:        infra.ControllerOptions(cfg.Envoy.Image, cfg.LeaderElection.Namespace, cfg.XDS.Address),
-		CA:             ca,
+		CA:             p.ca,
 		Log:            log.WithName("infra"),
 	}
-	if ca == nil {
+	if p.ca == nil {
 		infraReconciler.LoadCA = func(context.Context) (*pki.CA, error) {
 			return nil, errors.New("xds.tls files are configured, so there is no CA key to issue Envoy client certificates from")
 		}
 	}
 	if err := infraReconciler.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up infra controller: %w", err)
+		return false, fmt.Errorf("set up infra controller: %w", err)
 	}
-	gatewayAPI.Publisher = xdsServer
-	gatewayAPI.Runtime = runtimeSource{addresses: gatewayRuntime, xds: xdsServer}
+	gatewayAPI.Publisher = p.xds
+	gatewayAPI.Runtime = runtimeSource{addresses: gatewayRuntime, xds: p.xds}
 	if err := gatewayAPI.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up Gateway API controller: %w", err)
+		return false, fmt.Errorf("set up Gateway API controller: %w", err)
 	}
-	if watcher != nil {
-		if err := mgr.Add(configRunnable{watcher: watcher, updates: updates, leaseHosts: leaseHosts, log: log.WithName("config")}); err != nil {
-			return fmt.Errorf("add config watcher: %w", err)
-		}
-	}
-	log.Info("starting shardgate controller",
-		"controllerName", cfg.ControllerName,
-		"metricsAddress", cfg.MetricsAddress, "healthAddress", cfg.HealthAddress,
-		"xdsAddress", cfg.XDS.Address, "leaderElection", cfg.LeaderElection.Enabled,
-		"blockedHostnames", len(cfg.BlockedHostnames))
 	if err := mgr.Start(ctx); err != nil {
-		return fmt.Errorf("run manager: %w", err)
+		return true, fmt.Errorf("run manager: %w", err)
 	}
-	log.Info("shardgate controller stopped")
-	return nil
+	return true, nil
+}
+
+// newManager creates the controller-runtime manager. A manager replacing
+// one that lost its lease may find the old one's metrics and probe ports
+// still closing; it retries for a few seconds.
+func (p *process) newManager() (crmanager.Manager, error) {
+	cfg := p.cfg
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mgr, err := ctrl.NewManager(p.opts.RestConfig, ctrl.Options{
+			Scheme:    scheme.New(),
+			Logger:    p.log,
+			NewClient: newCountingClient(p.lead),
+			Metrics: metricsserver.Options{BindAddress: cfg.MetricsAddress, ExtraHandlers: map[string]http.Handler{
+				// What each Gateway's proxies are served (names and versions).
+				"/debug/xds": p.xds.DebugHandler(),
+			}},
+			// The process serves the probes (Run): they must answer while
+			// one manager replaces another.
+			HealthProbeBindAddress:  "0",
+			LeaderElection:          cfg.LeaderElection.Enabled,
+			LeaderElectionID:        cfg.LeaderElection.ID,
+			LeaderElectionNamespace: cfg.LeaderElection.Namespace,
+			// The same Lease lock controller-runtime would build, observed
+			// so that writes are labelled by whether this replica holds
+			// it, and kept across managers (one identity per process).
+			LeaderElectionResourceLockInterface: p.lock,
+			LeaderElectionReleaseOnCancel:       true,
+			LeaseDuration:                       ptr(LeaseDuration),
+			RenewDeadline:                       ptr(RenewDeadline),
+			RetryPeriod:                         ptr(RetryPeriod),
+			GracefulShutdownTimeout:             ptr(15 * time.Second),
+			// Controller names are checked process-wide; a process runs
+			// one manager at a time, and replaces it after a lost lease.
+			Controller: ctrlconfig.Controller{SkipNameValidation: ptr(true)},
+		})
+		if err == nil {
+			return mgr, nil
+		}
+		if !strings.Contains(err.Error(), "address already in use") || time.Now().After(deadline) {
+			return nil, fmt.Errorf("create manager: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func applyOverrides(cfg *config.Config, opts Options) {
@@ -275,33 +486,6 @@ func cacheSynced(mgr crmanager.Manager) healthz.Checker {
 		return nil
 	}
 }
-
-// configRunnable runs the config watcher on every replica (it needs no
-// leadership: it only reads a file) and applies what may change live: the
-// block list.
-type configRunnable struct {
-	watcher    *config.Watcher
-	updates    <-chan config.Config
-	leaseHosts *controllers.LeaseHostReconciler
-	log        logr.Logger
-}
-
-func (r configRunnable) Start(ctx context.Context) error {
-	go func() {
-		for c := range r.updates { // closed when the watcher stops
-			b, err := hostnames.NewBlockList(c.BlockedHostnames...)
-			if err != nil {
-				r.log.Error(err, "reloaded block list refused; keeping the previous one")
-				continue
-			}
-			r.log.Info("config reloaded", "blockedHostnames", b.Len())
-			r.leaseHosts.SetBlockList(b)
-		}
-	}()
-	return r.watcher.Run(ctx)
-}
-
-func (configRunnable) NeedLeaderElection() bool { return false }
 
 func ptr[T any](v T) *T { return &v }
 

@@ -405,6 +405,9 @@ func startChurn(ctx context.Context, c client.Client, w *world, prefix string, i
 			rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
 			err := w.setChurnHost(rctx, c, h)
 			rcancel()
+			if err != nil && ctx.Err() != nil {
+				return // stopped mid-write: not a failure of the write
+			}
 			ch.mu.Lock()
 			if err == nil {
 				ch.n++
