@@ -80,9 +80,9 @@ type Options struct {
 // shutdown.
 //
 // The process has two layers. The xDS server, its credentials, the config
-// watcher and the leader election lock live as long as the process. The
-// controller-runtime manager (informers, controllers, status writer, probes,
-// metrics) runs on top of them, and is replaced when it loses the leader
+// watcher, the health probes and the leader election lock live as long as
+// the process. The controller-runtime manager (informers, controllers,
+// status writer, metrics server) runs on top of them, and is replaced when it loses the leader
 // Lease: controller-runtime stops a manager that lost its lease (it cancels
 // every controller, so no write of the old term goes out after it) and has
 // no way to step down and stay. Exiting instead, as controller-runtime's
