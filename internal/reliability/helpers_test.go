@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -605,7 +606,7 @@ func (u rdsUpdate) domains() map[string]bool {
 }
 
 // adsClient is an independent xDS client: one ADS stream over mTLS with a
-// client certificate for the Gateway, subscribed to every
+// client certificate for the Gateway, subscribed to every Cluster and every
 // RouteConfiguration (wildcard) and ACKing each response, as an Envoy
 // would. It never reconnects: a stream that ends is recorded as ended.
 type adsClient struct {
@@ -616,8 +617,10 @@ type adsClient struct {
 	cancel  context.CancelFunc
 	mu      sync.Mutex
 	updates []rdsUpdate
-	err     error
-	done    chan struct{}
+	// clusters is the cluster names of each CDS response.
+	clusters []clusterUpdate
+	err      error
+	done     chan struct{}
 }
 
 var adsSeq atomic.Int64
@@ -639,6 +642,7 @@ func connectADS(ca *pki.CA, gw types.NamespacedName, target string) *adsClient {
 		target: target, cc: cc, stream: stream, cancel: cancel, done: make(chan struct{}),
 		node: &core.Node{Id: fmt.Sprintf("reliability-%d", adsSeq.Add(1)), Cluster: xdsserver.NodeGroup(gw)},
 	}
+	Expect(stream.Send(&discovery.DiscoveryRequest{Node: a.node, TypeUrl: resourcev3.ClusterType})).To(Succeed())
 	Expect(stream.Send(&discovery.DiscoveryRequest{Node: a.node, TypeUrl: resourcev3.RouteType})).To(Succeed())
 	go a.recv()
 	DeferCleanup(a.close)
@@ -655,19 +659,33 @@ func (a *adsClient) recv() {
 			a.mu.Unlock()
 			return
 		}
-		u := rdsUpdate{at: time.Now(), version: resp.GetVersionInfo(), routes: map[string]*routev3.RouteConfiguration{}}
-		for _, any := range resp.GetResources() {
-			rc := &routev3.RouteConfiguration{}
-			if err := any.UnmarshalTo(rc); err == nil {
-				u.routes[rc.GetName()] = rc
+		switch resp.GetTypeUrl() {
+		case resourcev3.RouteType:
+			u := rdsUpdate{at: time.Now(), version: resp.GetVersionInfo(), routes: map[string]*routev3.RouteConfiguration{}}
+			for _, any := range resp.GetResources() {
+				rc := &routev3.RouteConfiguration{}
+				if err := any.UnmarshalTo(rc); err == nil {
+					u.routes[rc.GetName()] = rc
+				}
 			}
+			a.mu.Lock()
+			a.updates = append(a.updates, u)
+			a.mu.Unlock()
+		case resourcev3.ClusterType:
+			u := clusterUpdate{at: time.Now(), names: map[string]bool{}}
+			for _, any := range resp.GetResources() {
+				c := &clusterv3.Cluster{}
+				if err := any.UnmarshalTo(c); err == nil {
+					u.names[c.GetName()] = true
+				}
+			}
+			a.mu.Lock()
+			a.clusters = append(a.clusters, u)
+			a.mu.Unlock()
 		}
-		a.mu.Lock()
-		a.updates = append(a.updates, u)
-		a.mu.Unlock()
 		// ACK.
 		if err := a.stream.Send(&discovery.DiscoveryRequest{
-			Node: a.node, TypeUrl: resourcev3.RouteType, VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce(),
+			Node: a.node, TypeUrl: resp.GetTypeUrl(), VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce(),
 		}); err != nil {
 			a.mu.Lock()
 			a.err = fmt.Errorf("ACK: %w", err)
@@ -675,6 +693,19 @@ func (a *adsClient) recv() {
 			return
 		}
 	}
+}
+
+// clusterUpdate is one Cluster response: the names it holds.
+type clusterUpdate struct {
+	at    time.Time
+	names map[string]bool
+}
+
+// clusterUpdates returns the CDS responses so far.
+func (a *adsClient) clusterUpdates() []clusterUpdate {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]clusterUpdate(nil), a.clusters...)
 }
 
 // state returns the updates so far and the error that ended the stream

@@ -99,6 +99,10 @@ var _ = Describe("apiserver outage", Ordered, func() {
 		Eventually(a.serves(last)).Should(Succeed())
 		updates, _ := a.state()
 		before := updates[len(updates)-1]
+		cds := a.clusterUpdates()
+		Expect(cds).NotTo(BeEmpty(), "no Clusters received")
+		clustersBefore := cds[len(cds)-1].names
+		Expect(clustersBefore).NotTo(BeEmpty())
 
 		By("stopping kube-apiserver")
 		down := time.Now()
@@ -136,7 +140,20 @@ var _ = Describe("apiserver outage", Ordered, func() {
 			for h := range before.domains() {
 				Expect(d).To(HaveKey(h), "an update at +%s removed %s", u.at.Sub(down).Round(time.Millisecond), h)
 			}
+			for name := range before.routes {
+				Expect(u.routes).To(HaveKey(name), "an update at +%s removed RouteConfiguration %s", u.at.Sub(down).Round(time.Millisecond), name)
+			}
 		}
+		for _, u := range a.clusterUpdates() {
+			if u.at.Before(down) {
+				continue
+			}
+			for name := range clustersBefore {
+				Expect(u.names).To(HaveKey(name), "a CDS update at +%s removed Cluster %s", u.at.Sub(down).Round(time.Millisecond), name)
+			}
+		}
+		GinkgoWriter.Printf("xDS from the stop until the restart: %d RouteConfiguration and %d Cluster updates, stream up\n",
+			countSince(updates, down), len(a.clusterUpdates())-len(cds))
 		exited, _ := r.proc.Exited()
 		Expect(exited).To(BeFalse(), "shardgate exited after the apiserver outage:\n%s", r.proc.Tail(30))
 		// The outage was longer than RenewDeadline: the leader lost its
@@ -196,4 +213,14 @@ var _ = Describe("apiserver outage", Ordered, func() {
 
 func objectMeta(ns, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: ns, Name: name}
+}
+
+func countSince(us []rdsUpdate, t time.Time) int {
+	n := 0
+	for _, u := range us {
+		if !u.at.Before(t) {
+			n++
+		}
+	}
+	return n
 }
