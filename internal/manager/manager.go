@@ -43,8 +43,11 @@ const (
 	LeaseDuration = 10 * time.Second
 	RenewDeadline = 7 * time.Second
 	RetryPeriod   = 2 * time.Second
-	// TranslationHoldOff folds a burst of events into one translation.
-	TranslationHoldOff = 5 * time.Millisecond
+	// TranslationHoldOff delays a translation after the first event of a
+	// burst. Zero: a lone change is translated at once, and the events that
+	// arrive while a translation runs are folded into the next one (the
+	// work queue holds the key once), which batches a burst by itself.
+	TranslationHoldOff = 0
 )
 
 // Options are the process's settings after flags and the config file merged.
@@ -153,7 +156,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("add status writer: %w", err)
 	}
 	gatewayAPI := &controllers.GatewayAPIReconciler{
-		Client:         mgr.GetClient(),
+		Cache:          mgr.GetCache(),
 		ControllerName: cfg.ControllerName,
 		Status:         writer,
 		HoldOff:        TranslationHoldOff,

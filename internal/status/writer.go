@@ -61,7 +61,10 @@ type Writer struct {
 	// object older than that is the cache lagging behind our own write,
 	// not a status that needs writing again.
 	written map[Key]uint64
-	queue   workqueue.TypedRateLimitingInterface[Key]
+	// submitted: a translation has been submitted, so desired status is
+	// known.
+	submitted bool
+	queue     workqueue.TypedRateLimitingInterface[Key]
 }
 
 // New returns a writer with 8 workers: status writes are apiserver
@@ -88,47 +91,43 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 	now := w.now()
 	var dirty []Key
 	w.mu.Lock()
+	w.submitted = true
 	w.classes = out.GatewayClasses
 	w.gateways = out.GatewayStatus
 	w.routes = make(map[Key][]gatewayv1.RouteParentStatus, len(out.HTTPRouteStatus)+len(out.GRPCRouteStatus)+len(out.TLSRouteStatus))
+	for nn, d := range out.HTTPRouteStatus {
+		w.routes[Key{Kind: KindHTTPRoute, NamespacedName: nn}] = d
+	}
+	for nn, d := range out.GRPCRouteStatus {
+		w.routes[Key{Kind: KindGRPCRoute, NamespacedName: nn}] = d
+	}
+	for nn, d := range out.TLSRouteStatus {
+		w.routes[Key{Kind: KindTLSRoute, NamespacedName: nn}] = d
+	}
 	for _, gc := range in.GatewayClasses {
-		desired, ok := out.GatewayClasses[gc.Name]
-		if !ok || w.behind(Key{Kind: KindGatewayClass, NamespacedName: types.NamespacedName{Name: gc.Name}}, gc.ResourceVersion) {
-			continue
-		}
-		if _, changed := MergeGatewayClass(gc.Status, desired, now); changed {
-			dirty = append(dirty, Key{Kind: KindGatewayClass, NamespacedName: types.NamespacedName{Name: gc.Name}})
+		if k, ok := w.differs(gc, now, true); ok {
+			dirty = append(dirty, k)
 		}
 	}
 	for _, gw := range in.Gateways {
-		nn := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
-		desired, ok := out.GatewayStatus[nn]
-		if !ok || w.behind(Key{Kind: KindGateway, NamespacedName: nn}, gw.ResourceVersion) {
-			continue
-		}
-		if _, changed := MergeGateway(gw.Status, desired, now); changed {
-			dirty = append(dirty, Key{Kind: KindGateway, NamespacedName: nn})
-		}
-	}
-	routeKind := func(kind Kind, desired map[types.NamespacedName][]gatewayv1.RouteParentStatus, nn types.NamespacedName, rv string, existing []gatewayv1.RouteParentStatus) {
-		k := Key{Kind: kind, NamespacedName: nn}
-		d := desired[nn]
-		w.routes[k] = d
-		if w.behind(k, rv) {
-			return
-		}
-		if _, changed := MergeParents(existing, d, w.controllerName, now); changed {
+		if k, ok := w.differs(gw, now, true); ok {
 			dirty = append(dirty, k)
 		}
 	}
 	for _, r := range in.HTTPRoutes {
-		routeKind(KindHTTPRoute, out.HTTPRouteStatus, types.NamespacedName{Namespace: r.Namespace, Name: r.Name}, r.ResourceVersion, r.Status.Parents)
+		if k, ok := w.differs(r, now, true); ok {
+			dirty = append(dirty, k)
+		}
 	}
 	for _, r := range in.GRPCRoutes {
-		routeKind(KindGRPCRoute, out.GRPCRouteStatus, types.NamespacedName{Namespace: r.Namespace, Name: r.Name}, r.ResourceVersion, r.Status.Parents)
+		if k, ok := w.differs(r, now, true); ok {
+			dirty = append(dirty, k)
+		}
 	}
 	for _, r := range in.TLSRoutes {
-		routeKind(KindTLSRoute, out.TLSRouteStatus, types.NamespacedName{Namespace: r.Namespace, Name: r.Name}, r.ResourceVersion, r.Status.Parents)
+		if k, ok := w.differs(r, now, true); ok {
+			dirty = append(dirty, k)
+		}
 	}
 	for k := range w.written { // forget objects that are gone
 		switch k.Kind {
@@ -147,7 +146,31 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 		}
 	}
 	w.mu.Unlock()
-	for _, k := range dirty {
+	w.enqueue(dirty...)
+}
+
+// Recheck compares one object's status, as an informer just delivered it,
+// with the desired status of the last Submit, and queues a write if they
+// differ. The controller calls it for status-only updates, which need no new
+// translation: our own writes landing (no write follows), or another
+// controller changing entries that are ours (we write them back, once).
+func (w *Writer) Recheck(obj client.Object) {
+	w.mu.Lock()
+	var (
+		k     Key
+		dirty bool
+	)
+	if w.submitted { // before the first translation nothing is desired yet
+		k, dirty = w.differs(obj, w.now(), false)
+	}
+	w.mu.Unlock()
+	if dirty {
+		w.enqueue(k)
+	}
+}
+
+func (w *Writer) enqueue(keys ...Key) {
+	for _, k := range keys {
 		switch k.Kind {
 		case KindGateway, KindGatewayClass:
 			// attachedRoutes changes with every batch of a burst of
@@ -158,6 +181,64 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 			w.queue.Add(k)
 		}
 	}
+}
+
+// differs reports whether obj's status differs from its desired status, and
+// the object's key. Objects with no desired status (not ours) and cached
+// copies older than our last write of them never differ. Call with w.mu
+// held.
+func (w *Writer) differs(obj client.Object, now time.Time, submitting bool) (Key, bool) {
+	var (
+		k       Key
+		changed bool
+	)
+	nn := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	switch o := obj.(type) {
+	case *gatewayv1.GatewayClass:
+		k = Key{Kind: KindGatewayClass, NamespacedName: types.NamespacedName{Name: o.Name}}
+		desired, ok := w.classes[o.Name]
+		if !ok || w.behind(k, o.ResourceVersion) {
+			return k, false
+		}
+		_, changed = MergeGatewayClass(o.Status, desired, now)
+	case *gatewayv1.Gateway:
+		k = Key{Kind: KindGateway, NamespacedName: nn}
+		desired, ok := w.gateways[nn]
+		if !ok || w.behind(k, o.ResourceVersion) {
+			return k, false
+		}
+		_, changed = MergeGateway(o.Status, desired, now)
+	case *gatewayv1.HTTPRoute:
+		k = Key{Kind: KindHTTPRoute, NamespacedName: nn}
+		changed = w.routeDiffers(k, o.ResourceVersion, o.Status.Parents, now, submitting)
+	case *gatewayv1.GRPCRoute:
+		k = Key{Kind: KindGRPCRoute, NamespacedName: nn}
+		changed = w.routeDiffers(k, o.ResourceVersion, o.Status.Parents, now, submitting)
+	case *gatewayv1.TLSRoute:
+		k = Key{Kind: KindTLSRoute, NamespacedName: nn}
+		changed = w.routeDiffers(k, o.ResourceVersion, o.Status.Parents, now, submitting)
+	}
+	return k, changed
+}
+
+// routeDiffers: a route with no desired entries still differs when it
+// carries stale entries of ours, which must be removed.
+func (w *Writer) routeDiffers(k Key, rv string, existing []gatewayv1.RouteParentStatus, now time.Time, submitting bool) bool {
+	d, ok := w.routes[k]
+	if !ok {
+		if !submitting {
+			// Created after the last translation: the create event
+			// brings a translation, which decides.
+			return false
+		}
+		// Not attached to any of our Gateways: desired is "no entries".
+		w.routes[k] = nil
+	}
+	if w.behind(k, rv) {
+		return false
+	}
+	_, changed := MergeParents(existing, d, w.controllerName, now)
+	return changed
 }
 
 // behind reports whether an object's resourceVersion rv is older than our
