@@ -74,13 +74,15 @@ type GatewayAPIReconciler struct {
 	// EndpointSlices; the controller leaves it nil.
 	MutateInput func(*gatewayapi.Input)
 
-	trigger chan event.GenericEvent
-	once    sync.Once
+	trigger    chan event.GenericEvent
+	once       sync.Once
+	translator *gatewayapi.Translator
 }
 
 // SetupWithManager watches every kind the translation reads.
 func (r *GatewayAPIReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.once.Do(func() { r.trigger = make(chan event.GenericEvent, 1) })
+	r.translator = gatewayapi.NewTranslator()
 	h := holdOffHandler{d: r.HoldOff, recheck: r.Status.Recheck}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("gatewayapi").
@@ -114,7 +116,14 @@ func (r *GatewayAPIReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	out := gatewayapi.Translate(in)
+	var out *gatewayapi.Output
+	if r.MutateInput != nil {
+		// Objects fed by a test hook are not the cache's immutable
+		// ones, which the Translator's memory relies on.
+		out = gatewayapi.Translate(in)
+	} else {
+		out = r.translator.Translate(in)
+	}
 	translateSeconds.Observe(time.Since(start).Seconds())
 	if r.Publisher != nil {
 		r.Publisher.Publish(in, out)

@@ -36,6 +36,9 @@ type compiledRoute struct {
 	refsMsg    string
 
 	backends []backend // resolved backends, for the Gateway's clusters
+
+	// statuses remembers status entries (Translator only).
+	statuses map[statusKey]gatewayv1.RouteParentStatus
 }
 
 type compiledRule struct {

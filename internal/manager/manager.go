@@ -16,9 +16,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -99,6 +103,7 @@ func Run(ctx context.Context, opts Options) error {
 	mgr, err := ctrl.NewManager(opts.RestConfig, ctrl.Options{
 		Scheme: scheme.New(),
 		Logger: log,
+		Cache:  cacheOptions(),
 		Metrics: metricsserver.Options{BindAddress: cfg.MetricsAddress, ExtraHandlers: map[string]http.Handler{
 			// What each Gateway's proxies are served (names and versions).
 			"/debug/xds": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -235,6 +240,32 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	log.Info("shardgate controller stopped")
 	return nil
+}
+
+// cacheOptions keep the informer caches small: no managedFields anywhere
+// (nothing reads them), the data of Secrets that are not TLS Secrets dropped
+// (the translator only reports their type), and Envoy Deployments,
+// ConfigMaps and ServiceAccounts cached only when shardgate manages them,
+// instead of every one in the cluster.
+func cacheOptions() cache.Options {
+	ours := labels.SelectorFromSet(labels.Set{infra.LabelManagedBy: infra.LabelManagedByValue})
+	strip := cache.TransformStripManagedFields()
+	return cache.Options{
+		DefaultTransform: strip,
+		ByObject: map[client.Object]cache.ByObject{
+			&appsv1.Deployment{}:     {Label: ours},
+			&corev1.ConfigMap{}:      {Label: ours},
+			&corev1.ServiceAccount{}: {Label: ours},
+			&corev1.Secret{}: {Transform: func(in any) (any, error) {
+				if s, ok := in.(*corev1.Secret); ok && s.Type != corev1.SecretTypeTLS {
+					for k := range s.Data {
+						s.Data[k] = nil
+					}
+				}
+				return strip(in)
+			}},
+		},
+	}
 }
 
 func applyOverrides(cfg *config.Config, opts Options) {

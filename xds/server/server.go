@@ -80,6 +80,7 @@ type Server struct {
 	// checkers remember, per node group, what passed validation, so an
 	// unchanged resource is not validated again.
 	checkers map[string]*translate.Checker
+	memos    map[string]*translate.Memo
 
 	identities sync.Map // stream ID → Gateway named by the client certificate
 	addr       atomic.Pointer[net.Addr]
@@ -117,7 +118,7 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, log: opts.Log, published: map[string]*published{}, refused: map[string]string{},
 		live: map[string]map[string]keptCluster{}, retired: map[string]map[string]keptCluster{},
 		pending: map[string]*pendingPublish{}, streams: map[int64]*streamState{},
-		checkers: map[string]*translate.Checker{}}
+		checkers: map[string]*translate.Checker{}, memos: map[string]*translate.Memo{}}
 	s.guard = newNACKGuard(cachev3.NewSnapshotCache(true, clusterHash{}, nil))
 	s.guard.onChange = s.statusChanged
 	s.cache = s.guard
@@ -162,6 +163,11 @@ func (s *Server) Publish(_ *gatewayapi.Input, out *gatewayapi.Output) {
 	for group := range s.checkers {
 		if !live[group] {
 			delete(s.checkers, group)
+		}
+	}
+	for group := range s.memos {
+		if !live[group] {
+			delete(s.memos, group)
 		}
 	}
 	s.mu.Unlock()
@@ -234,7 +240,11 @@ func keepReferenced(res *translate.Resources, names []string) {
 	if len(names) == 0 {
 		return
 	}
-	for _, rc := range res.Routes {
+	for i, rc := range res.Routes {
+		// The messages may be shared with earlier translations (see
+		// translate.Memo): change copies.
+		rc = proto.Clone(rc).(*routev3.RouteConfiguration)
+		res.Routes[i] = rc
 		for _, vh := range rc.GetVirtualHosts() {
 			for _, name := range names {
 				vh.Routes = append(vh.Routes, &routev3.Route{
@@ -327,6 +337,18 @@ func retiredNames(retired map[string]keptCluster) []string {
 	return names
 }
 
+// memo returns the group's translation memory.
+func (s *Server) memo(group string) *translate.Memo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.memos[group]
+	if m == nil {
+		m = &translate.Memo{}
+		s.memos[group] = m
+	}
+	return m
+}
+
 // checker returns the group's validation memory.
 func (s *Server) checker(group string) *translate.Checker {
 	s.mu.Lock()
@@ -343,7 +365,15 @@ func (s *Server) checker(group string) *translate.Checker {
 // version that is a hash of its content, so a type whose resources did not
 // change keeps its version and is not sent again.
 func (s *Server) build(group string, gw *ir.Gateway) (*built, error) {
-	res, err := translate.Translate(gw)
+	var res *translate.Resources
+	var err error
+	if s.opts.Decorate != nil {
+		// Decorate may change the messages, which a memo shares
+		// between translations.
+		res, err = translate.Translate(gw)
+	} else {
+		res, err = s.memo(group).Translate(gw)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("translate: %w", err)
 	}
