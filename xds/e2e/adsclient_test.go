@@ -53,10 +53,12 @@ type adsOptions struct {
 	dial []grpc.DialOption
 }
 
-var subscriptions = []struct {
+type subscription struct {
 	typeURL string
 	names   []string
-}{
+}
+
+var subscriptions = []subscription{
 	{resourcev3.ClusterType, nil},
 	{resourcev3.ListenerType, nil},
 	{resourcev3.RouteType, []string{httpRouteTable}},
@@ -81,7 +83,14 @@ func dialADS(ctx context.Context, gw types.NamespacedName, node string, o adsOpt
 	}
 	c := &adsClient{node: node, cc: cc, stream: stream, cancel: cancel, opts: o,
 		updates: make(chan struct{}, 1), done: make(chan struct{})}
-	for _, sub := range subscriptions {
+	subs := subscriptions
+	if o.noRead {
+		// The big route table first: the server's write of it overdraws
+		// the stream's write quota, so its next response blocks in
+		// flow control.
+		subs = []subscription{subscriptions[2], subscriptions[0], subscriptions[1]}
+	}
+	for _, sub := range subs {
 		if err := stream.Send(&discovery.DiscoveryRequest{
 			Node:    &core.Node{Id: node, Cluster: xdsserver.NodeGroup(gw)},
 			TypeUrl: sub.typeURL, ResourceNames: sub.names,
