@@ -16,6 +16,9 @@ type State struct {
 	NACKRecords int
 	// Pending: Gateways waiting for phase two of a two-phase publish.
 	Pending int
+	// Watches: open watches in the snapshot cache (state of the world and
+	// delta), over every node group.
+	Watches int
 }
 
 // State returns the current counts.
@@ -26,5 +29,10 @@ func (s *Server) State() State {
 	s.mu.Unlock()
 	s.identities.Range(func(any, any) bool { st.Identities++; return true })
 	st.GuardStreams, st.SentRecords, st.NACKRecords = s.guard.size()
+	for _, group := range s.cache.GetStatusKeys() {
+		if info := s.cache.GetStatusInfo(group); info != nil {
+			st.Watches += info.GetNumWatches() + info.GetNumDeltaWatches()
+		}
+	}
 	return st
 }
