@@ -6,12 +6,9 @@ package manager
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -77,6 +74,9 @@ type Options struct {
 	// OnXDSServer receives the xDS server once built, so tests can read
 	// its NACK records and address.
 	OnXDSServer func(*xdsserver.Server)
+	// OnXDSCredentials receives the xDS server's credentials, so tests can
+	// rotate them.
+	OnXDSCredentials func(*xdsserver.Credentials)
 }
 
 // Run runs the controller until ctx ends. It returns nil after a clean
@@ -167,14 +167,20 @@ func Run(ctx context.Context, opts Options) error {
 		HoldOff:        TranslationHoldOff,
 		Log:            log.WithName("gatewayapi"),
 	}
-	xdsTLS, ca, err := xdsCredentials(ctx, opts.RestConfig, cfg)
+	xdsCreds, ca, err := xdsCredentials(ctx, opts.RestConfig, cfg, log.WithName("xds-credentials"))
 	if err != nil {
 		return err
+	}
+	if err := mgr.Add(xdsCreds); err != nil { // renews and reloads
+		return fmt.Errorf("add xDS credentials: %w", err)
+	}
+	if opts.OnXDSCredentials != nil {
+		opts.OnXDSCredentials(xdsCreds)
 	}
 	_ = ca // the infra controller issues Envoy client certificates from it
 	xdsServer := xdsserver.New(xdsserver.Options{
 		Address:        cfg.XDS.Address,
-		TLS:            xdsTLS,
+		TLS:            xdsCreds.TLSConfig(),
 		Log:            log.WithName("xds"),
 		OnStatusChange: gatewayAPI.Trigger,
 		Decorate:       opts.DecorateXDS,
@@ -350,25 +356,15 @@ func (r runtimeSource) Runtime() map[types.NamespacedName]gatewayapi.GatewayRunt
 // XDSCASecret holds the xDS CA, in the leader-election namespace.
 const XDSCASecret = "shardgate-xds-ca"
 
-// xdsCredentials returns the xDS server's mTLS config: from the config
-// file's xds.tls files when set, else from a CA kept in a Secret (created on
-// first start, shared by every replica and restart) with a fresh server
-// certificate. Client certificates are always required and verified.
-func xdsCredentials(ctx context.Context, rc *rest.Config, cfg config.Config) (*tls.Config, *pki.CA, error) {
+// xdsCredentials returns the xDS server's mTLS credentials: from the config
+// file's xds.tls files when set (re-read periodically), else from a CA kept
+// in a Secret (created on first start, shared by every replica and restart)
+// with a server certificate it issues and renews. Client certificates are
+// always required and verified; the trusted CAs are re-read too.
+func xdsCredentials(ctx context.Context, rc *rest.Config, cfg config.Config, log logr.Logger) (*xdsserver.Credentials, *pki.CA, error) {
 	if cfg.XDS.TLS.Enabled() {
-		cert, err := tls.LoadX509KeyPair(cfg.XDS.TLS.CertFile, cfg.XDS.TLS.KeyFile)
-		if err != nil {
-			return nil, nil, fmt.Errorf("xds.tls: %w", err)
-		}
-		caPEM, err := os.ReadFile(cfg.XDS.TLS.CAFile)
-		if err != nil {
-			return nil, nil, fmt.Errorf("xds.tls.caFile: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(caPEM) {
-			return nil, nil, fmt.Errorf("xds.tls.caFile %s: no certificate", cfg.XDS.TLS.CAFile)
-		}
-		return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}, nil, nil
+		creds, err := xdsserver.NewCredentials(ctx, xdsserver.FileSource(cfg.XDS.TLS.CertFile, cfg.XDS.TLS.KeyFile, cfg.XDS.TLS.CAFile), log)
+		return creds, nil, err
 	}
 	c, err := client.New(rc, client.Options{Scheme: scheme.New()})
 	if err != nil {
@@ -380,13 +376,7 @@ func xdsCredentials(ctx context.Context, rc *rest.Config, cfg config.Config) (*t
 		return nil, nil, fmt.Errorf("xds CA in namespace %s (create the namespace, or set leaderElection.namespace): %w", ns, err)
 	}
 	names := []string{"localhost", "shardgate-xds", "shardgate-xds." + ns, "shardgate-xds." + ns + ".svc", "shardgate-xds." + ns + ".svc.cluster.local"}
-	certPEM, keyPEM, err := ca.Issue("shardgate-xds", names, nil, 365*24*time.Hour, true)
-	if err != nil {
-		return nil, nil, err
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return nil, nil, fmt.Errorf("xds server certificate: %w", err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: ca.Pool(), ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}, ca, nil
+	src := &pki.ServerSource{Reader: c, Secret: types.NamespacedName{Namespace: ns, Name: XDSCASecret}, DNSNames: names}
+	creds, err := xdsserver.NewCredentials(ctx, src.Load, log)
+	return creds, ca, err
 }

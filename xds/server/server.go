@@ -597,9 +597,7 @@ func (c *callbacks) OnStreamClosed(id int64, node *core.Node) {
 	connectedProxies.Dec()
 	c.s.forgetStream(id)
 	c.s.identities.Delete(id)
-	if node != nil {
-		c.s.guard.forget(node.GetId())
-	}
+	c.s.guard.forget(id, node.GetId())
 }
 
 // OnStreamRequest refuses a request whose node asks for a Gateway other
@@ -608,6 +606,7 @@ func (c *callbacks) OnStreamRequest(id int64, req *discovery.DiscoveryRequest) e
 	if err := c.check(id, req.GetNode()); err != nil {
 		return err
 	}
+	c.s.guard.attach(id, req.GetNode().GetId())
 	c.s.observeRequest(id, req)
 	return nil
 }
