@@ -380,9 +380,44 @@ func TestHostileRoutes(t *testing.T) {
 			route: route(func(r *gatewayv1.HTTPRoute) {
 				b := r.Spec.Rules[0].BackendRefs[0]
 				b.Weight = ptrTo(int32(math.MaxInt32))
-				r.Spec.Rules[0].BackendRefs = []gatewayv1.HTTPBackendRef{b, b, b}
+				b2, b3 := b, b
+				b2.Name, b3.Name = "web2", "web3"
+				r.Spec.Rules[0].BackendRefs = []gatewayv1.HTTPBackendRef{b, b2, b3}
 			}),
+			setup: func(in *Input) {
+				in.Services = append(in.Services, service("default", "web2"), service("default", "web3"))
+			},
 			accepted: "True/Accepted", resolved: "True/ResolvedRefs",
+			check: func(t *testing.T, out *Output) {
+				// Envoy refuses weighted clusters summing past 2^32-1: the
+				// weights must be scaled, keeping every backend.
+				res := envoyValid(t, out)
+				found := false
+				for _, rc := range res[0].Routes {
+					for _, vh := range rc.VirtualHosts {
+						for _, r := range vh.Routes {
+							wc := r.GetRoute().GetWeightedClusters()
+							if wc == nil {
+								continue
+							}
+							found = true
+							var sum uint64
+							for _, c := range wc.Clusters {
+								if c.Weight.GetValue() == 0 {
+									t.Fatalf("cluster %s lost its share", c.Name)
+								}
+								sum += uint64(c.Weight.GetValue())
+							}
+							if len(wc.Clusters) != 3 || sum > math.MaxUint32 {
+								t.Fatalf("%d weighted clusters summing to %d; want 3 summing to at most 2^32-1", len(wc.Clusters), sum)
+							}
+						}
+					}
+				}
+				if !found {
+					t.Fatal("no weighted clusters in the Envoy routes")
+				}
+			},
 		},
 		{
 			name: "negative backend weight",
