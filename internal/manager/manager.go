@@ -147,6 +147,7 @@ func Run(ctx context.Context, opts Options) error {
 		Recorder:       mgr.GetEventRecorder("shardgate"),
 		Log:            log.WithName("leasehost"),
 	}
+	leaseHosts.SetNamespaceOwnerAnnotation(cfg.NamespaceOwnerAnnotation)
 	if err := leaseHosts.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up LeaseHost controller: %w", err)
 	}
@@ -319,8 +320,9 @@ func (r configRunnable) Start(ctx context.Context) error {
 				r.log.Error(err, "reloaded block list refused; keeping the previous one")
 				continue
 			}
-			r.log.Info("config reloaded", "blockedHostnames", b.Len())
+			r.log.Info("config reloaded", "blockedHostnames", b.Len(), "namespaceOwnerAnnotation", c.NamespaceOwnerAnnotation)
 			r.leaseHosts.SetBlockList(b)
+			r.leaseHosts.SetNamespaceOwnerAnnotation(c.NamespaceOwnerAnnotation)
 		}
 	}()
 	return r.watcher.Run(ctx)
