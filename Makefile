@@ -59,6 +59,19 @@ vet:
 test: envtest-assets verify-generated lint
 	CI=$${CI:-} $(GO) test -count=1 -timeout 30m $(GOTESTFLAGS) ./...
 
+## test-long: every fuzz target for FUZZTIME each (default 10m; not part of make test,
+## whose plain `go test` runs the committed seed corpora only)
+.PHONY: test-long
+FUZZTIME ?= 10m
+FUZZ_TARGETS := FuzzNormalise:./internal/hostnames FuzzEngine:./internal/hostnames \
+	FuzzTranslate:./internal/gatewayapi FuzzXDSTranslate:./xds/translate
+test-long:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		name=$${t%%:*}; pkg=$${t#*:}; \
+		echo "== $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
 .PHONY: conformance conformance-local
 CONFORMANCE_FLAGS ?=
 

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -10,9 +11,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -55,7 +59,8 @@ type RuntimeSource interface {
 // replica: each serves xDS from its own translation. Status goes to the
 // status writer, which writes on the leader only.
 type GatewayAPIReconciler struct {
-	Client         client.Client
+	// Cache is the manager's informer cache; snapshots read its stores.
+	Cache          cache.Cache
 	ControllerName string
 	Status         *status.Writer
 	Publisher      Publisher     // may be nil
@@ -69,14 +74,16 @@ type GatewayAPIReconciler struct {
 	// EndpointSlices; the controller leaves it nil.
 	MutateInput func(*gatewayapi.Input)
 
-	trigger chan event.GenericEvent
-	once    sync.Once
+	trigger    chan event.GenericEvent
+	once       sync.Once
+	translator *gatewayapi.Translator
 }
 
 // SetupWithManager watches every kind the translation reads.
 func (r *GatewayAPIReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.once.Do(func() { r.trigger = make(chan event.GenericEvent, 1) })
-	h := holdOffHandler{d: r.HoldOff}
+	r.translator = gatewayapi.NewTranslator()
+	h := holdOffHandler{d: r.HoldOff, recheck: r.Status.Recheck}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("gatewayapi").
 		WatchesRawSource(source.Channel(r.trigger, h)).
@@ -109,7 +116,14 @@ func (r *GatewayAPIReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	out := gatewayapi.Translate(in)
+	var out *gatewayapi.Output
+	if r.MutateInput != nil {
+		// Objects fed by a test hook are not the cache's immutable
+		// ones, which the Translator's memory relies on.
+		out = gatewayapi.Translate(in)
+	} else {
+		out = r.translator.Translate(in)
+	}
 	translateSeconds.Observe(time.Since(start).Seconds())
 	if r.Publisher != nil {
 		r.Publisher.Publish(in, out)
@@ -118,48 +132,45 @@ func (r *GatewayAPIReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 	return reconcile.Result{}, nil
 }
 
-// snapshot lists every input from the informer cache. The objects are the
-// cache's own (no deep copy): the translator and the writer only read them.
+// snapshot takes every input from the informers' stores: the objects are
+// the cache's own (no copy, not even the shallow one a typed List makes),
+// and the translator and the writer only read them.
 func (r *GatewayAPIReconciler) snapshot(ctx context.Context) (*gatewayapi.Input, error) {
 	in := &gatewayapi.Input{ControllerName: r.ControllerName}
-	nocopy := client.UnsafeDisableDeepCopy
-	var (
-		classes  gatewayv1.GatewayClassList
-		gws      gatewayv1.GatewayList
-		https    gatewayv1.HTTPRouteList
-		grpcs    gatewayv1.GRPCRouteList
-		tlss     gatewayv1.TLSRouteList
-		grants   gatewayv1beta1.ReferenceGrantList
-		svcs     corev1.ServiceList
-		slices   discoveryv1.EndpointSliceList
-		secrets  corev1.SecretList
-		nss      corev1.NamespaceList
-		params   shardgatev1alpha1.GatewayParametersList
-		listOnes = []struct {
-			list client.ObjectList
-			what string
-		}{
-			{&classes, "GatewayClasses"}, {&gws, "Gateways"}, {&https, "HTTPRoutes"}, {&grpcs, "GRPCRoutes"},
-			{&tlss, "TLSRoutes"}, {&grants, "ReferenceGrants"}, {&svcs, "Services"}, {&slices, "EndpointSlices"},
-			{&secrets, "Secrets"}, {&nss, "Namespaces"}, {&params, "GatewayParameters"},
-		}
-	)
-	for _, l := range listOnes {
-		if err := r.Client.List(ctx, l.list, nocopy); err != nil {
-			return nil, fmt.Errorf("list %s: %w", l.what, err)
-		}
+	var err error
+	if in.GatewayClasses, err = storeList[gatewayv1.GatewayClass](ctx, r.Cache); err != nil {
+		return nil, err
 	}
-	in.GatewayClasses = ptrs(classes.Items)
-	in.Gateways = ptrs(gws.Items)
-	in.HTTPRoutes = ptrs(https.Items)
-	in.GRPCRoutes = ptrs(grpcs.Items)
-	in.TLSRoutes = ptrs(tlss.Items)
-	in.ReferenceGrants = ptrs(grants.Items)
-	in.Services = ptrs(svcs.Items)
-	in.EndpointSlices = ptrs(slices.Items)
-	in.Secrets = ptrs(secrets.Items)
-	in.Namespaces = ptrs(nss.Items)
-	in.GatewayParameters = ptrs(params.Items)
+	if in.Gateways, err = storeList[gatewayv1.Gateway](ctx, r.Cache); err != nil {
+		return nil, err
+	}
+	if in.HTTPRoutes, err = storeList[gatewayv1.HTTPRoute](ctx, r.Cache); err != nil {
+		return nil, err
+	}
+	if in.GRPCRoutes, err = storeList[gatewayv1.GRPCRoute](ctx, r.Cache); err != nil {
+		return nil, err
+	}
+	if in.TLSRoutes, err = storeList[gatewayv1.TLSRoute](ctx, r.Cache); err != nil {
+		return nil, err
+	}
+	if in.ReferenceGrants, err = storeList[gatewayv1beta1.ReferenceGrant](ctx, r.Cache); err != nil {
+		return nil, err
+	}
+	if in.Services, err = storeList[corev1.Service](ctx, r.Cache); err != nil {
+		return nil, err
+	}
+	if in.EndpointSlices, err = storeList[discoveryv1.EndpointSlice](ctx, r.Cache); err != nil {
+		return nil, err
+	}
+	if in.Secrets, err = storeList[corev1.Secret](ctx, r.Cache); err != nil {
+		return nil, err
+	}
+	if in.Namespaces, err = storeList[corev1.Namespace](ctx, r.Cache); err != nil {
+		return nil, err
+	}
+	if in.GatewayParameters, err = storeList[shardgatev1alpha1.GatewayParameters](ctx, r.Cache); err != nil {
+		return nil, err
+	}
 	if r.Runtime != nil {
 		in.Runtime = r.Runtime.Runtime()
 	}
@@ -169,10 +180,44 @@ func (r *GatewayAPIReconciler) snapshot(ctx context.Context) (*gatewayapi.Input,
 	return in, nil
 }
 
-// holdOffHandler maps every event to the snapshot key, delayed by d. The
-// delaying queue keeps the earliest deadline of a key, so a burst waits at
-// most d after its first event.
-type holdOffHandler struct{ d time.Duration }
+// storeList returns the objects in the informer store for T, as stored.
+func storeList[T any, PT interface {
+	*T
+	client.Object
+}](ctx context.Context, c cache.Cache) ([]*T, error) {
+	var zero T
+	obj := PT(&zero)
+	inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(true))
+	if err != nil {
+		return nil, fmt.Errorf("informer for %T: %w", obj, err)
+	}
+	st, ok := inf.(interface{ GetStore() toolscache.Store })
+	if !ok {
+		return nil, fmt.Errorf("informer for %T has no store", obj)
+	}
+	items := st.GetStore().List()
+	out := make([]*T, 0, len(items))
+	for _, it := range items {
+		if t, ok := it.(*T); ok {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// holdOffHandler maps every event that can change the translation to the
+// snapshot key, delayed by d. The delaying queue keeps the earliest deadline
+// of a key, so a burst waits at most d after its first event; with d = 0 a
+// lone change is translated at once and the events of a burst that arrive
+// during a translation are folded into the next one.
+//
+// Updates that cannot change the translation (status written by us or by
+// another controller, resyncs) are not translated: recheck compares such an
+// object's status with its desired status instead.
+type holdOffHandler struct {
+	d       time.Duration
+	recheck func(client.Object)
+}
 
 func (h holdOffHandler) add(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if h.d <= 0 {
@@ -186,7 +231,13 @@ func (h holdOffHandler) Create(_ context.Context, _ event.CreateEvent, q workque
 	h.add(q)
 }
 func (h holdOffHandler) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.add(q)
+	if TranslationRelevant(e.ObjectOld, e.ObjectNew) {
+		h.add(q)
+		return
+	}
+	if h.recheck != nil {
+		h.recheck(e.ObjectNew)
+	}
 }
 func (h holdOffHandler) Delete(_ context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	h.add(q)
@@ -196,3 +247,31 @@ func (h holdOffHandler) Generic(_ context.Context, _ event.GenericEvent, q workq
 }
 
 var _ handler.EventHandler = holdOffHandler{}
+
+// TranslationRelevant reports whether an update can change the translation.
+// The translator reads the spec of the Gateway API kinds and of
+// GatewayParameters (a change bumps metadata.generation), Service specs,
+// Secret types and data, Namespace labels and all of an EndpointSlice; never
+// status. Labels and annotations count everywhere, to be safe.
+func TranslationRelevant(oldObj, newObj client.Object) bool {
+	if oldObj == nil || newObj == nil {
+		return true
+	}
+	if !maps.Equal(oldObj.GetLabels(), newObj.GetLabels()) || !maps.Equal(oldObj.GetAnnotations(), newObj.GetAnnotations()) {
+		return true
+	}
+	switch n := newObj.(type) {
+	case *gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute,
+		*gatewayv1.TLSRoute, *gatewayv1beta1.ReferenceGrant, *shardgatev1alpha1.GatewayParameters:
+		return oldObj.GetGeneration() != newObj.GetGeneration() || oldObj.GetGeneration() == 0
+	case *corev1.Service:
+		o, ok := oldObj.(*corev1.Service)
+		return !ok || !equality.Semantic.DeepEqual(o.Spec, n.Spec)
+	case *corev1.Secret:
+		o, ok := oldObj.(*corev1.Secret)
+		return !ok || o.Type != n.Type || !equality.Semantic.DeepEqual(o.Data, n.Data) || !equality.Semantic.DeepEqual(o.StringData, n.StringData)
+	case *corev1.Namespace:
+		return false // only labels matter, compared above
+	}
+	return oldObj.GetResourceVersion() != newObj.GetResourceVersion()
+}

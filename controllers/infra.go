@@ -200,6 +200,11 @@ func (r *InfraReconciler) ensure(ctx context.Context, log logr.Logger, gw *gatew
 		return err
 	}
 	err = r.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	if apierrors.IsNotFound(err) && r.APIReader != nil {
+		// The cache holds only objects with our labels: an object of the
+		// name without them is found only by asking the apiserver.
+		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -44,6 +45,10 @@ type LeaseHostReconciler struct {
 	Recorder       events.EventRecorder
 	Log            logr.Logger
 
+	// namespaceOwnerAnnotation is the config's namespaceOwnerAnnotation
+	// (a string; "" disables the check). See SetNamespaceOwnerAnnotation.
+	namespaceOwnerAnnotation atomic.Value
+
 	mu      sync.Mutex
 	rebuilt bool
 	// claims: LeaseHost → the hosts it has claimants for in the engine.
@@ -73,7 +78,8 @@ func (r *LeaseHostReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&gatewayv1.Gateway{}, all, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&gatewayv1.GatewayClass{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&shardgatev1alpha1.GatewayParameters{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceLeaseHosts), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		// Labels select shards; annotations carry the namespace's owner.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceLeaseHosts), builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.serviceLeaseHosts)).
 		WatchesRawSource(source.Channel(r.requeue, &handler.TypedEnqueueRequestForObject[*shardgatev1alpha1.LeaseHost]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
@@ -89,6 +95,52 @@ func (r *LeaseHostReconciler) SetBlockList(b *hostnames.BlockList) {
 	for _, nn := range r.changedLeaseHosts(changes, types.NamespacedName{}) {
 		r.enqueue(nn)
 	}
+}
+
+// SetNamespaceOwnerAnnotation sets the Namespace annotation key that names
+// the lease owner allowed to claim hostnames in that namespace (the config's
+// namespaceOwnerAnnotation; "" disables the check). When it changes after
+// start, every LeaseHost is re-evaluated.
+//
+// The rule: when the key is set and a LeaseHost's namespace carries the
+// annotation, the LeaseHost's spec.lease.owner, and its
+// shardgate.io/lease-owner label if it has one, must equal the annotation's
+// value (compared verbatim, like owners everywhere; an empty value matches
+// nobody). Otherwise the LeaseHost is Reserved=False NamespaceOwnerMismatch:
+// it claims no name (any it held is released to the next waiter) and gets no
+// route. A namespace without the annotation is not checked.
+func (r *LeaseHostReconciler) SetNamespaceOwnerAnnotation(key string) {
+	old, _ := r.namespaceOwnerAnnotation.Swap(key).(string)
+	if old == key || r.requeue == nil {
+		return
+	}
+	for _, req := range r.allLeaseHosts(context.Background(), nil) {
+		r.enqueue(req.NamespacedName)
+	}
+}
+
+// namespaceOwnerRefusal returns the refusal of lh when its namespace belongs
+// to another owner, or nil.
+func (r *LeaseHostReconciler) namespaceOwnerRefusal(lh *shardgatev1alpha1.LeaseHost, ns *corev1.Namespace) *hostnames.Decision {
+	key, _ := r.namespaceOwnerAnnotation.Load().(string)
+	if key == "" {
+		return nil
+	}
+	want, ok := ns.Annotations[key]
+	if !ok {
+		return nil
+	}
+	label, hasLabel := lh.Labels[shardgatev1alpha1.LabelLeaseOwner]
+	var msg string
+	switch {
+	case lh.Spec.Lease.Owner != want:
+		msg = fmt.Sprintf("namespace %s belongs to another owner (annotation %s); lease owner %q may not claim hostnames in it", lh.Namespace, key, lh.Spec.Lease.Owner)
+	case hasLabel && label != want:
+		msg = fmt.Sprintf("label %s=%q does not match the owner of namespace %s (annotation %s)", shardgatev1alpha1.LabelLeaseOwner, label, lh.Namespace, key)
+	default:
+		return nil
+	}
+	return &hostnames.Decision{Reason: hostnames.Reason(shardgatev1alpha1.ReasonNamespaceOwnerMismatch), Message: msg}
 }
 
 func (r *LeaseHostReconciler) enqueue(nn types.NamespacedName) {
@@ -192,7 +244,9 @@ func (r *LeaseHostReconciler) planOn(ctx context.Context, lh *shardgatev1alpha1.
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: lh.Namespace}, &ns); err != nil && !apierrors.IsNotFound(err) {
 		return leasehosts.Plan{}, fmt.Errorf("get namespace %s: %w", lh.Namespace, err)
 	}
-	return leasehosts.PlanFor(lh, sharding.Select(shards, lh, ns.Labels)), nil
+	p := leasehosts.PlanFor(lh, sharding.Select(shards, lh, ns.Labels))
+	p.Refusal = r.namespaceOwnerRefusal(lh, &ns)
+	return p, nil
 }
 
 func (r *LeaseHostReconciler) shards(ctx context.Context) ([]sharding.Shard, error) {
@@ -217,17 +271,24 @@ func (r *LeaseHostReconciler) shards(ctx context.Context) ([]sharding.Shard, err
 func (r *LeaseHostReconciler) claim(lh *shardgatev1alpha1.LeaseHost, plan leasehosts.Plan) (map[string]hostnames.Decision, []hostnames.Change) {
 	nn := types.NamespacedName{Namespace: lh.Namespace, Name: lh.Name}
 	uid := string(lh.UID)
+	claimed := plan.Hosts
+	if plan.Refusal != nil {
+		claimed = nil // refused before the engine: claim nothing, release all
+	}
 	r.mu.Lock()
 	previous := r.claims[nn]
-	r.claims[nn] = plan.Hosts
+	r.claims[nn] = claimed
 	r.owners[uid] = nn
 	r.mu.Unlock()
 
 	var changes []hostnames.Change
 	for _, h := range previous {
-		if !slices.Contains(plan.Hosts, h) {
+		if !slices.Contains(claimed, h) {
 			changes = append(changes, r.Engine.Remove(leasehosts.ClaimUID(uid, h))...)
 		}
+	}
+	if plan.Refusal != nil {
+		return plan.RefusedDecisions(), changes
 	}
 	decisions := map[string]hostnames.Decision{}
 	for _, h := range plan.Hosts {
@@ -298,9 +359,13 @@ func (r *LeaseHostReconciler) writeChanged(ctx context.Context, changes []hostna
 			continue
 		}
 		decisions := map[string]hostnames.Decision{}
-		for _, h := range plan.Hosts {
-			if d, ok := r.Engine.Decision(leasehosts.ClaimUID(string(lh.UID), h)); ok {
-				decisions[h] = d
+		if plan.Refusal != nil {
+			decisions = plan.RefusedDecisions()
+		} else {
+			for _, h := range plan.Hosts {
+				if d, ok := r.Engine.Decision(leasehosts.ClaimUID(string(lh.UID), h)); ok {
+					decisions[h] = d
+				}
 			}
 		}
 		if err := r.write(ctx, &lh, plan, decisions); err != nil {

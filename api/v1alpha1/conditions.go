@@ -100,6 +100,13 @@ const (
 	// exists and is not controlled by this LeaseHost; it is left alone.
 	ReasonRouteConflict = "RouteConflict"
 
+	// ReasonNamespaceOwnerMismatch: the provider's namespaceOwnerAnnotation
+	// is set on the LeaseHost's namespace and names a different owner than
+	// the LeaseHost's spec.lease.owner (or its shardgate.io/lease-owner
+	// label). The LeaseHost claims no name and gets no route. The message
+	// never names the namespace's owner.
+	ReasonNamespaceOwnerMismatch = "NamespaceOwnerMismatch"
+
 	// ReasonNoListenerForDomain: the shard's Gateway has no listener whose
 	// hostname matches the composed host.
 	ReasonNoListenerForDomain = "NoListenerForDomain"

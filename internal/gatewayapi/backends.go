@@ -139,8 +139,13 @@ func (idx *Index) endpointsFor(b backend) []ir.Endpoint {
 	if eps, ok := idx.endpoints[b.cluster]; ok {
 		return eps
 	}
+	sl := idx.slices[nn(b.svc.Namespace, b.svc.Name)]
+	if eps, ok := idx.endpointsMemo(b.cluster, b.port.Name, sl); ok {
+		idx.endpoints[b.cluster] = eps
+		return eps
+	}
 	var out []ir.Endpoint
-	for _, s := range idx.slices[nn(b.svc.Namespace, b.svc.Name)] {
+	for _, s := range sl {
 		if s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6 {
 			continue
 		}
@@ -176,5 +181,6 @@ func (idx *Index) endpointsFor(b backend) []ir.Endpoint {
 	// The same address can appear in several slices during a rollover.
 	out = slices.Compact(out)
 	idx.endpoints[b.cluster] = out
+	idx.rememberEndpoints(b.cluster, b.port.Name, sl, out)
 	return out
 }

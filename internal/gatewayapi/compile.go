@@ -6,7 +6,6 @@ package gatewayapi
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -36,6 +35,9 @@ type compiledRoute struct {
 	refsMsg    string
 
 	backends []backend // resolved backends, for the Gateway's clusters
+
+	// statuses remembers status entries (Translator only).
+	statuses map[statusKey]gatewayv1.RouteParentStatus
 }
 
 type compiledRule struct {
@@ -291,7 +293,7 @@ func httpMatches(ms []gatewayv1.HTTPRouteMatch) ([]ir.Match, *ruleError) {
 			case gatewayv1.PathMatchPathPrefix:
 				im.Path = &ir.PathMatch{Type: ir.MatchPathPrefix, Value: v}
 			case gatewayv1.PathMatchRegularExpression:
-				if _, err := regexp.Compile(v); err != nil {
+				if err := checkRegex(v); err != nil {
 					return nil, unsupported("invalid path regular expression %q: %v", v, err)
 				}
 				im.Path = &ir.PathMatch{Type: ir.MatchRegularExpression, Value: v}
@@ -337,7 +339,7 @@ func valueMatch(name, typ, value, what string) (ir.ValueMatch, *ruleError) {
 	case "Exact":
 		return ir.ValueMatch{Name: name, Type: ir.MatchExact, Value: value}, nil
 	case "RegularExpression":
-		if _, err := regexp.Compile(value); err != nil {
+		if err := checkRegex(value); err != nil {
 			return ir.ValueMatch{}, unsupported("invalid %s %s regular expression %q: %v", what, name, value, err)
 		}
 		return ir.ValueMatch{Name: name, Type: ir.MatchRegularExpression, Value: value}, nil

@@ -165,13 +165,13 @@ func grpcMatches(ms []gatewayv1.GRPCRouteMatch) ([]ir.Match, []grpcKey, *ruleErr
 			case gatewayv1.GRPCMethodMatchRegularExpression:
 				sre, mre := "[^/]+", "[^/]+"
 				if svc != "" {
-					if _, err := regexp.Compile(svc); err != nil {
+					if err := checkRegex(svc); err != nil {
 						return nil, nil, unsupported("invalid service regular expression %q: %v", svc, err)
 					}
 					sre = svc
 				}
 				if meth != "" {
-					if _, err := regexp.Compile(meth); err != nil {
+					if err := checkRegex(meth); err != nil {
 						return nil, nil, unsupported("invalid method regular expression %q: %v", meth, err)
 					}
 					mre = meth

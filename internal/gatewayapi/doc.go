@@ -39,7 +39,12 @@ Copyright The shardgate Authors.
 //     routes serve it; every listener hostname gets a virtual host, even an
 //     empty one (404), so requests never fall through to a wildcard.
 //   - RegularExpression paths sort between Exact and PathPrefix (see
-//     routeLess). Regexes are checked with Go's regexp, not RE2 itself.
+//     routeLess). Regexes are checked with Go's regexp, not RE2 itself,
+//     and refused when their program is too large (maxRegexCost, regex.go),
+//     so one route cannot make Envoy refuse the Gateway's configuration.
+//   - A route hostname the CRD would refuse ("", "*", "*.*.x", over 253
+//     characters, control bytes, a trailing dot) intersects with no
+//     listener (validRouteHostname), so it is never served as a catch-all.
 //   - An invalid rule (bad regex, unsupported value, incompatible filters)
 //     is dropped: Accepted=True with PartiallyInvalid ("Dropped Rule...")
 //     when other rules remain, Accepted=False with the rule's reason when

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -31,7 +32,6 @@ func TranslateGateway(idx *Index, gw *gatewayv1.Gateway) *GatewayResult {
 	if ci == nil {
 		return nil
 	}
-	gen := gw.Generation
 	key := nn(gw.Namespace, gw.Name)
 	secrets := map[string]*ir.Secret{}
 	listeners := idx.buildListeners(gw, secrets)
@@ -50,26 +50,27 @@ func TranslateGateway(idx *Index, gw *gatewayv1.Gateway) *GatewayResult {
 	}
 
 	res := &GatewayResult{Routes: map[RouteKey][]ParentEntry{}}
+	idx.indexRoutes()
 	var pending []*pendingParent
 	seen := map[types.NamespacedName]bool{}
 	for _, r := range idx.httpByGW[key] {
 		if k := nn(r.Namespace, r.Name); !seen[k] {
 			seen[k] = true
-			pending = idx.attach(gw, listeners, idx.compileHTTPRoute(r), pending)
+			pending = idx.attach(gw, listeners, idx.compiledHTTPRoute(r), pending)
 		}
 	}
 	clear(seen)
 	for _, r := range idx.grpcByGW[key] {
 		if k := nn(r.Namespace, r.Name); !seen[k] {
 			seen[k] = true
-			pending = idx.attach(gw, listeners, idx.compileGRPCRoute(r), pending)
+			pending = idx.attach(gw, listeners, idx.compiledGRPCRoute(r), pending)
 		}
 	}
 	clear(seen)
 	for _, r := range idx.tlsByGW[key] {
 		if k := nn(r.Namespace, r.Name); !seen[k] {
 			seen[k] = true
-			pending = idx.attach(gw, listeners, idx.compileTLSRoute(r), pending)
+			pending = idx.attach(gw, listeners, idx.compiledTLSRoute(r), pending)
 		}
 	}
 
@@ -78,6 +79,24 @@ func TranslateGateway(idx *Index, gw *gatewayv1.Gateway) *GatewayResult {
 	}
 	idx.finishParents(pending, res)
 
+	st, gwAccepted := idx.gatewayStatus(gw, listeners, acceptReason, acceptMsg)
+	res.Status = st
+	var b *irBuild
+	if gwAccepted {
+		b = idx.buildIR(gw, listeners, secrets)
+		res.IR = b.ir
+	}
+	if idx.memo != nil {
+		idx.memo.remember(idx, gw, listeners, acceptReason, acceptMsg, pending, res, b)
+	}
+	return res
+}
+
+// gatewayStatus renders a Gateway's status once its routes are attached,
+// and says whether it is accepted.
+func (idx *Index) gatewayStatus(gw *gatewayv1.Gateway, listeners []*listenerState, acceptReason, acceptMsg string) (gatewayv1.GatewayStatus, bool) {
+	gen := gw.Generation
+	key := nn(gw.Namespace, gw.Name)
 	var served, invalid []string
 	for _, l := range listeners {
 		if l.served() {
@@ -136,11 +155,7 @@ func TranslateGateway(idx *Index, gw *gatewayv1.Gateway) *GatewayResult {
 		}
 		st.Listeners = append(st.Listeners, l.status(gen, gwProgrammed, pendingReason, pendingMsg))
 	}
-	res.Status = st
-	if gwAccepted {
-		res.IR = idx.buildIR(gw, listeners, secrets)
-	}
-	return res
+	return st, gwAccepted
 }
 
 // gatewayParamsProblem says why spec.infrastructure.parametersRef does not
@@ -231,7 +246,8 @@ func (idx *Index) finishParents(pending []*pendingParent, res *GatewayResult) {
 				p.msg = "An older route of the other kind (HTTPRoute/GRPCRoute) claims an intersecting hostname on the listener"
 			}
 		}
-		res.Routes[p.cr.key] = append(res.Routes[p.cr.key], ParentEntry{RefIndex: p.refIndex, Status: parentStatus(idx.controllerName, p.ref, p.cr, p.reason, p.msg)})
+		res.Routes[p.cr.key] = append(res.Routes[p.cr.key], ParentEntry{RefIndex: p.refIndex, Status: idx.parentStatusFor(p),
+			cr: p.cr, sk: statusKey{refIndex: p.refIndex, reason: p.reason, msg: p.msg}})
 	}
 }
 
@@ -400,8 +416,16 @@ func parentStatus(controller string, ref gatewayv1.ParentReference, cr *compiled
 }
 
 // buildIR assembles what the Gateway serves from its served listeners.
-func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, secrets map[string]*ir.Secret) *ir.Gateway {
+// irBuild is a Gateway's IR with what built it, for later patches.
+type irBuild struct {
+	ir      *ir.Gateway
+	groups  []*vhostGroup
+	emitted map[RouteKey]bool
+}
+
+func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, secrets map[string]*ir.Secret) *irBuild {
 	out := &ir.Gateway{Namespace: gw.Namespace, Name: gw.Name}
+	build := &irBuild{ir: out}
 	byPort := map[int32][]*listenerState{}
 	var ports []int32
 	for _, l := range listeners {
@@ -432,14 +456,20 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 		sort.Strings(il.Sources)
 		switch proto {
 		case ir.ProtocolHTTP:
-			il.VirtualHosts = virtualHosts(ls, ls, p, emitted)
+			g := newVhostGroup(ls, ls, p, emitted)
+			g.listener, g.server = len(out.Listeners), -1
+			build.groups = append(build.groups, g)
+			il.VirtualHosts = g.hosts
 		case ir.ProtocolHTTPS:
 			for _, l := range ls {
 				srv := ir.TLSServer{Name: l.name, Certificates: l.certs}
 				if l.hostname != "" {
 					srv.SNI = []string{l.hostname}
 				}
-				srv.VirtualHosts = virtualHosts(ls, []*listenerState{l}, p, emitted)
+				g := newVhostGroup(ls, []*listenerState{l}, p, emitted)
+				g.listener, g.server = len(out.Listeners), len(il.TLSServers)
+				build.groups = append(build.groups, g)
+				srv.VirtualHosts = g.hosts
 				il.TLSServers = append(il.TLSServers, srv)
 			}
 		case ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate:
@@ -473,7 +503,8 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 		}
 	}
 	sort.Slice(out.Secrets, func(i, j int) bool { return out.Secrets[i].Name < out.Secrets[j].Name })
-	return out
+	build.emitted = emitted
+	return build
 }
 
 func findAttached(listeners []*listenerState, k RouteKey) *compiledRoute {
@@ -517,77 +548,120 @@ func domain(h string) string {
 // foo.example.com also carries (after its own) the routes of the wildcard
 // hosts covering it that the same listener owns.
 func virtualHosts(port, from []*listenerState, portNum int32, emitted map[RouteKey]bool) []ir.VirtualHost {
-	entries := map[string][]*routeEntry{}
-	owners := map[string]*listenerState{}
+	return newVhostGroup(port, from, portNum, emitted).hosts
+}
+
+// vhostGroup is the virtual host table of one route configuration (an HTTP
+// port, or one TLS server of an HTTPS port), kept so that a change of a few
+// routes can rebuild only their virtual hosts (see patch.go).
+type vhostGroup struct {
+	port, from []*listenerState
+	portNum    int32
+	entries    map[string][]*routeEntry
+	owners     map[string]*listenerState
+	listenerHn map[string]bool
+	byRoute    map[RouteKey][]string // the hosts a route has entries under
+	hosts      []ir.VirtualHost      // sorted by domain
+	// where the hosts go in the IR: Listeners[listener], and its
+	// TLSServers[server] unless server is -1.
+	listener, server int
+}
+
+func newVhostGroup(port, from []*listenerState, portNum int32, emitted map[RouteKey]bool) *vhostGroup {
+	g := &vhostGroup{port: port, from: from, portNum: portNum,
+		entries: map[string][]*routeEntry{}, owners: map[string]*listenerState{},
+		listenerHn: map[string]bool{}, byRoute: map[RouteKey][]string{}}
 	for _, l := range from {
-		if _, ok := entries[l.hostname]; !ok {
-			entries[l.hostname] = nil
-			owners[l.hostname] = l
+		if _, ok := g.entries[l.hostname]; !ok {
+			g.entries[l.hostname] = nil
+			g.owners[l.hostname] = l
 		}
+		g.listenerHn[l.hostname] = true
+	}
+	for _, l := range from {
 		for k, a := range l.attached {
-			for h := range a.hostname {
-				if owner(port, h) != l {
-					continue
-				}
-				owners[h] = l
-				for _, rule := range a.route.rules {
-					for mi := range rule.routes {
-						r := rule.routes[mi]
-						r.Redirect = redirectPort(r.Redirect, portNum)
-						e := &routeEntry{
-							route: r, host: h, created: a.route.created, kind: k.Kind,
-							ns: k.NN.Namespace, name: k.NN.Name, rule: rule.index, match: mi,
-						}
-						if mi < len(rule.grpcKeys) {
-							e.grpc = &rule.grpcKeys[mi]
-						}
-						entries[h] = append(entries[h], e)
-					}
-				}
+			if g.addRoute(l, k, a) {
 				emitted[k] = true
 			}
 		}
 	}
-	names := make([]string, 0, len(entries))
-	for h := range entries {
+	names := make([]string, 0, len(g.entries))
+	for h := range g.entries {
 		names = append(names, h)
 	}
 	sort.Slice(names, func(i, j int) bool { return domain(names[i]) < domain(names[j]) })
-	out := make([]ir.VirtualHost, 0, len(names))
+	g.hosts = make([]ir.VirtualHost, 0, len(names))
 	for _, h := range names {
-		es := entries[h]
-		merged := false
-		for _, c := range coveringHostnames(h) {
-			if ce, ok := entries[c]; ok && len(ce) > 0 && owners[c] == owners[h] {
-				es = append(es[:len(es):len(es)], ce...)
-				merged = true
-			}
-		}
-		sort.Slice(es, func(i, j int) bool { return routeLess(es[i], es[j]) })
-		d := domain(h)
-		vh := ir.VirtualHost{Name: d, Domains: []string{d}}
-		var seen map[string]bool
-		if merged {
-			seen = make(map[string]bool, len(es))
-		}
-		vh.Routes = make([]ir.Route, 0, len(es))
-		for _, e := range es {
-			// A route reached through two of its hostnames (foo.example.com
-			// and *.example.com) is kept once, at its most specific place.
-			if merged {
-				if seen[e.route.Name] {
-					continue
-				}
-				seen[e.route.Name] = true
-			}
-			vh.Routes = append(vh.Routes, e.route)
-		}
-		if len(vh.Routes) == 0 {
-			vh.Routes = nil
-		}
-		out = append(out, vh)
+		g.hosts = append(g.hosts, g.assemble(h))
 	}
-	return out
+	return g
+}
+
+// addRoute adds the entries of route k, attached to l, under the hosts l
+// owns, and reports whether there were any.
+func (g *vhostGroup) addRoute(l *listenerState, k RouteKey, a *attachment) bool {
+	added := false
+	for h := range a.hostname {
+		if owner(g.port, h) != l {
+			continue
+		}
+		g.owners[h] = l
+		for _, rule := range a.route.rules {
+			for mi := range rule.routes {
+				r := rule.routes[mi]
+				r.Redirect = redirectPort(r.Redirect, g.portNum)
+				e := &routeEntry{
+					route: r, host: h, created: a.route.created, kind: k.Kind,
+					ns: k.NN.Namespace, name: k.NN.Name, rule: rule.index, match: mi,
+				}
+				if mi < len(rule.grpcKeys) {
+					e.grpc = &rule.grpcKeys[mi]
+				}
+				g.entries[h] = append(g.entries[h], e)
+			}
+		}
+		g.byRoute[k] = append(g.byRoute[k], h)
+		added = true
+	}
+	return added
+}
+
+// assemble builds the virtual host for h from the entries.
+func (g *vhostGroup) assemble(h string) ir.VirtualHost {
+	es := g.entries[h]
+	merged := false
+	for _, c := range coveringHostnames(h) {
+		if ce, ok := g.entries[c]; ok && len(ce) > 0 && g.owners[c] == g.owners[h] {
+			es = append(es[:len(es):len(es)], ce...)
+			merged = true
+		}
+	}
+	if len(es) > 1 {
+		es = slices.Clone(es) // sort a copy: entries[h] stays in insertion order
+		sort.Slice(es, func(i, j int) bool { return routeLess(es[i], es[j]) })
+	}
+	d := domain(h)
+	vh := ir.VirtualHost{Name: d, Domains: []string{d}}
+	var seen map[string]bool
+	if merged {
+		seen = make(map[string]bool, len(es))
+	}
+	vh.Routes = make([]ir.Route, 0, len(es))
+	for _, e := range es {
+		// A route reached through two of its hostnames (foo.example.com
+		// and *.example.com) is kept once, at its most specific place.
+		if merged {
+			if seen[e.route.Name] {
+				continue
+			}
+			seen[e.route.Name] = true
+		}
+		vh.Routes = append(vh.Routes, e.route)
+	}
+	if len(vh.Routes) == 0 {
+		vh.Routes = nil
+	}
+	return vh
 }
 
 // coveringHostnames lists the wildcards (and "" = any) that cover h, most

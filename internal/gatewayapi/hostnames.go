@@ -67,7 +67,11 @@ func IntersectHostnames(listener string, route []string) (out []string, ok bool)
 	}
 	seen := map[string]bool{}
 	for _, r := range route {
-		h, ok := intersectHostname(listener, strings.ToLower(r))
+		r = strings.ToLower(r)
+		if !validRouteHostname(r) {
+			continue
+		}
+		h, ok := intersectHostname(listener, r)
 		if ok && !seen[h] {
 			seen[h] = true
 			out = append(out, h)
@@ -75,6 +79,36 @@ func IntersectHostnames(listener string, route []string) (out []string, ok bool)
 	}
 	sort.Strings(out)
 	return out, len(out) > 0
+}
+
+// validRouteHostname reports whether a (lowercased) route hostname is one
+// the Gateway API CRDs accept: an RFC 1123 name of at most 253 characters,
+// optionally "*." followed by one. The apiserver refuses anything else, so
+// this only matters for objects that skipped validation; it keeps "", "*",
+// "*.*.x", names with control bytes and trailing dots from being served as
+// catch-alls or passed to Envoy. Such a hostname intersects with nothing: a
+// route left with no hostname is Accepted=False NoMatchingListenerHostname.
+func validRouteHostname(h string) bool {
+	h = strings.TrimPrefix(h, "*.")
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	start := 0
+	for i := 0; i <= len(h); i++ {
+		if i < len(h) && h[i] != '.' {
+			c := h[i]
+			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+				return false
+			}
+			continue
+		}
+		label := h[start:i]
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		start = i + 1
+	}
+	return true
 }
 
 // hostnameMoreSpecific orders hostnames by how specifically they match:

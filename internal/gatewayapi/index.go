@@ -45,13 +45,21 @@ type Index struct {
 	params         map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters
 	runtime        map[types.NamespacedName]GatewayRuntime
 
-	// Routes by the Gateway their parentRefs name.
-	httpByGW map[types.NamespacedName][]*gatewayv1.HTTPRoute
-	grpcByGW map[types.NamespacedName][]*gatewayv1.GRPCRoute
-	tlsByGW  map[types.NamespacedName][]*gatewayv1.TLSRoute
+	// Routes by the Gateway their parentRefs name, indexed on first use
+	// (a Translator that patches needs them only for Gateways it
+	// translates in full).
+	in            *Input
+	routesIndexed bool
+	httpByGW      map[types.NamespacedName][]*gatewayv1.HTTPRoute
+	grpcByGW      map[types.NamespacedName][]*gatewayv1.GRPCRoute
+	tlsByGW       map[types.NamespacedName][]*gatewayv1.TLSRoute
 
 	// endpoint cache by cluster name: endpoints do not depend on the Gateway.
 	endpoints map[string][]ir.Endpoint
+
+	// memo, when translating with a Translator, remembers work across
+	// translations.
+	memo *Translator
 }
 
 type classInfo struct {
@@ -73,9 +81,6 @@ func NewIndex(in *Input) *Index {
 		grants:         map[string][]*gatewayv1beta1.ReferenceGrant{},
 		params:         map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters{},
 		runtime:        in.Runtime,
-		httpByGW:       map[types.NamespacedName][]*gatewayv1.HTTPRoute{},
-		grpcByGW:       map[types.NamespacedName][]*gatewayv1.GRPCRoute{},
-		tlsByGW:        map[types.NamespacedName][]*gatewayv1.TLSRoute{},
 		endpoints:      map[string][]ir.Endpoint{},
 	}
 	for _, ns := range in.Namespaces {
@@ -152,6 +157,21 @@ func NewIndex(in *Input) *Index {
 		return nsNameLess(idx.gateways[i].Namespace, idx.gateways[i].Name, idx.gateways[j].Namespace, idx.gateways[j].Name)
 	})
 
+	idx.in = in
+	idx.indexRoutes()
+	return idx
+}
+
+// indexRoutes arranges the routes by the Gateways they name, once.
+func (idx *Index) indexRoutes() {
+	if idx.routesIndexed {
+		return
+	}
+	idx.routesIndexed = true
+	in := idx.in
+	idx.httpByGW = map[types.NamespacedName][]*gatewayv1.HTTPRoute{}
+	idx.grpcByGW = map[types.NamespacedName][]*gatewayv1.GRPCRoute{}
+	idx.tlsByGW = map[types.NamespacedName][]*gatewayv1.TLSRoute{}
 	// Routes by parent Gateway; a route naming the same Gateway twice is
 	// indexed once.
 	for _, r := range in.HTTPRoutes {
@@ -178,7 +198,6 @@ func NewIndex(in *Input) *Index {
 			idx.tlsByGW[g] = append(idx.tlsByGW[g], r)
 		}
 	}
-	return idx
 }
 
 // parentGateways lists the distinct Gateways a route's parentRefs name.

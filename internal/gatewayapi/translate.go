@@ -70,14 +70,24 @@ func Translate(in *Input) *Output {
 	if in == nil {
 		return out
 	}
-	idx := NewIndex(in)
+	return translateIndex(NewIndex(in))
+}
+
+func translateIndex(idx *Index) *Output {
+	out := &Output{
+		GatewayClasses:  map[string]gatewayv1.GatewayClassStatus{},
+		GatewayStatus:   map[types.NamespacedName]gatewayv1.GatewayStatus{},
+		HTTPRouteStatus: map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
+		GRPCRouteStatus: map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
+		TLSRouteStatus:  map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
+	}
 	for _, name := range idx.classNames {
 		out.GatewayClasses[name] = idx.classes[name].status
 	}
 
 	parents := map[RouteKey][]ParentEntry{}
 	for _, gw := range idx.gateways {
-		res := TranslateGateway(idx, gw)
+		res := idx.translateGateway(gw)
 		if res == nil {
 			continue
 		}
@@ -90,7 +100,7 @@ func Translate(in *Input) *Output {
 		}
 	}
 	for k, entries := range parents {
-		st := MergeParents(entries)
+		st := idx.mergeParents(k, entries)
 		switch k.Kind {
 		case kindHTTPRoute:
 			out.HTTPRouteStatus[k.NN] = st
@@ -123,6 +133,10 @@ type RouteKey struct {
 type ParentEntry struct {
 	RefIndex int
 	Status   gatewayv1.RouteParentStatus
+
+	// What the status was made from, for the Translator's memo.
+	cr *compiledRoute
+	sk statusKey
 }
 
 // MergeParents orders the entries several Gateways contributed for one route

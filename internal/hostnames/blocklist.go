@@ -78,7 +78,7 @@ func normaliseEntry(raw string) (entry string, isSuffix bool, err error) {
 	if s == "" || strings.ContainsRune(s, '*') || !utf8.ValidString(s) {
 		return "", false, errors.New("not a hostname or .domain")
 	}
-	out, problem := mapName(s, false)
+	out, _, problem := mapName(s, false)
 	if problem != "" {
 		return "", false, errors.New(problem)
 	}
@@ -102,11 +102,34 @@ func (b *BlockList) Match(host string) (entry string, blocked bool) {
 	return b.match(h)
 }
 
-// match is Match for a name that is already normalised.
+// match is Match for a name that is already normalised. A name that is not
+// blocked as written is checked again as its skeleton (confusables.go): an
+// all-Cyrillic look-alike of a blocked name is blocked by the same entry.
+// ASCII names without "xn--" labels have no skeleton and cost nothing more.
 func (b *BlockList) match(h string) (string, bool) {
 	if b == nil {
 		return "", false
 	}
+	if e, ok := b.matchName(h); ok {
+		return e, true
+	}
+	if sk, ok := skeleton(h); ok {
+		return b.matchName(sk)
+	}
+	return "", false
+}
+
+// lookalike reports whether entry blocks host only through host's skeleton,
+// for messages.
+func lookalike(host, entry string) bool {
+	e, isSuffix := strings.CutPrefix(entry, ".")
+	if host == e {
+		return false
+	}
+	return !isSuffix || !strings.HasSuffix(host, "."+e)
+}
+
+func (b *BlockList) matchName(h string) (string, bool) {
 	if e, ok := b.exact[h]; ok {
 		return e, true
 	}

@@ -106,8 +106,11 @@ func reservedDecision(host string) Decision {
 }
 
 func blockedDecision(host, entry string) Decision {
-	return Decision{Host: host, Reason: ReasonBlocked,
-		Message: fmt.Sprintf("hostname %q is blocked by the provider's block list entry %q", host, entry)}
+	msg := fmt.Sprintf("hostname %q is blocked by the provider's block list entry %q", host, entry)
+	if lookalike(host, entry) {
+		msg += " (it is a look-alike of a blocked name)"
+	}
+	return Decision{Host: host, Reason: ReasonBlocked, Message: msg}
 }
 
 func inUseDecision(host string) Decision {

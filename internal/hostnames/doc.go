@@ -46,6 +46,36 @@
 // last labels are refused. Block-list entries are normalised the same way.
 // See Normalise.
 //
+// # IDN homographs
+//
+// Normalisation alone makes the Unicode and punycode spellings of one name
+// equal; it does not stop a look-alike in another script. Two rules do:
+//
+//  1. Mixed scripts are refused. A requested label whose letters come from
+//     more than one of Latin, Greek, Cyrillic, Armenian and Cherokee (the
+//     scripts whose letters are mistaken for one another) is InvalidHostname,
+//     whatever the spelling ("pаypal" with a Cyrillic "а", or its "xn--"
+//     form). Digits and '-' belong to no script. Other mixes (Han with
+//     Latin, Han with Hiragana and Katakana) are allowed: they are normal
+//     and not confusable with ASCII. Block-list entries are exempt: blocking
+//     is always safe.
+//  2. Whole-script look-alikes are blocked. The block list matches a
+//     requested name as written and then its skeleton: every "xn--" label
+//     made only of letters from a small table of look-alikes (Cyrillic,
+//     Greek and Armenian letters, and a few non-ASCII Latin ones, that look
+//     identical to an ASCII letter, a subset of Unicode's confusables.txt),
+//     digits and '-' is replaced by its ASCII look-alike. So the
+//     all-Cyrillic "аррӏе.com" (xn--80ak6aa92e.com, skeleton "apple.com") is
+//     Blocked by an entry "apple.com" or ".apple.com", and the message says
+//     it is a look-alike. A label with any letter outside the table (the
+//     Russian "пример", the German "bücher") is its own skeleton, so genuine
+//     non-Latin names are admitted.
+//
+// Names without "xn--" labels have no skeleton, so ASCII lookups cost one
+// extra scan and stay O(labels). The skeleton is checked against the block
+// list only, not against other tenants' claims: "аррӏе.com" and "apple.com"
+// can be held by different tenants unless the provider blocks one.
+//
 // # What this package must never do
 //
 //   - Import Kubernetes: it is pure Go; controllers translate objects into

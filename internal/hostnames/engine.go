@@ -218,7 +218,11 @@ func (e *Engine) CanReserve(owner, host string) error {
 	e.mu.RUnlock()
 	switch {
 	case blocked:
-		return &Error{Reason: ReasonBlocked, Host: h, Detail: "blocked by the provider's block list entry " + quoteHost(entry)}
+		detail := "blocked by the provider's block list entry " + quoteHost(entry)
+		if lookalike(h, entry) {
+			detail += " (it is a look-alike of a blocked name)"
+		}
+		return &Error{Reason: ReasonBlocked, Host: h, Detail: detail}
 	case heldByOther:
 		return &Error{Reason: ReasonHostnameInUse, Host: h, Detail: "in use by another tenant"}
 	}

@@ -57,7 +57,7 @@ func FuzzNormalise(f *testing.F) {
 	for _, s := range []string{
 		"example.com", " Example.COM ", "аррӏе.com", "xn--80ak6aa92e.com", "Bücher.Example",
 		"ｅｘａｍｐｌｅ。com", "*.example.com", "example.com.", "1.2.3.4", "ab--cd.com", "faß.de",
-		"a\u200db.com", "\u0627\u0644\u0639\u0631\u0628\u064a\u0629.example", "\xff",
+		"a\u200db.com", "pаypal.com", "ѕһор.раураӏ.com", "ραγ.example", "\u0627\u0644\u0639\u0631\u0628\u064a\u0629.example", "\xff",
 	} {
 		f.Add(s)
 	}
@@ -103,6 +103,16 @@ func FuzzNormalise(f *testing.F) {
 		// A block list made of the name blocks it, in any spelling.
 		if entry, blocked := MustBlockList(out).Match(s); !blocked || entry != out {
 			t.Fatalf("exact entry %q does not block %q (%q, %v)", out, s, entry, blocked)
+		}
+		// A look-alike is blocked by an entry for the name it looks like,
+		// and no accepted label mixes confusable scripts.
+		if sk, ok := skeleton(out); ok {
+			if _, blocked := MustBlockList(sk).Match(s); !blocked {
+				t.Fatalf("%q (skeleton %q) is not blocked by an entry for its skeleton", s, sk)
+			}
+		}
+		if problem := checkScripts(out); problem != "" {
+			t.Fatalf("Normalise(%q) = %q accepted, but %s", s, out, problem)
 		}
 		if len(out)+2 <= MaxHostnameLength {
 			if entry, blocked := MustBlockList("." + out).Match("x." + out); !blocked || entry != "."+out {

@@ -86,8 +86,10 @@ func invalid(host, format string, args ...any) *Error {
 //
 // Normalisation makes the Unicode and punycode spellings of one name equal.
 // It does not fold confusables: the Cyrillic "аррӏе.com" is
-// "xn--80ak6aa92e.com", a different name from "apple.com", and a block list
-// that wants to refuse it must list it (in either spelling).
+// "xn--80ak6aa92e.com", a different name from "apple.com". It does refuse a
+// label that mixes Latin, Greek, Cyrillic, Armenian or Cherokee letters, and
+// the block list matches whole-script look-alikes by their skeleton (see the
+// package doc, "IDN homographs").
 //
 // Normalise is idempotent: Normalise(Normalise(x)) == Normalise(x).
 func Normalise(host string) (string, error) {
@@ -101,28 +103,34 @@ func Normalise(host string) (string, error) {
 	if !utf8.ValidString(s) {
 		return "", invalid(host, "hostname is not valid UTF-8")
 	}
-	out, problem := mapName(s, true)
+	out, idn, problem := mapName(s, true)
 	if problem != "" {
 		return "", invalid(host, "%s", problem)
+	}
+	if idn {
+		if problem := checkScripts(out); problem != "" {
+			return "", invalid(host, "%s", problem)
+		}
 	}
 	return out, nil
 }
 
 // mapName maps a trimmed, non-empty name to its ASCII form and validates it,
-// returning a description of the first problem, or "".
-func mapName(s string, refuseNumericTLD bool) (string, string) {
+// returning whether the IDNA mapping (rather than the ASCII fast path) was
+// needed, and a description of the first problem, or "".
+func mapName(s string, refuseNumericTLD bool) (string, bool, string) {
 	out, ok := lowerSimpleASCII(s)
 	if !ok {
 		a, err := idna.Lookup.ToASCII(s)
 		if err != nil {
-			return "", fmt.Sprintf("not a valid internationalised domain name: %v", err)
+			return "", true, fmt.Sprintf("not a valid internationalised domain name: %v", err)
 		}
 		out = a
 	}
 	if problem := checkDNS(out, refuseNumericTLD); problem != "" {
-		return "", problem
+		return "", !ok, problem
 	}
-	return out, ""
+	return out, !ok, ""
 }
 
 // lowerSimpleASCII is the fast path of Normalise. For names made only of

@@ -2,6 +2,7 @@ package infra
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
@@ -20,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
@@ -105,6 +107,18 @@ func Bootstrap(gw types.NamespacedName, opts Options) (*bootstrapv3.Bootstrap, e
 		},
 		Admin: &bootstrapv3.Admin{Address: socketAddress(AdminAddress, AdminPort)},
 		LayeredRuntime: &bootstrapv3.LayeredRuntime{Layers: []*bootstrapv3.RuntimeLayer{{
+			// RE2's program size limit defaults to 100 in Envoy, which
+			// refuses (NACKs) ordinary route regexes such as
+			// "/users/[a-f0-9]{24}/items/[a-f0-9]{24}" and with them the
+			// whole route configuration. The translator bounds regex size
+			// itself (internal/gatewayapi maxRegexCost), so Envoy's check is
+			// lifted; UINT32_MAX because Envoy truncates the value.
+			Name: "static",
+			LayerSpecifier: &bootstrapv3.RuntimeLayer_StaticLayer{StaticLayer: &structpb.Struct{Fields: map[string]*structpb.Value{
+				"re2.max_program_size.error_level": structpb.NewNumberValue(math.MaxUint32),
+				"re2.max_program_size.warn_level":  structpb.NewNumberValue(1000),
+			}}},
+		}, {
 			Name:           "admin",
 			LayerSpecifier: &bootstrapv3.RuntimeLayer_AdminLayer_{AdminLayer: &bootstrapv3.RuntimeLayer_AdminLayer{}},
 		}}},

@@ -17,6 +17,21 @@ type Plan struct {
 	// explicit hostname is claimed even when no shard selects it, so that
 	// ownership does not depend on the provider's shard layout.
 	Hosts []string
+	// Refusal, when set, refuses every host without asking the ownership
+	// engine (for example NamespaceOwnerMismatch): the LeaseHost claims
+	// nothing, so it holds no name and gets no route. See RefusedDecisions.
+	Refusal *hostnames.Decision
+}
+
+// RefusedDecisions is the decision of every host of a plan with a Refusal.
+func (p Plan) RefusedDecisions() map[string]hostnames.Decision {
+	out := make(map[string]hostnames.Decision, len(p.Hosts))
+	for _, h := range p.Hosts {
+		d := *p.Refusal
+		d.Host, d.Reserved = h, false
+		out[h] = d
+	}
+	return out
 }
 
 // PlanFor computes the names lh claims on the selected shards. A name that

@@ -6,23 +6,24 @@ package manager
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -47,8 +48,11 @@ const (
 	LeaseDuration = 10 * time.Second
 	RenewDeadline = 7 * time.Second
 	RetryPeriod   = 2 * time.Second
-	// TranslationHoldOff folds a burst of events into one translation.
-	TranslationHoldOff = 5 * time.Millisecond
+	// TranslationHoldOff delays a translation after the first event of a
+	// burst. Zero: a lone change is translated at once, and the events that
+	// arrive while a translation runs are folded into the next one (the
+	// work queue holds the key once), which batches a burst by itself.
+	TranslationHoldOff = 0
 )
 
 // Options are the process's settings after flags and the config file merged.
@@ -74,12 +78,16 @@ type Options struct {
 	// OnXDSServer receives the xDS server once built, so tests can read
 	// its NACK records and address.
 	OnXDSServer func(*xdsserver.Server)
+	// OnXDSCredentials receives the xDS server's credentials, so tests can
+	// rotate them.
+	OnXDSCredentials func(*xdsserver.Credentials)
 }
 
 // Run runs the controller until ctx ends. It returns nil after a clean
 // shutdown.
 //
-// The process has two layers. The xDS server, its credentials, the config
+// The process has two layers. The xDS server, its credentials (renewed and
+// reloaded in the background), the config
 // watcher, the health probes and the leader election lock live as long as
 // the process. The controller-runtime manager (informers, controllers,
 // status writer, metrics server) runs on top of them, and is replaced when it loses the leader
@@ -119,6 +127,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer cancel()
 	p := &process{opts: opts, cfg: cfg, log: log}
 	p.blocked.Store(blocked)
+	p.ownerAnnotation.Store(&cfg.NamespaceOwnerAnnotation)
 	// Every write of this replica is counted with whether it held the
 	// leader Lease at the time (writes.go): followers must write nothing.
 	p.lead = newLeadership(cfg.LeaderElection.Enabled)
@@ -127,14 +136,17 @@ func Run(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
-	var xdsTLS *tls.Config
-	xdsTLS, p.ca, err = xdsCredentials(ctx, opts.RestConfig, cfg, p.lead)
+	var xdsCreds *xdsserver.Credentials
+	xdsCreds, p.ca, err = xdsCredentials(ctx, opts.RestConfig, cfg, p.lead, log.WithName("xds-credentials"))
 	if err != nil {
 		return err
 	}
+	if opts.OnXDSCredentials != nil {
+		opts.OnXDSCredentials(xdsCreds)
+	}
 	p.xds = xdsserver.New(xdsserver.Options{
 		Address:        cfg.XDS.Address,
-		TLS:            xdsTLS,
+		TLS:            xdsCreds.TLSConfig(),
 		Log:            log.WithName("xds"),
 		OnStatusChange: p.triggerTranslation,
 		Decorate:       opts.DecorateXDS,
@@ -156,6 +168,7 @@ func Run(ctx context.Context, opts Options) error {
 			}
 		}()
 	}
+	background("xDS credentials", xdsCreds.Start) // renews and reloads
 	background("xDS server", p.xds.Start)
 	if addr := cfg.HealthAddress; addr != "" && addr != "0" {
 		lis, err := net.Listen("tcp", addr)
@@ -235,8 +248,9 @@ type process struct {
 
 	// blocked is the current block list; leaseHosts the current manager's
 	// LeaseHost reconciler, which a config reload updates.
-	blocked    atomic.Pointer[hostnames.BlockList]
-	leaseHosts atomic.Pointer[controllers.LeaseHostReconciler]
+	blocked         atomic.Pointer[hostnames.BlockList]
+	ownerAnnotation atomic.Pointer[string]
+	leaseHosts      atomic.Pointer[controllers.LeaseHostReconciler]
 	// trigger re-translates in the current manager (xDS status changes).
 	trigger atomic.Pointer[func()]
 	// mgr is the current manager.
@@ -321,11 +335,13 @@ func (p *process) applyConfig(updates <-chan config.Config) {
 			p.log.Error(err, "reloaded block list refused; keeping the previous one")
 			continue
 		}
-		p.log.Info("config reloaded", "blockedHostnames", b.Len())
+		p.log.Info("config reloaded", "blockedHostnames", b.Len(), "namespaceOwnerAnnotation", c.NamespaceOwnerAnnotation)
 		p.mu.Lock()
 		p.blocked.Store(b)
+		p.ownerAnnotation.Store(&c.NamespaceOwnerAnnotation)
 		if r := p.leaseHosts.Load(); r != nil {
 			r.SetBlockList(b)
+			r.SetNamespaceOwnerAnnotation(c.NamespaceOwnerAnnotation)
 		}
 		p.mu.Unlock()
 	}
@@ -351,6 +367,7 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 		Recorder:       countingRecorder{EventRecorder: mgr.GetEventRecorder("shardgate"), lead: p.lead},
 		Log:            log.WithName("leasehost"),
 	}
+	leaseHosts.SetNamespaceOwnerAnnotation(*p.ownerAnnotation.Load())
 	if err := leaseHosts.SetupWithManager(mgr); err != nil {
 		return false, fmt.Errorf("set up LeaseHost controller: %w", err)
 	}
@@ -359,6 +376,7 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 	if b := p.blocked.Load(); b != leaseHosts.Engine.BlockList() {
 		leaseHosts.SetBlockList(b) // a reload raced with the set-up
 	}
+	leaseHosts.SetNamespaceOwnerAnnotation(*p.ownerAnnotation.Load())
 	p.mu.Unlock()
 	if err := (&controllers.LeasedIPReconciler{Client: mgr.GetClient(), Log: log.WithName("leasedip")}).SetupWithManager(mgr); err != nil {
 		return false, fmt.Errorf("set up LeasedIP controller: %w", err)
@@ -371,7 +389,7 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 		return false, fmt.Errorf("add status writer: %w", err)
 	}
 	gatewayAPI := &controllers.GatewayAPIReconciler{
-		Client:         mgr.GetClient(),
+		Cache:          mgr.GetCache(),
 		ControllerName: cfg.ControllerName,
 		Status:         writer,
 		HoldOff:        TranslationHoldOff,
@@ -427,6 +445,7 @@ func (p *process) newManager() (crmanager.Manager, error) {
 			Scheme:    scheme.New(),
 			Logger:    p.log,
 			NewClient: newCountingClient(p.lead),
+			Cache:     cacheOptions(),
 			Metrics: metricsserver.Options{BindAddress: cfg.MetricsAddress, ExtraHandlers: map[string]http.Handler{
 				// What each Gateway's proxies are served (names and versions).
 				"/debug/xds": p.xds.DebugHandler(),
@@ -457,6 +476,32 @@ func (p *process) newManager() (crmanager.Manager, error) {
 			return nil, fmt.Errorf("create manager: %w", err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// cacheOptions keep the informer caches small: no managedFields anywhere
+// (nothing reads them), the data of Secrets that are not TLS Secrets dropped
+// (the translator only reports their type), and Envoy Deployments,
+// ConfigMaps and ServiceAccounts cached only when shardgate manages them,
+// instead of every one in the cluster.
+func cacheOptions() cache.Options {
+	ours := labels.SelectorFromSet(labels.Set{infra.LabelManagedBy: infra.LabelManagedByValue})
+	strip := cache.TransformStripManagedFields()
+	return cache.Options{
+		DefaultTransform: strip,
+		ByObject: map[client.Object]cache.ByObject{
+			&appsv1.Deployment{}:     {Label: ours},
+			&corev1.ConfigMap{}:      {Label: ours},
+			&corev1.ServiceAccount{}: {Label: ours},
+			&corev1.Secret{}: {Transform: func(in any) (any, error) {
+				if s, ok := in.(*corev1.Secret); ok && s.Type != corev1.SecretTypeTLS {
+					for k := range s.Data {
+						s.Data[k] = nil
+					}
+				}
+				return strip(in)
+			}},
+		},
 	}
 }
 
@@ -515,10 +560,11 @@ func (r runtimeSource) Runtime() map[types.NamespacedName]gatewayapi.GatewayRunt
 // XDSCASecret holds the xDS CA, in the leader-election namespace.
 const XDSCASecret = "shardgate-xds-ca"
 
-// xdsCredentials returns the xDS server's mTLS config: from the config
-// file's xds.tls files when set, else from a CA kept in a Secret (created on
-// first start, shared by every replica and restart) with a fresh server
-// certificate. Client certificates are always required and verified.
+// xdsCredentials returns the xDS server's mTLS credentials: from the config
+// file's xds.tls files when set (re-read periodically), else from a CA kept
+// in a Secret (created on first start, shared by every replica and restart)
+// with a server certificate it issues and renews. Client certificates are
+// always required and verified; the trusted CAs are re-read too.
 //
 // The CA bootstrap runs before the manager starts, so before any election,
 // on every replica: it creates the Secret only if it is absent (and a racing
@@ -527,21 +573,10 @@ const XDSCASecret = "shardgate-xds-ca"
 // leader="false" when leader election is enabled, so a replica that creates
 // the CA shows it honestly as a write made while not (yet) leader. Replicas
 // started once the CA exists only read it.
-func xdsCredentials(ctx context.Context, rc *rest.Config, cfg config.Config, lead *leadership) (*tls.Config, *pki.CA, error) {
+func xdsCredentials(ctx context.Context, rc *rest.Config, cfg config.Config, lead *leadership, log logr.Logger) (*xdsserver.Credentials, *pki.CA, error) {
 	if cfg.XDS.TLS.Enabled() {
-		cert, err := tls.LoadX509KeyPair(cfg.XDS.TLS.CertFile, cfg.XDS.TLS.KeyFile)
-		if err != nil {
-			return nil, nil, fmt.Errorf("xds.tls: %w", err)
-		}
-		caPEM, err := os.ReadFile(cfg.XDS.TLS.CAFile)
-		if err != nil {
-			return nil, nil, fmt.Errorf("xds.tls.caFile: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(caPEM) {
-			return nil, nil, fmt.Errorf("xds.tls.caFile %s: no certificate", cfg.XDS.TLS.CAFile)
-		}
-		return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}, nil, nil
+		creds, err := xdsserver.NewCredentials(ctx, xdsserver.FileSource(cfg.XDS.TLS.CertFile, cfg.XDS.TLS.KeyFile, cfg.XDS.TLS.CAFile), log)
+		return creds, nil, err
 	}
 	wc, err := client.NewWithWatch(rc, client.Options{Scheme: scheme.New()})
 	if err != nil {
@@ -554,13 +589,7 @@ func xdsCredentials(ctx context.Context, rc *rest.Config, cfg config.Config, lea
 		return nil, nil, fmt.Errorf("xds CA in namespace %s (create the namespace, or set leaderElection.namespace): %w", ns, err)
 	}
 	names := []string{"localhost", "shardgate-xds", "shardgate-xds." + ns, "shardgate-xds." + ns + ".svc", "shardgate-xds." + ns + ".svc.cluster.local"}
-	certPEM, keyPEM, err := ca.Issue("shardgate-xds", names, nil, 365*24*time.Hour, true)
-	if err != nil {
-		return nil, nil, err
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return nil, nil, fmt.Errorf("xds server certificate: %w", err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: ca.Pool(), ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}, ca, nil
+	src := &pki.ServerSource{Reader: c, Secret: types.NamespacedName{Namespace: ns, Name: XDSCASecret}, DNSNames: names}
+	creds, err := xdsserver.NewCredentials(ctx, src.Load, log)
+	return creds, ca, err
 }

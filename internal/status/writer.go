@@ -56,12 +56,22 @@ type Writer struct {
 	mu       sync.Mutex
 	classes  map[string]gatewayv1.GatewayClassStatus
 	gateways map[types.NamespacedName]gatewayv1.GatewayStatus
-	routes   map[Key][]gatewayv1.RouteParentStatus
+	// Desired route status by kind: the translation's own maps, which it
+	// never changes once handed out. A route absent from them has no
+	// entries of ours.
+	http, grpc, tls map[types.NamespacedName][]gatewayv1.RouteParentStatus
+	// checked remembers, per route, the cached object and the desired
+	// status last compared: the same pair again needs no comparison (a
+	// difference found then was queued then).
+	checked map[Key]checkedRoute
 	// written is the resourceVersion each of our writes produced. A cached
 	// object older than that is the cache lagging behind our own write,
 	// not a status that needs writing again.
 	written map[Key]uint64
-	queue   workqueue.TypedRateLimitingInterface[Key]
+	// submitted: a translation has been submitted, so desired status is
+	// known.
+	submitted bool
+	queue     workqueue.TypedRateLimitingInterface[Key]
 }
 
 // New returns a writer with 8 workers: status writes are apiserver
@@ -72,7 +82,7 @@ func New(c client.Client, reader client.Reader, controllerName string, log logr.
 		workers: 32, now: time.Now,
 		classes:  map[string]gatewayv1.GatewayClassStatus{},
 		gateways: map[types.NamespacedName]gatewayv1.GatewayStatus{},
-		routes:   map[Key][]gatewayv1.RouteParentStatus{},
+		checked:  map[Key]checkedRoute{},
 		written:  map[Key]uint64{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[Key](),
@@ -88,66 +98,114 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 	now := w.now()
 	var dirty []Key
 	w.mu.Lock()
+	w.submitted = true
 	w.classes = out.GatewayClasses
 	w.gateways = out.GatewayStatus
-	w.routes = make(map[Key][]gatewayv1.RouteParentStatus, len(out.HTTPRouteStatus)+len(out.GRPCRouteStatus)+len(out.TLSRouteStatus))
+	w.http, w.grpc, w.tls = out.HTTPRouteStatus, out.GRPCRouteStatus, out.TLSRouteStatus
 	for _, gc := range in.GatewayClasses {
-		desired, ok := out.GatewayClasses[gc.Name]
-		if !ok || w.behind(Key{Kind: KindGatewayClass, NamespacedName: types.NamespacedName{Name: gc.Name}}, gc.ResourceVersion) {
-			continue
-		}
-		if _, changed := MergeGatewayClass(gc.Status, desired, now); changed {
-			dirty = append(dirty, Key{Kind: KindGatewayClass, NamespacedName: types.NamespacedName{Name: gc.Name}})
+		if k, ok := w.differs(gc, now, true); ok {
+			dirty = append(dirty, k)
 		}
 	}
 	for _, gw := range in.Gateways {
-		nn := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
-		desired, ok := out.GatewayStatus[nn]
-		if !ok || w.behind(Key{Kind: KindGateway, NamespacedName: nn}, gw.ResourceVersion) {
-			continue
-		}
-		if _, changed := MergeGateway(gw.Status, desired, now); changed {
-			dirty = append(dirty, Key{Kind: KindGateway, NamespacedName: nn})
-		}
-	}
-	routeKind := func(kind Kind, desired map[types.NamespacedName][]gatewayv1.RouteParentStatus, nn types.NamespacedName, rv string, existing []gatewayv1.RouteParentStatus) {
-		k := Key{Kind: kind, NamespacedName: nn}
-		d := desired[nn]
-		w.routes[k] = d
-		if w.behind(k, rv) {
-			return
-		}
-		if _, changed := MergeParents(existing, d, w.controllerName, now); changed {
+		if k, ok := w.differs(gw, now, true); ok {
 			dirty = append(dirty, k)
 		}
 	}
 	for _, r := range in.HTTPRoutes {
-		routeKind(KindHTTPRoute, out.HTTPRouteStatus, types.NamespacedName{Namespace: r.Namespace, Name: r.Name}, r.ResourceVersion, r.Status.Parents)
-	}
-	for _, r := range in.GRPCRoutes {
-		routeKind(KindGRPCRoute, out.GRPCRouteStatus, types.NamespacedName{Namespace: r.Namespace, Name: r.Name}, r.ResourceVersion, r.Status.Parents)
-	}
-	for _, r := range in.TLSRoutes {
-		routeKind(KindTLSRoute, out.TLSRouteStatus, types.NamespacedName{Namespace: r.Namespace, Name: r.Name}, r.ResourceVersion, r.Status.Parents)
-	}
-	for k := range w.written { // forget objects that are gone
-		switch k.Kind {
-		case KindGatewayClass:
-			if _, ok := w.classes[k.Name]; !ok {
-				delete(w.written, k)
-			}
-		case KindGateway:
-			if _, ok := w.gateways[k.NamespacedName]; !ok {
-				delete(w.written, k)
-			}
-		default:
-			if _, ok := w.routes[k]; !ok {
-				delete(w.written, k)
-			}
+		if k, ok := w.differs(r, now, true); ok {
+			dirty = append(dirty, k)
 		}
 	}
+	for _, r := range in.GRPCRoutes {
+		if k, ok := w.differs(r, now, true); ok {
+			dirty = append(dirty, k)
+		}
+	}
+	for _, r := range in.TLSRoutes {
+		if k, ok := w.differs(r, now, true); ok {
+			dirty = append(dirty, k)
+		}
+	}
+	if routes := len(in.HTTPRoutes) + len(in.GRPCRoutes) + len(in.TLSRoutes); len(w.written) > 2*routes+64 || len(w.checked) > routes+64 {
+		w.forgetGone(in)
+	}
 	w.mu.Unlock()
-	for _, k := range dirty {
+	w.enqueue(dirty...)
+}
+
+// forgetGone drops what the writer remembers of objects no longer in the
+// snapshot. Call with w.mu held.
+func (w *Writer) forgetGone(in *gatewayapi.Input) {
+	live := make(map[Key]bool, len(in.HTTPRoutes)+len(in.GRPCRoutes)+len(in.TLSRoutes)+len(in.Gateways)+len(in.GatewayClasses))
+	for _, o := range in.GatewayClasses {
+		live[Key{Kind: KindGatewayClass, NamespacedName: types.NamespacedName{Name: o.Name}}] = true
+	}
+	for _, o := range in.Gateways {
+		live[Key{Kind: KindGateway, NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}] = true
+	}
+	for _, o := range in.HTTPRoutes {
+		live[Key{Kind: KindHTTPRoute, NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}] = true
+	}
+	for _, o := range in.GRPCRoutes {
+		live[Key{Kind: KindGRPCRoute, NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}] = true
+	}
+	for _, o := range in.TLSRoutes {
+		live[Key{Kind: KindTLSRoute, NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}] = true
+	}
+	for k := range w.written {
+		if !live[k] {
+			delete(w.written, k)
+		}
+	}
+	for k := range w.checked {
+		if !live[k] {
+			delete(w.checked, k)
+		}
+	}
+}
+
+// desiredRoute is the desired status.parents entries of ours for k.
+func (w *Writer) desiredRoute(k Key) []gatewayv1.RouteParentStatus {
+	switch k.Kind {
+	case KindHTTPRoute:
+		return w.http[k.NamespacedName]
+	case KindGRPCRoute:
+		return w.grpc[k.NamespacedName]
+	case KindTLSRoute:
+		return w.tls[k.NamespacedName]
+	}
+	return nil
+}
+
+type checkedRoute struct {
+	obj     client.Object
+	desired *gatewayv1.RouteParentStatus
+	n       int
+}
+
+// Recheck compares one object's status, as an informer just delivered it,
+// with the desired status of the last Submit, and queues a write if they
+// differ. The controller calls it for status-only updates, which need no new
+// translation: our own writes landing (no write follows), or another
+// controller changing entries that are ours (we write them back, once).
+func (w *Writer) Recheck(obj client.Object) {
+	w.mu.Lock()
+	var (
+		k     Key
+		dirty bool
+	)
+	if w.submitted { // before the first translation nothing is desired yet
+		k, dirty = w.differs(obj, w.now(), false)
+	}
+	w.mu.Unlock()
+	if dirty {
+		w.enqueue(k)
+	}
+}
+
+func (w *Writer) enqueue(keys ...Key) {
+	for _, k := range keys {
 		switch k.Kind {
 		case KindGateway, KindGatewayClass:
 			// attachedRoutes changes with every batch of a burst of
@@ -158,6 +216,68 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 			w.queue.Add(k)
 		}
 	}
+}
+
+// differs reports whether obj's status differs from its desired status, and
+// the object's key. Objects with no desired status (not ours) and cached
+// copies older than our last write of them never differ. Call with w.mu
+// held.
+func (w *Writer) differs(obj client.Object, now time.Time, submitting bool) (Key, bool) {
+	var (
+		k       Key
+		changed bool
+	)
+	nn := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	switch o := obj.(type) {
+	case *gatewayv1.GatewayClass:
+		k = Key{Kind: KindGatewayClass, NamespacedName: types.NamespacedName{Name: o.Name}}
+		desired, ok := w.classes[o.Name]
+		if !ok || w.behind(k, o.ResourceVersion) {
+			return k, false
+		}
+		_, changed = MergeGatewayClass(o.Status, desired, now)
+	case *gatewayv1.Gateway:
+		k = Key{Kind: KindGateway, NamespacedName: nn}
+		desired, ok := w.gateways[nn]
+		if !ok || w.behind(k, o.ResourceVersion) {
+			return k, false
+		}
+		_, changed = MergeGateway(o.Status, desired, now)
+	case *gatewayv1.HTTPRoute:
+		k = Key{Kind: KindHTTPRoute, NamespacedName: nn}
+		changed = w.routeDiffers(k, o, o.ResourceVersion, o.Status.Parents, now, submitting)
+	case *gatewayv1.GRPCRoute:
+		k = Key{Kind: KindGRPCRoute, NamespacedName: nn}
+		changed = w.routeDiffers(k, o, o.ResourceVersion, o.Status.Parents, now, submitting)
+	case *gatewayv1.TLSRoute:
+		k = Key{Kind: KindTLSRoute, NamespacedName: nn}
+		changed = w.routeDiffers(k, o, o.ResourceVersion, o.Status.Parents, now, submitting)
+	}
+	return k, changed
+}
+
+// routeDiffers: a route with no desired entries still differs when it
+// carries stale entries of ours, which must be removed.
+func (w *Writer) routeDiffers(k Key, obj client.Object, rv string, existing []gatewayv1.RouteParentStatus, now time.Time, submitting bool) bool {
+	d := w.desiredRoute(k)
+	if d == nil && !submitting {
+		// Not ours, or created after the last translation: the create
+		// event brings a translation, which decides.
+		return false
+	}
+	var first *gatewayv1.RouteParentStatus
+	if len(d) > 0 {
+		first = &d[0]
+	}
+	if c, ok := w.checked[k]; ok && c.obj == obj && c.desired == first && c.n == len(d) {
+		return false
+	}
+	if w.behind(k, rv) {
+		return false
+	}
+	_, changed := MergeParents(existing, d, w.controllerName, now)
+	w.checked[k] = checkedRoute{obj: obj, desired: first, n: len(d)}
+	return changed
 }
 
 // behind reports whether an object's resourceVersion rv is older than our
@@ -293,10 +413,7 @@ func (w *Writer) object(k Key) (client.Object, func(time.Time) bool) {
 			return changed
 		}
 	}
-	desired, ok := w.routes[k]
-	if !ok {
-		return nil, nil
-	}
+	desired := w.desiredRoute(k)
 	var obj client.Object
 	var parents *[]gatewayv1.RouteParentStatus
 	switch k.Kind {

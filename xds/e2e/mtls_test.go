@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"crypto/tls"
+	"math/big"
 	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -13,21 +14,27 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/shardgate/shardgate/internal/manager"
 	"github.com/shardgate/shardgate/internal/pki"
+	"github.com/shardgate/shardgate/internal/testenv"
 	xdsserver "github.com/shardgate/shardgate/xds/server"
 )
 
 var _ = Describe("xDS mTLS", func() {
 	var gwA, gwB types.NamespacedName
+	var ra *gatewayv1.HTTPRoute
 
 	BeforeEach(func(ctx SpecContext) {
 		ns := namespace(ctx, "mtls")
 		gwA = gateway(ctx, ns, "a", "mtls-a")
 		gwB = gateway(ctx, ns, "b", "mtls-b")
 		loopbackService(ctx, ns, "web", startBackend("web"))
-		httpRoute(ctx, gwA, "ra", "mtls-a", rule(prefix("/"), to("web")))
+		ra = httpRoute(ctx, gwA, "ra", "mtls-a", rule(prefix("/"), to("web")))
 		httpRoute(ctx, gwB, "rb", "mtls-b", rule(prefix("/"), to("web")))
 	})
 
@@ -71,7 +78,96 @@ var _ = Describe("xDS mTLS", func() {
 		_, bs := bootstrap(xdsserver.NodeGroup(gwB), writeCerts(xdsCA, gwA))
 		expectNoService(ctx, dialXDS(bs, "mtls-b"))
 	})
+
+	It("rotates the server certificate without dropping connected clients, and honours new client certificates and CA bundles", func(ctx SpecContext) {
+		connected, err := dialADS(ctx, gwA, "mtls-rotate-connected", adsOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(connected.close)
+		Expect(connected.wait("mtls-a."+domain, 10*time.Second)).To(Succeed())
+		grpcClient, _ := xdsClient(gwA, "mtls-a")
+		Eventually(answeredBy(ctx, grpcClient, methodEmpty)).Should(Equal("web"))
+
+		By("rotating the server certificate on demand")
+		before := serverSerial(clientTLS(xdsCA, gwA))
+		Expect(before).To(Equal(xdsCreds.Certificate().Leaf.SerialNumber))
+		Expect(xdsCreds.Rotate(ctx)).To(Succeed())
+		after := serverSerial(clientTLS(xdsCA, gwA))
+		Expect(after).NotTo(Equal(before), "a new handshake gets the new certificate")
+		Expect(after).To(Equal(xdsCreds.Certificate().Leaf.SerialNumber))
+		GinkgoWriter.Printf("server certificate serial %s → %s\n", before, after)
+
+		By("keeping the stream opened before the rotation, which still receives updates")
+		Expect(setPath(ctx, ra, "/rotated")).To(Succeed())
+		Expect(connected.wait("/rotated", 5*time.Second)).To(Succeed())
+		Expect(connected.alive()).To(BeTrue())
+		Expect(call(ctx, grpcClient, methodEmpty)).To(Equal("web"), "the grpc-go client connected before the rotation still works")
+
+		By("accepting a client that reconnects with a newly issued certificate, bound to the same Gateway")
+		cfg := clientTLS(xdsCA, gwA) // a new key and certificate
+		var seen *big.Int
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+			seen = cs.PeerCertificates[0].SerialNumber
+			return nil
+		}
+		reconnected, err := dialADS(ctx, gwA, "mtls-rotate-connected", adsOptions{tls: cfg})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(reconnected.close)
+		Expect(reconnected.wait("/rotated", 10*time.Second)).To(Succeed())
+		Expect(seen).To(Equal(after), "the reconnect saw the rotated server certificate")
+		_, err = adsFetch(ctx, clientTLS(xdsCA, gwA), gwB, "mtls-b."+domain)
+		Expect(err).To(MatchError(ContainSubstring("does not match the client certificate's Gateway")))
+
+		By("honouring a CA added to the CA Secret's trust bundle, and dropping it again")
+		other, err := pki.NewCA("next-xds-ca")
+		Expect(err).NotTo(HaveOccurred())
+		_, err = adsFetch(ctx, clientTLS(other, gwA), gwA, "mtls-a."+domain)
+		Expect(err).To(MatchError(MatchRegexp(tlsRefusal)))
+		setTrustBundle(ctx, other.CertPEM())
+		DeferCleanup(func() {
+			setTrustBundle(context.Background(), nil)
+			Expect(xdsCreds.Reload(context.Background())).To(Succeed())
+		})
+		Expect(xdsCreds.Reload(ctx)).To(Succeed())
+		Expect(serverSerial(clientTLS(xdsCA, gwA))).To(Equal(after), "a CA reload does not re-issue a certificate that is not due")
+		resp, err := adsFetch(ctx, clientTLS(other, gwA), gwA, "mtls-a."+domain)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resp.GetResources()).To(HaveLen(1))
+		setTrustBundle(ctx, nil)
+		Expect(xdsCreds.Reload(ctx)).To(Succeed())
+		_, err = adsFetch(ctx, clientTLS(other, gwA), gwA, "mtls-a."+domain)
+		Expect(err).To(MatchError(MatchRegexp(tlsRefusal)))
+		Expect(connected.alive()).To(BeTrue())
+	})
 })
+
+// serverSerial is the serial of the certificate the xDS server presents to
+// a new TLS connection.
+func serverSerial(cfg *tls.Config) *big.Int {
+	GinkgoHelper()
+	cfg = cfg.Clone()
+	cfg.NextProtos = []string{"h2"}
+	c, err := tls.Dial("tcp", xdsTarget, cfg)
+	Expect(err).NotTo(HaveOccurred())
+	defer c.Close()
+	return c.ConnectionState().PeerCertificates[0].SerialNumber
+}
+
+// setTrustBundle sets (or, with nil, removes) the CA Secret's trust bundle.
+func setTrustBundle(ctx context.Context, bundle []byte) {
+	GinkgoHelper()
+	Eventually(func() error {
+		var sec corev1.Secret
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: testenv.SystemNamespace, Name: manager.XDSCASecret}, &sec); err != nil {
+			return err
+		}
+		if bundle == nil {
+			delete(sec.Data, pki.KeyTrustBundle)
+		} else {
+			sec.Data[pki.KeyTrustBundle] = bundle
+		}
+		return env.Client.Update(ctx, &sec)
+	}).Should(Succeed())
+}
 
 // tlsRefusal matches how a refused TLS 1.3 client learns of it: usually the
 // server's alert ("certificate required", "unknown certificate authority"),

@@ -74,6 +74,8 @@ var (
 	h     = newHooks()
 	srv   *xdsserver.Server
 	xdsCA *pki.CA
+	// xdsCreds are the xDS server's credentials, for the rotation test.
+	xdsCreds *xdsserver.Credentials
 	// xdsTarget is the xDS server as clients dial it: "localhost:<port>",
 	// because the server certificate names localhost, not 127.0.0.1.
 	xdsTarget string
@@ -96,12 +98,15 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
 
 	got := make(chan *xdsserver.Server, 1)
+	gotCreds := make(chan *xdsserver.Credentials, 1)
 	env.RunManager(manager.Options{
-		MutateInput: h.mutate,
-		DecorateXDS: h.decorate,
-		OnXDSServer: func(s *xdsserver.Server) { got <- s },
+		MutateInput:      h.mutate,
+		DecorateXDS:      h.decorate,
+		OnXDSServer:      func(s *xdsserver.Server) { got <- s },
+		OnXDSCredentials: func(c *xdsserver.Credentials) { gotCreds <- c },
 	})
 	Eventually(got).Should(Receive(&srv))
+	Eventually(gotCreds).Should(Receive(&xdsCreds))
 	Eventually(srv.Addr).ShouldNot(BeNil())
 	_, port, err := net.SplitHostPort(srv.Addr().String())
 	Expect(err).NotTo(HaveOccurred())
@@ -129,6 +134,10 @@ type hooks struct {
 	apiListeners map[string][]string
 	// nack: node groups whose route table gets a route grpc-go refuses.
 	nack map[string]bool
+	// pad: node groups whose route table is padded to about this many
+	// bytes (response headers that no request sees), so that a client
+	// that stops reading fills its flow-control window.
+	pad map[string]int
 }
 
 func newHooks() *hooks {
@@ -137,6 +146,7 @@ func newHooks() *hooks {
 		podIPs:       map[types.NamespacedName]map[string]int32{},
 		apiListeners: map[string][]string{},
 		nack:         map[string]bool{},
+		pad:          map[string]int{},
 	}
 }
 
@@ -239,6 +249,19 @@ func (h *hooks) decorate(group string, res *translate.Resources) {
 			res.Listeners = append(res.Listeners, apiListener(name, httpRouteTable))
 		}
 	}
+	if n := h.pad[group]; n > 0 {
+		for _, rc := range res.Routes {
+			if rc.GetName() != httpRouteTable {
+				continue
+			}
+			const chunk = 16000 // under Envoy's 16 KiB header value limit
+			for i := 0; i*chunk < n; i++ {
+				rc.ResponseHeadersToAdd = append(rc.ResponseHeadersToAdd, &corev3.HeaderValueOption{
+					Header: &corev3.HeaderValue{Key: fmt.Sprintf("x-e2e-pad-%d", i), Value: padValue(i, chunk)},
+				})
+			}
+		}
+	}
 	if h.nack[group] {
 		for _, rc := range res.Routes {
 			if rc.GetName() != httpRouteTable || len(rc.VirtualHosts) == 0 {
@@ -281,4 +304,23 @@ func apiListener(name, routeConfig string) *listenerv3.Listener {
 	// grpc-go reads only api_listener; translate.Validate checks that its
 	// route configuration exists.
 	return &listenerv3.Listener{Name: name, ApiListener: &listenerv3.ApiListener{ApiListener: hcm}}
+}
+
+func (h *hooks) setPad(gw types.NamespacedName, bytes int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.pad[xdsserver.NodeGroup(gw)] = bytes
+}
+
+// padValue is n bytes that do not compress to nothing.
+func padValue(seed, n int) string {
+	b := make([]byte, n)
+	x := uint32(seed*2654435761 + 1)
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b[i] = 'a' + byte(x%26)
+	}
+	return string(b)
 }

@@ -30,6 +30,10 @@ type nackGuard struct {
 	mu    sync.Mutex
 	sent  map[sentKey][]sent // the last few responses, newest last
 	nacks map[sentKey]NACK   // the latest NACK per proxy and type
+	// nodes: open stream → node ID; a node's records are dropped when its
+	// last stream closes (a proxy that reconnects opens the new stream
+	// before the old one is seen to close).
+	nodes map[int64]string
 	// resends counts responses that repeated a version the proxy had
 	// NACKed; the guard exists to keep it at zero.
 	resends  int
@@ -39,7 +43,7 @@ type nackGuard struct {
 const keepSent = 8
 
 func newNACKGuard(c cachev3.SnapshotCache) *nackGuard {
-	return &nackGuard{SnapshotCache: c, sent: map[sentKey][]sent{}, nacks: map[sentKey]NACK{}}
+	return &nackGuard{SnapshotCache: c, sent: map[sentKey][]sent{}, nacks: map[sentKey]NACK{}, nodes: map[int64]string{}}
 }
 
 // recordResponse remembers which version went out under which nonce.
@@ -112,13 +116,54 @@ func (g *nackGuard) Resends() int {
 	return g.resends
 }
 
-// forget drops the state of a proxy whose stream closed.
-func (g *nackGuard) forget(nodeID string) {
+// attach records which node a stream serves.
+func (g *nackGuard) attach(stream int64, nodeID string) {
+	if nodeID == "" {
+		return
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.nodes[stream] = nodeID
+}
+
+// forget drops the state of a stream that closed, and the records of its
+// node once no other stream serves it. A NACK record goes too: the proxy
+// that sent it is gone, and its Gateway must not report it forever.
+func (g *nackGuard) forget(stream int64, nodeID string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if id, ok := g.nodes[stream]; ok {
+		nodeID = id
+		delete(g.nodes, stream)
+	}
+	if nodeID == "" {
+		return
+	}
+	for _, other := range g.nodes {
+		if other == nodeID {
+			return
+		}
+	}
 	for k := range g.sent {
 		if k.nodeID == nodeID {
 			delete(g.sent, k)
 		}
 	}
+	dropped := false
+	for k := range g.nacks {
+		if k.nodeID == nodeID {
+			delete(g.nacks, k)
+			dropped = true
+		}
+	}
+	if dropped && g.onChange != nil {
+		go g.onChange()
+	}
+}
+
+// size is what the guard holds, for leak checks.
+func (g *nackGuard) size() (streams, sent, nacks int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.nodes), len(g.sent), len(g.nacks)
 }

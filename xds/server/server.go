@@ -77,6 +77,10 @@ type Server struct {
 	// acknowledge phase one of a two-phase publish (twophase.go).
 	pending map[string]*pendingPublish
 	streams map[int64]*streamState
+	// checkers remember, per node group, what passed validation, so an
+	// unchanged resource is not validated again.
+	checkers map[string]*translate.Checker
+	memos    map[string]*translate.Memo
 
 	identities sync.Map // stream ID → Gateway named by the client certificate
 	addr       atomic.Pointer[net.Addr]
@@ -113,7 +117,8 @@ func (clusterHash) ID(n *core.Node) string { return n.GetCluster() }
 func New(opts Options) *Server {
 	s := &Server{opts: opts, log: opts.Log, published: map[string]*published{}, refused: map[string]string{},
 		live: map[string]map[string]keptCluster{}, retired: map[string]map[string]keptCluster{},
-		pending: map[string]*pendingPublish{}, streams: map[int64]*streamState{}}
+		pending: map[string]*pendingPublish{}, streams: map[int64]*streamState{},
+		checkers: map[string]*translate.Checker{}, memos: map[string]*translate.Memo{}}
 	s.guard = newNACKGuard(cachev3.NewSnapshotCache(true, clusterHash{}, nil))
 	s.guard.onChange = s.statusChanged
 	s.cache = s.guard
@@ -153,6 +158,16 @@ func (s *Server) Publish(_ *gatewayapi.Input, out *gatewayapi.Output) {
 			delete(s.live, group)
 			delete(s.retired, group)
 			delete(s.pending, group) // a pending phase two must not revive it
+		}
+	}
+	for group := range s.checkers {
+		if !live[group] {
+			delete(s.checkers, group)
+		}
+	}
+	for group := range s.memos {
+		if !live[group] {
+			delete(s.memos, group)
 		}
 	}
 	s.mu.Unlock()
@@ -225,7 +240,11 @@ func keepReferenced(res *translate.Resources, names []string) {
 	if len(names) == 0 {
 		return
 	}
-	for _, rc := range res.Routes {
+	for i, rc := range res.Routes {
+		// The messages may be shared with earlier translations (see
+		// translate.Memo): change copies.
+		rc = proto.Clone(rc).(*routev3.RouteConfiguration)
+		res.Routes[i] = rc
 		for _, vh := range rc.GetVirtualHosts() {
 			for _, name := range names {
 				vh.Routes = append(vh.Routes, &routev3.Route{
@@ -249,7 +268,7 @@ func keepReferenced(res *translate.Resources, names []string) {
 // retain adds to res the clusters (and endpoints) that recently left this
 // Gateway's config, and schedules a re-translation for when the first of
 // them expires so it is dropped then.
-func (s *Server) retain(group string, res *translate.Resources) (introduced []string) {
+func (s *Server) retain(group string, res *translate.Resources) (introduced []string, routesChanged bool) {
 	now := time.Now()
 	current := map[string]keptCluster{}
 	cla := map[string]*endpointv3.ClusterLoadAssignment{}
@@ -299,13 +318,14 @@ func (s *Server) retain(group string, res *translate.Resources) (introduced []st
 	s.live[group] = current
 	s.mu.Unlock()
 	sort.Strings(introduced)
-	keepReferenced(res, retiredNames(retired))
+	kept := retiredNames(retired)
+	keepReferenced(res, kept)
 	sort.Slice(res.Clusters, func(i, j int) bool { return res.Clusters[i].GetName() < res.Clusters[j].GetName() })
 	sort.Slice(res.Endpoints, func(i, j int) bool { return res.Endpoints[i].GetClusterName() < res.Endpoints[j].GetClusterName() })
 	if !next.IsZero() {
 		time.AfterFunc(time.Until(next)+10*time.Millisecond, s.statusChanged)
 	}
-	return introduced
+	return introduced, len(kept) > 0
 }
 
 func retiredNames(retired map[string]keptCluster) []string {
@@ -317,22 +337,60 @@ func retiredNames(retired map[string]keptCluster) []string {
 	return names
 }
 
+// memo returns the group's translation memory.
+func (s *Server) memo(group string) *translate.Memo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.memos[group]
+	if m == nil {
+		m = &translate.Memo{}
+		s.memos[group] = m
+	}
+	return m
+}
+
+// checker returns the group's validation memory.
+func (s *Server) checker(group string) *translate.Checker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.checkers[group]
+	if c == nil {
+		c = &translate.Checker{}
+		s.checkers[group] = c
+	}
+	return c
+}
+
 // build translates and validates a Gateway's config and gives each type a
 // version that is a hash of its content, so a type whose resources did not
 // change keeps its version and is not sent again.
 func (s *Server) build(group string, gw *ir.Gateway) (*built, error) {
-	res, err := translate.Translate(gw)
+	var res *translate.Resources
+	var err error
+	if s.opts.Decorate != nil {
+		// Decorate may change the messages, which a memo shares
+		// between translations.
+		res, err = translate.Translate(gw)
+	} else {
+		res, err = s.memo(group).Translate(gw)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("translate: %w", err)
 	}
 	if s.opts.Decorate != nil {
 		s.opts.Decorate(NodeGroup(k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}), res)
 	}
-	if err := translate.Validate(res); err != nil {
+	digests, err := s.checker(group).Check(res)
+	if err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
 	}
-	introduced := s.retain(group, res)
-	snap, versions, err := snapshotOf(res)
+	introduced, routesChanged := s.retain(group, res)
+	if routesChanged {
+		for _, rc := range res.Routes {
+			delete(digests, rc)
+		}
+	}
+	snap, versions, err := snapshotOf(res, digests)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +407,7 @@ type built struct {
 
 // snapshotOf turns resources into a snapshot whose per-type versions are
 // content hashes.
-func snapshotOf(res *translate.Resources) (*cachev3.Snapshot, map[string]string, error) {
+func snapshotOf(res *translate.Resources, digests map[proto.Message]translate.Digest) (*cachev3.Snapshot, map[string]string, error) {
 	byType := map[string][]types.Resource{}
 	for _, l := range res.Listeners {
 		byType[resourcev3.ListenerType] = append(byType[resourcev3.ListenerType], l)
@@ -369,7 +427,7 @@ func snapshotOf(res *translate.Resources) (*cachev3.Snapshot, map[string]string,
 	snap := &cachev3.Snapshot{}
 	versions := map[string]string{}
 	for _, typ := range typeOrder {
-		v, err := contentVersion(byType[typ])
+		v, err := contentVersion(byType[typ], digests)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -383,18 +441,19 @@ func snapshotOf(res *translate.Resources) (*cachev3.Snapshot, map[string]string,
 	return snap, versions, nil
 }
 
-func contentVersion(items []types.Resource) (string, error) {
+// contentVersion hashes the digests of items, taken from digests where the
+// checker computed them.
+func contentVersion(items []types.Resource, digests map[proto.Message]translate.Digest) (string, error) {
 	h := sha256.New()
-	opts := proto.MarshalOptions{Deterministic: true}
-	var buf []byte
 	for _, r := range items {
-		var err error
-		buf, err = opts.MarshalAppend(buf[:0], r)
-		if err != nil {
-			return "", fmt.Errorf("hash resource: %w", err)
+		d, ok := digests[r]
+		if !ok {
+			var err error
+			if d, err = translate.DigestOf(r); err != nil {
+				return "", fmt.Errorf("hash resource: %w", err)
+			}
 		}
-		h.Write(buf)
-		h.Write([]byte{0})
+		h.Write(d[:])
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
@@ -538,9 +597,7 @@ func (c *callbacks) OnStreamClosed(id int64, node *core.Node) {
 	connectedProxies.Dec()
 	c.s.forgetStream(id)
 	c.s.identities.Delete(id)
-	if node != nil {
-		c.s.guard.forget(node.GetId())
-	}
+	c.s.guard.forget(id, node.GetId())
 }
 
 // OnStreamRequest refuses a request whose node asks for a Gateway other
@@ -549,6 +606,7 @@ func (c *callbacks) OnStreamRequest(id int64, req *discovery.DiscoveryRequest) e
 	if err := c.check(id, req.GetNode()); err != nil {
 		return err
 	}
+	c.s.guard.attach(id, req.GetNode().GetId())
 	c.s.observeRequest(id, req)
 	return nil
 }

@@ -6,6 +6,7 @@ package translate
 
 import (
 	"fmt"
+	"math"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -223,6 +224,29 @@ func weightedBackends(backends []ir.Backend, invalid uint32) []weighted {
 	}
 	if invalid > 0 && len(ws) > 0 {
 		ws = append(ws, weighted{cluster: InvalidBackendCluster, weight: invalid})
+	}
+	return fitWeights(ws)
+}
+
+// fitWeights scales weights down, keeping their proportions and every
+// weight at least 1, when their sum does not fit in a uint32: Envoy refuses
+// a weighted_clusters whose weights sum past 2^32-1, which would NACK the
+// whole route configuration. The CRDs cap a weight at 1,000,000 and a rule
+// at 16 backendRefs, so only objects that skipped validation get here.
+func fitWeights(ws []weighted) []weighted {
+	var sum uint64
+	for _, w := range ws {
+		sum += uint64(w.weight)
+	}
+	shift := 0
+	for (sum>>shift)+uint64(len(ws)) > math.MaxUint32 {
+		shift++
+	}
+	if shift == 0 {
+		return ws
+	}
+	for i := range ws {
+		ws[i].weight = max(1, ws[i].weight>>shift)
 	}
 	return ws
 }

@@ -39,7 +39,7 @@ func (t *translator) routeConfiguration(name, scheme string, vhosts []ir.Virtual
 		IgnorePortInHostMatching: true,
 	}
 	for i := range vhosts {
-		vh, err := t.virtualHost(scheme, &vhosts[i])
+		vh, err := t.virtualHostMemo(scheme, &vhosts[i])
 		if err != nil {
 			return nil, fmt.Errorf("virtual host %s: %w", vhosts[i].Name, err)
 		}

@@ -33,6 +33,10 @@ type Resources struct {
 // or redirect code); referential problems are left to Validate.
 func Translate(gw *ir.Gateway) (*Resources, error) {
 	t := translator{clusters: make(map[string]*ir.Cluster, len(gw.Clusters))}
+	return t.translate(gw)
+}
+
+func (t *translator) translate(gw *ir.Gateway) (*Resources, error) {
 	for i := range gw.Clusters {
 		t.clusters[gw.Clusters[i].Name] = &gw.Clusters[i]
 	}
@@ -53,9 +57,17 @@ func Translate(gw *ir.Gateway) (*Resources, error) {
 		}
 		r.Routes = append(r.Routes, routes...)
 	}
+	var next map[string]memoCluster
+	if t.memo != nil {
+		next = make(map[string]memoCluster, len(gw.Clusters))
+	}
 	for i := range gw.Clusters {
-		r.Clusters = append(r.Clusters, cluster(&gw.Clusters[i]))
-		r.Endpoints = append(r.Endpoints, loadAssignment(&gw.Clusters[i]))
+		cl, e := t.clusterMemo(&gw.Clusters[i], next)
+		r.Clusters = append(r.Clusters, cl)
+		r.Endpoints = append(r.Endpoints, e)
+	}
+	if t.memo != nil {
+		t.memo.clusters = next
 	}
 	for i := range gw.Secrets {
 		r.Secrets = append(r.Secrets, secret(&gw.Secrets[i]))
@@ -67,6 +79,9 @@ func Translate(gw *ir.Gateway) (*Resources, error) {
 // translator carries the lookups one translation needs.
 type translator struct {
 	clusters map[string]*ir.Cluster
+	// memo, when set, remembers messages across translations (memo.go).
+	memo       *Memo
+	nextVhosts map[vhostKey]*routev3.VirtualHost
 }
 
 // sort orders every resource list by name. The IR is already sorted, but

@@ -231,8 +231,10 @@ func listenerReferences(l *listenerv3.Listener, clusters, routes, secrets map[st
 }
 
 func tcpProxyClusters(p *tcpproxyv3.TcpProxy) []string {
-	if c := p.GetCluster(); c != "" {
-		return []string{c}
+	// By the oneof, not by the value: an empty cluster name is a
+	// reference to a cluster that cannot exist.
+	if c, ok := p.GetClusterSpecifier().(*tcpproxyv3.TcpProxy_Cluster); ok {
+		return []string{c.Cluster}
 	}
 	var out []string
 	for _, w := range p.GetWeightedClusters().GetClusters() {
@@ -289,8 +291,8 @@ func routeClusters(a *routev3.RouteAction) []string {
 		return nil
 	}
 	var out []string
-	if c := a.GetCluster(); c != "" {
-		out = append(out, c)
+	if c, ok := a.GetClusterSpecifier().(*routev3.RouteAction_Cluster); ok {
+		out = append(out, c.Cluster) // "" included: it cannot exist
 	}
 	for _, w := range a.GetWeightedClusters().GetClusters() {
 		out = append(out, w.GetName())

@@ -1,0 +1,346 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package gatewayapi
+
+import (
+	"slices"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/shardgate/shardgate/internal/ir"
+)
+
+// gwState is what a Translator keeps of one Gateway's translation, so that
+// the next translation can reuse it whole (nothing the Gateway depends on
+// changed) or patch it (only some of its HTTPRoutes changed).
+type gwState struct {
+	gw                      *gatewayv1.Gateway
+	listeners               []*listenerState
+	acceptReason, acceptMsg string
+	pending                 map[RouteKey][]*pendingParent
+	crs                     map[RouteKey]*compiledRoute
+	result                  *GatewayResult
+	build                   *irBuild // nil when the Gateway is not accepted
+	clusterRoutes           map[string]map[RouteKey]bool
+	// patchable: only HTTPRoutes are attached (no HTTPRoute/GRPCRoute
+	// hostname conflicts to settle across routes).
+	patchable bool
+}
+
+// routeRec is what the Translator knows of a route between translations.
+type routeRec struct {
+	obj     any
+	parents []types.NamespacedName
+	epoch   uint64 // the translation that last saw it
+}
+
+// remember records a full translation of gw.
+func (t *Translator) remember(idx *Index, gw *gatewayv1.Gateway, listeners []*listenerState, acceptReason, acceptMsg string, pending []*pendingParent, res *GatewayResult, b *irBuild) {
+	key := nn(gw.Namespace, gw.Name)
+	st := &gwState{
+		gw: gw, listeners: listeners, acceptReason: acceptReason, acceptMsg: acceptMsg,
+		pending: map[RouteKey][]*pendingParent{}, crs: map[RouteKey]*compiledRoute{},
+		result: res, build: b, clusterRoutes: map[string]map[RouteKey]bool{},
+		patchable: idx.routesIndexed && len(idx.grpcByGW[key]) == 0 && len(idx.tlsByGW[key]) == 0,
+	}
+	for _, p := range pending {
+		st.pending[p.cr.key] = append(st.pending[p.cr.key], p)
+		st.crs[p.cr.key] = p.cr
+	}
+	if b != nil {
+		for k := range b.emitted {
+			if cr := st.crs[k]; cr != nil {
+				st.addClusterRefs(k, cr)
+			}
+		}
+	}
+	t.gateways[key] = st
+}
+
+func (st *gwState) addClusterRefs(k RouteKey, cr *compiledRoute) {
+	for _, b := range cr.backends {
+		m := st.clusterRoutes[b.cluster]
+		if m == nil {
+			m = map[RouteKey]bool{}
+			st.clusterRoutes[b.cluster] = m
+		}
+		m[k] = true
+	}
+}
+
+// translateGateway is TranslateGateway, or, with a Translator whose
+// previous translation still holds, that translation reused or patched.
+func (idx *Index) translateGateway(gw *gatewayv1.Gateway) *GatewayResult {
+	t := idx.memo
+	if t == nil {
+		return TranslateGateway(idx, gw)
+	}
+	key := nn(gw.Namespace, gw.Name)
+	st := t.gateways[key]
+	if !t.sameContext || st == nil || st.gw != gw {
+		t.Stats.Full++
+		return TranslateGateway(idx, gw)
+	}
+	changed := t.changedByGW[key]
+	if len(changed) == 0 {
+		t.Stats.Reused++
+		return st.result
+	}
+	if res, ok := idx.patch(st, gw, changed); ok {
+		t.Stats.Patched++
+		return res
+	}
+	t.Stats.Full++
+	return TranslateGateway(idx, gw)
+}
+
+// specificHosts: every hostname is a plain name (no wildcard, not "any").
+func specificHosts(cr *compiledRoute) bool {
+	if cr == nil {
+		return true
+	}
+	if len(cr.hostnames) == 0 {
+		return false
+	}
+	for _, h := range cr.hostnames {
+		if h == "" || strings.HasPrefix(h, "*") {
+			return false
+		}
+	}
+	return true
+}
+
+// patch applies the changes of the HTTPRoutes in changed to gw's last
+// translation. It refuses (false, having changed nothing) what it cannot
+// patch exactly: other route kinds, or routes whose hostnames include
+// wildcards or none (their virtual hosts merge into others).
+func (idx *Index) patch(st *gwState, gw *gatewayv1.Gateway, changed []RouteKey) (*GatewayResult, bool) {
+	if !st.patchable {
+		return nil, false
+	}
+	key := nn(gw.Namespace, gw.Name)
+	news := make(map[RouteKey]*gatewayv1.HTTPRoute, len(changed))
+	for _, k := range changed {
+		if k.Kind != kindHTTPRoute || !specificHosts(st.crs[k]) {
+			return nil, false
+		}
+		obj := idx.memo.routes[k]
+		if obj == nil {
+			continue // deleted
+		}
+		r := obj.obj.(*gatewayv1.HTTPRoute)
+		if !slices.Contains(obj.parents, key) {
+			continue // no longer names gw
+		}
+		news[k] = r
+	}
+	newCRs := make(map[RouteKey]*compiledRoute, len(news))
+	for k, r := range news {
+		cr := idx.compiledHTTPRoute(r)
+		if !specificHosts(cr) {
+			return nil, false
+		}
+		newCRs[k] = cr
+	}
+
+	// From here on the state changes.
+	// The previous result is the Translator's alone (it hands out only
+	// Outputs), so it is updated in place.
+	res := &GatewayResult{Routes: st.result.Routes}
+	affected := map[*vhostGroup]map[string]bool{}
+	clusters := map[string]bool{}
+	mark := func(g *vhostGroup, hosts []string) {
+		m := affected[g]
+		if m == nil {
+			m = map[string]bool{}
+			affected[g] = m
+		}
+		for _, h := range hosts {
+			m[h] = true
+		}
+	}
+	for _, k := range changed {
+		if old := st.crs[k]; old != nil {
+			for _, l := range st.listeners {
+				delete(l.attached, k)
+			}
+			if st.build != nil {
+				for _, g := range st.build.groups {
+					hosts := g.byRoute[k]
+					mark(g, hosts)
+					for _, h := range hosts {
+						g.removeEntries(h, k)
+					}
+					delete(g.byRoute, k)
+				}
+				delete(st.build.emitted, k)
+			}
+			for _, b := range old.backends {
+				clusters[b.cluster] = true
+				if m := st.clusterRoutes[b.cluster]; m != nil {
+					delete(m, k)
+					if len(m) == 0 {
+						delete(st.clusterRoutes, b.cluster)
+					}
+				}
+			}
+			delete(st.crs, k)
+			delete(st.pending, k)
+			delete(res.Routes, k)
+		}
+	}
+	var pending []*pendingParent
+	for _, k := range sortedKeys(newCRs) {
+		cr := newCRs[k]
+		p := idx.attach(gw, st.listeners, cr, nil)
+		st.pending[k] = p
+		st.crs[k] = cr
+		pending = append(pending, p...)
+	}
+	idx.finishParents(pending, res)
+
+	if st.build != nil {
+		for _, k := range sortedKeys(newCRs) {
+			cr := newCRs[k]
+			emitted := false
+			for _, g := range st.build.groups {
+				for _, l := range g.from {
+					if a := l.attached[k]; a != nil && g.addRoute(l, k, a) {
+						emitted = true
+					}
+				}
+				mark(g, g.byRoute[k])
+			}
+			if emitted {
+				st.build.emitted[k] = true
+				st.addClusterRefs(k, cr)
+				for _, b := range cr.backends {
+					clusters[b.cluster] = true
+				}
+			}
+		}
+	}
+
+	status, gwAccepted := idx.gatewayStatus(gw, st.listeners, st.acceptReason, st.acceptMsg)
+	res.Status = status
+	if gwAccepted && st.build != nil {
+		res.IR = idx.patchIR(st, affected, clusters)
+		st.build.ir = res.IR
+	}
+	st.result = res
+	return res, true
+}
+
+// removeEntries drops route k's entries under host h.
+func (g *vhostGroup) removeEntries(h string, k RouteKey) {
+	es := g.entries[h]
+	kept := es[:0:0]
+	for _, e := range es {
+		if e.kind != k.Kind || e.ns != k.NN.Namespace || e.name != k.NN.Name {
+			kept = append(kept, e)
+		}
+	}
+	switch {
+	case len(kept) > 0:
+		g.entries[h] = kept
+	case g.listenerHn[h]:
+		g.entries[h] = nil
+	default:
+		delete(g.entries, h)
+	}
+}
+
+// patchIR rebuilds the IR from the previous one: the affected virtual hosts
+// and clusters are rebuilt, everything else is shared.
+func (idx *Index) patchIR(st *gwState, affected map[*vhostGroup]map[string]bool, clusters map[string]bool) *ir.Gateway {
+	prev := st.build.ir
+	out := &ir.Gateway{Namespace: prev.Namespace, Name: prev.Name, Secrets: prev.Secrets}
+	out.Listeners = slices.Clone(prev.Listeners)
+	for _, g := range st.build.groups {
+		hosts := affected[g]
+		if len(hosts) == 0 {
+			continue
+		}
+		next := slices.Clone(g.hosts)
+		for _, h := range sortedHosts(hosts) {
+			d := domain(h)
+			i, found := sort.Find(len(next), func(i int) int { return strings.Compare(d, next[i].Name) })
+			_, exists := g.entries[h]
+			switch {
+			case exists && found:
+				next[i] = g.assemble(h)
+			case exists:
+				next = slices.Insert(next, i, g.assemble(h))
+			case found:
+				next = slices.Delete(next, i, i+1)
+			}
+		}
+		g.hosts = next
+		il := &out.Listeners[g.listener]
+		if g.server < 0 {
+			il.VirtualHosts = next
+			continue
+		}
+		if len(il.TLSServers) > 0 && &il.TLSServers[0] == &prev.Listeners[g.listener].TLSServers[0] {
+			il.TLSServers = slices.Clone(il.TLSServers)
+		}
+		il.TLSServers[g.server].VirtualHosts = next
+	}
+
+	out.Clusters = prev.Clusters
+	if len(clusters) > 0 {
+		next := slices.Clone(prev.Clusters)
+		for _, name := range sortedHosts(clusters) {
+			i, found := sort.Find(len(next), func(i int) int { return strings.Compare(name, next[i].Name) })
+			users := st.clusterRoutes[name]
+			if len(users) == 0 {
+				if found {
+					next = slices.Delete(next, i, i+1)
+				}
+				continue
+			}
+			set := map[string]*ir.Cluster{}
+			for k := range users {
+				for _, b := range st.crs[k].backends {
+					if b.cluster == name {
+						idx.addCluster(set, b)
+					}
+				}
+			}
+			c := *set[name]
+			if found {
+				next[i] = c
+			} else {
+				next = slices.Insert(next, i, c)
+			}
+		}
+		if len(next) == 0 {
+			next = nil // as a full translation leaves it
+		}
+		out.Clusters = next
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[RouteKey]V) []RouteKey {
+	keys := make([]RouteKey, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return routeKeyLess(keys[i], keys[j]) })
+	return keys
+}
+
+func sortedHosts(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for h := range m {
+		out = append(out, h)
+	}
+	sort.Strings(out)
+	return out
+}
