@@ -14,4 +14,9 @@
 // Every process it starts runs in its own process group, dies with the test
 // binary (PDEATHSIG), and is recorded in a registry so that a later Start
 // reaps leftovers of a test binary that was killed.
+//
+// Faults: StopAPIServer kills kube-apiserver (etcd keeps running) and
+// StartAPIServer brings it back on the same port with the same certificates
+// and data, so every client and kubeconfig made before keeps working;
+// RestartAPIServer does both with a downtime in between.
 package testenv
