@@ -82,7 +82,9 @@ func (idx *Index) translateGateway(gw *gatewayv1.Gateway) *GatewayResult {
 	}
 	key := nn(gw.Namespace, gw.Name)
 	st := t.gateways[key]
-	if !t.sameContext || st == nil || st.gw != gw {
+	// The Gateway object may be a newer version with the same spec (a
+	// status write): the context check found nothing relevant changed.
+	if !t.sameContext || st == nil {
 		t.Stats.Full++
 		return TranslateGateway(idx, gw)
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 	"time"
 
@@ -64,7 +65,10 @@ type Options struct {
 	HealthAddress  string
 	XDSAddress     string
 	LeaderElect    *bool
-	Log            logr.Logger
+	// EnableProfiling serves pprof under /debug/pprof/ on the metrics
+	// address.
+	EnableProfiling bool
+	Log             logr.Logger
 
 	// Test hooks (nil in the controller): see
 	// controllers.GatewayAPIReconciler.MutateInput and
@@ -100,20 +104,28 @@ func Run(ctx context.Context, opts Options) error {
 	applyOverrides(&cfg, opts)
 
 	var xdsDebug atomic.Pointer[xdsserver.Server]
+	extra := map[string]http.Handler{
+		// What each Gateway's proxies are served (names and versions).
+		"/debug/xds": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if s := xdsDebug.Load(); s != nil {
+				s.DebugHandler().ServeHTTP(w, r)
+				return
+			}
+			http.Error(w, "xDS server not started", http.StatusServiceUnavailable)
+		}),
+	}
+	if opts.EnableProfiling {
+		extra["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
+		extra["/debug/pprof/cmdline"] = http.HandlerFunc(pprof.Cmdline)
+		extra["/debug/pprof/profile"] = http.HandlerFunc(pprof.Profile)
+		extra["/debug/pprof/symbol"] = http.HandlerFunc(pprof.Symbol)
+		extra["/debug/pprof/trace"] = http.HandlerFunc(pprof.Trace)
+	}
 	mgr, err := ctrl.NewManager(opts.RestConfig, ctrl.Options{
-		Scheme: scheme.New(),
-		Logger: log,
-		Cache:  cacheOptions(),
-		Metrics: metricsserver.Options{BindAddress: cfg.MetricsAddress, ExtraHandlers: map[string]http.Handler{
-			// What each Gateway's proxies are served (names and versions).
-			"/debug/xds": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if s := xdsDebug.Load(); s != nil {
-					s.DebugHandler().ServeHTTP(w, r)
-					return
-				}
-				http.Error(w, "xDS server not started", http.StatusServiceUnavailable)
-			}),
-		}},
+		Scheme:                        scheme.New(),
+		Logger:                        log,
+		Cache:                         cacheOptions(),
+		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsAddress, ExtraHandlers: extra},
 		HealthProbeBindAddress:        cfg.HealthAddress,
 		LeaderElection:                cfg.LeaderElection.Enabled,
 		LeaderElectionID:              cfg.LeaderElection.ID,
