@@ -496,6 +496,11 @@ func (idx *Index) compiledTLSRoute(r *gatewayv1.TLSRoute) *compiledRoute {
 	return idx.compiled(r, func() *compiledRoute { return idx.compileTLSRoute(r) })
 }
 
+type memoParentStatus struct {
+	key    statusKey
+	status gatewayv1.RouteParentStatus
+}
+
 // statusKey is what one parentRef's status entry depends on besides the
 // compiled route.
 type statusKey struct {
@@ -506,15 +511,20 @@ type statusKey struct {
 // parentStatusFor is parentStatus, remembered on the compiled route.
 func (idx *Index) parentStatusFor(p *pendingParent) gatewayv1.RouteParentStatus {
 	k := statusKey{refIndex: p.refIndex, reason: p.reason, msg: p.msg}
-	if st, ok := p.cr.statuses[k]; ok {
-		return st
+	for _, m := range p.cr.statuses {
+		if m.key == k {
+			return m.status
+		}
 	}
 	st := parentStatus(idx.controllerName, p.ref, p.cr, p.reason, p.msg)
 	if idx.memo != nil {
-		if p.cr.statuses == nil {
-			p.cr.statuses = map[statusKey]gatewayv1.RouteParentStatus{}
+		// Most routes have one parentRef; a few keep a few entries. A
+		// route whose entries keep changing (a Gateway's listeners come
+		// and go) starts over rather than grow.
+		if len(p.cr.statuses) >= 8 {
+			p.cr.statuses = nil
 		}
-		p.cr.statuses[k] = st
+		p.cr.statuses = append(p.cr.statuses, memoParentStatus{key: k, status: st})
 	}
 	return st
 }
