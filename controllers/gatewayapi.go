@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"maps"
 	"sync"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -248,30 +246,9 @@ func (h holdOffHandler) Generic(_ context.Context, _ event.GenericEvent, q workq
 
 var _ handler.EventHandler = holdOffHandler{}
 
-// TranslationRelevant reports whether an update can change the translation.
-// The translator reads the spec of the Gateway API kinds and of
-// GatewayParameters (a change bumps metadata.generation), Service specs,
-// Secret types and data, Namespace labels and all of an EndpointSlice; never
-// status. Labels and annotations count everywhere, to be safe.
+// TranslationRelevant reports whether an update can change the translation
+// (gatewayapi.Relevant: the translator never reads status, nor labels other
+// than a Namespace's).
 func TranslationRelevant(oldObj, newObj client.Object) bool {
-	if oldObj == nil || newObj == nil {
-		return true
-	}
-	if !maps.Equal(oldObj.GetLabels(), newObj.GetLabels()) || !maps.Equal(oldObj.GetAnnotations(), newObj.GetAnnotations()) {
-		return true
-	}
-	switch n := newObj.(type) {
-	case *gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute,
-		*gatewayv1.TLSRoute, *gatewayv1beta1.ReferenceGrant, *shardgatev1alpha1.GatewayParameters:
-		return oldObj.GetGeneration() != newObj.GetGeneration() || oldObj.GetGeneration() == 0
-	case *corev1.Service:
-		o, ok := oldObj.(*corev1.Service)
-		return !ok || !equality.Semantic.DeepEqual(o.Spec, n.Spec)
-	case *corev1.Secret:
-		o, ok := oldObj.(*corev1.Secret)
-		return !ok || o.Type != n.Type || !equality.Semantic.DeepEqual(o.Data, n.Data) || !equality.Semantic.DeepEqual(o.StringData, n.StringData)
-	case *corev1.Namespace:
-		return false // only labels matter, compared above
-	}
-	return oldObj.GetResourceVersion() != newObj.GetResourceVersion()
+	return gatewayapi.Relevant(oldObj, newObj)
 }

@@ -51,7 +51,7 @@ func controllerCommand() *cobra.Command {
 	var (
 		kubeconfig, configPath          string
 		metricsAddr, healthAddr, xdsAdr string
-		leaderElect                     bool
+		leaderElect, profiling          bool
 		logLevel, logFormat             string
 		qps                             float32
 		burst                           int
@@ -85,6 +85,7 @@ func controllerCommand() *cobra.Command {
 			if cmd.Flags().Changed("leader-elect") {
 				opts.LeaderElect = &leaderElect
 			}
+			opts.EnableProfiling = profiling
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			return manager.Run(ctx, opts)
@@ -97,6 +98,7 @@ func controllerCommand() *cobra.Command {
 	f.StringVar(&healthAddr, "health-address", ":8081", "address of the /healthz and /readyz probes")
 	f.StringVar(&xdsAdr, "xds-address", ":18000", "address of the xDS (ADS) gRPC server")
 	f.BoolVar(&leaderElect, "leader-elect", false, "elect a leader; only the leader writes to the apiserver")
+	f.BoolVar(&profiling, "enable-profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the metrics address")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn, error, or a verbosity 0-10")
 	f.StringVar(&logFormat, "log-format", "json", "json or text")
 	// client-go's default (5 QPS, burst 10) would hold back status and

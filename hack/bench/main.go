@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -30,6 +31,8 @@ func main() {
 	p := flag.Int("propagation-routes", 0, "P: HTTPRoutes present during propagation (default 3000; smoke 100)")
 	s := flag.Int("samples", 0, "propagation samples per phase (default 100; smoke 20)")
 	churn := flag.Duration("churn", 0, "minimum length of the churn phase (default 20s; smoke 5s)")
+	phases := flag.String("phases", "", "comma-separated phases to run: attach, propagation, memory (default all)")
+	heap := flag.String("heap-profile", "", "save shardgate's heap profile after the memory phase to this file")
 	flag.Parse()
 	if *smoke {
 		cfg = smokeConfig()
@@ -45,6 +48,10 @@ func main() {
 	if *churn > 0 {
 		cfg.ChurnDuration = *churn
 	}
+	if *phases != "" {
+		cfg.Phases = strings.Split(*phases, ",")
+	}
+	cfg.HeapProfile = *heap
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()

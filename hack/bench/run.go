@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +48,11 @@ type Config struct {
 	ChurnRate int
 	// SampleTimeout bounds the wait for one propagation sample.
 	SampleTimeout time.Duration
+	// Phases run, of "attach", "propagation" and "memory"; empty runs all.
+	Phases []string
+	// HeapProfile, when set, is where the memory phase saves shardgate's
+	// heap profile (from its /debug/pprof/heap).
+	HeapProfile string
 }
 
 func fullConfig() Config {
@@ -165,6 +174,9 @@ func run(ctx context.Context, cfg Config, out io.Writer) (*Results, error) {
 		if err := ctx.Err(); err != nil {
 			return b.res, err
 		}
+		if len(cfg.Phases) > 0 && !slices.Contains(cfg.Phases, p.name) {
+			continue
+		}
 		if err := p.f(ctx); err != nil {
 			b.res.Errors = append(b.res.Errors, p.name+": "+err.Error())
 			b.logf("%s: %v", p.name, err)
@@ -191,6 +203,7 @@ func (b *bench) startShardgate(ctx context.Context) error {
 		fmt.Sprintf("--metrics-address=127.0.0.1:%d", mport),
 		"--health-address=0",
 		"--xds-address="+b.xdsAddr,
+		"--enable-profiling",
 		"--log-format=text")
 	if err != nil {
 		return err
@@ -551,6 +564,11 @@ func (b *bench) memory(ctx context.Context) error {
 	}
 	b.res.RSS, b.res.PeakRSS, b.res.HeapInuse = rss, hwm, int64(mets["go_memstats_heap_inuse_bytes"])
 	b.logf("memory: RSS %s (peak %s), Go heap in use %s", mib(b.res.RSS), mib(b.res.PeakRSS), mib(b.res.HeapInuse))
+	if b.cfg.HeapProfile != "" {
+		if err := b.saveHeapProfile(ctx); err != nil {
+			b.logf("memory: heap profile: %v", err)
+		}
+	}
 	if b.res.HeapInuse == 0 {
 		return errors.New("go_memstats_heap_inuse_bytes missing from shardgate's metrics")
 	}
@@ -558,3 +576,31 @@ func (b *bench) memory(ctx context.Context) error {
 }
 
 func mib(v int64) string { return fmt.Sprintf("%.1f MiB", float64(v)/(1<<20)) }
+
+// saveHeapProfile fetches shardgate's heap profile (after a GC) into
+// cfg.HeapProfile.
+func (b *bench) saveHeapProfile(ctx context.Context) error {
+	url := strings.TrimSuffix(b.metrics, "/metrics") + "/debug/pprof/heap?gc=1"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(b.cfg.HeapProfile)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	b.logf("memory: heap profile saved to %s", b.cfg.HeapProfile)
+	return f.Close()
+}

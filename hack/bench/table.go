@@ -89,7 +89,7 @@ func rows(cfg Config, r *Results) []row {
 			row{ph.name + ": p50", ms(p50), "≤ 5 ms", verdict(ok, p50 <= 5*time.Millisecond)},
 			row{ph.name + ": p99", ms(p99) + extra, "≤ 25 ms", verdict(ok, p99 <= 25*time.Millisecond && ph.late == 0)},
 			row{ph.name + ": max", fmt.Sprintf("%s (%d samples)", ms(m), len(ph.samples)), "—", verdict(ok, true)},
-			row{ph.name + ": full translations (mean)", fmt.Sprintf("%d (%s each)", ph.trN, ms(ph.trMean)), "—", verdict(ok, true)},
+			row{ph.name + ": translations (mean time)", fmt.Sprintf("%d (%s each)", ph.trN, ms(ph.trMean)), "—", verdict(ok, true)},
 		)
 	}
 	for i := range out {

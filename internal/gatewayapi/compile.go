@@ -37,7 +37,7 @@ type compiledRoute struct {
 	backends []backend // resolved backends, for the Gateway's clusters
 
 	// statuses remembers status entries (Translator only).
-	statuses map[statusKey]gatewayv1.RouteParentStatus
+	statuses []memoParentStatus
 }
 
 type compiledRule struct {

@@ -12,10 +12,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/ir"
 )
 
@@ -59,7 +62,7 @@ type Translator struct {
 	// Gateway states (patch.go), valid while the context (every input
 	// but the routes) is the same.
 	gateways    map[types.NamespacedName]*gwState
-	context     uint64
+	ctx         map[ctxKey]*ctxRec
 	runtime     map[types.NamespacedName]GatewayRuntime
 	sameContext bool
 	last        *Output
@@ -97,6 +100,7 @@ func NewTranslator() *Translator {
 		endpoints: map[string]memoEndpoints{},
 		gateways:  map[types.NamespacedName]*gwState{},
 		routes:    map[RouteKey]*routeRec{},
+		ctx:       map[ctxKey]*ctxRec{},
 	}
 }
 
@@ -107,9 +111,9 @@ func (t *Translator) Translate(in *Input) *Output {
 	if in == nil {
 		return Translate(nil)
 	}
-	ctx := contextOf(in)
-	prevRoutes, unique := t.diffRoutes(in)
-	same := t.last != nil && unique && ctx == t.context && reflect.DeepEqual(in.Runtime, t.runtime)
+	prevRoutes, unique := t.diffRoutes(in) // advances the epoch
+	ctxChanged := t.diffContext(in)
+	same := t.last != nil && unique && !ctxChanged && reflect.DeepEqual(in.Runtime, t.runtime)
 	t.sameContext = same
 	if !same {
 		if fp := compileDeps(in.Services, in.ReferenceGrants); fp != t.deps {
@@ -118,7 +122,7 @@ func (t *Translator) Translate(in *Input) *Output {
 		}
 		clear(t.gateways)
 		clear(t.seen)
-		t.context, t.runtime = ctx, in.Runtime
+		t.runtime = in.Runtime
 		idx := NewIndex(in)
 		idx.memo = t
 		out := translateIndex(idx)
@@ -297,52 +301,121 @@ func (t *Translator) diffRoutes(in *Input) (prev map[RouteKey]any, unique bool) 
 	return prev, unique
 }
 
-// contextOf fingerprints every input a Gateway's translation reads besides
-// the routes: each object's identity and resourceVersion, in any order.
-func contextOf(in *Input) uint64 {
-	var f fingerprint
-	f.add('c', "", in.ControllerName, "")
+// ctxKey names a context object (any input but a route).
+type ctxKey struct {
+	kind     byte
+	ns, name string
+}
+
+type ctxRec struct {
+	obj   client.Object
+	epoch uint64
+}
+
+// diffContext records the context objects of in and reports whether any
+// changed in a way the translation can see (Relevant) since the last
+// translation, or was added or removed. An object replaced by an update
+// that changed nothing the translator reads (a status write, a label) is
+// not a change: the last translation still holds.
+func (t *Translator) diffContext(in *Input) (changed bool) {
+	live := 0
+	see := func(kind byte, o client.Object) {
+		k := ctxKey{kind: kind, ns: o.GetNamespace(), name: o.GetName()}
+		live++
+		rec := t.ctx[k]
+		switch {
+		case rec == nil:
+			t.ctx[k] = &ctxRec{obj: o, epoch: t.epoch}
+			changed = true
+			return
+		case rec.epoch == t.epoch: // a duplicate name: translate in full
+			changed = true
+			live--
+		case rec.obj != o:
+			if Relevant(rec.obj, o) {
+				changed = true
+			}
+			rec.obj = o
+		}
+		rec.epoch = t.epoch
+	}
 	for _, o := range in.GatewayClasses {
 		if o != nil {
-			f.add('C', o.Namespace, o.Name, o.ResourceVersion)
+			see('C', o)
 		}
 	}
 	for _, o := range in.Gateways {
 		if o != nil {
-			f.add('G', o.Namespace, o.Name, o.ResourceVersion)
+			see('G', o)
 		}
 	}
 	for _, o := range in.ReferenceGrants {
 		if o != nil {
-			f.add('R', o.Namespace, o.Name, o.ResourceVersion)
+			see('R', o)
 		}
 	}
 	for _, o := range in.Services {
 		if o != nil {
-			f.add('S', o.Namespace, o.Name, o.ResourceVersion)
+			see('S', o)
 		}
 	}
 	for _, o := range in.EndpointSlices {
 		if o != nil {
-			f.add('E', o.Namespace, o.Name, o.ResourceVersion)
+			see('E', o)
 		}
 	}
 	for _, o := range in.Secrets {
 		if o != nil {
-			f.add('X', o.Namespace, o.Name, o.ResourceVersion)
+			see('X', o)
 		}
 	}
 	for _, o := range in.Namespaces {
 		if o != nil {
-			f.add('N', o.Namespace, o.Name, o.ResourceVersion)
+			see('N', o)
 		}
 	}
 	for _, o := range in.GatewayParameters {
 		if o != nil {
-			f.add('P', o.Namespace, o.Name, o.ResourceVersion)
+			see('P', o)
 		}
 	}
-	return f.sum()
+	if live < len(t.ctx) {
+		for k, rec := range t.ctx {
+			if rec.epoch != t.epoch {
+				delete(t.ctx, k)
+				changed = true
+			}
+		}
+	}
+	return changed
+}
+
+// Relevant reports whether replacing oldObj by newObj (two versions of one
+// object) can change a translation. The translator reads the spec of the
+// Gateway API kinds and of GatewayParameters (a change bumps
+// metadata.generation), Service ports, Secret types and data, Namespace
+// labels and all of an EndpointSlice; never status.
+func Relevant(oldObj, newObj client.Object) bool {
+	if oldObj == nil || newObj == nil {
+		return true
+	}
+	if oldObj.GetUID() != newObj.GetUID() {
+		return true // deleted and created again
+	}
+	switch n := newObj.(type) {
+	case *gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute,
+		*gatewayv1.TLSRoute, *gatewayv1beta1.ReferenceGrant, *shardgatev1alpha1.GatewayParameters:
+		return oldObj.GetGeneration() != newObj.GetGeneration() || newObj.GetGeneration() == 0
+	case *corev1.Service:
+		o, ok := oldObj.(*corev1.Service)
+		return !ok || !equality.Semantic.DeepEqual(o.Spec.Ports, n.Spec.Ports)
+	case *corev1.Secret:
+		o, ok := oldObj.(*corev1.Secret)
+		return !ok || o.Type != n.Type || !equality.Semantic.DeepEqual(o.Data, n.Data)
+	case *corev1.Namespace:
+		return !maps.Equal(oldObj.GetLabels(), newObj.GetLabels())
+	}
+	return oldObj.GetResourceVersion() != newObj.GetResourceVersion() || oldObj.GetResourceVersion() == ""
 }
 
 // fingerprint hashes a set of objects independently of their order.
@@ -423,6 +496,11 @@ func (idx *Index) compiledTLSRoute(r *gatewayv1.TLSRoute) *compiledRoute {
 	return idx.compiled(r, func() *compiledRoute { return idx.compileTLSRoute(r) })
 }
 
+type memoParentStatus struct {
+	key    statusKey
+	status gatewayv1.RouteParentStatus
+}
+
 // statusKey is what one parentRef's status entry depends on besides the
 // compiled route.
 type statusKey struct {
@@ -433,15 +511,20 @@ type statusKey struct {
 // parentStatusFor is parentStatus, remembered on the compiled route.
 func (idx *Index) parentStatusFor(p *pendingParent) gatewayv1.RouteParentStatus {
 	k := statusKey{refIndex: p.refIndex, reason: p.reason, msg: p.msg}
-	if st, ok := p.cr.statuses[k]; ok {
-		return st
+	for _, m := range p.cr.statuses {
+		if m.key == k {
+			return m.status
+		}
 	}
 	st := parentStatus(idx.controllerName, p.ref, p.cr, p.reason, p.msg)
 	if idx.memo != nil {
-		if p.cr.statuses == nil {
-			p.cr.statuses = map[statusKey]gatewayv1.RouteParentStatus{}
+		// Most routes have one parentRef; a few keep a few entries. A
+		// route whose entries keep changing (a Gateway's listeners come
+		// and go) starts over rather than grow.
+		if len(p.cr.statuses) >= 8 {
+			p.cr.statuses = nil
 		}
-		p.cr.statuses[k] = st
+		p.cr.statuses = append(p.cr.statuses, memoParentStatus{key: k, status: st})
 	}
 	return st
 }

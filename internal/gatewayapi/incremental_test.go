@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -49,12 +50,32 @@ func mix[T any, PT interface {
 	return out
 }
 
+// statusOnly replaces some objects by copies with a new resourceVersion
+// and the same spec, as a status write does.
+func statusOnly[T any, PT interface {
+	*T
+	client.Object
+}](r *rand.Rand, objs []PT, rv *int) []PT {
+	out := slices.Clone(objs)
+	for i, o := range out {
+		if r.IntN(3) == 0 {
+			c := PT(new(T))
+			*c = *o
+			*rv++
+			c.SetResourceVersion(fmt.Sprint(*rv))
+			out[i] = c
+		}
+	}
+	return out
+}
+
 // stamp gives every object of in a resourceVersion of its own, as the
 // apiserver does: a changed object always has a new one.
 func stamp(in *Input, rv *int) {
 	set := func(o client.Object) {
 		*rv++
 		o.SetResourceVersion(fmt.Sprint(*rv))
+		o.SetUID(types.UID(fmt.Sprint("uid-", *rv))) // a new object
 	}
 	for _, o := range in.GatewayClasses {
 		set(o)
@@ -170,9 +191,14 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			}
 			next := &Input{ControllerName: in.ControllerName, Runtime: in.Runtime}
 			if step%2 == 1 {
-				// Only HTTPRoutes change, as in the steady state.
+				// Only HTTPRoutes change, as in the steady state, and
+				// other objects get status-only updates: new objects,
+				// same spec, which must not matter.
 				*next = *in
 				next.HTTPRoutes = mix(r, in.HTTPRoutes, fresh.HTTPRoutes, 0.9, 0.2)
+				next.Gateways = statusOnly(r, in.Gateways, &rv)
+				next.Services = statusOnly(r, in.Services, &rv)
+				next.GatewayParameters = statusOnly(r, in.GatewayParameters, &rv)
 				in = next
 				continue
 			}

@@ -25,8 +25,8 @@ type gwState struct {
 	pending                 map[RouteKey][]*pendingParent
 	crs                     map[RouteKey]*compiledRoute
 	result                  *GatewayResult
-	build                   *irBuild // nil when the Gateway is not accepted
-	clusterRoutes           map[string]map[RouteKey]bool
+	build                   *irBuild              // nil when the Gateway is not accepted
+	clusterRoutes           map[string][]RouteKey // emitted routes per cluster (a slice: most have one)
 	// patchable: only HTTPRoutes are attached (no HTTPRoute/GRPCRoute
 	// hostname conflicts to settle across routes).
 	patchable bool
@@ -45,7 +45,7 @@ func (t *Translator) remember(idx *Index, gw *gatewayv1.Gateway, listeners []*li
 	st := &gwState{
 		gw: gw, listeners: listeners, acceptReason: acceptReason, acceptMsg: acceptMsg,
 		pending: map[RouteKey][]*pendingParent{}, crs: map[RouteKey]*compiledRoute{},
-		result: res, build: b, clusterRoutes: map[string]map[RouteKey]bool{},
+		result: res, build: b, clusterRoutes: map[string][]RouteKey{},
 		patchable: idx.routesIndexed && len(idx.grpcByGW[key]) == 0 && len(idx.tlsByGW[key]) == 0,
 	}
 	for _, p := range pending {
@@ -64,13 +64,19 @@ func (t *Translator) remember(idx *Index, gw *gatewayv1.Gateway, listeners []*li
 
 func (st *gwState) addClusterRefs(k RouteKey, cr *compiledRoute) {
 	for _, b := range cr.backends {
-		m := st.clusterRoutes[b.cluster]
-		if m == nil {
-			m = map[RouteKey]bool{}
-			st.clusterRoutes[b.cluster] = m
+		if users := st.clusterRoutes[b.cluster]; !slices.Contains(users, k) {
+			st.clusterRoutes[b.cluster] = append(users, k)
 		}
-		m[k] = true
 	}
+}
+
+func (st *gwState) removeClusterRef(cluster string, k RouteKey) {
+	users := slices.DeleteFunc(st.clusterRoutes[cluster], func(u RouteKey) bool { return u == k })
+	if len(users) == 0 {
+		delete(st.clusterRoutes, cluster)
+		return
+	}
+	st.clusterRoutes[cluster] = users
 }
 
 // translateGateway is TranslateGateway, or, with a Translator whose
@@ -82,7 +88,9 @@ func (idx *Index) translateGateway(gw *gatewayv1.Gateway) *GatewayResult {
 	}
 	key := nn(gw.Namespace, gw.Name)
 	st := t.gateways[key]
-	if !t.sameContext || st == nil || st.gw != gw {
+	// The Gateway object may be a newer version with the same spec (a
+	// status write): the context check found nothing relevant changed.
+	if !t.sameContext || st == nil {
 		t.Stats.Full++
 		return TranslateGateway(idx, gw)
 	}
@@ -182,12 +190,7 @@ func (idx *Index) patch(st *gwState, gw *gatewayv1.Gateway, changed []RouteKey) 
 			}
 			for _, b := range old.backends {
 				clusters[b.cluster] = true
-				if m := st.clusterRoutes[b.cluster]; m != nil {
-					delete(m, k)
-					if len(m) == 0 {
-						delete(st.clusterRoutes, b.cluster)
-					}
-				}
+				st.removeClusterRef(b.cluster, k)
 			}
 			delete(st.crs, k)
 			delete(st.pending, k)
@@ -305,7 +308,7 @@ func (idx *Index) patchIR(st *gwState, affected map[*vhostGroup]map[string]bool,
 				continue
 			}
 			set := map[string]*ir.Cluster{}
-			for k := range users {
+			for _, k := range users {
 				for _, b := range st.crs[k].backends {
 					if b.cluster == name {
 						idx.addCluster(set, b)

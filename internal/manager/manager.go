@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,7 +69,10 @@ type Options struct {
 	HealthAddress  string
 	XDSAddress     string
 	LeaderElect    *bool
-	Log            logr.Logger
+	// EnableProfiling serves pprof under /debug/pprof/ on the metrics
+	// address.
+	EnableProfiling bool
+	Log             logr.Logger
 
 	// Test hooks (nil in the controller): see
 	// controllers.GatewayAPIReconciler.MutateInput and
@@ -434,6 +438,22 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 	return true, nil
 }
 
+// metricsHandlers are what the metrics server serves besides /metrics.
+func (p *process) metricsHandlers() map[string]http.Handler {
+	extra := map[string]http.Handler{
+		// What each Gateway's proxies are served (names and versions).
+		"/debug/xds": p.xds.DebugHandler(),
+	}
+	if p.opts.EnableProfiling {
+		extra["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
+		extra["/debug/pprof/cmdline"] = http.HandlerFunc(pprof.Cmdline)
+		extra["/debug/pprof/profile"] = http.HandlerFunc(pprof.Profile)
+		extra["/debug/pprof/symbol"] = http.HandlerFunc(pprof.Symbol)
+		extra["/debug/pprof/trace"] = http.HandlerFunc(pprof.Trace)
+	}
+	return extra
+}
+
 // newManager creates the controller-runtime manager. A manager replacing
 // one that lost its lease may find the old one's metrics and probe ports
 // still closing; it retries for a few seconds.
@@ -446,10 +466,7 @@ func (p *process) newManager() (crmanager.Manager, error) {
 			Logger:    p.log,
 			NewClient: newCountingClient(p.lead),
 			Cache:     cacheOptions(),
-			Metrics: metricsserver.Options{BindAddress: cfg.MetricsAddress, ExtraHandlers: map[string]http.Handler{
-				// What each Gateway's proxies are served (names and versions).
-				"/debug/xds": p.xds.DebugHandler(),
-			}},
+			Metrics:   metricsserver.Options{BindAddress: cfg.MetricsAddress, ExtraHandlers: p.metricsHandlers()},
 			// The process serves the probes (Run): they must answer while
 			// one manager replaces another.
 			HealthProbeBindAddress:  "0",

@@ -98,6 +98,7 @@ type keptCluster struct {
 
 type published struct {
 	versions map[string]string // type URL → version
+	snap     *cachev3.Snapshot
 	at       time.Time
 }
 
@@ -227,7 +228,7 @@ func (s *Server) setSnapshot(group string, snap *cachev3.Snapshot, versions map[
 		s.refused[group] = err.Error()
 		return
 	}
-	s.published[group] = &published{versions: versions, at: time.Now()}
+	s.published[group] = &published{versions: versions, snap: snap, at: time.Now()}
 }
 
 // keepReferenced adds to every virtual host one route per retained cluster
@@ -390,7 +391,13 @@ func (s *Server) build(group string, gw *ir.Gateway) (*built, error) {
 			delete(digests, rc)
 		}
 	}
-	snap, versions, err := snapshotOf(res, digests)
+	s.mu.Lock()
+	var prev *cachev3.Snapshot
+	if p := s.published[group]; p != nil {
+		prev = p.snap
+	}
+	s.mu.Unlock()
+	snap, versions, err := snapshotOf(res, digests, prev)
 	if err != nil {
 		return nil, err
 	}
@@ -407,7 +414,10 @@ type built struct {
 
 // snapshotOf turns resources into a snapshot whose per-type versions are
 // content hashes.
-func snapshotOf(res *translate.Resources, digests map[proto.Message]translate.Digest) (*cachev3.Snapshot, map[string]string, error) {
+//
+// A type whose version equals prev's keeps prev's resource set (the same
+// content), sparing the index go-control-plane builds of it.
+func snapshotOf(res *translate.Resources, digests map[proto.Message]translate.Digest, prev *cachev3.Snapshot) (*cachev3.Snapshot, map[string]string, error) {
 	byType := map[string][]types.Resource{}
 	for _, l := range res.Listeners {
 		byType[resourcev3.ListenerType] = append(byType[resourcev3.ListenerType], l)
@@ -432,7 +442,12 @@ func snapshotOf(res *translate.Resources, digests map[proto.Message]translate.Di
 			return nil, nil, err
 		}
 		versions[typ] = v
-		snap.Resources[cachev3.GetResponseType(typ)] = cachev3.NewResources(v, byType[typ])
+		i := cachev3.GetResponseType(typ)
+		if prev != nil && prev.Resources[i].Version == v {
+			snap.Resources[i] = prev.Resources[i]
+			continue
+		}
+		snap.Resources[i] = cachev3.NewResources(v, byType[typ])
 	}
 	// No snap.Consistent(): translate.Validate's referential checks (run
 	// above) are a superset of it, and Consistent misses the route

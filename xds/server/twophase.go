@@ -146,7 +146,7 @@ func (s *Server) startTwoPhase(group string, b *built) bool {
 		}
 	}
 	keepReferenced(one, b.introduced)
-	snap, versions, err := snapshotOf(one, nil)
+	snap, versions, err := snapshotOf(one, nil, nil)
 	if err != nil {
 		return false
 	}

@@ -31,6 +31,11 @@ type Digest [sha256.Size]byte
 // bounded by one config. It is not safe for concurrent use.
 type Checker struct {
 	passed map[Digest]struct{}
+	// known is the digest of every message of the last check, by message:
+	// messages are never modified once built (translate.Memo shares them
+	// between translations), so a message seen again is not serialized
+	// again.
+	known map[proto.Message]Digest
 	// Validated is how many messages the last check validated (the rest
 	// passed before).
 	Validated int
@@ -47,25 +52,32 @@ func (c *Checker) Check(r *Resources) (map[proto.Message]Digest, error) {
 		opts    = proto.MarshalOptions{Deterministic: true}
 	)
 	c.Validated = 0
+	known := make(map[proto.Message]Digest, len(c.known))
 	digest := func(m proto.Message) (Digest, error) {
+		if d, ok := c.known[m]; ok {
+			known[m] = d
+			return d, nil
+		}
 		var err error
 		buf, err = opts.MarshalAppend(buf[:0], m)
 		if err != nil {
 			return Digest{}, err
 		}
-		return sha256.Sum256(buf), nil
+		d := sha256.Sum256(buf)
+		known[m] = d
+		return d, nil
 	}
 	// check validates m unless its digest passed before.
-	check := func(kind, name string, m proto.Message) (Digest, bool) {
+	check := func(kind string, name func() string, m proto.Message) (Digest, bool) {
 		d, err := digest(m)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s %q: serialize: %w", kind, name, err))
+			errs = append(errs, fmt.Errorf("%s %q: serialize: %w", kind, name(), err))
 			return d, false
 		}
 		if _, ok := c.passed[d]; !ok {
 			c.Validated++
 			if err := validateMessage(m); err != nil {
-				errs = append(errs, fmt.Errorf("%s %q: %w", kind, name, err))
+				errs = append(errs, fmt.Errorf("%s %q: %w", kind, name(), err))
 				return d, false
 			}
 		}
@@ -73,7 +85,7 @@ func (c *Checker) Check(r *Resources) (map[proto.Message]Digest, error) {
 		return d, true
 	}
 	one := func(kind, name string, m proto.Message) {
-		if d, ok := check(kind, name, m); ok {
+		if d, ok := check(kind, func() string { return name }, m); ok {
 			digests[m] = d
 		}
 	}
@@ -109,21 +121,21 @@ func (c *Checker) Check(r *Resources) (map[proto.Message]Digest, error) {
 		}
 		return nil, errors.Join(errs...)
 	}
-	c.passed = passed
+	c.passed, c.known = passed, known
 	return digests, nil
 }
 
 // routeConfiguration checks a route configuration's own fields (with its
 // virtual hosts taken out for the moment) and each virtual host on its own.
-func (c *Checker) routeConfiguration(rc *routev3.RouteConfiguration, check func(kind, name string, m proto.Message) (Digest, bool)) (Digest, bool) {
+func (c *Checker) routeConfiguration(rc *routev3.RouteConfiguration, check func(kind string, name func() string, m proto.Message) (Digest, bool)) (Digest, bool) {
 	vhs := rc.VirtualHosts
 	rc.VirtualHosts = nil
-	shell, ok := check("route configuration", rc.GetName(), rc)
+	shell, ok := check("route configuration", rc.GetName, rc)
 	rc.VirtualHosts = vhs
 	h := sha256.New()
 	h.Write(shell[:])
 	for _, vh := range vhs {
-		d, vok := check("route configuration", rc.GetName()+" virtual host "+vh.GetName(), vh)
+		d, vok := check("route configuration", func() string { return rc.GetName() + " virtual host " + vh.GetName() }, vh)
 		ok = ok && vok
 		h.Write(d[:])
 	}
@@ -137,7 +149,7 @@ func DigestOf(m proto.Message) (Digest, error) {
 	var c Checker
 	if rc, ok := m.(*routev3.RouteConfiguration); ok {
 		var err error
-		d, _ := c.routeConfiguration(rc, func(_, _ string, m proto.Message) (Digest, bool) {
+		d, _ := c.routeConfiguration(rc, func(_ string, _ func() string, m proto.Message) (Digest, bool) {
 			b, merr := proto.MarshalOptions{Deterministic: true}.Marshal(m)
 			if merr != nil {
 				err = merr

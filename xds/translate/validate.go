@@ -252,8 +252,8 @@ func routeReferences(rc *routev3.RouteConfiguration, clusters map[string]bool) [
 	fail := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("route configuration %q: "+format, append([]any{rc.GetName()}, args...)...))
 	}
-	vhosts := map[string]bool{}
-	domains := map[string]string{}
+	vhosts := make(map[string]bool, len(rc.GetVirtualHosts()))
+	domains := make(map[string]string, len(rc.GetVirtualHosts()))
 	for _, vh := range rc.GetVirtualHosts() {
 		if vhosts[vh.GetName()] {
 			fail("duplicate virtual host name %q", vh.GetName())
@@ -268,15 +268,15 @@ func routeReferences(rc *routev3.RouteConfiguration, clusters map[string]bool) [
 			domains[d] = vh.GetName()
 		}
 		for _, r := range vh.GetRoutes() {
-			where := fmt.Sprintf("virtual host %q route %q", vh.GetName(), r.GetName())
+			where := func() string { return fmt.Sprintf("virtual host %q route %q", vh.GetName(), r.GetName()) }
 			for _, name := range routeClusters(r.GetRoute()) {
 				if !clusterExists(clusters, name) {
-					fail("%s: cluster %q not found", where, name)
+					fail("%s: cluster %q not found", where(), name)
 				}
 			}
 			for _, h := range headerNames(r) {
 				if !isModifiable(h) {
-					fail("%s: header %q cannot be modified", where, h)
+					fail("%s: header %q cannot be modified", where(), h)
 				}
 			}
 		}
