@@ -39,10 +39,11 @@ import (
 //     leader election is enabled. It creates the Secret only when it is
 //     absent, so on a fleet whose CA already exists no replica writes it.
 //
-// What is not counted: the leader election Lease itself (every candidate
-// must try to acquire it; that is how election works) and writes that fail
-// before reaching the apiserver. Attempts are counted, not successes, so a
-// follower that even tried to write shows up.
+// What is not counted: the leader election Lease and the election's own
+// Events (every candidate must try to acquire the Lease; that is how
+// election works). Attempts are counted, not successes (a write is counted
+// before it is sent, whatever becomes of it), so a follower that even tried
+// to write shows up.
 var kubeWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "shardgate_kube_writes_total",
 	Help: "Writes sent to the apiserver, by verb (\"<verb>/<subresource>\" for subresources), kind, and whether this replica was the elected leader at the time (\"true\"/\"false\"; without leader election a replica is the leader).",
