@@ -106,9 +106,14 @@ func FuzzNormalise(f *testing.F) {
 		}
 		// A look-alike is blocked by an entry for the name it looks like,
 		// and no accepted label mixes confusable scripts.
+		// (A skeleton need not be a valid name itself: "ɩ0--0" looks
+		// like "l0--0", which IDNA refuses for its "--" in the third and
+		// fourth place; no block-list entry can be spelled like that.)
 		if sk, ok := skeleton(out); ok {
-			if _, blocked := MustBlockList(sk).Match(s); !blocked {
-				t.Fatalf("%q (skeleton %q) is not blocked by an entry for its skeleton", s, sk)
+			if bl, err := NewBlockList(sk); err == nil {
+				if _, blocked := bl.Match(s); !blocked {
+					t.Fatalf("%q (skeleton %q) is not blocked by an entry for its skeleton", s, sk)
+				}
 			}
 		}
 		if problem := checkScripts(out); problem != "" {
