@@ -173,10 +173,15 @@ func loopbackService(ctx context.Context, ns, name string, bs ...*backend) types
 }
 
 // touch changes an annotation of obj, so the controller translates again.
+// touch makes shardgate translate again, after a test hook changed what
+// the translation or the publishing does. Annotations and status are not
+// read by the translator, so they trigger nothing; a label of the object's
+// Namespace is (listeners select namespaces by label).
 func touch(ctx context.Context, obj client.Object) {
 	GinkgoHelper()
-	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"e2e.shardgate.io/touched":%q}}}`, strconv.FormatInt(time.Now().UnixNano(), 10))
-	Expect(env.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{"e2e.shardgate.io/touched":%q}}}`, strconv.FormatInt(time.Now().UnixNano(), 10))
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: obj.GetNamespace()}}
+	Expect(env.Client.Patch(ctx, ns, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
 }
 
 type backendRef struct {
