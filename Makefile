@@ -87,7 +87,7 @@ conformance-local: envtest-assets
 ## bench: Go benchmarks, then the bench command against the harness apiserver (figures, not pass/fail; see BENCHMARKS.md)
 bench: envtest-assets
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./internal/hostnames/
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/gatewayapi/ ./xds/translate/
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/gatewayapi/ ./xds/translate/ ./xds/server/
 	$(GO) run ./hack/bench
 
 ## demo: boot the embedded control plane, run shardgate, apply examples/, stay up until Ctrl-C
