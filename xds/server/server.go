@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -71,8 +72,10 @@ type Server struct {
 	// Gateway's config is kept, with its endpoints, for RetainRemoved, so
 	// that no proxy sees a route still pointing at a deleted cluster
 	// (clusters reach proxies before the routes that stop using them).
-	live    map[string]map[string]keptCluster
-	retired map[string]map[string]keptCluster
+	live map[string]map[string]keptCluster
+	// liveList is the live cluster messages of the last publish, in order.
+	liveList map[string][]*clusterv3.Cluster
+	retired  map[string]map[string]keptCluster
 	// pending: node groups whose new config waits for proxyless clients to
 	// acknowledge phase one of a two-phase publish (twophase.go).
 	pending map[string]*pendingPublish
@@ -99,6 +102,7 @@ type keptCluster struct {
 type published struct {
 	versions map[string]string // type URL → version
 	snap     *cachev3.Snapshot
+	lists    map[string][]types.Resource // type URL → the resources, in order
 	at       time.Time
 }
 
@@ -117,7 +121,7 @@ func (clusterHash) ID(n *core.Node) string { return n.GetCluster() }
 // New returns a server; Start serves it.
 func New(opts Options) *Server {
 	s := &Server{opts: opts, log: opts.Log, published: map[string]*published{}, refused: map[string]string{},
-		live: map[string]map[string]keptCluster{}, retired: map[string]map[string]keptCluster{},
+		live: map[string]map[string]keptCluster{}, retired: map[string]map[string]keptCluster{}, liveList: map[string][]*clusterv3.Cluster{},
 		pending: map[string]*pendingPublish{}, streams: map[int64]*streamState{},
 		checkers: map[string]*translate.Checker{}, memos: map[string]*translate.Memo{}}
 	s.guard = newNACKGuard(cachev3.NewSnapshotCache(true, clusterHash{}, nil))
@@ -157,6 +161,7 @@ func (s *Server) Publish(_ *gatewayapi.Input, out *gatewayapi.Output) {
 	for group := range s.live {
 		if !live[group] {
 			delete(s.live, group)
+			delete(s.liveList, group)
 			delete(s.retired, group)
 			delete(s.pending, group) // a pending phase two must not revive it
 		}
@@ -219,16 +224,16 @@ func (s *Server) publishGateway(group string, gw *ir.Gateway) {
 			return
 		}
 	}
-	s.setSnapshot(group, b.snap, b.versions)
+	s.setSnapshot(group, b.snap, b.versions, b.lists)
 }
 
 // setSnapshot publishes; call with s.mu held.
-func (s *Server) setSnapshot(group string, snap *cachev3.Snapshot, versions map[string]string) {
+func (s *Server) setSnapshot(group string, snap *cachev3.Snapshot, versions map[string]string, lists map[string][]types.Resource) {
 	if err := s.cache.SetSnapshot(context.Background(), group, snap); err != nil {
 		s.refused[group] = err.Error()
 		return
 	}
-	s.published[group] = &published{versions: versions, snap: snap, at: time.Now()}
+	s.published[group] = &published{versions: versions, snap: snap, lists: lists, at: time.Now()}
 }
 
 // keepReferenced adds to every virtual host one route per retained cluster
@@ -269,7 +274,16 @@ func keepReferenced(res *translate.Resources, names []string) {
 // retain adds to res the clusters (and endpoints) that recently left this
 // Gateway's config, and schedules a re-translation for when the first of
 // them expires so it is dropped then.
-func (s *Server) retain(group string, res *translate.Resources) (introduced []string, routesChanged bool) {
+func (s *Server) retain(group string, res *translate.Resources) (introduced []string) {
+	s.mu.Lock()
+	if len(s.retired[group]) == 0 && slices.Equal(s.liveList[group], res.Clusters) && s.live[group] != nil {
+		// The very same cluster messages as last time (translate.Memo
+		// shares unchanged ones): nothing was removed or introduced.
+		s.mu.Unlock()
+		return nil
+	}
+	s.liveList[group] = slices.Clone(res.Clusters)
+	s.mu.Unlock()
 	now := time.Now()
 	current := map[string]keptCluster{}
 	cla := map[string]*endpointv3.ClusterLoadAssignment{}
@@ -326,7 +340,7 @@ func (s *Server) retain(group string, res *translate.Resources) (introduced []st
 	if !next.IsZero() {
 		time.AfterFunc(time.Until(next)+10*time.Millisecond, s.statusChanged)
 	}
-	return introduced, len(kept) > 0
+	return introduced
 }
 
 func retiredNames(retired map[string]keptCluster) []string {
@@ -381,33 +395,28 @@ func (s *Server) build(group string, gw *ir.Gateway) (*built, error) {
 	if s.opts.Decorate != nil {
 		s.opts.Decorate(NodeGroup(k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}), res)
 	}
-	digests, err := s.checker(group).Check(res)
-	if err != nil {
+	checker := s.checker(group)
+	if err := checker.Check(res); err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
 	}
-	introduced, routesChanged := s.retain(group, res)
-	if routesChanged {
-		for _, rc := range res.Routes {
-			delete(digests, rc)
-		}
-	}
+	// Retention may replace route configurations (with copies): those
+	// have no digest yet and are hashed afresh.
+	introduced := s.retain(group, res)
 	s.mu.Lock()
-	var prev *cachev3.Snapshot
-	if p := s.published[group]; p != nil {
-		prev = p.snap
-	}
+	prev := s.published[group]
 	s.mu.Unlock()
-	snap, versions, err := snapshotOf(res, digests, prev)
+	snap, versions, lists, err := snapshotOf(res, checker.Digest, prev)
 	if err != nil {
 		return nil, err
 	}
-	return &built{snap: snap, versions: versions, res: res, introduced: introduced}, nil
+	return &built{snap: snap, versions: versions, lists: lists, res: res, introduced: introduced}, nil
 }
 
 // built is a validated config, ready to publish.
 type built struct {
 	snap       *cachev3.Snapshot
 	versions   map[string]string
+	lists      map[string][]types.Resource
 	res        *translate.Resources
 	introduced []string // clusters new to the Gateway's config
 }
@@ -417,7 +426,10 @@ type built struct {
 //
 // A type whose version equals prev's keeps prev's resource set (the same
 // content), sparing the index go-control-plane builds of it.
-func snapshotOf(res *translate.Resources, digests map[proto.Message]translate.Digest, prev *cachev3.Snapshot) (*cachev3.Snapshot, map[string]string, error) {
+//
+// A type whose resources are the very same messages, in the same order, as
+// prev's keeps its version without hashing them again.
+func snapshotOf(res *translate.Resources, digests func(proto.Message) (translate.Digest, bool), prev *published) (*cachev3.Snapshot, map[string]string, map[string][]types.Resource, error) {
 	byType := map[string][]types.Resource{}
 	for _, l := range res.Listeners {
 		byType[resourcev3.ListenerType] = append(byType[resourcev3.ListenerType], l)
@@ -437,14 +449,19 @@ func snapshotOf(res *translate.Resources, digests map[proto.Message]translate.Di
 	snap := &cachev3.Snapshot{}
 	versions := map[string]string{}
 	for _, typ := range typeOrder {
+		i := cachev3.GetResponseType(typ)
+		if prev != nil && prev.snap != nil && prev.lists != nil && slices.Equal(prev.lists[typ], byType[typ]) {
+			versions[typ] = prev.versions[typ]
+			snap.Resources[i] = prev.snap.Resources[i]
+			continue
+		}
 		v, err := contentVersion(byType[typ], digests)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		versions[typ] = v
-		i := cachev3.GetResponseType(typ)
-		if prev != nil && prev.Resources[i].Version == v {
-			snap.Resources[i] = prev.Resources[i]
+		if prev != nil && prev.snap != nil && prev.snap.Resources[i].Version == v {
+			snap.Resources[i] = prev.snap.Resources[i]
 			continue
 		}
 		snap.Resources[i] = cachev3.NewResources(v, byType[typ])
@@ -453,15 +470,19 @@ func snapshotOf(res *translate.Resources, digests map[proto.Message]translate.Di
 	// above) are a superset of it, and Consistent misses the route
 	// references of API listeners, so it refuses configs for proxyless
 	// gRPC clients. Retained clusters keep their endpoints with them.
-	return snap, versions, nil
+	return snap, versions, byType, nil
 }
 
-// contentVersion hashes the digests of items, taken from digests where the
-// checker computed them.
-func contentVersion(items []types.Resource, digests map[proto.Message]translate.Digest) (string, error) {
+// contentVersion hashes the digests of items, taken from digests (may be
+// nil) where the checker computed them.
+func contentVersion(items []types.Resource, digests func(proto.Message) (translate.Digest, bool)) (string, error) {
 	h := sha256.New()
 	for _, r := range items {
-		d, ok := digests[r]
+		var d translate.Digest
+		ok := false
+		if digests != nil {
+			d, ok = digests(r)
+		}
 		if !ok {
 			var err error
 			if d, err = translate.DigestOf(r); err != nil {

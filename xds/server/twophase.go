@@ -146,11 +146,11 @@ func (s *Server) startTwoPhase(group string, b *built) bool {
 		}
 	}
 	keepReferenced(one, b.introduced)
-	snap, versions, err := snapshotOf(one, nil, nil)
+	snap, versions, lists, err := snapshotOf(one, nil, nil)
 	if err != nil {
 		return false
 	}
-	s.setSnapshot(group, snap, versions)
+	s.setSnapshot(group, snap, versions, lists)
 	s.pending[group] = &pendingPublish{rdsVersion: versions[resourcev3.RouteType], next: b}
 	go s.finishTwoPhase(group)
 	return true
@@ -177,7 +177,7 @@ func (s *Server) finishTwoPhase(group string) {
 		return
 	}
 	delete(s.pending, group)
-	s.setSnapshot(group, p.next.snap, p.next.versions)
+	s.setSnapshot(group, p.next.snap, p.next.versions, p.next.lists)
 }
 
 func sortedResources[T interface{ GetName() string }](m map[string]types.Resource) []T {

@@ -8,7 +8,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/proto"
 )
@@ -27,36 +30,60 @@ type Digest [sha256.Size]byte
 // digests it returns let the caller version its snapshot without
 // serializing again.
 //
-// A Checker remembers only what passed in its last check, so its memory is
-// bounded by one config. It is not safe for concurrent use.
+// A Checker keeps what its recent checks saw, in maps it updates in place
+// (a check of an unchanged config allocates nothing per resource) and
+// prunes when they grow past twice what the last check used, so its memory
+// is bounded by about two configs. It is not safe for concurrent use.
 type Checker struct {
-	passed map[Digest]struct{}
-	// known is the digest of every message of the last check, by message:
-	// messages are never modified once built (translate.Memo shares them
-	// between translations), so a message seen again is not serialized
-	// again.
-	known map[proto.Message]Digest
+	epoch uint64
+	// passed: digests that passed validation, with the check that last
+	// saw them.
+	passed map[Digest]uint64
+	// known is the digest of every message seen, by message: messages are
+	// never modified once built (translate.Memo shares them between
+	// translations), so a message seen again is not serialized again.
+	known map[proto.Message]knownDigest
+	// full is the digest of each route configuration of the last check
+	// (its own fields and its virtual hosts' digests).
+	full map[proto.Message]Digest
 	// Validated is how many messages the last check validated (the rest
 	// passed before).
 	Validated int
+
+	// The clusters and load assignments of the last check, when it
+	// passed: the same list again (translate.Memo returns the very same
+	// messages when nothing changed) is not walked message by message.
+	lastClusters  []*clusterv3.Cluster
+	lastEndpoints []*endpointv3.ClusterLoadAssignment
 }
 
-// Check validates r like Validate and returns the digest of every resource
-// in it, keyed by the resource.
-func (c *Checker) Check(r *Resources) (map[proto.Message]Digest, error) {
+type knownDigest struct {
+	d     Digest
+	epoch uint64
+}
+
+// Check validates r like Validate. Afterwards Digest gives the digest of
+// every resource in r.
+func (c *Checker) Check(r *Resources) error {
+	if c.known == nil {
+		c.passed, c.known = map[Digest]uint64{}, map[proto.Message]knownDigest{}
+	}
+	c.epoch++
+	c.Validated = 0
+	c.full = make(map[proto.Message]Digest, len(r.Routes))
 	var (
 		errs    []error
-		digests = make(map[proto.Message]Digest, len(r.Listeners)+len(r.Routes)+len(r.Clusters)+len(r.Endpoints)+len(r.Secrets))
-		passed  = make(map[Digest]struct{}, len(c.passed))
 		buf     []byte
 		opts    = proto.MarshalOptions{Deterministic: true}
+		touched int
 	)
-	c.Validated = 0
-	known := make(map[proto.Message]Digest, len(c.known))
 	digest := func(m proto.Message) (Digest, error) {
-		if d, ok := c.known[m]; ok {
-			known[m] = d
-			return d, nil
+		touched++
+		if k, ok := c.known[m]; ok {
+			if k.epoch != c.epoch {
+				c.known[m] = knownDigest{d: k.d, epoch: c.epoch}
+			}
+			return k.d, nil
 		}
 		var err error
 		buf, err = opts.MarshalAppend(buf[:0], m)
@@ -64,7 +91,7 @@ func (c *Checker) Check(r *Resources) (map[proto.Message]Digest, error) {
 			return Digest{}, err
 		}
 		d := sha256.Sum256(buf)
-		known[m] = d
+		c.known[m] = knownDigest{d: d, epoch: c.epoch}
 		return d, nil
 	}
 	// check validates m unless its digest passed before.
@@ -74,34 +101,40 @@ func (c *Checker) Check(r *Resources) (map[proto.Message]Digest, error) {
 			errs = append(errs, fmt.Errorf("%s %q: serialize: %w", kind, name(), err))
 			return d, false
 		}
-		if _, ok := c.passed[d]; !ok {
+		if ep, ok := c.passed[d]; !ok {
 			c.Validated++
 			if err := validateMessage(m); err != nil {
 				errs = append(errs, fmt.Errorf("%s %q: %w", kind, name(), err))
 				return d, false
 			}
+			c.passed[d] = c.epoch
+		} else if ep != c.epoch {
+			c.passed[d] = c.epoch
 		}
-		passed[d] = struct{}{}
 		return d, true
 	}
 	one := func(kind, name string, m proto.Message) {
-		if d, ok := check(kind, func() string { return name }, m); ok {
-			digests[m] = d
-		}
+		check(kind, func() string { return name }, m)
 	}
 	for _, l := range r.Listeners {
 		one("listener", l.GetName(), l)
 	}
 	for _, rc := range r.Routes {
 		if d, ok := c.routeConfiguration(rc, check); ok {
-			digests[rc] = d
+			c.full[rc] = d
 		}
 	}
-	for _, cl := range r.Clusters {
-		one("cluster", cl.GetName(), cl)
+	sameClusters := c.lastClusters != nil && slices.Equal(r.Clusters, c.lastClusters)
+	sameEndpoints := c.lastEndpoints != nil && slices.Equal(r.Endpoints, c.lastEndpoints)
+	if !sameClusters {
+		for _, cl := range r.Clusters {
+			one("cluster", cl.GetName(), cl)
+		}
 	}
-	for _, e := range r.Endpoints {
-		one("cluster load assignment", e.GetClusterName(), e)
+	if !sameEndpoints {
+		for _, e := range r.Endpoints {
+			one("cluster load assignment", e.GetClusterName(), e)
+		}
 	}
 	for _, s := range r.Secrets {
 		one("secret", s.GetName(), s)
@@ -109,20 +142,71 @@ func (c *Checker) Check(r *Resources) (map[proto.Message]Digest, error) {
 	if err := CheckReferences(r); err != nil {
 		errs = append(errs, err)
 	}
-	if len(errs) > 0 {
-		// Keep what passed before: the caller keeps publishing the last
-		// good config, and will send it (or a fix) again.
-		if c.passed == nil || len(c.passed) > 2*len(passed)+1024 {
-			c.passed = passed
-		} else {
-			for d := range passed {
-				c.passed[d] = struct{}{}
+	// Forget what recent checks did not see once the maps hold more than
+	// twice what this one used. (After a refusal too: what passed stays
+	// known, and the caller sends the last good config or a fix next.)
+	// The lists skipped above are touched first, so that they stay.
+	n := touched
+	if sameClusters {
+		n += len(r.Clusters)
+	}
+	if sameEndpoints {
+		n += len(r.Endpoints)
+	}
+	if len(c.known) > 2*n+1024 || len(c.passed) > 2*n+1024 {
+		if sameClusters {
+			for _, cl := range r.Clusters {
+				c.touch(cl)
 			}
 		}
-		return nil, errors.Join(errs...)
+		if sameEndpoints {
+			for _, e := range r.Endpoints {
+				c.touch(e)
+			}
+		}
 	}
-	c.passed, c.known = passed, known
-	return digests, nil
+	if len(c.known) > 2*n+1024 {
+		for m, k := range c.known {
+			if k.epoch != c.epoch {
+				delete(c.known, m)
+			}
+		}
+	}
+	if len(c.passed) > 2*n+1024 {
+		for d, ep := range c.passed {
+			if ep != c.epoch {
+				delete(c.passed, d)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		c.lastClusters, c.lastEndpoints = nil, nil
+		return errors.Join(errs...)
+	}
+	c.lastClusters, c.lastEndpoints = r.Clusters, r.Endpoints
+	return nil
+}
+
+// touch marks a known message (and its digest) as used by this check.
+func (c *Checker) touch(m proto.Message) {
+	if k, ok := c.known[m]; ok {
+		c.known[m] = knownDigest{d: k.d, epoch: c.epoch}
+		if _, ok := c.passed[k.d]; ok {
+			c.passed[k.d] = c.epoch
+		}
+	}
+}
+
+// Digest returns the digest of a resource of the last check.
+func (c *Checker) Digest(m proto.Message) (Digest, bool) {
+	if d, ok := c.full[m]; ok {
+		return d, true
+	}
+	if _, isRC := m.(*routev3.RouteConfiguration); isRC {
+		return Digest{}, false // only full digests version a route configuration
+	}
+	k, ok := c.known[m]
+	return k.d, ok
 }
 
 // routeConfiguration checks a route configuration's own fields (with its

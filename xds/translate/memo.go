@@ -30,9 +30,19 @@ import (
 // callers must not modify them (clone first). A Memo is not safe for
 // concurrent use.
 type Memo struct {
-	vhosts    map[vhostKey]*routev3.VirtualHost
+	// The maps are updated in place, each entry marked with the last
+	// translation that used it, and pruned when they hold more than twice
+	// what the last translation used.
+	epoch     uint64
+	vhosts    map[vhostKey]memoVhost
 	clusters  map[string]memoCluster
 	websocket string // the WebSocket clusters the virtual hosts were built with
+}
+
+type memoVhost struct {
+	vh     *routev3.VirtualHost
+	routes []ir.Route // holds the array the key points into
+	epoch  uint64
 }
 
 type vhostKey struct {
@@ -48,6 +58,7 @@ type memoCluster struct {
 	ir        ir.Cluster
 	cluster   *clusterv3.Cluster
 	endpoints *endpointv3.ClusterLoadAssignment
+	epoch     uint64
 }
 
 // Translate is Translate(gw), from memory where it can.
@@ -61,16 +72,33 @@ func (m *Memo) Translate(gw *ir.Gateway) (*Resources, error) {
 			ws = append(ws, 0)
 		}
 	}
-	if string(ws) != m.websocket {
-		m.vhosts = nil
+	if string(ws) != m.websocket || m.vhosts == nil {
+		m.vhosts = map[vhostKey]memoVhost{}
 		m.websocket = string(ws)
 	}
-	t := translator{clusters: make(map[string]*ir.Cluster, len(gw.Clusters)), memo: m, nextVhosts: make(map[vhostKey]*routev3.VirtualHost, len(m.vhosts))}
+	if m.clusters == nil {
+		m.clusters = map[string]memoCluster{}
+	}
+	m.epoch++
+	t := translator{clusters: make(map[string]*ir.Cluster, len(gw.Clusters)), memo: m}
 	res, err := t.translate(gw)
 	if err != nil {
 		return nil, err
 	}
-	m.vhosts = t.nextVhosts
+	if len(m.vhosts) > 2*t.usedVhosts+1024 {
+		for k, e := range m.vhosts {
+			if e.epoch != m.epoch {
+				delete(m.vhosts, k)
+			}
+		}
+	}
+	if len(m.clusters) > 2*len(gw.Clusters)+1024 {
+		for k, e := range m.clusters {
+			if e.epoch != m.epoch {
+				delete(m.clusters, k)
+			}
+		}
+	}
 	return res, nil
 }
 
@@ -84,30 +112,37 @@ func (t *translator) virtualHostMemo(scheme string, v *ir.VirtualHost) (*routev3
 	if len(v.Domains) > 0 {
 		k.domain = v.Domains[0]
 	}
+	t.usedVhosts++
 	if len(v.Domains) <= 1 {
-		if vh, ok := t.memo.vhosts[k]; ok {
-			t.nextVhosts[k] = vh
-			return vh, nil
+		if e, ok := t.memo.vhosts[k]; ok {
+			if e.epoch != t.memo.epoch {
+				e.epoch = t.memo.epoch
+				t.memo.vhosts[k] = e
+			}
+			return e.vh, nil
 		}
 	}
 	vh, err := t.virtualHost(scheme, v)
 	if err == nil && len(v.Domains) <= 1 {
-		t.nextVhosts[k] = vh
+		t.memo.vhosts[k] = memoVhost{vh: vh, routes: v.Routes, epoch: t.memo.epoch}
 	}
 	return vh, err
 }
 
 // clusterMemo returns the remembered messages for c when its IR is the same.
-func (t *translator) clusterMemo(c *ir.Cluster, next map[string]memoCluster) (*clusterv3.Cluster, *endpointv3.ClusterLoadAssignment) {
+func (t *translator) clusterMemo(c *ir.Cluster) (*clusterv3.Cluster, *endpointv3.ClusterLoadAssignment) {
 	if t.memo != nil {
 		if mc, ok := t.memo.clusters[c.Name]; ok && sameCluster(&mc.ir, c) {
-			next[c.Name] = mc
+			if mc.epoch != t.memo.epoch {
+				mc.epoch = t.memo.epoch
+				t.memo.clusters[c.Name] = mc
+			}
 			return mc.cluster, mc.endpoints
 		}
 	}
 	cl, e := cluster(c), loadAssignment(c)
-	if next != nil {
-		next[c.Name] = memoCluster{ir: *c, cluster: cl, endpoints: e}
+	if t.memo != nil {
+		t.memo.clusters[c.Name] = memoCluster{ir: *c, cluster: cl, endpoints: e, epoch: t.memo.epoch}
 	}
 	return cl, e
 }

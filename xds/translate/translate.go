@@ -57,17 +57,10 @@ func (t *translator) translate(gw *ir.Gateway) (*Resources, error) {
 		}
 		r.Routes = append(r.Routes, routes...)
 	}
-	var next map[string]memoCluster
-	if t.memo != nil {
-		next = make(map[string]memoCluster, len(gw.Clusters))
-	}
 	for i := range gw.Clusters {
-		cl, e := t.clusterMemo(&gw.Clusters[i], next)
+		cl, e := t.clusterMemo(&gw.Clusters[i])
 		r.Clusters = append(r.Clusters, cl)
 		r.Endpoints = append(r.Endpoints, e)
-	}
-	if t.memo != nil {
-		t.memo.clusters = next
 	}
 	for i := range gw.Secrets {
 		r.Secrets = append(r.Secrets, secret(&gw.Secrets[i]))
@@ -81,7 +74,7 @@ type translator struct {
 	clusters map[string]*ir.Cluster
 	// memo, when set, remembers messages across translations (memo.go).
 	memo       *Memo
-	nextVhosts map[vhostKey]*routev3.VirtualHost
+	usedVhosts int
 }
 
 // sort orders every resource list by name. The IR is already sorted, but
