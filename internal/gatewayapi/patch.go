@@ -25,8 +25,10 @@ type gwState struct {
 	pending                 map[RouteKey][]*pendingParent
 	crs                     map[RouteKey]*compiledRoute
 	result                  *GatewayResult
-	build                   *irBuild              // nil when the Gateway is not accepted
-	clusterRoutes           map[string][]RouteKey // emitted routes per cluster (a slice: most have one)
+	build                   *irBuild // nil when the Gateway is not accepted
+	// clusters counts, per cluster, the backends of emitted routes that
+	// use it, which is all a cluster's IR depends on besides its Service.
+	clusters map[string]*clusterUse
 	// patchable: only HTTPRoutes are attached (no HTTPRoute/GRPCRoute
 	// hostname conflicts to settle across routes).
 	patchable bool
@@ -45,7 +47,7 @@ func (t *Translator) remember(idx *Index, gw *gatewayv1.Gateway, listeners []*li
 	st := &gwState{
 		gw: gw, listeners: listeners, acceptReason: acceptReason, acceptMsg: acceptMsg,
 		pending: map[RouteKey][]*pendingParent{}, crs: map[RouteKey]*compiledRoute{},
-		result: res, build: b, clusterRoutes: map[string][]RouteKey{},
+		result: res, build: b, clusters: map[string]*clusterUse{},
 		patchable: idx.routesIndexed && len(idx.grpcByGW[key]) == 0 && len(idx.tlsByGW[key]) == 0,
 	}
 	for _, p := range pending {
@@ -62,21 +64,59 @@ func (t *Translator) remember(idx *Index, gw *gatewayv1.Gateway, listeners []*li
 	t.gateways[key] = st
 }
 
-func (st *gwState) addClusterRefs(k RouteKey, cr *compiledRoute) {
+// clusterUse is how the emitted routes of a Gateway use one cluster: a
+// cluster speaks the most capable protocol any of them asks for, and
+// WebSocket if any asks for it (see Index.addCluster).
+type clusterUse struct {
+	n     int
+	ranks [3]int // by protoRank
+	ws    int
+	b     backend // one of them, for the endpoints
+}
+
+func (st *gwState) addClusterRefs(_ RouteKey, cr *compiledRoute) {
 	for _, b := range cr.backends {
-		if users := st.clusterRoutes[b.cluster]; !slices.Contains(users, k) {
-			st.clusterRoutes[b.cluster] = append(users, k)
+		u := st.clusters[b.cluster]
+		if u == nil {
+			u = &clusterUse{}
+			st.clusters[b.cluster] = u
+		}
+		u.n++
+		u.ranks[protoRank(b.proto)]++
+		if b.ws {
+			u.ws++
+		}
+		u.b = b
+	}
+}
+
+func (st *gwState) removeClusterRefs(cr *compiledRoute) {
+	for _, b := range cr.backends {
+		u := st.clusters[b.cluster]
+		if u == nil {
+			continue
+		}
+		u.n--
+		u.ranks[protoRank(b.proto)]--
+		if b.ws {
+			u.ws--
+		}
+		if u.n <= 0 {
+			delete(st.clusters, b.cluster)
 		}
 	}
 }
 
-func (st *gwState) removeClusterRef(cluster string, k RouteKey) {
-	users := slices.DeleteFunc(st.clusterRoutes[cluster], func(u RouteKey) bool { return u == k })
-	if len(users) == 0 {
-		delete(st.clusterRoutes, cluster)
-		return
+// cluster is the IR of a cluster in use.
+func (idx *Index) clusterOf(name string, u *clusterUse) ir.Cluster {
+	c := ir.Cluster{Name: name, Protocol: ir.ClusterTCP, WebSocket: u.ws > 0, Endpoints: idx.endpointsFor(u.b)}
+	switch {
+	case u.ranks[2] > 0:
+		c.Protocol = ir.ClusterH2C
+	case u.ranks[1] > 0:
+		c.Protocol = ir.ClusterHTTP1
 	}
-	st.clusterRoutes[cluster] = users
+	return c
 }
 
 // translateGateway is TranslateGateway, or, with a Translator whose
@@ -186,11 +226,13 @@ func (idx *Index) patch(st *gwState, gw *gatewayv1.Gateway, changed []RouteKey) 
 					}
 					delete(g.byRoute, k)
 				}
+				if st.build.emitted[k] {
+					st.removeClusterRefs(old)
+					for _, b := range old.backends {
+						clusters[b.cluster] = true
+					}
+				}
 				delete(st.build.emitted, k)
-			}
-			for _, b := range old.backends {
-				clusters[b.cluster] = true
-				st.removeClusterRef(b.cluster, k)
 			}
 			delete(st.crs, k)
 			delete(st.pending, k)
@@ -300,22 +342,14 @@ func (idx *Index) patchIR(st *gwState, affected map[*vhostGroup]map[string]bool,
 		next := slices.Clone(prev.Clusters)
 		for _, name := range sortedHosts(clusters) {
 			i, found := sort.Find(len(next), func(i int) int { return strings.Compare(name, next[i].Name) })
-			users := st.clusterRoutes[name]
-			if len(users) == 0 {
+			u := st.clusters[name]
+			if u == nil {
 				if found {
 					next = slices.Delete(next, i, i+1)
 				}
 				continue
 			}
-			set := map[string]*ir.Cluster{}
-			for _, k := range users {
-				for _, b := range st.crs[k].backends {
-					if b.cluster == name {
-						idx.addCluster(set, b)
-					}
-				}
-			}
-			c := *set[name]
+			c := idx.clusterOf(name, u)
 			if found {
 				next[i] = c
 			} else {
