@@ -60,27 +60,24 @@ type Output struct {
 // Translate computes the IR and the desired status for everything in the
 // snapshot. It never panics and is deterministic.
 func Translate(in *Input) *Output {
-	out := &Output{
-		GatewayClasses:  map[string]gatewayv1.GatewayClassStatus{},
-		GatewayStatus:   map[types.NamespacedName]gatewayv1.GatewayStatus{},
-		HTTPRouteStatus: map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
-		GRPCRouteStatus: map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
-		TLSRouteStatus:  map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
-	}
 	if in == nil {
-		return out
+		return newOutput()
 	}
 	return translateIndex(NewIndex(in))
 }
 
-func translateIndex(idx *Index) *Output {
-	out := &Output{
+func newOutput() *Output {
+	return &Output{
 		GatewayClasses:  map[string]gatewayv1.GatewayClassStatus{},
 		GatewayStatus:   map[types.NamespacedName]gatewayv1.GatewayStatus{},
 		HTTPRouteStatus: map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
 		GRPCRouteStatus: map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
 		TLSRouteStatus:  map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
 	}
+}
+
+func translateIndex(idx *Index) *Output {
+	out := newOutput()
 	for _, name := range idx.classNames {
 		out.GatewayClasses[name] = idx.classes[name].status
 	}
