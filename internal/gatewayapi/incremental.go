@@ -65,11 +65,14 @@ type Translator struct {
 	ctx         map[ctxKey]*ctxRec
 	runtime     map[types.NamespacedName]GatewayRuntime
 	sameContext bool
-	last        *Output
-	lastIdx     *Index
-	routes      map[RouteKey]*routeRec
-	epoch       uint64
-	changedByGW map[types.NamespacedName][]RouteKey
+	// endpointsChanged: the Services whose EndpointSlices changed since the
+	// last translation (with the same context otherwise).
+	endpointsChanged map[types.NamespacedName]bool
+	last             *Output
+	lastIdx          *Index
+	routes           map[RouteKey]*routeRec
+	epoch            uint64
+	changedByGW      map[types.NamespacedName][]RouteKey
 
 	// Stats counts how Gateways were translated, for tests and metrics.
 	Stats TranslatorStats
@@ -112,9 +115,10 @@ func (t *Translator) Translate(in *Input) *Output {
 		return Translate(nil)
 	}
 	prevRoutes, unique := t.diffRoutes(in) // advances the epoch
-	ctxChanged := t.diffContext(in)
+	ctxChanged, endpoints := t.diffContext(in)
 	same := t.last != nil && unique && !ctxChanged && reflect.DeepEqual(in.Runtime, t.runtime)
 	t.sameContext = same
+	t.endpointsChanged = endpoints
 	if !same {
 		if fp := compileDeps(in.Services, in.ReferenceGrants); fp != t.deps {
 			clear(t.compiled)
@@ -153,6 +157,9 @@ func (t *Translator) Translate(in *Input) *Output {
 	idx.in, idx.routesIndexed = in, false
 	idx.httpByGW, idx.grpcByGW, idx.tlsByGW = nil, nil, nil
 	idx.endpoints = map[string][]ir.Endpoint{}
+	if len(endpoints) > 0 {
+		idx.slices = indexSlices(in.EndpointSlices)
+	}
 	idx.memo = t
 	prev := t.last
 	out := &Output{
@@ -317,7 +324,19 @@ type ctxRec struct {
 // translation, or was added or removed. An object replaced by an update
 // that changed nothing the translator reads (a status write, a label) is
 // not a change: the last translation still holds.
-func (t *Translator) diffContext(in *Input) (changed bool) {
+//
+// EndpointSlices are reported apart, as the Services whose endpoints
+// changed: they change the endpoints of clusters, nothing else.
+func (t *Translator) diffContext(in *Input) (changed bool, endpoints map[types.NamespacedName]bool) {
+	endpoints = map[types.NamespacedName]bool{}
+	// slice notes a changed EndpointSlice (old or new) by its Service.
+	slice := func(o client.Object) bool {
+		s, ok := o.(*discoveryv1.EndpointSlice)
+		if ok {
+			endpoints[sliceService(s)] = true
+		}
+		return ok
+	}
 	live := 0
 	see := func(kind byte, o client.Object) {
 		k := ctxKey{kind: kind, ns: o.GetNamespace(), name: o.GetName()}
@@ -326,13 +345,15 @@ func (t *Translator) diffContext(in *Input) (changed bool) {
 		switch {
 		case rec == nil:
 			t.ctx[k] = &ctxRec{obj: o, epoch: t.epoch}
-			changed = true
+			if !slice(o) {
+				changed = true
+			}
 			return
 		case rec.epoch == t.epoch: // a duplicate name: translate in full
 			changed = true
 			live--
 		case rec.obj != o:
-			if Relevant(rec.obj, o) {
+			if Relevant(rec.obj, o) && (!slice(rec.obj) || !slice(o)) {
 				changed = true
 			}
 			rec.obj = o
@@ -383,11 +404,13 @@ func (t *Translator) diffContext(in *Input) (changed bool) {
 		for k, rec := range t.ctx {
 			if rec.epoch != t.epoch {
 				delete(t.ctx, k)
-				changed = true
+				if !slice(rec.obj) {
+					changed = true
+				}
 			}
 		}
 	}
-	return changed
+	return changed, endpoints
 }
 
 // Relevant reports whether replacing oldObj by newObj (two versions of one

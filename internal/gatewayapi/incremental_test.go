@@ -190,6 +190,13 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 				keep, add = 0.5, 0.5
 			}
 			next := &Input{ControllerName: in.ControllerName, Runtime: in.Runtime}
+			if step%4 == 2 {
+				// Only EndpointSlices change (endpoint churn).
+				*next = *in
+				next.EndpointSlices = mix(r, in.EndpointSlices, fresh.EndpointSlices, 0.8, 0.3)
+				in = next
+				continue
+			}
 			if step%2 == 1 {
 				// Only HTTPRoutes change, as in the steady state, and
 				// other objects get status-only updates: new objects,
@@ -272,6 +279,19 @@ func TestTranslatorPatchesLargeGateway(t *testing.T) {
 		}
 		next := *in
 		next.HTTPRoutes = slices.Clone(in.HTTPRoutes)
+		if step%3 == 2 {
+			// Endpoint churn: a Service's EndpointSlice gets a new
+			// address, and nothing else changes.
+			next.EndpointSlices = slices.Clone(in.EndpointSlices)
+			i := r.IntN(len(next.EndpointSlices))
+			es := next.EndpointSlices[i].DeepCopy()
+			rv++
+			es.ResourceVersion = fmt.Sprint(rv)
+			es.Endpoints[0].Addresses = []string{fmt.Sprintf("10.9.%d.%d", step, r.IntN(250))}
+			next.EndpointSlices[i] = es
+			in = &next
+			continue
+		}
 		for n := 1 + r.IntN(3); n > 0; n-- {
 			i := r.IntN(len(next.HTTPRoutes))
 			rt := next.HTTPRoutes[i].DeepCopy()
@@ -299,7 +319,36 @@ func TestTranslatorPatchesLargeGateway(t *testing.T) {
 		}
 		in = &next
 	}
-	if tr.Stats.Full != 1 || tr.Stats.Patched != 149 {
-		t.Errorf("want 1 full translation and 149 patches, got %+v", tr.Stats)
+	// Every change after the first is a patch, or a reuse when an
+	// endpoint change hit a Service no route uses.
+	if tr.Stats.Full != 1 || tr.Stats.Patched+tr.Stats.Reused != 149 || tr.Stats.Patched < 120 {
+		t.Errorf("want 1 full translation and the rest patches, got %+v", tr.Stats)
+	}
+}
+
+// BenchmarkTranslatorOneEndpointChange: 10k routes, each with its own
+// Service; one EndpointSlice replaced per translation (endpoint churn).
+func BenchmarkTranslatorOneEndpointChange(b *testing.B) {
+	in := benchInput(10000)
+	for i, s := range in.EndpointSlices {
+		s.ResourceVersion = fmt.Sprint(i + 1)
+	}
+	tr := NewTranslator()
+	tr.Translate(in)
+	b.ReportAllocs()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		i++
+		k := i % len(in.EndpointSlices)
+		s := in.EndpointSlices[k].DeepCopy()
+		s.ResourceVersion = fmt.Sprint(100000 + i)
+		s.Endpoints[0].Addresses = []string{fmt.Sprintf("10.9.%d.%d", i/250%250, i%250)}
+		in.EndpointSlices[k] = s
+		tr.Translate(in)
+	}
+	b.StopTimer()
+	if tr.Stats.Patched < b.N {
+		b.Fatalf("%d patches for %d endpoint changes (%+v)", tr.Stats.Patched, b.N, tr.Stats)
 	}
 }

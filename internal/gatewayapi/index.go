@@ -93,21 +93,7 @@ func NewIndex(in *Input) *Index {
 			idx.services[nn(s.Namespace, s.Name)] = s
 		}
 	}
-	for _, s := range in.EndpointSlices {
-		if s == nil {
-			continue
-		}
-		svc := s.Labels[discoveryv1.LabelServiceName]
-		if svc == "" {
-			continue
-		}
-		k := nn(s.Namespace, svc)
-		idx.slices[k] = append(idx.slices[k], s)
-	}
-	for k := range idx.slices {
-		sl := idx.slices[k]
-		sort.Slice(sl, func(i, j int) bool { return sl[i].Name < sl[j].Name })
-	}
+	idx.slices = indexSlices(in.EndpointSlices)
 	for _, s := range in.Secrets {
 		if s != nil {
 			idx.secrets[nn(s.Namespace, s.Name)] = s
@@ -198,6 +184,30 @@ func (idx *Index) indexRoutes() {
 			idx.tlsByGW[g] = append(idx.tlsByGW[g], r)
 		}
 	}
+}
+
+// indexSlices arranges EndpointSlices by their Service, each Service's by
+// name.
+func indexSlices(slices []*discoveryv1.EndpointSlice) map[types.NamespacedName][]*discoveryv1.EndpointSlice {
+	out := map[types.NamespacedName][]*discoveryv1.EndpointSlice{}
+	for _, s := range slices {
+		if svc := sliceService(s); svc.Name != "" {
+			out[svc] = append(out[svc], s)
+		}
+	}
+	for k := range out {
+		sl := out[k]
+		sort.Slice(sl, func(i, j int) bool { return sl[i].Name < sl[j].Name })
+	}
+	return out
+}
+
+// sliceService is the Service an EndpointSlice belongs to (no name: none).
+func sliceService(s *discoveryv1.EndpointSlice) types.NamespacedName {
+	if s == nil || s.Labels[discoveryv1.LabelServiceName] == "" {
+		return types.NamespacedName{}
+	}
+	return nn(s.Namespace, s.Labels[discoveryv1.LabelServiceName])
 }
 
 // parentGateways lists the distinct Gateways a route's parentRefs name.

@@ -135,11 +135,19 @@ func (idx *Index) translateGateway(gw *gatewayv1.Gateway) *GatewayResult {
 		return TranslateGateway(idx, gw)
 	}
 	changed := t.changedByGW[key]
-	if len(changed) == 0 {
+	var endpoints []string // clusters whose endpoints changed
+	if len(t.endpointsChanged) > 0 {
+		for name, u := range st.clusters {
+			if u.b.svc != nil && t.endpointsChanged[nn(u.b.svc.Namespace, u.b.svc.Name)] {
+				endpoints = append(endpoints, name)
+			}
+		}
+	}
+	if len(changed) == 0 && len(endpoints) == 0 {
 		t.Stats.Reused++
 		return st.result
 	}
-	if res, ok := idx.patch(st, gw, changed); ok {
+	if res, ok := idx.patch(st, gw, changed, endpoints); ok {
 		t.Stats.Patched++
 		return res
 	}
@@ -167,7 +175,9 @@ func specificHosts(cr *compiledRoute) bool {
 // translation. It refuses (false, having changed nothing) what it cannot
 // patch exactly: other route kinds, or routes whose hostnames include
 // wildcards or none (their virtual hosts merge into others).
-func (idx *Index) patch(st *gwState, gw *gatewayv1.Gateway, changed []RouteKey) (*GatewayResult, bool) {
+//
+// endpoints names clusters whose endpoints changed; they are rebuilt too.
+func (idx *Index) patch(st *gwState, gw *gatewayv1.Gateway, changed []RouteKey, endpoints []string) (*GatewayResult, bool) {
 	if !st.patchable {
 		return nil, false
 	}
@@ -202,6 +212,9 @@ func (idx *Index) patch(st *gwState, gw *gatewayv1.Gateway, changed []RouteKey) 
 	res := &GatewayResult{Routes: st.result.Routes}
 	affected := map[*vhostGroup]map[string]bool{}
 	clusters := map[string]bool{}
+	for _, name := range endpoints {
+		clusters[name] = true
+	}
 	mark := func(g *vhostGroup, hosts []string) {
 		m := affected[g]
 		if m == nil {
