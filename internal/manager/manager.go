@@ -46,9 +46,9 @@ import (
 // Leader election timings. A new leader takes over writes within
 // LeaseDuration of the old one dying (DESIGN §3a: at most 15 s).
 const (
-	LeaseDuration = 10 * time.Second
-	RenewDeadline = 7 * time.Second
-	RetryPeriod   = 2 * time.Second
+	LeaseDuration = 8 * time.Second
+	RenewDeadline = 6 * time.Second
+	RetryPeriod   = 1500 * time.Millisecond
 	// TranslationHoldOff delays a translation after the first event of a
 	// burst. Zero: a lone change is translated at once, and the events that
 	// arrive while a translation runs are folded into the next one (the
