@@ -1,56 +1,68 @@
-package manager
+package manager_test
 
 import (
 	"context"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/shardgate/shardgate/internal/scheme"
+	"github.com/shardgate/shardgate/internal/manager"
+	"github.com/shardgate/shardgate/internal/testenv"
 )
 
-func writes(verb, kind, leader string) float64 {
-	var m dto.Metric
-	if err := kubeWrites.WithLabelValues(verb, kind, leader).Write(&m); err != nil {
-		panic(err)
+// startEnv boots the harness's kube-apiserver for one test.
+func startEnv(t *testing.T) *testenv.Env {
+	t.Helper()
+	testenv.Require(t)
+	env, err := testenv.Start(context.Background(), testenv.Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return m.GetCounter().GetValue()
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return env
 }
 
-func series() int {
-	ch := make(chan prometheus.Metric, 100)
-	kubeWrites.Collect(ch)
-	close(ch)
-	return len(ch)
+// One apiserver for the package's tests.
+func TestWrites(t *testing.T) {
+	env := startEnv(t)
+	t.Run("CountWritesByVerbKindAndLeadership", func(t *testing.T) { testCountWrites(t, env) })
+	t.Run("ObservedLockTracksTheLease", func(t *testing.T) { testObservedLock(t, env) })
 }
 
-func TestCountWritesByVerbKindAndLeadership(t *testing.T) {
+func testCountWrites(t *testing.T, env *testenv.Env) {
 	ctx := context.Background()
-	kubeWrites.Reset()
-	lead := newLeadership(true)
-	route := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r"}}
-	base := fake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(route).Build()
-	c := countWrites(base, lead)
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}); err != nil {
+		t.Fatal(err)
+	}
+	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	manager.ResetWrites()
+	lead := manager.NewLeadership(true)
+	c := manager.CountWrites(base, lead)
 
 	// A follower's writes count as leader="false".
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}}
 	if err := c.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	if got := writes("create", "ConfigMap", "false"); got != 1 {
+	if got := manager.Writes("create", "ConfigMap", "false"); got != 1 {
 		t.Fatalf("follower create: got %v, want 1", got)
 	}
 
-	lead.held.Store(true) // as observedLock does once the Lease is ours
+	lead.SetHeld(true) // as the observed Lease lock does once the Lease is ours
+	route := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r"}}
 	if err := c.Create(ctx, route); err != nil {
 		t.Fatal(err)
 	}
@@ -72,9 +84,9 @@ func TestCountWritesByVerbKindAndLeadership(t *testing.T) {
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"namespace": "ns", "name": "applied"},
 	}}
-	// The fake client may or may not support apply; the write is counted
-	// either way, because attempts are counted.
-	_ = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("test"))
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("test")); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Delete(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
@@ -86,11 +98,11 @@ func TestCountWritesByVerbKindAndLeadership(t *testing.T) {
 		{"update", "ConfigMap"}, {"patch", "ConfigMap"}, {"apply", "ConfigMap"},
 		{"delete", "ConfigMap"}, {"deletecollection", "ConfigMap"},
 	} {
-		if got := writes(w.verb, w.kind, "true"); got != 1 {
+		if got := manager.Writes(w.verb, w.kind, "true"); got != 1 {
 			t.Errorf("%s %s leader=true: got %v, want 1", w.verb, w.kind, got)
 		}
 	}
-	if got := writes("create", "ConfigMap", "false"); got != 1 {
+	if got := manager.Writes("create", "ConfigMap", "false"); got != 1 {
 		t.Errorf("the follower's count changed after election: %v", got)
 	}
 	// Reads are not writes.
@@ -98,47 +110,48 @@ func TestCountWritesByVerbKindAndLeadership(t *testing.T) {
 	if err := c.List(ctx, &list); err != nil {
 		t.Fatal(err)
 	}
-	if n := series(); n != 9 {
+	if n := manager.WriteSeries(); n != 9 {
 		t.Errorf("got %d series, want 9", n)
 	}
 }
 
 func TestLeadershipWithoutElection(t *testing.T) {
-	l := newLeadership(false)
-	if got := l.label(); got != "true" {
+	l := manager.NewLeadership(false)
+	if got := l.Label(); got != "true" {
 		t.Fatalf("without leader election a replica is the leader, got %q", got)
 	}
-	l = newLeadership(true)
-	if got := l.label(); got != "false" {
+	l = manager.NewLeadership(true)
+	if got := l.Label(); got != "false" {
 		t.Fatalf("before the manager exists an electing replica is a follower, got %q", got)
 	}
 }
 
-// fakeLock is a resourcelock.Interface that accepts every write.
-type fakeLock struct{ resourcelock.Interface }
-
-func (fakeLock) Identity() string { return "me" }
-func (fakeLock) Create(context.Context, resourcelock.LeaderElectionRecord) error {
-	return nil
-}
-func (fakeLock) Update(context.Context, resourcelock.LeaderElectionRecord) error {
-	return nil
-}
-
-func TestObservedLockTracksTheLease(t *testing.T) {
-	ctx := context.Background()
-	l := newLeadership(true)
-	lock := observedLock{Interface: fakeLock{}, lead: l}
-	if err := lock.Create(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "me"}); err != nil {
+// The real Lease lock, on the apiserver: taking the Lease makes the replica
+// the leader, releasing it ends that.
+func testObservedLock(t *testing.T, env *testenv.Env) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l := manager.NewLeadership(true)
+	lock, err := manager.NewLeaderLock(ctx, env.Config, testenv.SystemNamespace, "writes-test", l)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if l.label() != "true" {
+	now := metav1.Now()
+	rec := resourcelock.LeaderElectionRecord{HolderIdentity: lock.Identity(), LeaseDurationSeconds: 8, AcquireTime: now, RenewTime: now}
+	if err := lock.Create(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if l.Label() != "true" {
 		t.Fatal("acquiring the Lease makes the replica the leader")
 	}
-	if err := lock.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: ""}); err != nil {
+	if _, _, err := lock.Get(ctx); err != nil { // Update needs the lock's view of the Lease
 		t.Fatal(err)
 	}
-	if l.label() != "false" {
+	rec.HolderIdentity = ""
+	if err := lock.Update(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if l.Label() != "false" {
 		t.Fatal("releasing the Lease ends leadership")
 	}
 }

@@ -1,4 +1,4 @@
-package pki
+package pki_test
 
 import (
 	"context"
@@ -8,27 +8,38 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/shardgate/shardgate/internal/pki"
+	"github.com/shardgate/shardgate/internal/testenv"
 )
 
 // The server certificate is kept until renewal is asked for or the CA
-// changes; the trust bundle is re-read at every load.
+// changes; the trust bundle is re-read at every load. The CA Secret lives
+// in the harness's kube-apiserver.
 func TestServerSource(t *testing.T) {
+	testenv.Require(t)
 	ctx := context.Background()
-	ca, err := NewCA("xds CA")
+	env, err := testenv.Start(ctx, testenv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, err := NewCA("next CA")
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	ns := testenv.SystemNamespace
+	ca, err := pki.LoadOrCreate(ctx, env.Client, ns, "ca")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "sys", Name: "ca"},
-		Data: map[string][]byte{KeyCert: ca.CertPEM(), KeyKey: ca.keyPEM}}
-	c := fake.NewClientBuilder().WithObjects(sec).Build()
-	src := &ServerSource{Reader: c, Secret: types.NamespacedName{Namespace: "sys", Name: "ca"}, DNSNames: []string{"localhost"}}
+	next, err := pki.LoadOrCreate(ctx, env.Client, ns, "next-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: ns, Name: "ca"}
+	src := &pki.ServerSource{Reader: env.Client, Secret: key, DNSNames: []string{"localhost"}}
 
 	cert1, pool, err := src.Load(ctx, false)
 	if err != nil {
@@ -50,10 +61,24 @@ func TestServerSource(t *testing.T) {
 		t.Fatal("renew did not issue a new certificate")
 	}
 
-	sec.Data[KeyTrustBundle] = next.CertPEM()
-	if err := c.Update(ctx, sec); err != nil {
+	// updateCA changes the CA Secret in the apiserver.
+	var nextSec corev1.Secret
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "next-ca"}, &nextSec); err != nil {
 		t.Fatal(err)
 	}
+	updateCA := func(edit func(data map[string][]byte)) {
+		t.Helper()
+		var sec corev1.Secret
+		if err := env.Client.Get(ctx, key, &sec); err != nil {
+			t.Fatal(err)
+		}
+		edit(sec.Data)
+		if err := env.Client.Update(ctx, &sec); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	updateCA(func(d map[string][]byte) { d[pki.KeyTrustBundle] = next.CertPEM() })
 	_, pool, err = src.Load(ctx, false)
 	if err != nil {
 		t.Fatal(err)
@@ -63,10 +88,9 @@ func TestServerSource(t *testing.T) {
 	}
 
 	// A replaced CA: the next load issues from it.
-	sec.Data[KeyCert], sec.Data[KeyKey] = next.CertPEM(), next.keyPEM
-	if err := c.Update(ctx, sec); err != nil {
-		t.Fatal(err)
-	}
+	updateCA(func(d map[string][]byte) {
+		d[pki.KeyCert], d[pki.KeyKey] = nextSec.Data[pki.KeyCert], nextSec.Data[pki.KeyKey]
+	})
 	cert4, _, err := src.Load(ctx, false)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +101,7 @@ func TestServerSource(t *testing.T) {
 	}
 }
 
-func verifies(t *testing.T, ca *CA, pool *x509.CertPool) bool {
+func verifies(t *testing.T, ca *pki.CA, pool *x509.CertPool) bool {
 	t.Helper()
 	certPEM, _, err := ca.IssueGateway(types.NamespacedName{Namespace: "ns", Name: "gw"})
 	if err != nil {
