@@ -34,8 +34,8 @@ import (
 //
 // What it remembers:
 //   - each route's compilation, keyed by the route object, for as long as
-//     the Services and ReferenceGrants (all that compiling reads besides the
-//     route) are the same;
+//     no Service or ReferenceGrant (all that compiling reads besides the
+//     route) changes in a way the translator can see;
 //   - each route's status entries per parentRef, on its compilation, and
 //     its merged status.parents, so an unchanged route yields the very same
 //     slice (the status writer skips those without comparing);
@@ -53,7 +53,6 @@ import (
 // A Translator is safe for concurrent use; translations run one at a time.
 type Translator struct {
 	mu        sync.Mutex
-	deps      uint64
 	compiled  map[any]*compiledRoute
 	seen      map[any]bool
 	statuses  map[RouteKey]memoStatus
@@ -115,14 +114,14 @@ func (t *Translator) Translate(in *Input) *Output {
 		return Translate(nil)
 	}
 	prevRoutes, unique := t.diffRoutes(in) // advances the epoch
-	ctxChanged, endpoints := t.diffContext(in)
-	same := t.last != nil && unique && !ctxChanged && reflect.DeepEqual(in.Runtime, t.runtime)
+	diff := t.diffContext(in)
+	endpoints := diff.endpoints
+	same := t.last != nil && unique && !diff.changed && reflect.DeepEqual(in.Runtime, t.runtime)
 	t.sameContext = same
 	t.endpointsChanged = endpoints
 	if !same {
-		if fp := compileDeps(in.Services, in.ReferenceGrants); fp != t.deps {
+		if diff.compileInputs {
 			clear(t.compiled)
-			t.deps = fp
 		}
 		clear(t.gateways)
 		clear(t.seen)
@@ -327,15 +326,18 @@ type ctxRec struct {
 //
 // EndpointSlices are reported apart, as the Services whose endpoints
 // changed: they change the endpoints of clusters, nothing else.
-func (t *Translator) diffContext(in *Input) (changed bool, endpoints map[types.NamespacedName]bool) {
-	endpoints = map[types.NamespacedName]bool{}
-	// slice notes a changed EndpointSlice (old or new) by its Service.
-	slice := func(o client.Object) bool {
-		s, ok := o.(*discoveryv1.EndpointSlice)
-		if ok {
-			endpoints[sliceService(s)] = true
+func (t *Translator) diffContext(in *Input) contextDiff {
+	d := contextDiff{endpoints: map[types.NamespacedName]bool{}}
+	// note records a changed object (its old or new version).
+	note := func(o client.Object) {
+		switch o := o.(type) {
+		case *discoveryv1.EndpointSlice:
+			d.endpoints[sliceService(o)] = true
+		case *corev1.Service, *gatewayv1beta1.ReferenceGrant:
+			d.changed, d.compileInputs = true, true
+		default:
+			d.changed = true
 		}
-		return ok
 	}
 	live := 0
 	see := func(kind byte, o client.Object) {
@@ -345,16 +347,15 @@ func (t *Translator) diffContext(in *Input) (changed bool, endpoints map[types.N
 		switch {
 		case rec == nil:
 			t.ctx[k] = &ctxRec{obj: o, epoch: t.epoch}
-			if !slice(o) {
-				changed = true
-			}
+			note(o)
 			return
 		case rec.epoch == t.epoch: // a duplicate name: translate in full
-			changed = true
+			d.changed, d.compileInputs = true, true
 			live--
 		case rec.obj != o:
-			if Relevant(rec.obj, o) && (!slice(rec.obj) || !slice(o)) {
-				changed = true
+			if Relevant(rec.obj, o) {
+				note(rec.obj)
+				note(o)
 			}
 			rec.obj = o
 		}
@@ -404,13 +405,21 @@ func (t *Translator) diffContext(in *Input) (changed bool, endpoints map[types.N
 		for k, rec := range t.ctx {
 			if rec.epoch != t.epoch {
 				delete(t.ctx, k)
-				if !slice(rec.obj) {
-					changed = true
-				}
+				note(rec.obj)
 			}
 		}
 	}
-	return changed, endpoints
+	return d
+}
+
+// contextDiff is what changed in the context since the last translation.
+type contextDiff struct {
+	changed bool // anything but EndpointSlices
+	// compileInputs: Services or ReferenceGrants, which compiling a route
+	// reads.
+	compileInputs bool
+	// endpoints: the Services whose EndpointSlices changed.
+	endpoints map[types.NamespacedName]bool
 }
 
 // Relevant reports whether replacing oldObj by newObj (two versions of one
@@ -439,57 +448,6 @@ func Relevant(oldObj, newObj client.Object) bool {
 		return !maps.Equal(oldObj.GetLabels(), newObj.GetLabels())
 	}
 	return oldObj.GetResourceVersion() != newObj.GetResourceVersion() || oldObj.GetResourceVersion() == ""
-}
-
-// fingerprint hashes a set of objects independently of their order.
-type fingerprint struct {
-	sum0, xor uint64
-	n         int
-}
-
-func (f *fingerprint) add(kind byte, ns, name, rv string) {
-	v := fnvString(fnvString(fnvString(fnvByte(fnvOffset, kind), ns), name), rv)
-	f.sum0 += v
-	f.xor ^= v * 0x9e3779b97f4a7c15
-	f.n++
-}
-
-func (f *fingerprint) sum() uint64 {
-	return f.sum0 ^ (f.xor<<1 | f.xor>>63) ^ uint64(f.n)<<48
-}
-
-// FNV-1a, inline: hash/fnv allocates a hasher per object.
-const (
-	fnvOffset = 14695981039346656037
-	fnvPrime  = 1099511628211
-)
-
-func fnvByte(h uint64, b byte) uint64 { return (h ^ uint64(b)) * fnvPrime }
-
-// fnvString hashes s and a terminating zero byte.
-func fnvString(h uint64, s string) uint64 {
-	for i := 0; i < len(s); i++ {
-		h = (h ^ uint64(s[i])) * fnvPrime
-	}
-	return h * fnvPrime // ^ 0
-}
-
-// compileDeps fingerprints what compiling a route reads besides the route:
-// every Service's and ReferenceGrant's identity and resourceVersion. It does
-// not depend on the order of the lists (informers list in map order).
-func compileDeps(svcs []*corev1.Service, grants []*gatewayv1beta1.ReferenceGrant) uint64 {
-	var f fingerprint
-	for _, o := range svcs {
-		if o != nil {
-			f.add('S', o.Namespace, o.Name, o.ResourceVersion)
-		}
-	}
-	for _, o := range grants {
-		if o != nil {
-			f.add('R', o.Namespace, o.Name, o.ResourceVersion)
-		}
-	}
-	return f.sum()
 }
 
 // compiled returns route r's compilation, compiling it on a miss.
