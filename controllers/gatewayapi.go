@@ -229,7 +229,7 @@ func (h holdOffHandler) Create(_ context.Context, _ event.CreateEvent, q workque
 	h.add(q)
 }
 func (h holdOffHandler) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if TranslationRelevant(e.ObjectOld, e.ObjectNew) {
+	if gatewayapi.Relevant(e.ObjectOld, e.ObjectNew) {
 		h.add(q)
 		return
 	}
@@ -245,10 +245,3 @@ func (h holdOffHandler) Generic(_ context.Context, _ event.GenericEvent, q workq
 }
 
 var _ handler.EventHandler = holdOffHandler{}
-
-// TranslationRelevant reports whether an update can change the translation
-// (gatewayapi.Relevant: the translator never reads status, nor labels other
-// than a Namespace's).
-func TranslationRelevant(oldObj, newObj client.Object) bool {
-	return gatewayapi.Relevant(oldObj, newObj)
-}
