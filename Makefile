@@ -59,6 +59,11 @@ vet:
 test: envtest-assets verify-generated lint
 	CI=$${CI:-} $(GO) test -count=1 -timeout 30m $(GOTESTFLAGS) ./...
 
+## test-stress: the integration packages STRESS_RUNS times (default 3) under a CPU burner; every run must pass
+.PHONY: test-stress
+test-stress: envtest-assets
+	./hack/stress.sh
+
 ## test-long: every fuzz target for FUZZTIME each (default 10m; not part of make test,
 ## whose plain `go test` runs the committed seed corpora only)
 .PHONY: test-long

@@ -144,9 +144,15 @@ var _ = Describe("Gateway API status on the real apiserver", Ordered, func() {
 			g.Expect(accepted).To(Equal(1000))
 		}).WithTimeout(60 * time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
 		total := time.Since(start)
-		// Let any straggling write land before counting.
-		time.Sleep(300 * time.Millisecond)
-		writes := statusWrites() - before
+		// Count once the writer is done: the count holds still for a
+		// second. A straggling write lands within that window and starts
+		// the wait again, so it is counted.
+		var writes float64
+		Eventually(func(g Gomega) {
+			now := statusWrites()
+			g.Consistently(statusWrites).WithTimeout(time.Second).WithPolling(50 * time.Millisecond).Should(Equal(now))
+			writes = now - before
+		}).WithTimeout(60 * time.Second).Should(Succeed())
 		tn, ts := histogram("shardgate_translate_duration_seconds")
 		AddReportEntry("translations during attach", fmt.Sprintf("%d translations, %.0f ms in total", tn-tn0, (ts-ts0)*1000))
 		AddReportEntry("attach 1000 routes", fmt.Sprintf("creates %s, all Accepted and attachedRoutes=1000 after %s, %.0f status writes (%.3f per route)",

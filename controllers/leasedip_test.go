@@ -123,22 +123,6 @@ func inRange(ip, cidr string) bool {
 	return netip.MustParsePrefix(cidr).Contains(netip.MustParseAddr(ip))
 }
 
-// settledLeasedIPs: the leasedip controller has reconciled at least n times
-// and its queue is empty, twice in a row 200ms apart.
-func settledLeasedIPs(addr string, n float64) func(Gomega) {
-	return func(g Gomega) {
-		for i := 0; i < 2; i++ {
-			total, err := metric(addr, "controller_runtime_reconcile_total", `controller="leasedip",result="success"`)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(total).To(BeNumerically(">=", n))
-			depth, err := metric(addr, "workqueue_depth", `name="leasedip"`)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(depth).To(BeZero())
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
-}
-
 var _ = Describe("LeasedIPs on the real MetalLB controller", Ordered, func() {
 	ctx := context.Background()
 	var env *testenv.Env
@@ -444,7 +428,7 @@ var _ = Describe("LeasedIPs on the real MetalLB controller", Ordered, func() {
 			}
 			return out
 		}
-		Eventually(settledLeasedIPs(metrics, 1)).Should(Succeed())
+		Eventually(settled(metrics, "leasedip", 1)).Should(Succeed())
 		before := take()
 		allocatedN := 0
 		for _, s := range before {
@@ -457,7 +441,7 @@ var _ = Describe("LeasedIPs on the real MetalLB controller", Ordered, func() {
 		Expect(proc.Signal(syscall.SIGTERM)).To(Succeed())
 		Eventually(proc.Done()).WithTimeout(30 * time.Second).Should(BeClosed())
 		start("shardgate-lip-2")
-		Eventually(settledLeasedIPs(metrics, float64(len(before)))).WithTimeout(60 * time.Second).Should(Succeed())
+		Eventually(settled(metrics, "leasedip", float64(len(before)))).WithTimeout(60 * time.Second).Should(Succeed())
 		Expect(take()).To(Equal(before))
 	})
 })

@@ -155,7 +155,9 @@ var _ = Describe("LeaseHost ownership on the real apiserver", Ordered, func() {
 		Expect(ctrlRef).NotTo(BeNil())
 		Expect(ctrlRef.UID).To(Equal(f.get(ctx, "site").UID))
 		Expect(ctrlRef.Kind).To(Equal("LeaseHost"))
-		Expect(f.get(ctx, "site").Status.Route).To(Equal("site"))
+		// The route is written before the status that names it, so a reader
+		// who saw the route waits for status.route rather than reading once.
+		Eventually(func() string { return f.get(ctx, "site").Status.Route }).Should(Equal("site"))
 		Expect(route.ManagedFields).To(ContainElement(HaveField("Manager", "shardgate")))
 
 		By("making no write when nothing changed")

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/shardgate/shardgate/internal/testenv"
 )
 
@@ -44,19 +46,17 @@ func TestControllerSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		code, err := get("http://" + health + "/readyz")
-		if err == nil && code == http.StatusOK {
-			break
-		}
+	var code int
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
 		if done, werr := proc.Exited(); done {
-			t.Fatalf("shardgate exited before ready (%v):\n%s", werr, proc.Tail(40))
+			return false, fmt.Errorf("shardgate exited before ready (%v)", werr)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz not 200 within 60s (last: %d, %v):\n%s", code, err, proc.Tail(40))
-		}
-		time.Sleep(100 * time.Millisecond)
+		var gerr error
+		code, gerr = get("http://" + health + "/readyz")
+		return gerr == nil && code == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("/readyz not 200 (last: %d): %v:\n%s", code, err, proc.Tail(40))
 	}
 	if code, err := get("http://" + health + "/healthz"); err != nil || code != http.StatusOK {
 		t.Fatalf("/healthz: %d %v", code, err)

@@ -11,9 +11,10 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-const waitTimeout = 5 * time.Second
+const waitTimeout = 30 * time.Second
 
 // startWatcher creates a Watcher on path, runs it until the test ends and
 // waits until it is watching. pollInterval 0 means "effectively never", so
@@ -58,12 +59,10 @@ func testLogger(t *testing.T) logr.Logger {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", waitTimeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, waitTimeout, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("waiting %s for %s: %v", waitTimeout, what, err)
 	}
 }
 

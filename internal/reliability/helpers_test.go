@@ -79,7 +79,9 @@ func startReplica(env *testenv.Env, name string, leaderElect bool) *replica {
 
 // readyz returns the HTTP status of /readyz.
 func (r *replica) readyz() (int, error) {
-	c := http.Client{Timeout: 2 * time.Second}
+	// Generous: readiness is the answer, not how fast a loaded machine
+	// gives it.
+	c := http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get("http://" + r.health + "/readyz")
 	if err != nil {
 		return 0, err
@@ -100,7 +102,7 @@ type samples []sample
 var labelRE = regexp.MustCompile(`(\w+)="((?:[^"\\]|\\.)*)"`)
 
 func (r *replica) scrape() (samples, error) {
-	c := http.Client{Timeout: 2 * time.Second}
+	c := http.Client{Timeout: 10 * time.Second}
 	resp, err := c.Get("http://" + r.metrics + "/metrics")
 	if err != nil {
 		return nil, err
@@ -403,7 +405,9 @@ func startChurn(ctx context.Context, c client.Client, w *world, prefix string, i
 			case <-t.C:
 			}
 			h := host(fmt.Sprintf("%s-%d", prefix, i))
-			rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+			// Generous: a loaded apiserver may take seconds to answer, and
+			// a write that times out counts as a failure.
+			rctx, rcancel := context.WithTimeout(ctx, 15*time.Second)
 			err := w.setChurnHost(rctx, c, h)
 			rcancel()
 			if err != nil && ctx.Err() != nil {
@@ -422,6 +426,13 @@ func startChurn(ctx context.Context, c client.Client, w *world, prefix string, i
 	return ch
 }
 
+// written is how many writes have succeeded so far.
+func (ch *churner) written() int {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	return ch.n
+}
+
 // stop ends the churn and returns the last hostname written and how many
 // writes succeeded and failed.
 func (ch *churner) stop() (last string, ok, failed int) {
@@ -430,6 +441,16 @@ func (ch *churner) stop() (last string, ok, failed int) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	return ch.last, ch.n, ch.errs
+}
+
+// pause waits d, or less if ctx ends first: a retry's backoff.
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // ------------------------------------------------------------ status flaps
@@ -469,7 +490,7 @@ func (f *flapWatch) run(ctx context.Context, c client.WithWatch, list client.Obj
 	for ctx.Err() == nil {
 		l := list.DeepCopyObject().(client.ObjectList)
 		if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
-			time.Sleep(200 * time.Millisecond)
+			pause(ctx, 200*time.Millisecond) // the apiserver may be down: retry
 			continue
 		}
 		items, _ := meta.ExtractList(l)
@@ -479,7 +500,7 @@ func (f *flapWatch) run(ctx context.Context, c client.WithWatch, list client.Obj
 		wi, err := c.Watch(ctx, list.DeepCopyObject().(client.ObjectList), client.InNamespace(ns),
 			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.GetResourceVersion()}})
 		if err != nil {
-			time.Sleep(200 * time.Millisecond)
+			pause(ctx, 200*time.Millisecond)
 			continue
 		}
 		for ev := range wi.ResultChan() {

@@ -54,10 +54,10 @@ func objectState(ctx context.Context, c client.Client, ns string) map[string]str
 }
 
 // idle: the replica's LeaseHost controller has reconciled at least n times
-// and neither it nor the status writer has work queued, twice 500ms apart.
+// and neither it nor the status writer has work queued, for a second.
 func (r *replica) idle(n float64) func(Gomega) {
 	return func(g Gomega) {
-		for i := 0; i < 2; i++ {
+		quiet := func(g Gomega) float64 {
 			ss, err := r.scrape()
 			g.Expect(err).NotTo(HaveOccurred())
 			total, _ := ss.sum("controller_runtime_reconcile_total", map[string]string{"controller": "leasehost", "result": "success"})
@@ -67,8 +67,12 @@ func (r *replica) idle(n float64) func(Gomega) {
 				g.Expect(found).To(BeTrue(), "workqueue %s", q)
 				g.Expect(depth).To(BeZero(), "workqueue %s", q)
 			}
-			time.Sleep(500 * time.Millisecond)
+			return total
 		}
+		total := quiet(g)
+		// The window is the assertion "nothing more is coming": a late
+		// event shows up in it as queued work or another reconcile.
+		g.Consistently(quiet).WithTimeout(time.Second).WithPolling(250 * time.Millisecond).Should(Equal(total))
 	}
 }
 
@@ -92,7 +96,7 @@ var _ = Describe("apiserver outage", Ordered, func() {
 		Eventually(a.serves(w.xdsHosts...)).Should(Succeed())
 
 		churn := startChurn(ctx, env.Client, w, "pre", 200*time.Millisecond)
-		time.Sleep(2 * time.Second)
+		Eventually(churn.written).Should(BeNumerically(">=", 5), "hostname changes written before the outage")
 		last, n, failed := churn.stop()
 		Expect(failed).To(BeZero())
 		Expect(n).To(BeNumerically(">", 3))
@@ -109,7 +113,9 @@ var _ = Describe("apiserver outage", Ordered, func() {
 		Expect(env.StopAPIServer()).To(Succeed())
 		// The churn goes on against the dead apiserver: every write fails.
 		churn = startChurn(ctx, env.Client, w, "during", 200*time.Millisecond)
+		// Sample readiness and the stream for as long as the outage lasts.
 		var ready, notReady int
+		sample := time.NewTicker(250 * time.Millisecond)
 		for time.Since(down) < outageDowntime {
 			if code, err := r.readyz(); err == nil && code == 200 {
 				ready++
@@ -120,8 +126,9 @@ var _ = Describe("apiserver outage", Ordered, func() {
 			Expect(exited).To(BeFalse(), "shardgate exited during the apiserver outage (%v):\n%s", werr, r.proc.Tail(30))
 			_, err := a.state()
 			Expect(err).NotTo(HaveOccurred(), "the xDS stream ended during the apiserver outage")
-			time.Sleep(250 * time.Millisecond)
+			<-sample.C
 		}
+		sample.Stop()
 		By("starting kube-apiserver again")
 		Expect(env.StartAPIServer(ctx)).To(Succeed())
 		up := time.Since(down)

@@ -124,7 +124,17 @@ var _ = Describe("replicas", Ordered, func() {
 			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.churn}, &r)).To(Succeed())
 			g.Expect(routeAccepted(&r)).To(BeTrue())
 		}).Should(Succeed())
-		time.Sleep(time.Second)
+		// Give the followers every chance to write: for two seconds after
+		// the change took effect, no follower's write counter moves. The
+		// window is the assertion.
+		Consistently(func(g Gomega) {
+			for _, r := range followers {
+				fw, err := r.writes()
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(fw.asFollower).To(BeZero(), "follower %s wrote: %v", r.name, fw.followerSeries)
+				g.Expect(fw.asLeader).To(BeZero(), "follower %s counted writes as leader", r.name)
+			}
+		}).WithTimeout(2 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 
 		lw, err := l.writes()
 		Expect(err).NotTo(HaveOccurred())
@@ -200,9 +210,10 @@ var _ = Describe("replicas", Ordered, func() {
 		Expect(takeover).To(BeNumerically("<=", 15*time.Second), "the new leader's first write came too late")
 		Expect(leaseHolder(ctx, env.Client)).NotTo(Equal(oldHolder))
 
-		// Churn on under the new leader for a while, then check where
-		// everything ended up.
-		time.Sleep(2 * time.Second)
+		// Churn on under the new leader for a while (ten more changes), then
+		// check where everything ended up.
+		underNew := churn.written()
+		Eventually(churn.written).Should(BeNumerically(">=", underNew+10), "hostname changes under the new leader")
 		last, ok, failed := churn.stop()
 		GinkgoWriter.Printf("churn: %d hostname changes written, %d failed; last %s\n", ok, failed, last)
 		Expect(failed).To(BeZero())

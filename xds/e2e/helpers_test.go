@@ -314,7 +314,7 @@ func dialXDS(bs []byte, host string) testgrpc.TestServiceClient {
 // call makes one RPC (EmptyCall or UnaryCall, by full method) with the
 // given request headers and returns the backend that answered.
 func call(ctx context.Context, c testgrpc.TestServiceClient, method string, headers ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if len(headers) > 0 {
 		ctx = metadata.AppendToOutgoingContext(ctx, headers...)

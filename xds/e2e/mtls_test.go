@@ -84,7 +84,7 @@ var _ = Describe("xDS mTLS", func() {
 		connected, err := dialADS(ctx, gwA, "mtls-rotate-connected", adsOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(connected.close)
-		Expect(connected.wait("mtls-a."+domain, 10*time.Second)).To(Succeed())
+		Expect(connected.wait("mtls-a."+domain, 30*time.Second)).To(Succeed())
 		grpcClient, _ := xdsClient(gwA, "mtls-a")
 		Eventually(answeredBy(ctx, grpcClient, methodEmpty)).Should(Equal("web"))
 
@@ -102,7 +102,7 @@ var _ = Describe("xDS mTLS", func() {
 		// the update has reached it when it calls.
 		rotated := strings.TrimSuffix(servicePath, "/")
 		Expect(setPath(ctx, ra, rotated)).To(Succeed())
-		Expect(connected.wait(rotated, 5*time.Second)).To(Succeed())
+		Expect(connected.wait(rotated, 30*time.Second)).To(Succeed())
 		Expect(connected.alive()).To(BeTrue())
 		Expect(call(ctx, grpcClient, methodEmpty)).To(Equal("web"), "the grpc-go client connected before the rotation still works")
 
@@ -116,7 +116,7 @@ var _ = Describe("xDS mTLS", func() {
 		reconnected, err := dialADS(ctx, gwA, "mtls-rotate-connected", adsOptions{tls: cfg})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(reconnected.close)
-		Expect(reconnected.wait(rotated, 10*time.Second)).To(Succeed())
+		Expect(reconnected.wait(rotated, 30*time.Second)).To(Succeed())
 		Expect(seen).To(Equal(after), "the reconnect saw the rotated server certificate")
 		_, err = adsFetch(ctx, clientTLS(xdsCA, gwA), gwB, "mtls-b."+domain)
 		Expect(err).To(MatchError(ContainSubstring("does not match the client certificate's Gateway")))

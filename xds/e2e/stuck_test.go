@@ -13,8 +13,12 @@ import (
 )
 
 // pushDeadline is how soon a healthy client must see each route change
-// while stuck clients of the same Gateway are connected.
-const pushDeadline = 2 * time.Second
+// while stuck clients of the same Gateway are connected. A client held up
+// behind a stuck one would never see the change, so the bound only has to
+// separate "delivered" from "blocked"; it is generous so that a loaded
+// machine's scheduling delays do not count as blocking (the latencies
+// measured are reported beside it).
+const pushDeadline = 10 * time.Second
 
 var _ = Describe("Stuck xDS clients", func() {
 	It("do not delay pushes to the other clients of their Gateway", func(ctx SpecContext) {
@@ -31,14 +35,14 @@ var _ = Describe("Stuck xDS clients", func() {
 		healthy, err := dialADS(ctx, gw, "stuck-healthy", adsOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(healthy.close)
-		Expect(healthy.wait("/stuck0", 10*time.Second)).To(Succeed())
+		Expect(healthy.wait("/stuck0", 30*time.Second)).To(Succeed())
 		Expect(healthy.has("x-e2e-pad-15")).To(BeTrue(), "the route table is padded")
 
 		By("connecting a client that never ACKs and one that never reads")
 		noACK, err := dialADS(ctx, gw, "stuck-no-ack", adsOptions{noACK: true})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(noACK.close)
-		Expect(noACK.wait("/stuck0", 10*time.Second)).To(Succeed())
+		Expect(noACK.wait("/stuck0", 30*time.Second)).To(Succeed())
 		noRead, err := dialADS(ctx, gw, "stuck-no-read", adsOptions{noRead: true, dial: []grpc.DialOption{
 			// Fixed 64 KiB windows (no BDP growth): unread data fills them.
 			grpc.WithInitialWindowSize(64 << 10), grpc.WithInitialConnWindowSize(64 << 10),

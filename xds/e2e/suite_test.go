@@ -64,7 +64,7 @@ import (
 func TestE2E(t *testing.T) {
 	testenv.Require(t)
 	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyTimeout(60 * time.Second)
 	SetDefaultEventuallyPollingInterval(20 * time.Millisecond)
 	RunSpecs(t, "xds e2e")
 }
