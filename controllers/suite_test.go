@@ -38,26 +38,15 @@ type fixture struct {
 func newFixture(ctx context.Context, c client.Client, prefix string) *fixture {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
 	Expect(c.Create(ctx, ns)).To(Succeed())
-	dumpOnFailure(c, ns.Name)
+	dumps.Add(c, ns.Name)
 	return &fixture{c: c, ns: ns.Name}
 }
 
-// dumpTargets are the namespaces the running spec created, by the client
-// that reads them; a spec that fails prints their objects.
-var dumpTargets = map[client.Client][]string{}
+// dumps are the namespaces the running spec created; a spec that fails
+// prints their objects.
+var dumps testenv.Dumps
 
-// dumpOnFailure adds ns to what a failing spec prints.
-func dumpOnFailure(c client.Client, ns string) { dumpTargets[c] = append(dumpTargets[c], ns) }
-
-var _ = AfterEach(func() {
-	defer func() { dumpTargets = map[client.Client][]string{} }()
-	if !CurrentSpecReport().Failed() {
-		return
-	}
-	for c, nss := range dumpTargets {
-		testenv.Dump(context.Background(), c, GinkgoWriter, append(nss, "default")...)
-	}
-})
+var _ = AfterEach(func() { dumps.Flush(context.Background(), GinkgoWriter, CurrentSpecReport().Failed()) })
 
 func (f *fixture) service(ctx context.Context, name string) {
 	svc := &corev1.Service{

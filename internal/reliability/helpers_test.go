@@ -234,6 +234,7 @@ func setupWorld(ctx context.Context, c client.Client) *world {
 	GinkgoHelper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rel-"}}
 	Expect(c.Create(ctx, ns)).To(Succeed())
+	dumps.Add(c, ns.Name)
 	w := &world{ns: ns.Name, gw: types.NamespacedName{Namespace: ns.Name, Name: "shard"}, churn: "churn"}
 	for _, svc := range []string{"web", "web2"} {
 		Expect(c.Create(ctx, &corev1.Service{
@@ -442,6 +443,12 @@ func (ch *churner) stop() (last string, ok, failed int) {
 	defer ch.mu.Unlock()
 	return ch.last, ch.n, ch.errs
 }
+
+// dumps are the namespaces the running spec created; a spec that fails
+// prints their objects.
+var dumps testenv.Dumps
+
+var _ = AfterEach(func() { dumps.Flush(context.Background(), GinkgoWriter, CurrentSpecReport().Failed()) })
 
 // pause waits d, or less if ctx ends first: a retry's backoff.
 func pause(ctx context.Context, d time.Duration) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -83,4 +84,37 @@ func writeObject(w io.Writer, kind string, o runtime.Object) {
 		return
 	}
 	fmt.Fprintf(w, "---\n# %s\n%s", kind, b)
+}
+
+// Dumps collects the namespaces a test creates, by the client that reads
+// them, so that a failing test can print what it saw. Register with Add
+// when a namespace is created; call Flush after each test.
+type Dumps struct {
+	mu      sync.Mutex
+	targets map[client.Client][]string
+}
+
+// Add remembers ns, read with c, for the next Flush.
+func (d *Dumps) Add(c client.Client, ns string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.targets == nil {
+		d.targets = map[client.Client][]string{}
+	}
+	d.targets[c] = append(d.targets[c], ns)
+}
+
+// Flush dumps every remembered namespace (and "default") to w when failed,
+// then forgets them.
+func (d *Dumps) Flush(ctx context.Context, w io.Writer, failed bool) {
+	d.mu.Lock()
+	targets := d.targets
+	d.targets = nil
+	d.mu.Unlock()
+	if !failed {
+		return
+	}
+	for c, nss := range targets {
+		Dump(ctx, c, w, append(nss, "default")...)
+	}
 }

@@ -68,6 +68,28 @@ var _ = Describe("envtest mode with MetalLB", Ordered, func() {
 		}
 	})
 
+	It("dumps a failed test's namespaces, and nothing after a passing one", func() {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "dump-"}}
+		Expect(env.Client.Create(ctx, ns)).To(Succeed())
+		Expect(env.Client.Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "dumped-svc", Namespace: ns.Name},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
+		})).To(Succeed())
+		var d testenv.Dumps
+		var out strings.Builder
+		d.Add(env.Client, ns.Name)
+		d.Flush(ctx, &out, false)
+		Expect(out.String()).To(BeEmpty(), "a passing test prints nothing")
+		d.Add(env.Client, ns.Name)
+		d.Flush(ctx, &out, true)
+		Expect(out.String()).To(ContainSubstring("name: dumped-svc"))
+		Expect(out.String()).To(ContainSubstring("namespace: " + ns.Name))
+		Expect(out.String()).NotTo(ContainSubstring("managedFields"))
+		out.Reset()
+		d.Flush(ctx, &out, true)
+		Expect(out.String()).To(BeEmpty(), "Flush forgets what it dumped")
+	})
+
 	It("installs the experimental Gateway API channel (TLSRoute v1alpha2 served)", func() {
 		var crd apiextensionsv1.CustomResourceDefinition
 		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "tlsroutes.gateway.networking.k8s.io"}, &crd)).To(Succeed())

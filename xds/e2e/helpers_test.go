@@ -30,6 +30,7 @@ import (
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/pki"
+	"github.com/shardgate/shardgate/internal/testenv"
 )
 
 const (
@@ -91,8 +92,15 @@ func namespace(ctx context.Context, prefix string) string {
 	GinkgoHelper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
 	Expect(env.Client.Create(ctx, ns)).To(Succeed())
+	dumps.Add(env.Client, ns.Name)
 	return ns.Name
 }
+
+// dumps are the namespaces the running spec created; a spec that fails
+// prints their objects.
+var dumps testenv.Dumps
+
+var _ = AfterEach(func() { dumps.Flush(context.Background(), GinkgoWriter, CurrentSpecReport().Failed()) })
 
 func ensureGatewayClass(ctx context.Context) {
 	GinkgoHelper()
