@@ -87,7 +87,7 @@ conformance:
 
 ## conformance-local: the suite's status-only tests against the harness's cluster mode and an in-process shardgate (no traffic; also part of make test)
 conformance-local: envtest-assets
-	CI=$${CI:-} $(GO) test -count=1 -timeout 15m -ldflags '$(LDFLAGS)' -run '^(TestConformanceLocal|TestTrafficTestsUpToDate|TestScan.*)$$' -v ./conformance/ $(if $(CONFORMANCE_FLAGS),-args $(CONFORMANCE_FLAGS))
+	CI=$${CI:-} $(GO) test -count=1 -timeout 25m -ldflags '$(LDFLAGS)' -run '^(TestConformanceLocal|TestTrafficTestsUpToDate|TestScan.*)$$' -v ./conformance/ $(if $(CONFORMANCE_FLAGS),-args $(CONFORMANCE_FLAGS))
 
 ## bench: Go benchmarks, then the bench command against the harness apiserver (figures, not pass/fail; see BENCHMARKS.md)
 bench: envtest-assets
