@@ -9,13 +9,28 @@ LDFLAGS    := -X github.com/shardgate/shardgate/internal/version.Version=$(VERSI
 GOTESTFLAGS ?=
 export GOTOOLCHAIN := local
 
-.PHONY: all build test bench unit-test demo envtest-assets controller-gen crds verify-generated lint fmt vet clean
+.PHONY: all build image test bench unit-test demo envtest-assets controller-gen crds verify-generated lint fmt vet clean
 
 all: build
 
 ## build: the shardgate binary into bin/shardgate
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/shardgate ./cmd/shardgate
+
+## image: the controller image, offline (no Docker): a static linux binary on an empty
+## base, uid 65532, tagged $(IMAGE_REPO):<chart appVersion>, written as an OCI image
+## layout (bin/image/oci) and a `docker load` tarball (bin/image/shardgate.tar)
+IMAGE_REPO  ?= ghcr.io/shardgate/shardgate
+APP_VERSION := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' charts/shardgate/Chart.yaml)
+IMAGE_TAG   ?= $(APP_VERSION)
+IMAGE_ARCH  ?= $(shell $(GO) env GOARCH)
+image:
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' \
+		-o $(BIN)/image/shardgate-linux-$(IMAGE_ARCH) ./cmd/shardgate
+	$(GO) run ./hack/image --binary $(BIN)/image/shardgate-linux-$(IMAGE_ARCH) --os linux --arch $(IMAGE_ARCH) \
+		--version $(IMAGE_TAG) --revision "$$(git rev-parse HEAD 2>/dev/null)" \
+		--created "$$(git log -1 --format=%ct 2>/dev/null || echo 0)" \
+		--tag $(IMAGE_REPO):$(IMAGE_TAG) --layout $(BIN)/image/oci --tarball $(BIN)/image/shardgate.tar
 
 ## envtest-assets: kube-apiserver, etcd, controller-manager, scheduler, KWOK, MetalLB and CRDs into bin/
 envtest-assets:
