@@ -240,7 +240,7 @@ func TestRenderDefaults(t *testing.T) {
 
 	g.Expect(kinds(rel.objects)).To(Equal(map[string]int{
 		"ServiceAccount": 1, "ConfigMap": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
-		"Role": 1, "RoleBinding": 1, "Service": 2, "Deployment": 1, "PodDisruptionBudget": 1,
+		"Role": 2, "RoleBinding": 2, "Service": 2, "Deployment": 1, "PodDisruptionBudget": 1,
 		"GatewayClass": 1,
 	}), "rendered: %v", names(rel.objects))
 	for _, u := range rel.objects {
@@ -493,8 +493,18 @@ func roleRules(t tb, rel *release) []scopedRule {
 	for _, r := range find[rbacv1.ClusterRole](t, rel, "ClusterRole", fullname(rel)).Rules {
 		out = append(out, scopedRule{PolicyRule: r})
 	}
-	for _, r := range find[rbacv1.Role](t, rel, "Role", fullname(rel)).Rules {
-		out = append(out, scopedRule{PolicyRule: r, namespace: rel.namespace})
+	// Every Role: the release namespace's, and one per shard namespace.
+	for _, u := range rel.objects {
+		if u.GetKind() != "Role" {
+			continue
+		}
+		var role rbacv1.Role
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, &role, true); err != nil {
+			t.Fatalf("Role %s/%s: %v", u.GetNamespace(), u.GetName(), err)
+		}
+		for _, r := range role.Rules {
+			out = append(out, scopedRule{PolicyRule: r, namespace: u.GetNamespace()})
+		}
 	}
 	return out
 }
@@ -568,7 +578,8 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 			Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}})).To(Succeed())
 		}
 		rel, err = render("shardgate", ns, map[string]any{
-			"config": map[string]any{"blockedHostnames": []any{".blocked.example"}},
+			"config":          map[string]any{"blockedHostnames": []any{".blocked.example"}},
+			"shardNamespaces": []any{infraN},
 		})
 		Expect(err).NotTo(HaveOccurred())
 	})
@@ -890,13 +901,13 @@ func ourParent(ps []gatewayv1.RouteParentStatus) bool {
 // grantKey is one verb on one resource of one rule.
 type grantKey struct {
 	Group, Resource, Verb string
-	Namespaced            bool // granted by the Role (release namespace only)
+	Namespaced            bool // granted by a Role (the release namespace's or a shard namespace's)
 }
 
 func (k grantKey) String() string {
 	scope := "cluster"
 	if k.Namespaced {
-		scope = "release namespace"
+		scope = "a Role's namespace"
 	}
 	g := k.Group
 	if g == "" {
