@@ -32,12 +32,18 @@ image:
 		--created "$$(git log -1 --format=%ct 2>/dev/null || echo 0)" \
 		--tag $(IMAGE_REPO):$(IMAGE_TAG) --layout $(BIN)/image/oci --tarball $(BIN)/image/shardgate.tar
 
-## envtest-assets: kube-apiserver, etcd, controller-manager, scheduler, KWOK, MetalLB and CRDs into bin/
+## envtest-assets: kube-apiserver, etcd, controller-manager, scheduler, KWOK, MetalLB, CRDs,
+## kubectl, helm, helm-docs and crd-ref-docs into bin/
 envtest-assets:
 	./hack/envtest-assets.sh all
 
 controller-gen:
 	./hack/envtest-assets.sh controller-gen
+
+## helm, crd-ref-docs, helm-docs, kubectl: one tool each into bin/ (also part of envtest-assets)
+.PHONY: helm crd-ref-docs helm-docs kubectl
+helm crd-ref-docs helm-docs kubectl:
+	./hack/envtest-assets.sh $@
 
 ## crds: regenerate deepcopy and the CRD YAML in crds/
 crds: controller-gen
