@@ -64,8 +64,14 @@ chart-crds:
 	cp $(BIN)/crds/gateway-api/experimental/gateway.networking.*_*.yaml $(CHART_DIR)/charts/gateway-api-crds/crds/
 	rm -f $(CHART_DIR)/charts/gateway-api-crds/crds/gateway.networking.k8s.io_vap_safeupgrades.yaml
 
-## verify-generated: fail when crds/ or the deepcopy are stale (the tree is left as it was)
-verify-generated: controller-gen
+## api-docs: regenerate docs/api-reference.md from api/v1alpha1 (crd-ref-docs)
+.PHONY: api-docs
+api-docs: crd-ref-docs
+	$(BIN)/crd-ref-docs --source-path=api/v1alpha1 --config=hack/crd-ref-docs.yaml \
+		--renderer=markdown --output-path=docs/api-reference.md --log-level=WARN
+
+## verify-generated: fail when crds/, the deepcopy or docs/api-reference.md are stale (the tree is left as it was)
+verify-generated: controller-gen crd-ref-docs
 	./hack/verify-generated.sh
 
 ## lint: gofmt and go vet
