@@ -106,3 +106,23 @@ func diff(want, got []byte) string {
 	}
 	return d
 }
+
+// TestChartREADME: README.md is what helm-docs generates from
+// README.md.gotmpl and the `# --` comments of values.yaml.
+func TestChartREADME(t *testing.T) {
+	helmDocs := tool(t, "helm-docs")
+	args := []string{"--chart-search-root=.", "--chart-to-generate=.", "--template-files=README.md.gotmpl",
+		"--sort-values-order=file", "--log-level=warning"}
+	if *update {
+		run(t, helmDocs, args...)
+		return
+	}
+	got := run(t, helmDocs, append(args, "--dry-run")...)
+	want, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(bytes.TrimSpace(want), bytes.TrimSpace(got)) {
+		t.Errorf("README.md is stale: run `go test ./charts/shardgate -run TestChartREADME -update`\n%s", diff(want, got))
+	}
+}
