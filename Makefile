@@ -107,9 +107,11 @@ conformance:
 	@test -n "$(KUBECONFIG)" || { echo "make conformance needs KUBECONFIG=<path to a cluster with shardgate installed>; the local run is make conformance-local"; exit 1; }
 	KUBECONFIG=$(KUBECONFIG) $(GO) test -count=1 -timeout 90m -ldflags '$(LDFLAGS)' -run '^TestConformance$$' -v ./conformance/ -args -cluster $(CONFORMANCE_FLAGS)
 
-## conformance-local: the suite's status-only tests against the harness's cluster mode and an in-process shardgate (no traffic; also part of make test)
+## conformance-local: the suite's status-only tests against the harness's cluster mode and an in-process shardgate (no traffic;
+## also part of make test). Writes the upstream-format report to conformance/reports/v1.6.3-shardgate-local-report.yaml: commit it
 conformance-local: envtest-assets
-	CI=$${CI:-} $(GO) test -count=1 -timeout 15m -ldflags '$(LDFLAGS)' -run '^(TestConformanceLocal|TestTrafficTestsUpToDate|TestScan.*)$$' -v ./conformance/ $(if $(CONFORMANCE_FLAGS),-args $(CONFORMANCE_FLAGS))
+	CI=$${CI:-} $(GO) test -count=1 -timeout 15m -ldflags '$(LDFLAGS)' -run '^(TestConformanceLocal|TestTrafficTestsUpToDate|TestScan.*)$$' -v ./conformance/ \
+		-args -local-report=reports/$(GATEWAY_API_VERSION)-shardgate-local-report.yaml $(CONFORMANCE_FLAGS)
 
 ## bench: Go benchmarks, then the bench command against the harness apiserver (figures, not pass/fail; see BENCHMARKS.md)
 bench: envtest-assets
