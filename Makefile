@@ -109,9 +109,9 @@ conformance:
 
 ## conformance-local: the suite's status-only tests against the harness's cluster mode and an in-process shardgate (no traffic;
 ## also part of make test). Writes the upstream-format report to conformance/reports/v1.6.3-shardgate-local-report.yaml: commit it
+conformance-local: override CONFORMANCE_FLAGS += -local-report=reports/$(GATEWAY_API_VERSION)-shardgate-local-report.yaml
 conformance-local: envtest-assets
-	CI=$${CI:-} $(GO) test -count=1 -timeout 15m -ldflags '$(LDFLAGS)' -run '^(TestConformanceLocal|TestTrafficTestsUpToDate|TestScan.*)$$' -v ./conformance/ \
-		-args -local-report=reports/$(GATEWAY_API_VERSION)-shardgate-local-report.yaml $(CONFORMANCE_FLAGS)
+	CI=$${CI:-} $(GO) test -count=1 -timeout 15m -ldflags '$(LDFLAGS)' -run '^(TestConformanceLocal|TestTrafficTestsUpToDate|TestScan.*)$$' -v ./conformance/ $(if $(CONFORMANCE_FLAGS),-args $(CONFORMANCE_FLAGS))
 
 ## bench: Go benchmarks, then the bench command against the harness apiserver (figures, not pass/fail; see BENCHMARKS.md)
 bench: envtest-assets

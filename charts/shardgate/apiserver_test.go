@@ -378,8 +378,18 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 			g.Expect(apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: ipService}, &corev1.Service{}))).To(BeTrue())
 		}).Should(Succeed())
 
-		// A few lease renewals, then a clean stop (which releases the Lease).
-		time.Sleep(2 * manager.RetryPeriod)
+		// Two lease renewals (so renewing is among the requests checked
+		// below), then a clean stop (which releases the Lease).
+		renewTime := func(g Gomega) time.Time {
+			var lease coordinationv1.Lease
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: config.DefaultLeaderElectionID}, &lease)).To(Succeed())
+			g.Expect(lease.Spec.RenewTime).NotTo(BeNil())
+			return lease.Spec.RenewTime.Time
+		}
+		for range 2 {
+			last := renewTime(Default)
+			eventually(func(g Gomega) { g.Expect(renewTime(g)).To(BeTemporally(">", last)) }).Should(Succeed())
+		}
 		stop()
 
 		By("no request was forbidden")
