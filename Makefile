@@ -9,7 +9,7 @@ LDFLAGS    := -X github.com/shardgate/shardgate/internal/version.Version=$(VERSI
 GOTESTFLAGS ?=
 export GOTOOLCHAIN := local
 
-.PHONY: all build test bench unit-test demo envtest-assets controller-gen crds verify-generated lint fmt vet clean
+.PHONY: all build image test bench unit-test demo envtest-assets controller-gen crds verify-generated lint fmt vet clean
 
 all: build
 
@@ -17,12 +17,33 @@ all: build
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/shardgate ./cmd/shardgate
 
-## envtest-assets: kube-apiserver, etcd, controller-manager, scheduler, KWOK, MetalLB and CRDs into bin/
+## image: the controller image, offline (no Docker): a static linux binary on an empty
+## base, uid 65532, tagged $(IMAGE_REPO):<chart appVersion>, written as an OCI image
+## layout (bin/image/oci) and a `docker load` tarball (bin/image/shardgate.tar)
+IMAGE_REPO  ?= ghcr.io/shardgate/shardgate
+APP_VERSION := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' charts/shardgate/Chart.yaml)
+IMAGE_TAG   ?= $(APP_VERSION)
+IMAGE_ARCH  ?= $(shell $(GO) env GOARCH)
+image:
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' \
+		-o $(BIN)/image/shardgate-linux-$(IMAGE_ARCH) ./cmd/shardgate
+	$(GO) run ./hack/image --binary $(BIN)/image/shardgate-linux-$(IMAGE_ARCH) --os linux --arch $(IMAGE_ARCH) \
+		--version $(IMAGE_TAG) --revision "$$(git rev-parse HEAD 2>/dev/null)" \
+		--created "$$(git log -1 --format=%ct 2>/dev/null || echo 0)" \
+		--tag $(IMAGE_REPO):$(IMAGE_TAG) --layout $(BIN)/image/oci --tarball $(BIN)/image/shardgate.tar
+
+## envtest-assets: kube-apiserver, etcd, controller-manager, scheduler, KWOK, MetalLB, CRDs,
+## kubectl, helm, helm-docs and crd-ref-docs into bin/
 envtest-assets:
 	./hack/envtest-assets.sh all
 
 controller-gen:
 	./hack/envtest-assets.sh controller-gen
+
+## helm, crd-ref-docs, helm-docs, kubectl: one tool each into bin/ (also part of envtest-assets)
+.PHONY: helm crd-ref-docs helm-docs kubectl
+helm crd-ref-docs helm-docs kubectl:
+	./hack/envtest-assets.sh $@
 
 ## crds: regenerate deepcopy and the CRD YAML in crds/
 crds: controller-gen
@@ -43,8 +64,14 @@ chart-crds:
 	cp $(BIN)/crds/gateway-api/experimental/gateway.networking.*_*.yaml $(CHART_DIR)/charts/gateway-api-crds/crds/
 	rm -f $(CHART_DIR)/charts/gateway-api-crds/crds/gateway.networking.k8s.io_vap_safeupgrades.yaml
 
-## verify-generated: fail when crds/ or the deepcopy are stale (the tree is left as it was)
-verify-generated: controller-gen
+## api-docs: regenerate docs/api-reference.md from api/v1alpha1 (crd-ref-docs)
+.PHONY: api-docs
+api-docs: crd-ref-docs
+	$(BIN)/crd-ref-docs --source-path=api/v1alpha1 --config=hack/crd-ref-docs.yaml \
+		--renderer=markdown --output-path=docs/api-reference.md --log-level=WARN
+
+## verify-generated: fail when crds/, the deepcopy or docs/api-reference.md are stale (the tree is left as it was)
+verify-generated: controller-gen crd-ref-docs
 	./hack/verify-generated.sh
 
 ## lint: gofmt and go vet
@@ -85,7 +112,9 @@ conformance:
 	@test -n "$(KUBECONFIG)" || { echo "make conformance needs KUBECONFIG=<path to a cluster with shardgate installed>; the local run is make conformance-local"; exit 1; }
 	KUBECONFIG=$(KUBECONFIG) $(GO) test -count=1 -timeout 90m -ldflags '$(LDFLAGS)' -run '^TestConformance$$' -v ./conformance/ -args -cluster $(CONFORMANCE_FLAGS)
 
-## conformance-local: the suite's status-only tests against the harness's cluster mode and an in-process shardgate (no traffic; also part of make test)
+## conformance-local: the suite's status-only tests against the harness's cluster mode and an in-process shardgate (no traffic;
+## also part of make test). Writes the upstream-format report to conformance/reports/v1.6.3-shardgate-local-report.yaml: commit it
+conformance-local: override CONFORMANCE_FLAGS += -local-report=reports/$(GATEWAY_API_VERSION)-shardgate-local-report.yaml
 conformance-local: envtest-assets
 	CI=$${CI:-} $(GO) test -count=1 -timeout 25m -ldflags '$(LDFLAGS)' -run '^(TestConformanceLocal|TestTrafficTestsUpToDate|TestScan.*)$$' -v ./conformance/ $(if $(CONFORMANCE_FLAGS),-args $(CONFORMANCE_FLAGS))
 

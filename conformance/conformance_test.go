@@ -50,6 +50,7 @@ var (
 	localTimeout = flag.Duration("local-timeout", 20*time.Minute, "local mode: the whole run (harness, shardgate and the suite) must finish within this (generous: a loaded machine runs the cluster-mode harness slowly)")
 	updateExpect = flag.Bool("update-expected", false, "local mode: rewrite testdata/local-expected-pass.txt from this run's passes")
 	localRunTest = flag.String("local-run-test", "", "local mode: run only this upstream test, keep its objects and write their status next to the report (for diagnosis)")
+	localReport  = flag.String("local-report", "", "local mode: write the report here (relative to conformance/) instead of the git-ignored reports/<date>-shardgate-<version>-local.yaml; make conformance-local writes the committed "+LocalReportPath)
 )
 
 func init() {
@@ -170,6 +171,11 @@ func Options(t *testing.T, cfg *rest.Config, local bool) suite.ConformanceOption
 		ManifestFS:          []iofs.FS{&upstream.Manifests},
 	}
 }
+
+// LocalReportPath is the committed report of the latest local run, written
+// by `make conformance-local`: the upstream ConformanceReport of the suite
+// version in go.mod, with the traffic tests skipped (no Envoy here).
+const LocalReportPath = "reports/v1.6.3-shardgate-local-report.yaml"
 
 // DefaultReportPath is conformance/reports/<date>-shardgate-<version>.yaml
 // (with -local before .yaml for local runs, which are not a full report).

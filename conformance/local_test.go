@@ -87,6 +87,9 @@ func TestConformanceLocal(t *testing.T) {
 	t.Logf("harness up in %s", time.Since(start).Round(100*time.Millisecond))
 
 	reportPath := DefaultReportPath(version.Version, true)
+	if *localReport != "" {
+		reportPath = *localReport
+	}
 	if err := os.MkdirAll(filepath.Dir(reportPath), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func init() {
 var ipAddressPoolGK = schema.GroupKind{Group: metallbv1beta1.GroupVersion.Group, Kind: "IPAddressPool"}
 
 // LeasedIPReconciler keeps one LoadBalancer Service per LeasedIP and reports
-// MetalLB's answer in the LeasedIP's status (DESIGN §3.4). The rules live in
+// MetalLB's answer in the LeasedIP's status. The rules live in
 // internal/addresses; this type reads, applies and writes status.
 //
 // It reads MetalLB's Events about Services from a cache of its own that

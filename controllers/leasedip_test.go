@@ -179,7 +179,7 @@ var _ = Describe("LeasedIPs on the real MetalLB controller", Ordered, func() {
 			Expect(inRange(ip, leasedPoolRange)).To(BeTrue(), ip)
 		}
 
-		By("writing the Service of DESIGN §3.4")
+		By("writing the LoadBalancer Service of the LeasedIP")
 		l := alice.getLeasedIP(ctx, "myip-443")
 		Expect(l.Status.SharingKey).To(Equal("akash1alice-ip-myip"))
 		Expect(l.Status.Service).To(Equal("web-ip-443-tcp"))

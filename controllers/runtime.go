@@ -25,8 +25,8 @@ import (
 	"github.com/shardgate/shardgate/internal/infra"
 )
 
-// GatewayRuntimeSource is the RuntimeSource of Gateway addresses (DESIGN
-// §3.5): for every Gateway of our classes, the addresses of its Envoy
+// GatewayRuntimeSource is the RuntimeSource of Gateway addresses: for
+// every Gateway of our classes, the addresses of its Envoy
 // Service (status.loadBalancer) and, when there are none or a requested IP
 // cannot be had, the Programmed reason AddressNotAssigned or
 // AddressNotUsable (internal/addresses). It reads the informer cache, so it

@@ -3,7 +3,7 @@
 #   bin/k8s/{kube-apiserver,kube-controller-manager,kube-scheduler,etcd,kwok,metallb-controller}
 #   bin/crds/{gateway-api/standard,gateway-api/experimental,metallb}
 #   bin/kwok-stages/*.yaml
-#   bin/controller-gen
+#   bin/controller-gen, bin/helm, bin/helm-docs, bin/crd-ref-docs, bin/k8s/kubectl
 # Each binary records the version it was built from in bin/.versions/<name>;
 # a binary whose recorded version matches is skipped, so the target is cheap
 # to run again. Versions come from hack/versions.env only.
@@ -56,6 +56,24 @@ tools() {
   (cd "$dir" && go mod tidy)
 }
 
+# kubernetes_wrapper NAME VERSION PKG...: a throwaway module requiring
+# k8s.io/kubernetes at VERSION. Every module k8s.io/kubernetes maps to
+# ./staging/src/k8s.io/X is published as k8s.io/X at v0.<minor>.<patch>,
+# so the replace list is generated from its own go.mod.
+kubernetes_wrapper() {
+  local name=$1 want=$2; shift 2
+  local dir gomod minor
+  dir=$(wrapper "$name")
+  gomod=$(modfile "k8s.io/kubernetes@$want")
+  minor=${want#v1.}; minor=v0.${minor}
+  {
+    printf 'require k8s.io/kubernetes %s\n\n' "$want"
+    sed -n 's#^[[:space:]]*\(k8s\.io/[^ ]*\) => \./staging/src/.*#replace \1 => \1 '"$minor"'#p' "$gomod"
+  } >>"$dir/go.mod"
+  tools "$dir" "$@" >&2
+  echo "$dir"
+}
+
 build_kubernetes() {
   local want="$KUBERNETES_VERSION"
   if current kube-apiserver "$want" "$k8s/kube-apiserver" &&
@@ -64,17 +82,8 @@ build_kubernetes() {
     log "kubernetes $want: up to date"; return
   fi
   log "kubernetes $want: building kube-apiserver, kube-controller-manager, kube-scheduler (about 6 minutes cold on 2 cores)"
-  local dir gomod minor
-  dir=$(wrapper kubernetes)
-  gomod=$(modfile "k8s.io/kubernetes@$want")
-  minor=${want#v1.}; minor=v0.${minor}
-  {
-    printf 'require k8s.io/kubernetes %s\n\n' "$want"
-    # Every module k8s.io/kubernetes maps to ./staging/src/k8s.io/X is
-    # published as k8s.io/X at v0.<minor>.<patch>.
-    sed -n 's#^[[:space:]]*\(k8s\.io/[^ ]*\) => \./staging/src/.*#replace \1 => \1 '"$minor"'#p' "$gomod"
-  } >>"$dir/go.mod"
-  tools "$dir" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+  local dir
+  dir=$(kubernetes_wrapper kubernetes "$want" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler)
   (cd "$dir" && go build -trimpath -o "$k8s/" \
       k8s.io/kubernetes/cmd/kube-apiserver \
       k8s.io/kubernetes/cmd/kube-controller-manager \
@@ -83,17 +92,55 @@ build_kubernetes() {
   log "kubernetes $want: done"
 }
 
-build_simple() { # stamp-name version module package output
-  local name=$1 want=$2 module=$3 pkg=$4 out=$5
+# kubectl, at the cluster's version, from the same wrapper as the control
+# plane (so it shares its build cache), with the version stamps the
+# Kubernetes release build sets: `kubectl version --client` prints the real
+# version, not v0.0.0-master.
+build_kubectl() {
+  local want="$KUBERNETES_VERSION"
+  if current kubectl "$want" "$k8s/kubectl"; then log "kubectl $want: up to date"; return; fi
+  log "kubectl $want: building k8s.io/kubernetes/cmd/kubectl"
+  local dir major minor ldflags="-s -w" pkg
+  dir=$(kubernetes_wrapper kubectl "$want" k8s.io/kubernetes/cmd/kubectl)
+  major=${want#v}; major=${major%%.*}
+  minor=${want#v*.}; minor=${minor%%.*}
+  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+    ldflags+=" -X $pkg.gitVersion=$want -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+    ldflags+=" -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+  (cd "$dir" && go build -trimpath -ldflags "$ldflags" -o "$k8s/kubectl" k8s.io/kubernetes/cmd/kubectl)
+  stamp kubectl "$want"
+  log "kubectl $want: done"
+}
+
+build_simple() { # stamp-name version module package output [ldflags]
+  local name=$1 want=$2 module=$3 pkg=$4 out=$5 ldflags=${6:-}
   if current "$name" "$want" "$out"; then log "$name $want: up to date"; return; fi
   log "$name $want: building $pkg"
   local dir
   dir=$(wrapper "$name")
   printf 'require %s %s\n' "$module" "$want" >>"$dir/go.mod"
   tools "$dir" "$pkg"
-  (cd "$dir" && go build -trimpath -o "$out" "$pkg")
+  (cd "$dir" && go build -trimpath ${ldflags:+-ldflags "$ldflags"} -o "$out" "$pkg")
   stamp "$name" "$want"
   log "$name $want: done"
+}
+
+# helm, with the version stamps of Helm's own release build: its version,
+# and the Kubernetes version of its client-go as the default capabilities
+# (without them `helm template` assumes Kubernetes 1.20).
+build_helm() {
+  local want="$HELM_VERSION" module=helm.sh/helm/v3
+  if current helm "$want" "$bin/helm"; then log "helm $want: up to date"; return; fi
+  local gomod cg major minor
+  gomod=$(modfile "$module@$want")
+  cg=$(sed -n 's#^[[:space:]]*k8s\.io/client-go v0\.\([0-9]*\)\..*#\1#p' "$gomod" | head -1)
+  [[ -n "$cg" ]] || { echo "helm $want: no k8s.io/client-go requirement in $gomod" >&2; exit 1; }
+  major=1 minor=$cg
+  build_simple helm "$want" "$module" "$module/cmd/helm" "$bin/helm" \
+    "-s -w -X $module/internal/version.version=$want -X $module/internal/version.gitTreeState=clean $(
+    ) -X $module/pkg/lint/rules.k8sVersionMajor=$major -X $module/pkg/lint/rules.k8sVersionMinor=$minor $(
+    ) -X $module/pkg/chartutil.k8sVersionMajor=$major -X $module/pkg/chartutil.k8sVersionMinor=$minor"
 }
 
 stage_crds() {
@@ -123,6 +170,12 @@ what=${1:-all}
 case "$what" in
   controller-gen)
     build_simple controller-gen "$CONTROLLER_TOOLS_VERSION" sigs.k8s.io/controller-tools sigs.k8s.io/controller-tools/cmd/controller-gen "$bin/controller-gen" ;;
+  helm) build_helm ;;
+  crd-ref-docs)
+    build_simple crd-ref-docs "$CRD_REF_DOCS_VERSION" github.com/elastic/crd-ref-docs github.com/elastic/crd-ref-docs "$bin/crd-ref-docs" ;;
+  kubectl) build_kubectl ;;
+  helm-docs)
+    build_simple helm-docs "$HELM_DOCS_VERSION" github.com/norwoodj/helm-docs github.com/norwoodj/helm-docs/cmd/helm-docs "$bin/helm-docs" ;;
   all)
     start=$(date +%s)
     stage_crds
@@ -130,7 +183,11 @@ case "$what" in
     build_simple kwok "$KWOK_VERSION" sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok "$k8s/kwok"
     build_simple metallb-controller "$METALLB_VERSION" go.universe.tf/metallb go.universe.tf/metallb/controller "$k8s/metallb-controller"
     build_kubernetes
+    build_kubectl
+    build_helm
+    build_simple crd-ref-docs "$CRD_REF_DOCS_VERSION" github.com/elastic/crd-ref-docs github.com/elastic/crd-ref-docs "$bin/crd-ref-docs"
+    build_simple helm-docs "$HELM_DOCS_VERSION" github.com/norwoodj/helm-docs github.com/norwoodj/helm-docs/cmd/helm-docs "$bin/helm-docs"
     log "all assets ready in $(( $(date +%s) - start ))s: $k8s"
     ;;
-  *) echo "usage: $0 [all|controller-gen]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|controller-gen|helm|crd-ref-docs|kubectl|helm-docs]" >&2; exit 2 ;;
 esac

@@ -5,7 +5,8 @@
 // spec.subdomain model), and whether a Gateway has a listener able to carry
 // a shard's domain.
 //
-// It owns the rules of DESIGN §2.3 and §3.3 that are about shards; hostname
+// It owns the rules about shards (which Gateways are shards, what they
+// select, the hosts they serve and their per-shard status); hostname
 // ownership (who may hold a host) belongs to internal/hostnames, and the
 // LeaseHost controller combines the two.
 //

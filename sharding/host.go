@@ -23,8 +23,8 @@ var ErrInvalidHost = errors.New("invalid host")
 
 // ComposeHost returns subdomain + "." + domain, the host a shard with that
 // domain serves for a LeaseHost with that subdomain. Both parts are
-// lowercased and trimmed of surrounding space first (DESIGN §3.1 normalises
-// every name the same way); the result must be a valid host (see
+// lowercased and trimmed of surrounding space first (internal/hostnames
+// normalises every name the same way); the result must be a valid host (see
 // ValidateHost). A multi-label subdomain such as "a.b" is allowed.
 func ComposeHost(subdomain, domain string) (string, error) {
 	subdomain = normalise(subdomain)

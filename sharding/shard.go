@@ -13,7 +13,7 @@ import (
 )
 
 // Shard is a Gateway of our class whose GatewayParameters have a shard
-// section (DESIGN §2.3).
+// section.
 type Shard struct {
 	// Name is the Gateway's name. It keys LeaseHost status.shards[], so
 	// Discover keeps it unique (see ReasonDuplicateShardName).

@@ -178,7 +178,7 @@ type LeaseHostStatus struct {
 
 	// reservedHosts are the names this LeaseHost holds, as last written by
 	// the controller. After a restart they tell the ownership engine who
-	// held what, so that a takeover's result survives (DESIGN §3.1 rule 7).
+	// held what, so that a takeover's result survives a restart.
 	// Only the controller may write LeaseHost status.
 	// +optional
 	// +listType=set

@@ -1,6 +1,9 @@
 // Package shardgate holds no code: it is the Helm chart in this directory,
-// and its test (chart_test.go) renders the chart with the Helm SDK, applies
-// it to the test apiserver, and runs the controller under the chart's
-// ServiceAccount to prove that its RBAC covers every call the controller
-// makes. The Go files are left out of the packaged chart (.helmignore).
+// and its tests. chart_test.go and values_test.go render the chart with the
+// Helm SDK and check the objects; apiserver_test.go applies it to the test
+// apiserver and runs the controller under the chart's ServiceAccount to
+// prove that its RBAC covers every call the controller makes; helm_test.go
+// runs the real helm (lint --strict, template goldens) and helm-docs (the
+// README). The Go files and testdata/ are left out of the packaged chart
+// (.helmignore).
 package shardgate

@@ -1,7 +1,7 @@
 // Command bench measures shardgate against the harness's real apiserver
 // (internal/testenv), with the shardgate binary in a separate process so that
 // its RSS can be read from /proc. It prints a table of figures with their
-// targets (DESIGN §5) and PASS or MISS, and always exits 0 unless the
+// targets (BENCHMARKS.md) and PASS or MISS, and always exits 0 unless the
 // measurement itself could not be made.
 //
 //	go run ./hack/bench          # full sizes

@@ -37,7 +37,10 @@ func main() {
 	examples := flag.String("examples", "examples", "directory of YAML to apply")
 	exitAfter := flag.Duration("exit-after", 0, "exit after this long instead of waiting for Ctrl-C (0: wait)")
 	flag.Parse()
-	if err := run(*binary, *examples, *exitAfter); err != nil {
+	restore := foreground()
+	err := run(*binary, *examples, *exitAfter)
+	restore()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
@@ -47,9 +50,21 @@ func step(format string, args ...any) {
 	fmt.Printf("\n==> "+format+"\n", args...)
 }
 
+// run runs the demo until Ctrl-C (or SIGTERM) or exitAfter. An interrupt
+// is the way to end it, also while it is starting: that is a clean stop,
+// not an error.
 func run(binary, examples string, exitAfter time.Duration) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	err := demo(ctx, binary, examples, exitAfter)
+	if err != nil && ctx.Err() != nil {
+		fmt.Printf("\n    interrupted (%v)\n", err)
+		return nil
+	}
+	return err
+}
+
+func demo(ctx context.Context, binary, examples string, exitAfter time.Duration) error {
 
 	step("booting the embedded control plane (cluster mode)")
 	start := time.Now()
@@ -114,7 +129,7 @@ func run(binary, examples string, exitAfter time.Duration) error {
 	}
 
 	step("the control plane stays up; try:")
-	fmt.Printf("    export KUBECONFIG=%s\n    kubectl get leasehosts,gateways,httproutes -A\n", env.Kubeconfig)
+	fmt.Printf("    export KUBECONFIG=%s\n    %s get leasehosts,gateways,httproutes -A\n", env.Kubeconfig, kubectl())
 	if exitAfter > 0 {
 		fmt.Printf("    (exiting after %s)\n", exitAfter)
 		select {
@@ -131,6 +146,20 @@ func run(binary, examples string, exitAfter time.Duration) error {
 		return fmt.Errorf("shardgate exited (%v):\n%s", werr, proc.Tail(30))
 	}
 	return nil
+}
+
+// kubectl is the kubectl built with the test assets (bin/k8s/kubectl, at
+// the control plane's version), or plain "kubectl" when it is missing.
+func kubectl() string {
+	root, err := testenv.Root()
+	if err != nil {
+		return "kubectl"
+	}
+	path := filepath.Join(root, "bin", "k8s", "kubectl")
+	if _, err := os.Stat(path); err != nil {
+		return "kubectl"
+	}
+	return path
 }
 
 func applyDir(ctx context.Context, c client.Client, dir string) error {

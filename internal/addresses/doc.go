@@ -1,9 +1,9 @@
 // Package addresses owns what shardgate asks of MetalLB, as pure functions.
 //
-// For LeasedIPs (DESIGN §3.4): the sharing key, the LoadBalancer Service's
+// For LeasedIPs: the sharing key, the LoadBalancer Service's
 // name, the Service itself, the reading of MetalLB's answer (the Service's
 // status, its Events and the IPAddressPool status) into the LeasedIP's
-// status, and per-pool usage. For Gateways (DESIGN §3.5, gateway.go): the
+// status, and per-pool usage. For Gateways (gateway.go): the
 // Envoy Service's address annotations and the Gateway's addresses and
 // Programmed reason.
 //

@@ -1,6 +1,6 @@
 package addresses
 
-// Gateway addresses (DESIGN §3.5): what a Gateway asks of MetalLB through
+// Gateway addresses: what a Gateway asks of MetalLB through
 // its Envoy Service's annotations, and how MetalLB's answer (the Service's
 // status.loadBalancer and the IPAddressPools) reads back as the Gateway's
 // status.addresses and Programmed reason.

@@ -1,5 +1,5 @@
 // Package config owns the shardgate controller's configuration file (the
-// --config flag, DESIGN.md §3b): its schema, its defaults, its validation and
+// --config flag; docs/configuration.md): its schema, its defaults, its validation and
 // its live reload.
 //
 // The file is YAML (JSON works too). Its keys are a public contract:
@@ -28,7 +28,7 @@
 //     "blockedHostnames[2]: ..."); all problems are reported at once. Absent,
 //     null and empty-string values take the default; an empty file is
 //     Default().
-//   - Normalising the block list (DESIGN.md §3.1 rule 1): entries are trimmed,
+//   - Normalising the block list (as every requested name is): entries are trimmed,
 //     lowercased and lose a trailing dot; "example.com" is an exact entry and
 //     ".example.com" a suffix entry; "*.example.com" is rejected in favour of
 //     ".example.com". The result is deduplicated and sorted. Matching
@@ -39,7 +39,7 @@
 //     editor rename-replace saves and ConfigMap "..data" symlink swaps, plus a
 //     periodic re-stat fallback). Subscribers are told only when the parsed
 //     configuration actually changes. Which changes take effect live is the
-//     consumer's decision; DESIGN.md requires at least the block list to.
+//     consumer's decision; the block list at least always does.
 //
 // # What it must never do
 //

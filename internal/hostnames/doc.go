@@ -1,4 +1,4 @@
-// Package hostnames owns hostname ownership for LeaseHosts (DESIGN §3.1):
+// Package hostnames owns hostname ownership for LeaseHosts:
 // normalising requested names, the provider's block list, and the claims
 // index that decides, for every LeaseHost, whether its name is Reserved,
 // Withheld, TransferredAway, Blocked, HostnameInUse or InvalidHostname.
@@ -14,7 +14,7 @@
 // # Precedence
 //
 // The decisions for a name are a pure function of its live claimants and the
-// block list, so event order never matters (DESIGN rules 7 and 8):
+// block list, so event order never matters, and a restart rebuilds the same holders:
 //
 //  1. A block-list match refuses every claimant (Blocked); nobody holds it.
 //  2. Base holder: the oldest claimant whose Holding hint is set (its status

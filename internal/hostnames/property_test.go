@@ -264,8 +264,8 @@ func dumpSnapshot(s Snapshot) string {
 	return b.String()
 }
 
-// checkInvariants checks the engine's whole state against the rules of
-// DESIGN §3.1, recomputed from scratch.
+// checkInvariants checks the engine's whole state against the ownership
+// rules (the package doc), recomputed from scratch.
 func checkInvariants(t testing.TB, e *Engine) {
 	t.Helper()
 	s := e.Snapshot()

@@ -1,6 +1,6 @@
 // Package infra builds, as pure functions, the Envoy data plane that
-// shardgate provisions for each Gateway of its classes (DESIGN §3.6, last
-// bullet): the objects, the Envoy bootstrap, and the decisions around them
+// shardgate provisions for each Gateway of its classes: the
+// objects, the Envoy bootstrap, and the decisions around them
 // (is an object up to date, is a client certificate due for reissue, which
 // GatewayParameters apply). It never talks to the apiserver: the infra
 // controller (controllers/infra.go) reads, calls Build, and applies.
@@ -83,7 +83,7 @@
 //     targetPort equal to the port. The container declares only the
 //     readiness port: listener ports come and go through LDS and must not
 //     roll the pods.
-//   - Addresses (DESIGN §3.5, internal/addresses): the Service carries
+//   - Addresses (internal/addresses): the Service carries
 //     metallb.io/address-pool from GatewayParameters spec.addresses.pool and
 //     metallb.io/loadBalancerIPs from the Gateway's spec.addresses of type
 //     IPAddress (an unset type counts as IPAddress).

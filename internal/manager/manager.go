@@ -44,7 +44,7 @@ import (
 )
 
 // Leader election timings. A new leader takes over writes within
-// LeaseDuration of the old one dying (DESIGN §3a: at most 15 s).
+// LeaseDuration of the old one dying (the target: at most 15 s).
 const (
 	LeaseDuration = 8 * time.Second
 	RenewDeadline = 6 * time.Second

@@ -23,7 +23,7 @@ import (
 )
 
 // kubeWrites counts every write this replica sends to the apiserver, so that
-// "only the leader writes" (DESIGN §3a) can be checked from the outside: a
+// "only the leader writes" can be checked from the outside: a
 // follower's leader="false" series must stay at zero.
 //
 // What is counted:

@@ -51,7 +51,11 @@ shardgate-xds
 shardgate-xds-ca
 {{- end -}}
 
-{{/* The controller image. */}}
+{{/* The controller image: repository@digest when a digest is set (the tag is then ignored), else repository:tag, the tag defaulting to the chart's appVersion. */}}
 {{- define "shardgate.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
 {{- end -}}
