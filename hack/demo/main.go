@@ -79,6 +79,7 @@ func run(binary, examples string, exitAfter time.Duration) error {
 	proc, err := env.StartProcess("shardgate", bin, []string{
 		"controller", "--kubeconfig=" + env.Kubeconfig,
 		"--metrics-address=" + metrics, "--health-address=127.0.0.1:0", "--xds-address=127.0.0.1:0",
+		"--enable-debug-xds",
 		"--log-format=text",
 	}, nil)
 	if err != nil {

@@ -69,6 +69,8 @@ type Options struct {
 	HealthAddress  string
 	XDSAddress     string
 	LeaderElect    *bool
+	// EnableDebugXDS, when set, overrides the config's xds.debugEndpoint.
+	EnableDebugXDS *bool
 	// EnableProfiling serves pprof under /debug/pprof/ on the metrics
 	// address.
 	EnableProfiling bool
@@ -440,9 +442,12 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 
 // metricsHandlers are what the metrics server serves besides /metrics.
 func (p *process) metricsHandlers() map[string]http.Handler {
-	extra := map[string]http.Handler{
+	extra := map[string]http.Handler{}
+	if p.cfg.XDS.DebugEndpoint {
 		// What each Gateway's proxies are served (names and versions).
-		"/debug/xds": p.xds.DebugHandler(),
+		// It names every tenant's clusters and Secrets, and the metrics
+		// address has no authentication of its own: off by default.
+		extra["/debug/xds"] = p.xds.DebugHandler()
 	}
 	if p.opts.EnableProfiling {
 		extra["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
@@ -534,6 +539,9 @@ func applyOverrides(cfg *config.Config, opts Options) {
 	}
 	if opts.LeaderElect != nil {
 		cfg.LeaderElection.Enabled = *opts.LeaderElect
+	}
+	if opts.EnableDebugXDS != nil {
+		cfg.XDS.DebugEndpoint = *opts.EnableDebugXDS
 	}
 }
 
