@@ -39,6 +39,7 @@ import (
 	"github.com/shardgate/shardgate/internal/pki"
 	"github.com/shardgate/shardgate/internal/scheme"
 	"github.com/shardgate/shardgate/internal/status"
+	"github.com/shardgate/shardgate/internal/tenancy"
 	xdsserver "github.com/shardgate/shardgate/xds/server"
 	"github.com/shardgate/shardgate/xds/translate"
 )
@@ -384,7 +385,9 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 	}
 	leaseHosts.SetNamespaceOwnerAnnotation(*p.ownerAnnotation.Load())
 	p.mu.Unlock()
-	if err := (&controllers.LeasedIPReconciler{Client: mgr.GetClient(), Log: log.WithName("leasedip")}).SetupWithManager(mgr); err != nil {
+	leasedIPs := &controllers.LeasedIPReconciler{Client: mgr.GetClient(), Log: log.WithName("leasedip"),
+		Policy: func() tenancy.Policy { return controllers.LeasedIPPolicy(*p.ownerAnnotation.Load()) }}
+	if err := leasedIPs.SetupWithManager(mgr); err != nil {
 		return false, fmt.Errorf("set up LeasedIP controller: %w", err)
 	}
 	if err := (&controllers.GatewayParametersReconciler{Client: mgr.GetClient(), ControllerName: cfg.ControllerName}).SetupWithManager(mgr); err != nil {
