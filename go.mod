@@ -16,6 +16,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/spf13/cobra v1.10.2
+	go.mau.fi/util v0.9.4
 	go.uber.org/zap v1.28.0
 	go.universe.tf/metallb v0.15.2
 	golang.org/x/net v0.59.0

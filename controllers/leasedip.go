@@ -26,6 +26,7 @@ import (
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/addresses"
+	"github.com/shardgate/shardgate/internal/tenancy"
 )
 
 // Field indexes of the LeasedIP controller. The names carry a prefix so they
@@ -64,9 +65,16 @@ var ipAddressPoolGK = schema.GroupKind{Group: metallbv1beta1.GroupVersion.Group,
 // It reads MetalLB's Events about Services from a cache of its own that
 // holds only Events whose involvedObject.kind is Service, so the manager's
 // cache does not hold every Event of the cluster.
+//
+// A LeasedIP holds an address only in a namespace marked as its lease
+// owner's (Policy); otherwise it is refused and its Service deleted, and an
+// address is shared (Pin) only with siblings in namespaces of the same
+// owner.
 type LeasedIPReconciler struct {
 	Client client.Client
 	Log    logr.Logger
+	// Policy returns the namespace-owner policy (nil: LeasedIPPolicy("")).
+	Policy func() tenancy.Policy
 
 	events  client.Reader
 	metallb bool
@@ -146,6 +154,8 @@ func (r *LeasedIPReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Status writes (ours) do not change the generation.
 		For(&shardgatev1alpha1.LeasedIP{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.serviceLeasedIPs)).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceLeasedIPs),
+			builder.WithPredicates(predicate.Or(predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		WatchesRawSource(source.Kind(cache.Cache(events), &corev1.Event{},
 			handler.TypedEnqueueRequestsFromMapFunc(r.eventLeasedIPs),
 			predicate.NewTypedPredicateFuncs(addresses.IsAllocationEvent)))
@@ -189,6 +199,18 @@ func (r *LeasedIPReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if lip.DeletionTimestamp != nil {
 		return reconcile.Result{}, r.deleteServices(ctx, lip.Namespace, lip.Name, lip.UID, "")
 	}
+	ns, err := r.namespace(ctx, lip.Namespace)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if refused := r.refusal(&lip, ns); refused != nil {
+		// Not its owner's namespace: no Service, so no address (one it
+		// held, for example before the namespace changed owner, goes).
+		if err := r.deleteServices(ctx, lip.Namespace, lip.Name, lip.UID, ""); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, r.writeStatus(ctx, &lip, addresses.StatusFor(&lip, addresses.Observed{Refused: refused}))
+	}
 	name := addresses.LeasedIPServiceName(&lip)
 	// A changed spec (port, protocol, service) leaves a Service under an
 	// old name behind.
@@ -225,7 +247,9 @@ func (r *LeasedIPReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 			if err := r.Client.List(ctx, &list, client.MatchingFields{serviceSharingKeyIndex: addresses.LeasedIPSharingKey(&lip)}); err != nil {
 				return reconcile.Result{}, fmt.Errorf("list Services sharing %s: %w", addresses.LeasedIPSharingKey(&lip), err)
 			}
-			siblings = list.Items
+			if siblings, err = r.sameOwner(ctx, ns, list.Items); err != nil {
+				return reconcile.Result{}, err
+			}
 		}
 		desired := addresses.DesiredService(&lip, target, addresses.Pin(&lip, obs.Pool, existing, siblings))
 		if existing == nil || !addresses.ServiceUpToDate(existing, desired) {
@@ -246,19 +270,23 @@ func (r *LeasedIPReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		obs.Event = addresses.LatestAllocationEvent(evs.Items, string(existing.UID))
 	}
 
-	status := addresses.StatusFor(&lip, obs)
+	return reconcile.Result{}, r.writeStatus(ctx, &lip, addresses.StatusFor(&lip, obs))
+}
+
+// writeStatus writes status when it differs from lip's.
+func (r *LeasedIPReconciler) writeStatus(ctx context.Context, lip *shardgatev1alpha1.LeasedIP, status shardgatev1alpha1.LeasedIPStatus) error {
 	if equality.Semantic.DeepEqual(status, lip.Status) {
-		return reconcile.Result{}, nil
+		return nil
 	}
 	patch := client.MergeFrom(lip.DeepCopy())
 	lip.Status = status
-	if err := r.Client.Status().Patch(ctx, &lip, patch); err != nil {
+	if err := r.Client.Status().Patch(ctx, lip, patch); err != nil {
 		if apierrors.IsNotFound(err) {
-			return reconcile.Result{}, nil
+			return nil
 		}
-		return reconcile.Result{}, fmt.Errorf("write status of LeasedIP %s/%s: %w", lip.Namespace, lip.Name, err)
+		return fmt.Errorf("write status of LeasedIP %s/%s: %w", lip.Namespace, lip.Name, err)
 	}
-	return reconcile.Result{}, nil
+	return nil
 }
 
 func (r *LeasedIPReconciler) getService(ctx context.Context, ns, name string) (*corev1.Service, error) {

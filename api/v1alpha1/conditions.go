@@ -104,7 +104,9 @@ const (
 	// is set on the LeaseHost's namespace and names a different owner than
 	// the LeaseHost's spec.lease.owner (or its shardgate.io/lease-owner
 	// label). The LeaseHost claims no name and gets no route. The message
-	// never names the namespace's owner.
+	// never names the namespace's owner. For a LeasedIP: its namespace's
+	// owner marking names another owner than spec.lease.owner; it gets no
+	// LoadBalancer Service, and one it had is deleted.
 	ReasonNamespaceOwnerMismatch = "NamespaceOwnerMismatch"
 
 	// ReasonNoListenerForDomain: the shard's Gateway has no listener whose
@@ -154,4 +156,11 @@ const (
 	// ReasonServiceConflict: a Service with the LoadBalancer Service's name
 	// exists and is not controlled by this LeasedIP; it is left alone.
 	ReasonServiceConflict = "ServiceConflict"
+
+	// ReasonNamespaceOwnerMissing: the LeasedIP's namespace carries no
+	// owner marking (shardgate.io/owner, as annotation or label, or the
+	// config's namespaceOwnerAnnotation), so no lease owner may hold an
+	// address in it. No LoadBalancer Service is kept. (A namespace marked
+	// with another owner gives NamespaceOwnerMismatch.)
+	ReasonNamespaceOwnerMissing = "NamespaceOwnerMissing"
 )

@@ -100,7 +100,12 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
 		for _, n := range []string{ns, "sg-other", tenant, infraN} {
-			Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}})).To(Succeed())
+			obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}
+			if n == tenant {
+				// The tenant's namespace is marked as its lease owner's.
+				obj.Annotations = map[string]string{"shardgate.io/owner": "akash1alice"}
+			}
+			Expect(env.Client.Create(ctx, obj)).To(Succeed())
 		}
 		rel, err = render("shardgate", ns, map[string]any{
 			"config":          map[string]any{"blockedHostnames": []any{".blocked.example"}},

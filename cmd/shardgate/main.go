@@ -49,12 +49,12 @@ func versionCommand() *cobra.Command {
 
 func controllerCommand() *cobra.Command {
 	var (
-		kubeconfig, configPath          string
-		metricsAddr, healthAddr, xdsAdr string
-		leaderElect, profiling          bool
-		logLevel, logFormat             string
-		qps                             float32
-		burst                           int
+		kubeconfig, configPath           string
+		metricsAddr, healthAddr, xdsAdr  string
+		leaderElect, profiling, debugXDS bool
+		logLevel, logFormat              string
+		qps                              float32
+		burst                            int
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -85,6 +85,9 @@ func controllerCommand() *cobra.Command {
 			if cmd.Flags().Changed("leader-elect") {
 				opts.LeaderElect = &leaderElect
 			}
+			if cmd.Flags().Changed("enable-debug-xds") {
+				opts.EnableDebugXDS = &debugXDS
+			}
 			opts.EnableProfiling = profiling
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
@@ -98,6 +101,7 @@ func controllerCommand() *cobra.Command {
 	f.StringVar(&healthAddr, "health-address", ":8081", "address of the /healthz and /readyz probes")
 	f.StringVar(&xdsAdr, "xds-address", ":18000", "address of the xDS (ADS) gRPC server")
 	f.BoolVar(&leaderElect, "leader-elect", false, "elect a leader; only the leader writes to the apiserver")
+	f.BoolVar(&debugXDS, "enable-debug-xds", false, "serve every Gateway's xDS resource names and versions under /debug/xds on the metrics address (overrides the config's xds.debugEndpoint; they name every tenant's clusters and Secrets)")
 	f.BoolVar(&profiling, "enable-profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the metrics address")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn, error, or a verbosity 0-10")
 	f.StringVar(&logFormat, "log-format", "json", "json or text")

@@ -31,7 +31,7 @@ func TestControllerSmoke(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	health := freeAddr(t)
+	health, metrics := freeAddr(t), freeAddr(t)
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(cfg, []byte("blockedHostnames: [\".blocked.test\"]\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -39,7 +39,7 @@ func TestControllerSmoke(t *testing.T) {
 	proc, err := env.StartShardgate("shardgate",
 		"--config="+cfg,
 		"--health-address="+health,
-		"--metrics-address="+freeAddr(t),
+		"--metrics-address="+metrics,
 		"--xds-address="+freeAddr(t),
 		"--log-format=text")
 	if err != nil {
@@ -60,6 +60,22 @@ func TestControllerSmoke(t *testing.T) {
 	}
 	if code, err := get("http://" + health + "/healthz"); err != nil || code != http.StatusOK {
 		t.Fatalf("/healthz: %d %v", code, err)
+	}
+	// The metrics address serves metrics, and by default not /debug/xds,
+	// which names every tenant's clusters and Secrets.
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(30 * time.Second); ; <-tick.C {
+		code, err := get("http://" + metrics + "/metrics")
+		if err == nil && code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics not 200 within 30s (last: %d, %v):\n%s", code, err, proc.Tail(40))
+		}
+	}
+	if code, err := get("http://" + metrics + "/debug/xds"); err != nil || code != http.StatusNotFound {
+		t.Fatalf("/debug/xds without --enable-debug-xds: %d %v, want 404", code, err)
 	}
 
 	if err := proc.Signal(syscall.SIGTERM); err != nil {

@@ -94,6 +94,7 @@ func demo(ctx context.Context, binary, examples string, exitAfter time.Duration)
 	proc, err := env.StartProcess("shardgate", bin, []string{
 		"controller", "--kubeconfig=" + env.Kubeconfig,
 		"--metrics-address=" + metrics, "--health-address=127.0.0.1:0", "--xds-address=127.0.0.1:0",
+		"--enable-debug-xds",
 		"--log-format=text",
 	}, nil)
 	if err != nil {

@@ -3,6 +3,7 @@ package addresses_test
 import (
 	"crypto/sha256"
 	"encoding/base32"
+	"encoding/binary"
 	"math"
 	"regexp"
 	"strconv"
@@ -22,42 +23,100 @@ import (
 	"github.com/shardgate/shardgate/internal/addresses"
 )
 
-// hashed is the endpoint part computed independently of the package.
-func hashed(endpoint string) string {
-	sum := sha256.Sum256([]byte(endpoint))
-	return strings.ToLower(base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:15]))
+// hashed is the hashed sharing key computed independently of the package:
+// "ip-" and the lowercase, unpadded base32hex of the first 20 bytes of
+// SHA-256 over the owner and the endpoint, each preceded by its length as
+// a 4-byte big-endian integer.
+func hashed(owner, endpoint string) string {
+	h := sha256.New()
+	for _, f := range []string{owner, endpoint} {
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	return "ip-" + strings.ToLower(base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString(h.Sum(nil)[:20]))
 }
 
 func TestSharingKey(t *testing.T) {
 	cases := []struct{ owner, endpoint, want string }{
+		// The plain form, unchanged for normal owners and endpoints.
 		{"akash1alice", "myip", "akash1alice-ip-myip"},
-		{"akash1alice", "my-ip-2", "akash1alice-ip-my-ip-2"},
+		{"akash1alice", "my-ip2", "akash1alice-ip-my-ip2"},
 		{"akash1alice", "0", "akash1alice-ip-0"},
-		// Known vectors (computed with Python's hashlib and base64.b32hexencode).
-		{"akash1alice", "My IP!", "akash1alice-ip-6u5debd38rq359gfft2fasin"},
-		{"akash1bob", "web_1", "akash1bob-ip-os1s7ektraej95g67lsq2jou"},
-		// Not DNS-safe: upper case, dots, underscores, unicode, too-long is fine.
-		{"akash1alice", "MyIP", "akash1alice-ip-" + hashed("MyIP")},
-		{"akash1alice", "my.ip", "akash1alice-ip-" + hashed("my.ip")},
-		{"akash1alice", "ip\u00e9", "akash1alice-ip-" + hashed("ip\u00e9")},
-		{"akash1alice", "my ip", "akash1alice-ip-" + hashed("my ip")},
+		// Known vectors (computed with Python's hashlib, struct and base64.b32hexencode).
+		{"akash1alice", "My IP!", "ip-q7ja7d1hfg3lh77k66sq2b02ici5r93h"},
+		{"akash1bob", "web_1", "ip-612gfb372v7f3i5e67rv8mi2t1bp0ch1"},
+		{"akash1a", "db-ip-primary", "ip-umcba35n23i5ctqiu57ikkmvmelcnc7i"},
+		{"akash1a-ip-db", "primary", "ip-8b32b3m9q1a1100dmvv9aletgirj9eps"},
+		// Not DNS-safe: upper case, dots, underscores, unicode.
+		{"akash1alice", "MyIP", hashed("akash1alice", "MyIP")},
+		{"akash1alice", "my.ip", hashed("akash1alice", "my.ip")},
+		{"akash1alice", "ip\u00e9", hashed("akash1alice", "ip\u00e9")},
+		{"akash1alice", "my ip", hashed("akash1alice", "my ip")},
+		{"Akash1alice", "myip", hashed("Akash1alice", "myip")},
+		// "-ip-" more than once in the plain form, overlaps included.
+		{"akash1alice", "my-ip-2", hashed("akash1alice", "my-ip-2")},
+		{"x-ip", "-y", hashed("x-ip", "-y")},
+		{"x", "ip--y", hashed("x", "ip--y")},
+		{"x-", "ip-y", hashed("x-", "ip-y")},
 	}
 	for _, tc := range cases {
 		if got := addresses.SharingKey(tc.owner, tc.endpoint); got != tc.want {
 			t.Errorf("SharingKey(%q, %q) = %q, want %q", tc.owner, tc.endpoint, got, tc.want)
 		}
 	}
-	if h := hashed("My IP!"); h != "6u5debd38rq359gfft2fasin" || len(h) != 24 {
-		t.Errorf("independent hash = %q", h)
-	}
-	// Same owner and endpoint: same key; different owner: different key.
-	if addresses.SharingKey("a", "x") != addresses.SharingKey("a", "x") || addresses.SharingKey("a", "x") == addresses.SharingKey("b", "x") {
-		t.Error("sharing key is not a function of owner and endpoint")
-	}
 	lip := &shardgatev1alpha1.LeasedIP{Spec: shardgatev1alpha1.LeasedIPSpec{Lease: shardgatev1alpha1.LeaseRef{Owner: "o"}, Endpoint: "E"}}
-	if got := addresses.LeasedIPSharingKey(lip); got != "o-ip-"+hashed("E") {
+	if got := addresses.LeasedIPSharingKey(lip); got != hashed("o", "E") {
 		t.Errorf("LeasedIPSharingKey = %q", got)
 	}
+}
+
+// The review's collision: two owners, one key, one IP.
+func TestSharingKeyOwnersDoNotCollide(t *testing.T) {
+	a, b := addresses.SharingKey("akash1a", "db-ip-primary"), addresses.SharingKey("akash1a-ip-db", "primary")
+	if a == b {
+		t.Fatalf("(akash1a, db-ip-primary) and (akash1a-ip-db, primary) share the key %q", a)
+	}
+}
+
+// SharingKey is injective: every pair of distinct (owner, endpoint) over an
+// alphabet rich in the separator's letters gets its own key. All strings
+// up to 4 characters long over {-, i, p, a} are paired with each other.
+func TestSharingKeyInjective(t *testing.T) {
+	var words []string
+	var grow func(prefix string)
+	grow = func(prefix string) {
+		if prefix != "" {
+			words = append(words, prefix)
+		}
+		if len(prefix) == 4 {
+			return
+		}
+		for _, c := range []string{"-", "i", "p", "a"} {
+			grow(prefix + c)
+		}
+	}
+	grow("")
+	type pair struct{ owner, endpoint string }
+	seen := make(map[string]pair, len(words)*len(words))
+	plain := 0
+	for _, o := range words {
+		for _, e := range words {
+			k := addresses.SharingKey(o, e)
+			if p, dup := seen[k]; dup {
+				t.Fatalf("SharingKey(%q, %q) = SharingKey(%q, %q) = %q", o, e, p.owner, p.endpoint, k)
+			}
+			seen[k] = pair{o, e}
+			if k == o+"-ip-"+e {
+				plain++
+			}
+		}
+	}
+	if plain == 0 || plain == len(seen) {
+		t.Fatalf("%d of %d keys in the plain form: the test does not exercise both forms", plain, len(seen))
+	}
+	t.Logf("%d pairs, %d plain keys, no two alike", len(seen), plain)
 }
 
 func TestServiceName(t *testing.T) {

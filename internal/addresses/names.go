@@ -3,6 +3,7 @@ package addresses
 import (
 	"crypto/sha256"
 	"encoding/base32"
+	"encoding/binary"
 	"encoding/hex"
 	"regexp"
 	"strconv"
@@ -25,29 +26,46 @@ const (
 	AnnotationIPAllocatedFromPool = "metallb.io/ip-allocated-from-pool"
 )
 
-// endpointSafe is the endpoint form used verbatim in a sharing key.
-var endpointSafe = regexp.MustCompile(`^[a-z0-9-]+$`)
+// keySafe is the form an owner and an endpoint must have to appear
+// verbatim in a sharing key.
+var keySafe = regexp.MustCompile(`^[a-z0-9-]+$`)
 
-// endpointEncoding is RFC 4648 base32 with the "extended hex" alphabet,
+// keyEncoding is RFC 4648 base32 with the "extended hex" alphabet,
 // lowercased and unpadded.
-var endpointEncoding = base32.NewEncoding(strings.ToLower("0123456789ABCDEFGHIJKLMNOPQRSTUV")).WithPadding(base32.NoPadding)
+var keyEncoding = base32.NewEncoding(strings.ToLower("0123456789ABCDEFGHIJKLMNOPQRSTUV")).WithPadding(base32.NoPadding)
+
+// keySeparator joins the owner and the endpoint of a plain sharing key.
+const keySeparator = "-ip-"
 
 // SharingKey is the metallb.io/allow-shared-ip value of a lease owner's
-// endpoint: "<owner>-ip-<endpoint>". An endpoint name that does not match
-// ^[a-z0-9-]+$ is replaced by the lowercase, unpadded base32hex of the first
-// 15 bytes of its SHA-256 (24 characters), so any tenant input gives a key
-// of the same shape. The same owner and endpoint always give the same key,
-// and MetalLB lets Services with one key share an IP across ports.
+// endpoint. MetalLB lets Services with one key share an IP across ports, so
+// the key must name one (owner, endpoint) and nothing else: two owners
+// never get one key.
+//
+//   - "<owner>-ip-<endpoint>" when owner and endpoint both match
+//     ^[a-z0-9-]+$ and that string contains "-ip-" exactly once (overlapping
+//     occurrences counted), so the owner is everything before it;
+//   - otherwise "ip-" and the lowercase, unpadded base32hex of the first 20
+//     bytes of SHA-256 over the owner and the endpoint, each preceded by its
+//     length in bytes as a 4-byte big-endian integer (32 characters).
+//
+// The plain form always contains "-ip-" once and the hashed form never, so
+// no plain key equals a hashed one, and within each form distinct pairs
+// give distinct keys (the hashed one up to SHA-256 collisions).
 func SharingKey(owner, endpoint string) string {
-	return owner + "-ip-" + endpointPart(endpoint)
-}
-
-func endpointPart(endpoint string) string {
-	if endpointSafe.MatchString(endpoint) {
-		return endpoint
+	plain := owner + keySeparator + endpoint
+	if keySafe.MatchString(owner) && keySafe.MatchString(endpoint) &&
+		strings.LastIndex(plain, keySeparator) == len(owner) && strings.Index(plain, keySeparator) == len(owner) {
+		return plain
 	}
-	sum := sha256.Sum256([]byte(endpoint))
-	return endpointEncoding.EncodeToString(sum[:15])
+	h := sha256.New()
+	for _, field := range []string{owner, endpoint} {
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(field)))
+		h.Write(n[:])
+		h.Write([]byte(field))
+	}
+	return "ip-" + keyEncoding.EncodeToString(h.Sum(nil)[:20])
 }
 
 // LeasedIPSharingKey is SharingKey of lip's owner and endpoint.

@@ -137,8 +137,8 @@ func IngressIP(svc *corev1.Service) string {
 // several pools it tries them in map order. Two ports of one endpoint would
 // then get different IPs as soon as an address earlier in the pool is free.
 // So a Service that has no address yet asks for the address its siblings
-// (other LeasedIP Services with the same sharing key, in any namespace)
-// already have. When the siblings disagree the address most of them use
+// (other LeasedIP Services with the same sharing key, in namespaces of the
+// same owner: the caller passes only those) already have. When the siblings disagree the address most of them use
 // wins, then the lowest. With spec.pool set only sibling addresses inside
 // that pool count, since an address from another pool cannot be had: pool
 // is spec.pool's IPAddressPool and its spec.addresses decide; when it is

@@ -128,11 +128,20 @@ type Observed struct {
 	Pool *metallbv1beta1.IPAddressPool
 	// Event is LatestAllocationEvent for Service.
 	Event *corev1.Event
+	// Refused, when set, says why the LeasedIP may hold no address at all
+	// (its namespace belongs to another owner, or to none); the controller
+	// has deleted its Service.
+	Refused *Refusal
 }
+
+// Refusal is an Allocated=False reason and message that no Service can fix.
+type Refusal struct{ Reason, Message string }
 
 // StatusFor computes lip's status from what was observed. The Allocated
 // condition, first match wins:
 //
+//   - False/<Refused.Reason>: the LeasedIP may hold no address (see
+//     Observed.Refused); it reports no Service and no IP;
 //   - False/ServiceConflict: a Service with the name exists and another
 //     object controls it; it is left alone;
 //   - False/SelectorNotFound: spec.service does not exist (no Service is
@@ -157,6 +166,12 @@ func StatusFor(lip *shardgatev1alpha1.LeasedIP, obs Observed) shardgatev1alpha1.
 	own := obs.Service
 	if own != nil && !ControlledBy(own, string(lip.UID)) {
 		own = nil
+	}
+	if obs.Refused != nil {
+		c := metav1.Condition{Type: shardgatev1alpha1.ConditionAllocated, Status: metav1.ConditionFalse, ObservedGeneration: lip.Generation,
+			Reason: obs.Refused.Reason, Message: obs.Refused.Message}
+		meta.SetStatusCondition(&st.Conditions, c)
+		return st
 	}
 	if own != nil {
 		st.Service = own.Name

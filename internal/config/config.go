@@ -60,6 +60,11 @@ type XDSConfig struct {
 	Address string `json:"address"`
 	// TLS is optional; when set, all three files are required.
 	TLS TLSConfig `json:"tls"`
+	// DebugEndpoint serves /debug/xds on the metrics address: every
+	// Gateway's xDS resource names and versions, which name every tenant's
+	// clusters and Secrets. Off by default; the metrics address may be
+	// reachable by more than the provider.
+	DebugEndpoint bool `json:"debugEndpoint,omitempty"`
 }
 
 // TLSConfig names PEM files for mutual TLS. Either all fields are set or none.

@@ -66,6 +66,7 @@ xds:
     certFile: /tls/tls.crt
     keyFile: /tls/tls.key
     caFile: /tls/ca.crt
+  debugEndpoint: true
 envoy:
   image: "registry.example/envoy:v9"
 metricsAddress: "0.0.0.0:9090"
@@ -83,6 +84,8 @@ var fullConfig = Config{
 	XDS: XDSConfig{
 		Address: "127.0.0.1:19000",
 		TLS:     TLSConfig{CertFile: "/tls/tls.crt", KeyFile: "/tls/tls.key", CAFile: "/tls/ca.crt"},
+
+		DebugEndpoint: true,
 	},
 	Envoy:          EnvoyConfig{Image: "registry.example/envoy:v9"},
 	MetricsAddress: "0.0.0.0:9090",

@@ -9,6 +9,7 @@
 //	xds:
 //	  address: ":18000"
 //	  tls: {certFile: "", keyFile: "", caFile: ""}   # all or none
+//	  debugEndpoint: false   # /debug/xds on the metrics address
 //	envoy:
 //	  image: envoyproxy/envoy:v1.37.0
 //	metricsAddress: ":8080"

@@ -2,9 +2,11 @@ package hostnames
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
+	"go.mau.fi/util/confusable"
 	"golang.org/x/net/idna"
 )
 
@@ -15,20 +17,19 @@ import (
 //     more than one of the scripts in confusableScripts (Latin, Greek,
 //     Cyrillic, Armenian, Cherokee), such as "pаypal" with a Cyrillic "а".
 //  2. skeleton: the block list also matches the name's "skeleton", in which
-//     every label made only of letters from the table below (plus digits and
-//     '-') is replaced by its Latin look-alike, so the all-Cyrillic
-//     "раураӏ.com" is blocked by an entry for "paypal.com".
+//     every label made only of look-alikes (lookalikes), digits and '-' is
+//     replaced by its ASCII look-alike, so the all-Cyrillic "раураӏ.com" is
+//     blocked by an entry for "paypal.com".
 
 // confusableScripts are the scripts whose letters are easily mistaken for
 // one another. A label may use letters of at most one of them.
 var confusableScripts = []*unicode.RangeTable{unicode.Latin, unicode.Greek, unicode.Cyrillic, unicode.Armenian, unicode.Cherokee}
 
-// confusables maps lowercase Cyrillic, Greek and Armenian letters, and a few
-// Latin letters outside ASCII, to the ASCII letter or digit they are mistaken
-// for. It is a deliberately small subset of Unicode's confusables.txt (UTS
-// #39): the letters that look identical to an ASCII letter in common fonts.
-// Only lowercase letters are listed: IDNA mapping has already lowercased.
-var confusables = map[rune]byte{
+// extraLookalikes are look-alikes of ASCII letters that Unicode's
+// confusables data maps elsewhere (the Cyrillic "п" to the Greek "π", the
+// Armenian "ա" to "ɯ"), but that render like the ASCII letter in common
+// fonts. They add to the data; they never override it.
+var extraLookalikes = map[rune]byte{
 	// Cyrillic
 	'а': 'a', 'г': 'r', 'е': 'e', 'з': '3', 'о': 'o', 'п': 'n', 'р': 'p', 'с': 'c', 'у': 'y',
 	'х': 'x', 'ь': 'b', 'ѕ': 's', 'і': 'i', 'ј': 'j', 'һ': 'h', 'ӏ': 'l', 'ԁ': 'd', 'ԛ': 'q',
@@ -41,6 +42,65 @@ var confusables = map[rune]byte{
 	// Latin letters outside ASCII that look like ASCII ones
 	'ı': 'i', 'ȷ': 'j', 'ɑ': 'a', 'ɡ': 'g', 'ɩ': 'i',
 }
+
+// lookalikes maps every non-ASCII code point that is mistaken for an ASCII
+// letter or digit to that letter (lowercase) or digit. It is built once,
+// from Unicode's full confusables data (UTS #39 confusables.txt, through
+// go.mau.fi/util/confusable):
+//
+//   - a code point whose prototype is the prototype of an ASCII letter or
+//     digit, in either case, maps to it ("ѵ" to "v"; "ǀ", like "I" and "1",
+//     has the prototype "l" and maps to "l"; where letters and digits share
+//     a prototype, the lowercase letter wins, then the uppercase one's
+//     letter, then the digit);
+//   - a lowercase code point whose uppercase form qualifies maps to the same
+//     letter (the Cyrillic "к", whose own prototype is "ĸ", is the lowercase
+//     of "К", whose prototype is "K"): IDNA lowercases every name first, so
+//     the uppercase look-alike would otherwise escape;
+//   - extraLookalikes fill in what the data maps elsewhere.
+var lookalikes = sync.OnceValue(func() map[rune]byte {
+	prototype := func(r rune) string {
+		if p := confusable.GetReplacement(r); p != "" {
+			return p
+		}
+		return string(r)
+	}
+	byPrototype := map[string]byte{}
+	add := func(r rune, c byte) {
+		if p := prototype(r); byPrototype[p] == 0 {
+			byPrototype[p] = c
+		}
+	}
+	for c := byte('a'); c <= 'z'; c++ {
+		add(rune(c), c)
+	}
+	for c := byte('a'); c <= 'z'; c++ {
+		add(unicode.ToUpper(rune(c)), c)
+	}
+	for c := byte('0'); c <= '9'; c++ {
+		add(rune(c), c)
+	}
+	m := map[rune]byte{}
+	for r := rune(utf8.RuneSelf); r <= unicode.MaxRune; r++ {
+		if p := confusable.GetReplacement(r); p != "" {
+			if c, ok := byPrototype[p]; ok {
+				m[r] = c
+				continue
+			}
+		}
+		if u := unicode.ToUpper(r); u != r {
+			if c, ok := byPrototype[prototype(u)]; ok {
+				m[r] = c
+			}
+		}
+	}
+	for r, c := range extraLookalikes {
+		if _, ok := m[r]; !ok {
+			m[r] = c
+		}
+	}
+	return m
+})
 
 // mixedScriptLabel reports whether label (Unicode, already mapped) has
 // letters from two or more of confusableScripts, and names them.
@@ -143,7 +203,7 @@ func skeletonLabel(label string) (string, bool) {
 		case 'a' <= r && r <= 'z', '0' <= r && r <= '9', r == '-':
 			out = append(out, byte(r))
 		default:
-			c, ok := confusables[r]
+			c, ok := lookalikes()[r]
 			if !ok {
 				return "", false
 			}

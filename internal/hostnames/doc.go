@@ -61,10 +61,13 @@
 //     is always safe.
 //  2. Whole-script look-alikes are blocked. The block list matches a
 //     requested name as written and then its skeleton: every "xn--" label
-//     made only of letters from a small table of look-alikes (Cyrillic,
-//     Greek and Armenian letters, and a few non-ASCII Latin ones, that look
-//     identical to an ASCII letter, a subset of Unicode's confusables.txt),
-//     digits and '-' is replaced by its ASCII look-alike. So the
+//     made only of look-alikes of ASCII letters and digits, digits and '-'
+//     is replaced by its ASCII look-alike. The look-alikes are every code
+//     point that Unicode's full confusables data (UTS #39 confusables.txt,
+//     through go.mau.fi/util/confusable) maps to the prototype of an ASCII
+//     letter or digit, the lowercase letters whose uppercase form does so
+//     (the Cyrillic "к"), and a few letters the data maps elsewhere but that
+//     render like ASCII ones (the Cyrillic "п"); see lookalikes. So the
 //     all-Cyrillic "аррӏе.com" (xn--80ak6aa92e.com, skeleton "apple.com") is
 //     Blocked by an entry "apple.com" or ".apple.com", and the message says
 //     it is a look-alike. A label with any letter outside the table (the

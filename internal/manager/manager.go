@@ -39,6 +39,7 @@ import (
 	"github.com/shardgate/shardgate/internal/pki"
 	"github.com/shardgate/shardgate/internal/scheme"
 	"github.com/shardgate/shardgate/internal/status"
+	"github.com/shardgate/shardgate/internal/tenancy"
 	xdsserver "github.com/shardgate/shardgate/xds/server"
 	"github.com/shardgate/shardgate/xds/translate"
 )
@@ -69,6 +70,8 @@ type Options struct {
 	HealthAddress  string
 	XDSAddress     string
 	LeaderElect    *bool
+	// EnableDebugXDS, when set, overrides the config's xds.debugEndpoint.
+	EnableDebugXDS *bool
 	// EnableProfiling serves pprof under /debug/pprof/ on the metrics
 	// address.
 	EnableProfiling bool
@@ -382,7 +385,9 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 	}
 	leaseHosts.SetNamespaceOwnerAnnotation(*p.ownerAnnotation.Load())
 	p.mu.Unlock()
-	if err := (&controllers.LeasedIPReconciler{Client: mgr.GetClient(), Log: log.WithName("leasedip")}).SetupWithManager(mgr); err != nil {
+	leasedIPs := &controllers.LeasedIPReconciler{Client: mgr.GetClient(), Log: log.WithName("leasedip"),
+		Policy: func() tenancy.Policy { return controllers.LeasedIPPolicy(*p.ownerAnnotation.Load()) }}
+	if err := leasedIPs.SetupWithManager(mgr); err != nil {
 		return false, fmt.Errorf("set up LeasedIP controller: %w", err)
 	}
 	if err := (&controllers.GatewayParametersReconciler{Client: mgr.GetClient(), ControllerName: cfg.ControllerName}).SetupWithManager(mgr); err != nil {
@@ -440,9 +445,12 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 
 // metricsHandlers are what the metrics server serves besides /metrics.
 func (p *process) metricsHandlers() map[string]http.Handler {
-	extra := map[string]http.Handler{
+	extra := map[string]http.Handler{}
+	if p.cfg.XDS.DebugEndpoint {
 		// What each Gateway's proxies are served (names and versions).
-		"/debug/xds": p.xds.DebugHandler(),
+		// It names every tenant's clusters and Secrets, and the metrics
+		// address has no authentication of its own: off by default.
+		extra["/debug/xds"] = p.xds.DebugHandler()
 	}
 	if p.opts.EnableProfiling {
 		extra["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
@@ -534,6 +542,9 @@ func applyOverrides(cfg *config.Config, opts Options) {
 	}
 	if opts.LeaderElect != nil {
 		cfg.LeaderElection.Enabled = *opts.LeaderElect
+	}
+	if opts.EnableDebugXDS != nil {
+		cfg.XDS.DebugEndpoint = *opts.EnableDebugXDS
 	}
 }
 

@@ -12,8 +12,13 @@
 // again to that node; the node waits for a new version. NACKs are counted,
 // exported, and reported on the Gateway.
 //
-// With TLS, a client certificate naming a Gateway (pki.GatewayURI) may only
-// ask for that Gateway's config.
+// Identity (identity.go): each stream is bound, when it opens, to the Gateway
+// its own verified client certificate names (pki.GatewayURI), and may only
+// ask for that Gateway's config; a stream whose certificate names no Gateway
+// is refused. Per-stream state is keyed by the stream's kind and ID, because
+// go-control-plane numbers state-of-the-world and delta streams separately.
+// It must never key anything by the stream ID alone, nor trust node.cluster
+// or node.id for anything but the stream's own Gateway.
 //
 // It never writes to the apiserver: every replica serves xDS.
 package server

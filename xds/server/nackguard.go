@@ -9,8 +9,19 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
+// nodeRef names one proxy: its node ID within its Gateway's node group. The
+// group is the stream's verified identity; the ID is the proxy's own
+// choice, so it only means something within the group (two tenants may
+// pick the same ID).
+type nodeRef struct{ group, id string }
+
+func refOf(n *core.Node) nodeRef { return nodeRef{n.GetCluster(), n.GetId()} }
+
 // sentKey names the responses of one type sent to one proxy.
-type sentKey struct{ nodeID, typeURL string }
+type sentKey struct {
+	node    nodeRef
+	typeURL string
+}
 
 type sent struct{ nonce, version string }
 
@@ -30,10 +41,10 @@ type nackGuard struct {
 	mu    sync.Mutex
 	sent  map[sentKey][]sent // the last few responses, newest last
 	nacks map[sentKey]NACK   // the latest NACK per proxy and type
-	// nodes: open stream → node ID; a node's records are dropped when its
+	// nodes: open stream → node; a node's records are dropped when its
 	// last stream closes (a proxy that reconnects opens the new stream
 	// before the old one is seen to close).
-	nodes map[int64]string
+	nodes map[streamKey]nodeRef
 	// resends counts responses that repeated a version the proxy had
 	// NACKed; the guard exists to keep it at zero.
 	resends  int
@@ -43,12 +54,12 @@ type nackGuard struct {
 const keepSent = 8
 
 func newNACKGuard(c cachev3.SnapshotCache) *nackGuard {
-	return &nackGuard{SnapshotCache: c, sent: map[sentKey][]sent{}, nacks: map[sentKey]NACK{}, nodes: map[int64]string{}}
+	return &nackGuard{SnapshotCache: c, sent: map[sentKey][]sent{}, nacks: map[sentKey]NACK{}, nodes: map[streamKey]nodeRef{}}
 }
 
 // recordResponse remembers which version went out under which nonce.
 func (g *nackGuard) recordResponse(node *core.Node, typeURL, nonce, version string) {
-	k := sentKey{node.GetId(), typeURL}
+	k := sentKey{refOf(node), typeURL}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if n, ok := g.nacks[k]; ok && n.Version == version {
@@ -74,12 +85,12 @@ func (g *nackGuard) versionOf(k sentKey, nonce string) (string, bool) {
 // rejected one.
 func (g *nackGuard) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, out chan cachev3.Response) (func(), error) {
 	if req.GetErrorDetail() != nil {
-		k := sentKey{req.GetNode().GetId(), req.GetTypeUrl()}
+		k := sentKey{refOf(req.GetNode()), req.GetTypeUrl()}
 		g.mu.Lock()
 		rejected, ok := g.versionOf(k, req.GetResponseNonce())
 		if ok {
 			g.nacks[k] = NACK{
-				NodeID: k.nodeID, NodeCluster: req.GetNode().GetCluster(), TypeURL: k.typeURL,
+				NodeID: k.node.id, NodeCluster: k.node.group, TypeURL: k.typeURL,
 				Version: rejected, Message: req.GetErrorDetail().GetMessage(), At: time.Now(),
 			}
 		}
@@ -117,41 +128,50 @@ func (g *nackGuard) Resends() int {
 }
 
 // attach records which node a stream serves.
-func (g *nackGuard) attach(stream int64, nodeID string) {
-	if nodeID == "" {
+func (g *nackGuard) attach(stream streamKey, node *core.Node) {
+	ref := refOf(node)
+	if ref.id == "" {
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.nodes[stream] = nodeID
+	prev, had := g.nodes[stream]
+	g.nodes[stream] = ref
+	if had && prev != ref {
+		g.dropUnused(prev)
+	}
 }
 
 // forget drops the state of a stream that closed, and the records of its
 // node once no other stream serves it. A NACK record goes too: the proxy
 // that sent it is gone, and its Gateway must not report it forever.
-func (g *nackGuard) forget(stream int64, nodeID string) {
+func (g *nackGuard) forget(stream streamKey) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if id, ok := g.nodes[stream]; ok {
-		nodeID = id
-		delete(g.nodes, stream)
-	}
-	if nodeID == "" {
+	ref, ok := g.nodes[stream]
+	if !ok {
 		return
 	}
+	delete(g.nodes, stream)
+	g.dropUnused(ref)
+}
+
+// dropUnused drops a node's records unless a stream still serves it. Call
+// with g.mu held.
+func (g *nackGuard) dropUnused(ref nodeRef) {
 	for _, other := range g.nodes {
-		if other == nodeID {
+		if other == ref {
 			return
 		}
 	}
 	for k := range g.sent {
-		if k.nodeID == nodeID {
+		if k.node == ref {
 			delete(g.sent, k)
 		}
 	}
 	dropped := false
 	for k := range g.nacks {
-		if k.nodeID == nodeID {
+		if k.node == ref {
 			delete(g.nacks, k)
 			dropped = true
 		}

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -19,7 +18,6 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
@@ -29,13 +27,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/proto"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/ir"
-	"github.com/shardgate/shardgate/internal/pki"
 	"github.com/shardgate/shardgate/xds/translate"
 )
 
@@ -43,8 +39,11 @@ import (
 type Options struct {
 	// Address to listen on, e.g. ":18000" or "127.0.0.1:0".
 	Address string
-	// TLS, when set, must require and verify client certificates. Nil
-	// serves plaintext (tests only; the controller always sets it).
+	// TLS must require and verify client certificates: a stream's identity
+	// is the Gateway its client certificate names, and a stream without
+	// one is refused. Nil serves plaintext, where no stream has an
+	// identity, so every stream is refused (only Publish and the read
+	// methods are of use then).
 	TLS *tls.Config
 	Log logr.Logger
 	// OnStatusChange is called (without blocking the caller's locks) when a
@@ -79,15 +78,16 @@ type Server struct {
 	// pending: node groups whose new config waits for proxyless clients to
 	// acknowledge phase one of a two-phase publish (twophase.go).
 	pending map[string]*pendingPublish
-	streams map[int64]*streamState
+	// streams: every open ADS stream, keyed by its kind and ID (see
+	// streamKey), with the identity bound to it at open.
+	streams map[streamKey]*streamState
 	// checkers remember, per node group, what passed validation, so an
 	// unchanged resource is not validated again.
 	checkers map[string]*translate.Checker
 	memos    map[string]*translate.Memo
 
-	identities sync.Map // stream ID → Gateway named by the client certificate
-	addr       atomic.Pointer[net.Addr]
-	serving    atomic.Bool
+	addr    atomic.Pointer[net.Addr]
+	serving atomic.Bool
 }
 
 // RetainRemoved is how long a removed cluster stays published.
@@ -122,7 +122,7 @@ func (clusterHash) ID(n *core.Node) string { return n.GetCluster() }
 func New(opts Options) *Server {
 	s := &Server{opts: opts, log: opts.Log, published: map[string]*published{}, refused: map[string]string{},
 		live: map[string]map[string]keptCluster{}, retired: map[string]map[string]keptCluster{}, liveList: map[string][]*clusterv3.Cluster{},
-		pending: map[string]*pendingPublish{}, streams: map[int64]*streamState{},
+		pending: map[string]*pendingPublish{}, streams: map[streamKey]*streamState{},
 		checkers: map[string]*translate.Checker{}, memos: map[string]*translate.Memo{}}
 	s.guard = newNACKGuard(cachev3.NewSnapshotCache(true, clusterHash{}, nil))
 	s.guard.onChange = s.statusChanged
@@ -612,74 +612,6 @@ func (s *Server) Start(ctx context.Context) error {
 		g.Stop()
 	}
 	return nil
-}
-
-// callbacks tracks streams, responses and identities.
-type callbacks struct{ s *Server }
-
-func (c *callbacks) OnStreamOpen(ctx context.Context, id int64, _ string) error {
-	connectedProxies.Inc()
-	if p, ok := peer.FromContext(ctx); ok {
-		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.PeerCertificates) > 0 {
-			if gw, ok := pki.GatewayFromCert(ti.State.PeerCertificates[0]); ok {
-				c.s.identities.Store(id, NodeGroup(gw))
-			}
-		}
-	}
-	return nil
-}
-
-func (c *callbacks) OnStreamClosed(id int64, node *core.Node) {
-	connectedProxies.Dec()
-	c.s.forgetStream(id)
-	c.s.identities.Delete(id)
-	c.s.guard.forget(id, node.GetId())
-}
-
-// OnStreamRequest refuses a request whose node asks for a Gateway other
-// than the one its client certificate names, and logs unknown nodes.
-func (c *callbacks) OnStreamRequest(id int64, req *discovery.DiscoveryRequest) error {
-	if err := c.check(id, req.GetNode()); err != nil {
-		return err
-	}
-	c.s.guard.attach(id, req.GetNode().GetId())
-	c.s.observeRequest(id, req)
-	return nil
-}
-
-func (c *callbacks) check(id int64, node *core.Node) error {
-	if want, ok := c.s.identities.Load(id); ok && node != nil && node.GetCluster() != want.(string) {
-		return fmt.Errorf("xds: node.cluster %q does not match the client certificate's Gateway %q", node.GetCluster(), want)
-	}
-	if node != nil && node.GetCluster() != "" {
-		if _, err := c.s.cache.GetSnapshot(node.GetCluster()); err != nil {
-			c.s.log.V(1).Info("xDS request from a node with no config (unknown Gateway or nothing published yet)", "node", node.GetId(), "cluster", node.GetCluster())
-		}
-	}
-	return nil
-}
-
-func (c *callbacks) OnStreamResponse(_ context.Context, _ int64, req *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {
-	c.s.guard.recordResponse(req.GetNode(), resp.GetTypeUrl(), resp.GetNonce(), resp.GetVersionInfo())
-	c.s.responded(req.GetNode().GetCluster(), resp.GetTypeUrl(), resp.GetVersionInfo())
-}
-
-func (c *callbacks) OnFetchRequest(context.Context, *discovery.DiscoveryRequest) error {
-	return errors.New("xds: REST fetch is not served")
-}
-func (c *callbacks) OnFetchResponse(*discovery.DiscoveryRequest, *discovery.DiscoveryResponse) {}
-func (c *callbacks) OnDeltaStreamOpen(ctx context.Context, id int64, t string) error {
-	return c.OnStreamOpen(ctx, id, t)
-}
-func (c *callbacks) OnDeltaStreamClosed(id int64, node *core.Node) { c.OnStreamClosed(id, node) }
-func (c *callbacks) OnStreamDeltaRequest(id int64, req *discovery.DeltaDiscoveryRequest) error {
-	if req.GetErrorDetail() != nil {
-		nacksTotal.WithLabelValues(req.GetTypeUrl()).Inc()
-	}
-	return c.check(id, req.GetNode())
-}
-func (c *callbacks) OnStreamDeltaResponse(_ int64, req *discovery.DeltaDiscoveryRequest, resp *discovery.DeltaDiscoveryResponse) {
-	pushesTotal.WithLabelValues(resp.GetTypeUrl()).Inc()
 }
 
 func (s *Server) responded(group, typeURL, version string) {

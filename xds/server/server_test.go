@@ -165,7 +165,11 @@ func TestTwoPhaseOnlyForProxylessClients(t *testing.T) {
 			s.Publish(nil, &gatewayapi.Output{Gateways: []*ir.Gateway{one}})
 			before, _ := s.Snapshot(nn)
 			oldRoutes := before.GetVersion(resourcev3.RouteType)
-			s.observeRequest(1, &discovery.DiscoveryRequest{
+			// A stream bound to the Gateway, as its open would bind it.
+			s.mu.Lock()
+			s.streams[sotwStream(1)] = &streamState{identity: group, group: group}
+			s.mu.Unlock()
+			s.observeRequest(sotwStream(1), &discovery.DiscoveryRequest{
 				Node:    &core.Node{Id: "n1", Cluster: group, UserAgentName: tc.userAgent},
 				TypeUrl: resourcev3.RouteType, VersionInfo: oldRoutes,
 			})
@@ -208,7 +212,7 @@ func TestTwoPhaseOnlyForProxylessClients(t *testing.T) {
 			if stillPending == nil {
 				t.Fatal("phase two was published before the client acknowledged phase one")
 			}
-			s.observeRequest(1, &discovery.DiscoveryRequest{TypeUrl: resourcev3.RouteType, VersionInfo: phaseOne})
+			s.observeRequest(sotwStream(1), &discovery.DiscoveryRequest{TypeUrl: resourcev3.RouteType, VersionInfo: phaseOne})
 			if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 30*time.Second, true,
 				func(context.Context) (bool, error) { return !isPending(s, group), nil }); err != nil {
 				t.Fatalf("phase two not published after the acknowledgement: %v", err)

@@ -4,7 +4,8 @@ package server
 // returns to its earlier value when the clients that raised it disconnect.
 // Leak tests read it.
 type State struct {
-	// Streams: open ADS streams the server tracks (two-phase publish).
+	// Streams: open ADS streams the server tracks (identity, two-phase
+	// publish), state of the world and delta.
 	Streams int
 	// Identities: streams bound to the Gateway of their certificate.
 	Identities int
@@ -26,8 +27,12 @@ func (s *Server) State() State {
 	var st State
 	s.mu.Lock()
 	st.Streams, st.Pending = len(s.streams), len(s.pending)
+	for _, ss := range s.streams {
+		if ss.identity != "" {
+			st.Identities++
+		}
+	}
 	s.mu.Unlock()
-	s.identities.Range(func(any, any) bool { st.Identities++; return true })
 	st.GuardStreams, st.SentRecords, st.NACKRecords = s.guard.size()
 	for _, group := range s.cache.GetStatusKeys() {
 		if info := s.cache.GetStatusInfo(group); info != nil {

@@ -45,7 +45,14 @@ type pendingPublish struct {
 	next       *built // phase two: the latest config
 }
 
+// streamState is what the server keeps for one open stream.
 type streamState struct {
+	// identity is the node group named by the stream's client
+	// certificate, bound when the stream opened ("" refuses every
+	// request).
+	identity string
+	// group is the node group the stream is served: its identity (a
+	// request for any other is refused).
 	group     string
 	proxyless bool
 	ackedRDS  string
@@ -59,27 +66,19 @@ func proxyless(userAgent string) bool {
 
 // observeRequest records a stream's group, kind of client, and the route
 // version it has acknowledged.
-func (s *Server) observeRequest(id int64, req *discovery.DiscoveryRequest) {
+func (s *Server) observeRequest(key streamKey, req *discovery.DiscoveryRequest) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.streams[id]
+	st := s.streams[key]
 	if st == nil {
-		st = &streamState{}
-		s.streams[id] = st
+		return // closed meanwhile
 	}
 	if n := req.GetNode(); n != nil {
-		st.group = n.GetCluster()
 		st.proxyless = proxyless(n.GetUserAgentName())
 	}
 	if req.GetTypeUrl() == resourcev3.RouteType && req.GetErrorDetail() == nil {
 		st.ackedRDS = req.GetVersionInfo()
 	}
-}
-
-func (s *Server) forgetStream(id int64) {
-	s.mu.Lock()
-	delete(s.streams, id)
-	s.mu.Unlock()
 }
 
 // hasProxyless: call with s.mu held.
