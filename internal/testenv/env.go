@@ -168,6 +168,13 @@ func (e *Env) startAPIServer(opts Options) error {
 		CRDDirectoryPaths:     crds,
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: k8s,
+		// envtest's defaults (20 s to start each component, 10 s for the
+		// CRDs to be established) are missed on a loaded machine, and a
+		// start that times out is killed and retried, so it never gets
+		// there. These bounds only matter when something is broken.
+		ControlPlaneStartTimeout: 3 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+		CRDInstallOptions:        envtest.CRDInstallOptions{MaxTime: 2 * time.Minute},
 	}
 	cp := &e.env.ControlPlane
 	cp.Etcd = &envtest.Etcd{Path: filepath.Join(k8s, "etcd"), DataDir: filepath.Join(e.Dir, "etcd")}
@@ -260,7 +267,7 @@ func (e *Env) startClusterComponents(ctx context.Context) error {
 	}, nil); err != nil {
 		return err
 	}
-	return e.waitFor(ctx, 60*time.Second, "node "+NodeName+" Ready", func(ctx context.Context) (bool, error) {
+	return e.waitFor(ctx, 3*time.Minute, "node "+NodeName+" Ready", func(ctx context.Context) (bool, error) {
 		var n corev1.Node
 		if err := e.Client.Get(ctx, client.ObjectKey{Name: NodeName}, &n); err != nil {
 			return false, client.IgnoreNotFound(err)
@@ -362,7 +369,7 @@ func (e *Env) CreatePool(ctx context.Context, p Pool) error {
 	if err := e.Client.Create(ctx, pool); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("testenv: create pool %s: %w", p.Name, err)
 	}
-	return e.waitFor(ctx, 60*time.Second, "MetalLB status of pool "+p.Name, func(ctx context.Context) (bool, error) {
+	return e.waitFor(ctx, 3*time.Minute, "MetalLB status of pool "+p.Name, func(ctx context.Context) (bool, error) {
 		var got metallbv1beta1.IPAddressPool
 		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(pool), &got); err != nil {
 			return false, err
