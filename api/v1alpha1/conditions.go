@@ -100,12 +100,29 @@ const (
 	// exists and is not controlled by this LeaseHost; it is left alone.
 	ReasonRouteConflict = "RouteConflict"
 
-	// ReasonNamespaceOwnerMismatch: the provider's namespaceOwnerAnnotation
-	// is set on the LeaseHost's namespace and names a different owner than
-	// the LeaseHost's spec.lease.owner (or its shardgate.io/lease-owner
-	// label). The LeaseHost claims no name and gets no route. The message
-	// never names the namespace's owner.
+	// ReasonNamespaceOwnerMismatch: the LeaseHost's namespace carries an
+	// owner marking (shardgate.io/owner, or another configured key) that
+	// names a different owner than the LeaseHost's spec.lease.owner (or its
+	// shardgate.io/lease-owner label). The LeaseHost claims no name and gets
+	// no route. The message never names the namespace's owner.
 	ReasonNamespaceOwnerMismatch = "NamespaceOwnerMismatch"
+
+	// ReasonNamespaceOwnerMissing: the LeaseHost's namespace carries no owner
+	// marking and the config requires one (requireNamespaceOwner, the
+	// default). The LeaseHost claims no name and gets no route.
+	ReasonNamespaceOwnerMissing = "NamespaceOwnerMissing"
+
+	// ReasonShardInTenantNamespace: a Gateway whose parameters make it a
+	// shard lives in a namespace that carries an owner marking, that is a
+	// tenant's namespace, which never holds a shard. Reported on the
+	// GatewayParameters (Valid=False) and as a Warning Event on the
+	// Gateway, which is not Accepted (InvalidParameters).
+	ReasonShardInTenantNamespace = "ShardInTenantNamespace"
+
+	// ReasonShardNamespaceNotAllowed: a Gateway whose parameters make it a
+	// shard lives in a namespace the config's shardNamespaces does not
+	// list. Reported like ReasonShardInTenantNamespace.
+	ReasonShardNamespaceNotAllowed = "ShardNamespaceNotAllowed"
 
 	// ReasonNoListenerForDomain: the shard's Gateway has no listener whose
 	// hostname matches the composed host.

@@ -48,6 +48,7 @@ import (
 	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/infra"
 	"github.com/shardgate/shardgate/internal/manager"
+	"github.com/shardgate/shardgate/internal/tenancy"
 	"github.com/shardgate/shardgate/internal/testenv"
 	"github.com/shardgate/shardgate/internal/version"
 )
@@ -313,6 +314,8 @@ func TestRenderDefaults(t *testing.T) {
 	g.Expect(cfg.XDS.Address).To(Equal(":18000"))
 	g.Expect(cfg.MetricsAddress).To(Equal(":8080"))
 	g.Expect(cfg.HealthAddress).To(Equal(":8081"))
+	g.Expect(cfg.NamespaceOwnerRequired()).To(BeTrue())
+	g.Expect(cfg.ShardNamespaces).To(Equal([]string{"shardgate-system"}))
 
 	// The xDS Service: the exact name and port the Envoy bootstrap dials.
 	xds := find[corev1.Service](t, rel, "Service", "shardgate-xds")
@@ -343,6 +346,8 @@ func TestRenderNonDefaults(t *testing.T) {
 		"config": map[string]any{
 			"blockedHostnames":         []any{"Example.COM", ".internal.example"},
 			"namespaceOwnerAnnotation": "akash.network/owner",
+			"requireNamespaceOwner":    false,
+			"shardNamespaces":          []any{"edge-shards"},
 			"leaderElection":           map[string]any{"id": "edge-leader"},
 		},
 		"ports":               map[string]any{"xds": 19000},
@@ -370,6 +375,8 @@ func TestRenderNonDefaults(t *testing.T) {
 	// Normalised (lowercased, sorted) by the controller's parser.
 	g.Expect(cfg.BlockedHostnames).To(Equal([]string{".internal.example", "example.com"}))
 	g.Expect(cfg.NamespaceOwnerAnnotation).To(Equal("akash.network/owner"))
+	g.Expect(cfg.NamespaceOwnerRequired()).To(BeFalse())
+	g.Expect(cfg.ShardNamespaces).To(Equal([]string{"edge-shards", "edge-system"}))
 	g.Expect(cfg.LeaderElection.Namespace).To(Equal("edge-system"))
 	g.Expect(cfg.LeaderElection.ID).To(Equal("edge-leader"))
 	g.Expect(cfg.XDS.Address).To(Equal(":19000"))
@@ -560,11 +567,14 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 		env, err = testenv.Start(ctx, testenv.Options{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
-		for _, n := range []string{ns, "sg-other", tenant, infraN} {
+		for _, n := range []string{ns, "sg-other", infraN} {
 			Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}})).To(Succeed())
 		}
+		// The provider marks each tenant namespace with its owner.
+		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant,
+			Annotations: map[string]string{tenancy.OwnerKey: "akash1alice"}}})).To(Succeed())
 		rel, err = render("shardgate", ns, map[string]any{
-			"config": map[string]any{"blockedHostnames": []any{".blocked.example"}},
+			"config": map[string]any{"blockedHostnames": []any{".blocked.example"}, "shardNamespaces": []any{infraN}},
 		})
 		Expect(err).NotTo(HaveOccurred())
 	})

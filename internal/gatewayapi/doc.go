@@ -62,7 +62,9 @@ Copyright The shardgate Authors.
 //   - One SNI on a TLS port is served by one TLSRoute: the oldest.
 //   - A Gateway whose class is not Accepted, whose parametersRef does not
 //     resolve, or whose spec.addresses are not IPAddress is not Accepted and
-//     gets no IR; its listeners and routes still get status.
+//     gets no IR; its listeners and routes still get status. So is a Gateway
+//     the controller refused as a shard (Input.ShardRefusals: a tenant's
+//     namespace, or one outside shardNamespaces).
 //
 // Translate is split so that an incremental caller can redo a single
 // Gateway: NewIndex builds the lookup tables once, and TranslateGateway

@@ -44,6 +44,8 @@ func TranslateGateway(idx *Index, gw *gatewayv1.Gateway) *GatewayResult {
 	default:
 		if msg := idx.gatewayParamsProblem(gw); msg != "" {
 			acceptReason, acceptMsg = string(gatewayv1.GatewayReasonInvalidParameters), msg
+		} else if msg, refused := idx.shardRefusals[key]; refused {
+			acceptReason, acceptMsg = string(gatewayv1.GatewayReasonInvalidParameters), "may not be a shard: "+msg
 		} else if msg := addressProblem(gw); msg != "" {
 			acceptReason, acceptMsg = string(gatewayv1.GatewayReasonUnsupportedAddress), msg
 		}
