@@ -158,6 +158,15 @@ const (
 	// exactly one of them (the oldest, then alphabetical namespace/name) and
 	// the other gets Accepted=False with this reason.
 	ReasonRouteHostnameConflict = "HostnameConflict"
+
+	// ReasonHostnameNotOwned: a route's parent entry on a shard is refused
+	// (Accepted=False) because the route may not serve a hostname it would
+	// serve there: it is not the route shardgate generated for a name its
+	// LeaseHost holds, and (with GatewayParameters shard.routes: Owned) the
+	// name is not held by the owner of the route's namespace, or is a
+	// wildcard whose domain is not wholly that owner's. Nothing of the entry
+	// is served.
+	ReasonHostnameNotOwned = "HostnameNotOwned"
 )
 
 // LeasedIP condition reasons beyond the shared ones above (Allocated,

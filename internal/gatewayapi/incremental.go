@@ -64,6 +64,7 @@ type Translator struct {
 	ctx           map[ctxKey]*ctxRec
 	runtime       map[types.NamespacedName]GatewayRuntime
 	shardRefusals map[types.NamespacedName]string
+	ownership     *Ownership
 	sameContext   bool
 	// endpointsChanged: the Services whose EndpointSlices changed since the
 	// last translation (with the same context otherwise).
@@ -118,7 +119,8 @@ func (t *Translator) Translate(in *Input) *Output {
 	diff := t.diffContext(in)
 	endpoints := diff.endpoints
 	same := t.last != nil && unique && !diff.changed && reflect.DeepEqual(in.Runtime, t.runtime) &&
-		reflect.DeepEqual(in.ShardRefusals, t.shardRefusals)
+		reflect.DeepEqual(in.ShardRefusals, t.shardRefusals) &&
+		(in.Ownership == t.ownership || reflect.DeepEqual(in.Ownership, t.ownership))
 	t.sameContext = same
 	t.endpointsChanged = endpoints
 	if !same {
@@ -129,6 +131,7 @@ func (t *Translator) Translate(in *Input) *Output {
 		clear(t.seen)
 		t.runtime = in.Runtime
 		t.shardRefusals = in.ShardRefusals
+		t.ownership = in.Ownership
 		idx := NewIndex(in)
 		idx.memo = t
 		out := translateIndex(idx)

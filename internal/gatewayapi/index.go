@@ -45,6 +45,7 @@ type Index struct {
 	params         map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters
 	runtime        map[types.NamespacedName]GatewayRuntime
 	shardRefusals  map[types.NamespacedName]string
+	ownership      *Ownership
 
 	// Routes by the Gateway their parentRefs name, indexed on first use
 	// (a Translator that patches needs them only for Gateways it
@@ -83,6 +84,7 @@ func NewIndex(in *Input) *Index {
 		params:         map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters{},
 		runtime:        in.Runtime,
 		shardRefusals:  in.ShardRefusals,
+		ownership:      in.Ownership,
 		endpoints:      map[string][]ir.Endpoint{},
 	}
 	for _, ns := range in.Namespaces {

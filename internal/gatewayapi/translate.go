@@ -42,6 +42,9 @@ type Input struct {
 	// Accepted=False InvalidParameters and serve nothing. The controller
 	// computes them (sharding.Discover); nil refuses nothing.
 	ShardRefusals map[types.NamespacedName]string
+	// Ownership says which routes shards may serve (see Ownership); nil
+	// means there are no shards to protect.
+	Ownership *Ownership
 }
 
 // GatewayRuntime is what the rest of the controller knows about a Gateway's
