@@ -28,6 +28,7 @@ import (
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/status"
+	"github.com/shardgate/shardgate/sharding"
 )
 
 var translateSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -67,6 +68,9 @@ type GatewayAPIReconciler struct {
 	// that the burst is translated once (Contour holds 100 ms; we hold less).
 	HoldOff time.Duration
 	Log     logr.Logger
+	// Tenancy says where shards may live (nil: the safe defaults); a
+	// Gateway with shard parameters elsewhere is not Accepted.
+	Tenancy *Tenancy
 	// MutateInput, when set, edits each snapshot before translation. Tests
 	// use it to feed loopback endpoints, which the apiserver refuses in
 	// EndpointSlices; the controller leaves it nil.
@@ -172,10 +176,27 @@ func (r *GatewayAPIReconciler) snapshot(ctx context.Context) (*gatewayapi.Input,
 	if r.Runtime != nil {
 		in.Runtime = r.Runtime.Runtime()
 	}
+	_, problems := sharding.Discover(r.ControllerName, in.GatewayClasses, in.Gateways, in.GatewayParameters, r.Tenancy.Placement(in.Namespaces))
+	in.ShardRefusals = shardRefusals(problems)
 	if r.MutateInput != nil {
 		r.MutateInput(in)
 	}
 	return in, nil
+}
+
+// shardRefusals are the Gateways that may not be shards where they live.
+func shardRefusals(problems []sharding.Problem) map[types.NamespacedName]string {
+	var out map[types.NamespacedName]string
+	for _, p := range problems {
+		if p.Reason != sharding.ReasonShardInTenantNamespace && p.Reason != sharding.ReasonShardNamespaceNotAllowed {
+			continue
+		}
+		if out == nil {
+			out = map[types.NamespacedName]string{}
+		}
+		out[p.Gateway] = p.Reason + ": " + p.Message
+	}
+	return out
 }
 
 // storeList returns the objects in the informer store for T, as stored.

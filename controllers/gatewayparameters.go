@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +27,11 @@ import (
 type GatewayParametersReconciler struct {
 	Client         client.Client
 	ControllerName string
+	// Tenancy says where shards may live (nil: the safe defaults).
+	Tenancy *Tenancy
+	// Recorder, when set, gets a Warning Event on each Gateway refused as a
+	// shard because of its namespace, when the Valid condition changes.
+	Recorder events.EventRecorder
 }
 
 // SetupWithManager registers the controller.
@@ -45,6 +52,8 @@ func (r *GatewayParametersReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&shardgatev1alpha1.GatewayParameters{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&gatewayv1.Gateway{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&gatewayv1.GatewayClass{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A namespace's owner marking decides whether its Gateways may be shards.
+		Watches(&corev1.Namespace{}, all, builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Complete(r)
 }
 
@@ -57,12 +66,14 @@ func (r *GatewayParametersReconciler) Reconcile(ctx context.Context, req reconci
 	var classes gatewayv1.GatewayClassList
 	var gws gatewayv1.GatewayList
 	var params shardgatev1alpha1.GatewayParametersList
-	for _, l := range []client.ObjectList{&classes, &gws, &params} {
+	var namespaces corev1.NamespaceList
+	for _, l := range []client.ObjectList{&classes, &gws, &params, &namespaces} {
 		if err := r.Client.List(ctx, l); err != nil {
 			return reconcile.Result{}, fmt.Errorf("list: %w", err)
 		}
 	}
-	conds := sharding.ValidCondition(r.ControllerName, ptrs(classes.Items), ptrs(gws.Items), ptrs(params.Items))
+	placement := r.Tenancy.Placement(ptrs(namespaces.Items))
+	conds := sharding.ValidCondition(r.ControllerName, ptrs(classes.Items), ptrs(gws.Items), ptrs(params.Items), placement)
 	c, ok := conds[req.NamespacedName]
 	next := p.Status.DeepCopy()
 	if ok {
@@ -78,5 +89,35 @@ func (r *GatewayParametersReconciler) Reconcile(ctx context.Context, req reconci
 	if err := r.Client.Status().Patch(ctx, &p, patch); err != nil && !apierrors.IsNotFound(err) {
 		return reconcile.Result{}, fmt.Errorf("write status of GatewayParameters %s: %w", req.NamespacedName, err)
 	}
+	r.warnRefusedShards(ctx, ptrs(classes.Items), ptrs(gws.Items), ptrs(params.Items), placement, req.NamespacedName)
 	return reconcile.Result{}, nil
+}
+
+// warnRefusedShards records a Warning Event on every Gateway using params
+// that may not be a shard because of where it lives.
+func (r *GatewayParametersReconciler) warnRefusedShards(ctx context.Context, classes []*gatewayv1.GatewayClass, gws []*gatewayv1.Gateway, params []*shardgatev1alpha1.GatewayParameters, placement sharding.Placement, key types.NamespacedName) {
+	if r.Recorder == nil {
+		return
+	}
+	_, problems := sharding.Discover(r.ControllerName, classes, gws, params, placement)
+	for _, pr := range problems {
+		if pr.Reason != sharding.ReasonShardInTenantNamespace && pr.Reason != sharding.ReasonShardNamespaceNotAllowed {
+			continue
+		}
+		for _, gw := range gws {
+			if gw.Namespace != pr.Gateway.Namespace || gw.Name != pr.Gateway.Name || !usesParameters(gw, key) {
+				continue
+			}
+			r.Recorder.Eventf(gw, nil, corev1.EventTypeWarning, pr.Reason, "Shard", "%s", pr.Message)
+		}
+	}
+}
+
+// usesParameters: gw's own parametersRef names key (a class default is
+// reported on the GatewayParameters only).
+func usesParameters(gw *gatewayv1.Gateway, key types.NamespacedName) bool {
+	if gw.Spec.Infrastructure == nil || gw.Spec.Infrastructure.ParametersRef == nil {
+		return false
+	}
+	return gw.Namespace == key.Namespace && gw.Spec.Infrastructure.ParametersRef.Name == key.Name
 }

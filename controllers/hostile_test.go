@@ -31,6 +31,7 @@ import (
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/manager"
+	"github.com/shardgate/shardgate/internal/tenancy"
 	"github.com/shardgate/shardgate/internal/testenv"
 	xdsserver "github.com/shardgate/shardgate/xds/server"
 )
@@ -326,11 +327,12 @@ var _ = Describe("Hostile input on the real apiserver", Ordered, func() {
 			Consistently(routeHostnames(ctx, c, bobNS, "intruder"), "500ms").Should(BeNil())
 
 			By("a younger LeaseHost of another owner, in its own namespace, gets the name")
-			Expect(c.Create(ctx, hostileLeaseHost(f.ns, "squat-legit", "squat.example.test", func(lh *shardgatev1alpha1.LeaseHost) {
+			carolNS := f.nsFor(ctx, "akash1carol")
+			Expect(c.Create(ctx, hostileLeaseHost(carolNS, "squat-legit", "squat.example.test", func(lh *shardgatev1alpha1.LeaseHost) {
 				lh.Spec.Lease.Owner = "akash1carol"
 			}))).To(Succeed())
-			Eventually(reserved(ctx, c, f.ns, "squat-legit")).Should(Equal("True/" + shardgatev1alpha1.ReasonReserved))
-			Eventually(routeHostnames(ctx, c, f.ns, "squat-legit")).Should(Equal([]string{"squat.example.test"}))
+			Eventually(reserved(ctx, c, carolNS, "squat-legit")).Should(Equal("True/" + shardgatev1alpha1.ReasonReserved))
+			Eventually(routeHostnames(ctx, c, carolNS, "squat-legit")).Should(Equal([]string{"squat.example.test"}))
 		})
 
 		It("admits the namespace owner's own LeaseHost", func() {
@@ -350,12 +352,13 @@ var _ = Describe("Hostile input on the real apiserver", Ordered, func() {
 			Consistently(routeHostnames(ctx, c, bobNS, "label-forged"), "500ms").Should(BeNil())
 		})
 
-		It("leaves LeaseHosts in unannotated namespaces alone", func() {
+		It("reads shardgate.io/owner as well as the configured annotation", func() {
+			// f.ns carries only shardgate.io/owner: akash1alice.
 			Expect(c.Create(ctx, hostileLeaseHost(f.ns, "unannotated", "free.example.test"))).To(Succeed())
 			Eventually(reserved(ctx, c, f.ns, "unannotated")).Should(Equal("True/" + shardgatev1alpha1.ReasonReserved))
 		})
 
-		It("revokes a held name when the namespace is annotated for another owner later", func() {
+		It("revokes a held name when the namespace is marked for another owner later", func() {
 			g := newFixture(ctx, c, "late")
 			Expect(c.Create(ctx, hostileLeaseHost(g.ns, "held", "late.example.test"))).To(Succeed())
 			Eventually(reserved(ctx, c, g.ns, "held")).Should(Equal("True/" + shardgatev1alpha1.ReasonReserved))
@@ -366,7 +369,7 @@ var _ = Describe("Hostile input on the real apiserver", Ordered, func() {
 				if n.Annotations == nil {
 					n.Annotations = map[string]string{}
 				}
-				n.Annotations[ownerAnnotation] = "akash1bob"
+				n.Annotations[tenancy.OwnerKey] = "akash1bob"
 			})
 			Eventually(reserved(ctx, c, g.ns, "held")).Should(Equal("False/" + shardgatev1alpha1.ReasonNamespaceOwnerMismatch))
 			Eventually(routeHostnames(ctx, c, g.ns, "held")).Should(BeNil())

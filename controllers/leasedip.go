@@ -73,7 +73,8 @@ var ipAddressPoolGK = schema.GroupKind{Group: metallbv1beta1.GroupVersion.Group,
 type LeasedIPReconciler struct {
 	Client client.Client
 	Log    logr.Logger
-	// Policy returns the namespace-owner policy (nil: LeasedIPPolicy("")).
+	// Policy returns the namespace-owner policy: the config's, shared with
+	// the LeaseHost controller (nil: tenancy.DefaultPolicy()).
 	Policy func() tenancy.Policy
 
 	events  client.Reader

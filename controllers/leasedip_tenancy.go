@@ -16,23 +16,11 @@ import (
 	"github.com/shardgate/shardgate/internal/tenancy"
 )
 
-// LeasedIPPolicy is the namespace-owner policy LeasedIPs are held to:
-// tenancy.DefaultPolicy (shardgate.io/owner, as annotation or label,
-// required), with the config's namespaceOwnerAnnotation key read first when
-// it is set.
-func LeasedIPPolicy(ownerAnnotation string) tenancy.Policy {
-	p := tenancy.DefaultPolicy()
-	if ownerAnnotation != "" && ownerAnnotation != tenancy.OwnerKey {
-		p.Keys = append([]string{ownerAnnotation}, p.Keys...)
-	}
-	return p
-}
-
 func (r *LeasedIPReconciler) policy() tenancy.Policy {
 	if r.Policy != nil {
 		return r.Policy()
 	}
-	return LeasedIPPolicy("")
+	return tenancy.DefaultPolicy()
 }
 
 // namespace returns the Namespace named name, or nil when it is gone.

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +28,7 @@ import (
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/hostnames"
 	"github.com/shardgate/shardgate/internal/leasehosts"
+	"github.com/shardgate/shardgate/internal/tenancy"
 	"github.com/shardgate/shardgate/sharding"
 )
 
@@ -44,10 +44,9 @@ type LeaseHostReconciler struct {
 	ControllerName string
 	Recorder       events.EventRecorder
 	Log            logr.Logger
-
-	// namespaceOwnerAnnotation is the config's namespaceOwnerAnnotation
-	// (a string; "" disables the check). See SetNamespaceOwnerAnnotation.
-	namespaceOwnerAnnotation atomic.Value
+	// Tenancy reads namespaces' owner markings and says where shards may
+	// live (nil: the safe defaults).
+	Tenancy *Tenancy
 
 	mu      sync.Mutex
 	rebuilt bool
@@ -78,8 +77,10 @@ func (r *LeaseHostReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&gatewayv1.Gateway{}, all, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&gatewayv1.GatewayClass{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&shardgatev1alpha1.GatewayParameters{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		// Labels select shards; annotations carry the namespace's owner.
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceLeaseHosts), builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		// Labels select shards; annotations and labels carry the
+		// namespace's owner, which also decides whether its Gateways may
+		// be shards.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceChanged), builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.serviceLeaseHosts)).
 		WatchesRawSource(source.Channel(r.requeue, &handler.TypedEnqueueRequestForObject[*shardgatev1alpha1.LeaseHost]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
@@ -97,21 +98,19 @@ func (r *LeaseHostReconciler) SetBlockList(b *hostnames.BlockList) {
 	}
 }
 
-// SetNamespaceOwnerAnnotation sets the Namespace annotation key that names
-// the lease owner allowed to claim hostnames in that namespace (the config's
-// namespaceOwnerAnnotation; "" disables the check). When it changes after
-// start, every LeaseHost is re-evaluated.
+// TenancyChanged re-evaluates every LeaseHost after the tenancy settings
+// (r.Tenancy) changed on a config reload.
 //
-// The rule: when the key is set and a LeaseHost's namespace carries the
-// annotation, the LeaseHost's spec.lease.owner, and its
-// shardgate.io/lease-owner label if it has one, must equal the annotation's
-// value (compared verbatim, like owners everywhere; an empty value matches
-// nobody). Otherwise the LeaseHost is Reserved=False NamespaceOwnerMismatch:
-// it claims no name (any it held is released to the next waiter) and gets no
-// route. A namespace without the annotation is not checked.
-func (r *LeaseHostReconciler) SetNamespaceOwnerAnnotation(key string) {
-	old, _ := r.namespaceOwnerAnnotation.Swap(key).(string)
-	if old == key || r.requeue == nil {
+// The rule: a LeaseHost acts for its namespace's owner only. When the
+// namespace carries an owner marking, the LeaseHost's spec.lease.owner, and
+// its shardgate.io/lease-owner label if it has one, must equal it (compared
+// verbatim, like owners everywhere; an empty marking matches nobody);
+// otherwise the LeaseHost is Reserved=False NamespaceOwnerMismatch. When the
+// namespace carries none and the policy requires one, it is Reserved=False
+// NamespaceOwnerMissing. Either way it claims no name (any it held is
+// released to the next waiter) and gets no route.
+func (r *LeaseHostReconciler) TenancyChanged() {
+	if r.requeue == nil {
 		return
 	}
 	for _, req := range r.allLeaseHosts(context.Background(), nil) {
@@ -119,29 +118,8 @@ func (r *LeaseHostReconciler) SetNamespaceOwnerAnnotation(key string) {
 	}
 }
 
-// namespaceOwnerRefusal returns the refusal of lh when its namespace belongs
-// to another owner, or nil.
-func (r *LeaseHostReconciler) namespaceOwnerRefusal(lh *shardgatev1alpha1.LeaseHost, ns *corev1.Namespace) *hostnames.Decision {
-	key, _ := r.namespaceOwnerAnnotation.Load().(string)
-	if key == "" {
-		return nil
-	}
-	want, ok := ns.Annotations[key]
-	if !ok {
-		return nil
-	}
-	label, hasLabel := lh.Labels[shardgatev1alpha1.LabelLeaseOwner]
-	var msg string
-	switch {
-	case lh.Spec.Lease.Owner != want:
-		msg = fmt.Sprintf("namespace %s belongs to another owner (annotation %s); lease owner %q may not claim hostnames in it", lh.Namespace, key, lh.Spec.Lease.Owner)
-	case hasLabel && label != want:
-		msg = fmt.Sprintf("label %s=%q does not match the owner of namespace %s (annotation %s)", shardgatev1alpha1.LabelLeaseOwner, label, lh.Namespace, key)
-	default:
-		return nil
-	}
-	return &hostnames.Decision{Reason: hostnames.Reason(shardgatev1alpha1.ReasonNamespaceOwnerMismatch), Message: msg}
-}
+// ownerPolicy is the current policy.
+func (r *LeaseHostReconciler) ownerPolicy() tenancy.Policy { return r.Tenancy.Policy() }
 
 func (r *LeaseHostReconciler) enqueue(nn types.NamespacedName) {
 	lh := &shardgatev1alpha1.LeaseHost{ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name}}
@@ -241,18 +219,24 @@ func (r *LeaseHostReconciler) plan(ctx context.Context, lh *shardgatev1alpha1.Le
 // planOn is plan with the shards already discovered.
 func (r *LeaseHostReconciler) planOn(ctx context.Context, lh *shardgatev1alpha1.LeaseHost, shards []sharding.Shard) (leasehosts.Plan, error) {
 	var ns corev1.Namespace
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: lh.Namespace}, &ns); err != nil && !apierrors.IsNotFound(err) {
-		return leasehosts.Plan{}, fmt.Errorf("get namespace %s: %w", lh.Namespace, err)
+	nsp := &ns
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: lh.Namespace}, &ns); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return leasehosts.Plan{}, fmt.Errorf("get namespace %s: %w", lh.Namespace, err)
+		}
+		nsp = nil
 	}
-	p := leasehosts.PlanFor(lh, sharding.Select(shards, lh, ns.Labels))
-	p.Refusal = r.namespaceOwnerRefusal(lh, &ns)
-	return p, nil
+	return leasehosts.PlanIn(lh, shards, nsp, r.ownerPolicy()), nil
 }
 
 func (r *LeaseHostReconciler) shards(ctx context.Context) ([]sharding.Shard, error) {
 	var classes gatewayv1.GatewayClassList
 	var gws gatewayv1.GatewayList
 	var params shardgatev1alpha1.GatewayParametersList
+	var namespaces corev1.NamespaceList
+	if err := r.Client.List(ctx, &namespaces); err != nil {
+		return nil, fmt.Errorf("list Namespaces: %w", err)
+	}
 	if err := r.Client.List(ctx, &classes); err != nil {
 		return nil, fmt.Errorf("list GatewayClasses: %w", err)
 	}
@@ -262,7 +246,7 @@ func (r *LeaseHostReconciler) shards(ctx context.Context) ([]sharding.Shard, err
 	if err := r.Client.List(ctx, &params); err != nil {
 		return nil, fmt.Errorf("list GatewayParameters: %w", err)
 	}
-	shards, _ := sharding.Discover(r.ControllerName, ptrs(classes.Items), ptrs(gws.Items), ptrs(params.Items))
+	shards, _ := sharding.Discover(r.ControllerName, ptrs(classes.Items), ptrs(gws.Items), ptrs(params.Items), r.Tenancy.Placement(ptrs(namespaces.Items)))
 	return shards, nil
 }
 
@@ -291,15 +275,9 @@ func (r *LeaseHostReconciler) claim(lh *shardgatev1alpha1.LeaseHost, plan leaseh
 		return plan.RefusedDecisions(), changes
 	}
 	decisions := map[string]hostnames.Decision{}
-	for _, h := range plan.Hosts {
-		d, ch := r.Engine.Upsert(hostnames.Claimant{
-			ClaimID:  hostnames.ClaimID{UID: leasehosts.ClaimUID(uid, h), Created: lh.CreationTimestamp.Time},
-			Key:      hostnames.LeaseKey{Owner: lh.Spec.Lease.Owner, DSeq: lh.Spec.Lease.DSeq, GSeq: lh.Spec.Lease.GSeq},
-			Host:     h,
-			Takeover: lh.Spec.Takeover,
-			Holding:  slices.Contains(lh.Status.ReservedHosts, h),
-		})
-		decisions[h] = d
+	for _, c := range leasehosts.Claimants(lh, plan) {
+		d, ch := r.Engine.Upsert(c)
+		decisions[c.Host] = d
 		changes = append(changes, ch...)
 	}
 	// Our own other claims may show up as changes (a LeaseHost's names on
@@ -484,6 +462,21 @@ func (r *LeaseHostReconciler) allLeaseHosts(ctx context.Context, _ client.Object
 		return nil
 	}
 	return requests(list.Items)
+}
+
+// namespaceChanged: the LeaseHosts of the namespace, or every LeaseHost
+// when the namespace holds Gateways (its marking decides whether they are
+// shards).
+func (r *LeaseHostReconciler) namespaceChanged(ctx context.Context, o client.Object) []reconcile.Request {
+	var gws gatewayv1.GatewayList
+	if err := r.Client.List(ctx, &gws, client.InNamespace(o.GetName())); err != nil {
+		r.Log.Error(err, "list Gateways", "namespace", o.GetName())
+		return r.allLeaseHosts(ctx, o)
+	}
+	if len(gws.Items) > 0 {
+		return r.allLeaseHosts(ctx, o)
+	}
+	return r.namespaceLeaseHosts(ctx, o)
 }
 
 func (r *LeaseHostReconciler) namespaceLeaseHosts(ctx context.Context, o client.Object) []reconcile.Request {

@@ -51,7 +51,7 @@ var _ = Describe("LeaseHost ownership on the real apiserver", Ordered, func() {
 		wg.Wait()
 		var results []string
 		Eventually(func(g Gomega) {
-			results = []string{reserved(ctx, c, f.ns, "alice")(g), reserved(ctx, c, f.ns, "bob")(g)}
+			results = []string{f.reserved(ctx, "alice")(g), f.reserved(ctx, "bob")(g)}
 			g.Expect(results).To(ConsistOf("True/Reserved", "False/HostnameInUse"))
 		}).Should(Succeed())
 		winner, loser := "alice", "bob"
@@ -62,43 +62,43 @@ var _ = Describe("LeaseHost ownership on the real apiserver", Ordered, func() {
 		cond := meta.FindStatusCondition(f.get(ctx, loser).Status.Conditions, shardgatev1alpha1.ConditionReserved)
 		Expect(cond.Message).NotTo(ContainSubstring("akash1"))
 		Expect(cond.Message).NotTo(ContainSubstring(winner))
-		Eventually(routeHostnames(ctx, c, f.ns, winner)).Should(Equal([]string{"race.example.test"}))
-		Consistently(routeHostnames(ctx, c, f.ns, loser), "500ms").Should(BeNil())
+		Eventually(f.routeHostnames(ctx, winner)).Should(Equal([]string{"race.example.test"}))
+		Consistently(f.routeHostnames(ctx, loser), "500ms").Should(BeNil())
 
 		By("promoting the loser when the winner is deleted")
 		Expect(c.Delete(ctx, f.get(ctx, winner))).To(Succeed())
-		Eventually(reserved(ctx, c, f.ns, loser)).Should(Equal("True/Reserved"))
-		Eventually(routeHostnames(ctx, c, f.ns, loser)).Should(Equal([]string{"race.example.test"}))
-		Eventually(routeHostnames(ctx, c, f.ns, winner)).Should(BeNil())
+		Eventually(f.reserved(ctx, loser)).Should(Equal("True/Reserved"))
+		Eventually(f.routeHostnames(ctx, loser)).Should(Equal([]string{"race.example.test"}))
+		Eventually(f.routeHostnames(ctx, winner)).Should(BeNil())
 	})
 
 	It("withholds a same-owner name until a takeover moves it, and the routes follow", func() {
 		f := newFixture(ctx, c, "takeover")
 		f.service(ctx, "web")
 		f.leaseHost(ctx, "blue", "app.example.test", owner("akash1carol", 10))
-		Eventually(reserved(ctx, c, f.ns, "blue")).Should(Equal("True/Reserved"))
+		Eventually(f.reserved(ctx, "blue")).Should(Equal("True/Reserved"))
 		f.leaseHost(ctx, "green", "app.example.test", owner("akash1carol", 11))
-		Eventually(reserved(ctx, c, f.ns, "green")).Should(Equal("False/Withheld"))
-		Consistently(routeHostnames(ctx, c, f.ns, "green"), "300ms").Should(BeNil())
+		Eventually(f.reserved(ctx, "green")).Should(Equal("False/Withheld"))
+		Consistently(f.routeHostnames(ctx, "green"), "300ms").Should(BeNil())
 
 		By("a lease differing only in oseq is the same deployment, not withheld")
 		f.leaseHost(ctx, "blue-oseq2", "app.example.test", func(lh *shardgatev1alpha1.LeaseHost) {
 			lh.Spec.Lease = shardgatev1alpha1.LeaseRef{Owner: "akash1carol", DSeq: 10, GSeq: 1, OSeq: 2}
 		})
-		Eventually(reserved(ctx, c, f.ns, "blue-oseq2")).Should(Equal("True/Reserved"))
+		Eventually(f.reserved(ctx, "blue-oseq2")).Should(Equal("True/Reserved"))
 
 		By("setting takeover on the waiting deployment")
 		update(ctx, c, f.get(ctx, "green"), func(lh *shardgatev1alpha1.LeaseHost) { lh.Spec.Takeover = true })
-		Eventually(reserved(ctx, c, f.ns, "green")).Should(Equal("True/Reserved"))
-		Eventually(reserved(ctx, c, f.ns, "blue")).Should(Equal("False/TransferredAway"))
-		Eventually(routeHostnames(ctx, c, f.ns, "green")).Should(Equal([]string{"app.example.test"}))
-		Eventually(routeHostnames(ctx, c, f.ns, "blue")).Should(BeNil())
-		Eventually(routeHostnames(ctx, c, f.ns, "blue-oseq2")).Should(BeNil())
+		Eventually(f.reserved(ctx, "green")).Should(Equal("True/Reserved"))
+		Eventually(f.reserved(ctx, "blue")).Should(Equal("False/TransferredAway"))
+		Eventually(f.routeHostnames(ctx, "green")).Should(Equal([]string{"app.example.test"}))
+		Eventually(f.routeHostnames(ctx, "blue")).Should(BeNil())
+		Eventually(f.routeHostnames(ctx, "blue-oseq2")).Should(BeNil())
 
 		By("refusing a takeover across owners")
 		f.leaseHost(ctx, "thief", "app.example.test", owner("akash1mallory", 1), takeover)
-		Eventually(reserved(ctx, c, f.ns, "thief")).Should(Equal("False/HostnameInUse"))
-		Consistently(reserved(ctx, c, f.ns, "green"), "300ms").Should(Equal("True/Reserved"))
+		Eventually(f.reserved(ctx, "thief")).Should(Equal("False/HostnameInUse"))
+		Consistently(f.reserved(ctx, "green"), "300ms").Should(Equal("True/Reserved"))
 	})
 
 	It("refuses blocked names and revokes a claim when its name becomes blocked", func() {
@@ -108,24 +108,24 @@ var _ = Describe("LeaseHost ownership on the real apiserver", Ordered, func() {
 		f.leaseHost(ctx, "deep", "a.b.blocked.test")
 		f.leaseHost(ctx, "exact", "admin.provider.test")
 		f.leaseHost(ctx, "lookalike", "notblocked.test")
-		Eventually(reserved(ctx, c, f.ns, "apex")).Should(Equal("False/Blocked"))
-		Eventually(reserved(ctx, c, f.ns, "deep")).Should(Equal("False/Blocked"))
-		Eventually(reserved(ctx, c, f.ns, "exact")).Should(Equal("False/Blocked"))
-		Eventually(reserved(ctx, c, f.ns, "lookalike")).Should(Equal("True/Reserved"))
+		Eventually(f.reserved(ctx, "apex")).Should(Equal("False/Blocked"))
+		Eventually(f.reserved(ctx, "deep")).Should(Equal("False/Blocked"))
+		Eventually(f.reserved(ctx, "exact")).Should(Equal("False/Blocked"))
+		Eventually(f.reserved(ctx, "lookalike")).Should(Equal("True/Reserved"))
 		cond := meta.FindStatusCondition(f.get(ctx, "deep").Status.Conditions, shardgatev1alpha1.ConditionReserved)
 		Expect(cond.Message).To(ContainSubstring(".blocked.test"))
 
 		By("adding a block to the live config file")
 		f.leaseHost(ctx, "victim", "soon.example.test")
-		Eventually(reserved(ctx, c, f.ns, "victim")).Should(Equal("True/Reserved"))
-		Eventually(routeHostnames(ctx, c, f.ns, "victim")).Should(Equal([]string{"soon.example.test"}))
+		Eventually(f.reserved(ctx, "victim")).Should(Equal("True/Reserved"))
+		Eventually(f.routeHostnames(ctx, "victim")).Should(Equal([]string{"soon.example.test"}))
 		writeConfig(cfgFile, ".blocked.test", "admin.provider.test", "soon.example.test")
-		Eventually(reserved(ctx, c, f.ns, "victim")).Should(Equal("False/Blocked"))
-		Eventually(routeHostnames(ctx, c, f.ns, "victim")).Should(BeNil())
+		Eventually(f.reserved(ctx, "victim")).Should(Equal("False/Blocked"))
+		Eventually(f.routeHostnames(ctx, "victim")).Should(BeNil())
 
 		By("removing the block again")
 		writeConfig(cfgFile, ".blocked.test", "admin.provider.test")
-		Eventually(reserved(ctx, c, f.ns, "victim")).Should(Equal("True/Reserved"))
+		Eventually(f.reserved(ctx, "victim")).Should(Equal("True/Reserved"))
 	})
 
 	It("generates the HTTPRoute with parentRefs, hostnames, rule, labels and owner, and removes it on delete", func() {
@@ -137,7 +137,7 @@ var _ = Describe("LeaseHost ownership on the real apiserver", Ordered, func() {
 			lh.Spec.Service.Port = 80
 		})
 		var route gatewayv1.HTTPRoute
-		Eventually(func() error { return c.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "site"}, &route) }).Should(Succeed())
+		Eventually(func() error { return c.Get(ctx, client.ObjectKey{Namespace: f.nsOf("site"), Name: "site"}, &route) }).Should(Succeed())
 		Expect(route.Spec.ParentRefs).To(HaveLen(1))
 		Expect(string(route.Spec.ParentRefs[0].Name)).To(Equal("shard-a"))
 		Expect(string(*route.Spec.ParentRefs[0].Namespace)).To(Equal("default"))
@@ -194,13 +194,13 @@ var _ = Describe("LeaseHost ownership on the real apiserver", Ordered, func() {
 	It("keeps the claim when the Service is missing, and reports it", func() {
 		f := newFixture(ctx, c, "nosvc")
 		f.leaseHost(ctx, "orphan", "orphan.example.test", service("missing"))
-		Eventually(reserved(ctx, c, f.ns, "orphan")).Should(Equal("True/Reserved"))
+		Eventually(f.reserved(ctx, "orphan")).Should(Equal("True/Reserved"))
 		Eventually(func(g Gomega) string {
 			cond := meta.FindStatusCondition(f.get(ctx, "orphan").Status.Conditions, shardgatev1alpha1.ConditionReady)
 			g.Expect(cond).NotTo(BeNil())
 			return cond.Reason
 		}).Should(Equal(shardgatev1alpha1.ReasonBackendNotFound))
-		Eventually(routeHostnames(ctx, c, f.ns, "orphan")).Should(Equal([]string{"orphan.example.test"}))
+		Eventually(f.routeHostnames(ctx, "orphan")).Should(Equal([]string{"orphan.example.test"}))
 
 		By("creating the Service")
 		f.service(ctx, "missing")
@@ -215,14 +215,14 @@ var _ = Describe("LeaseHost ownership on the real apiserver", Ordered, func() {
 		f := newFixture(ctx, c, "edit")
 		f.service(ctx, "web")
 		f.leaseHost(ctx, "first", "old.example.test", owner("akash1erin", 1))
-		Eventually(reserved(ctx, c, f.ns, "first")).Should(Equal("True/Reserved"))
+		Eventually(f.reserved(ctx, "first")).Should(Equal("True/Reserved"))
 		f.leaseHost(ctx, "waiter", "old.example.test", owner("akash1frank", 1))
-		Eventually(reserved(ctx, c, f.ns, "waiter")).Should(Equal("False/HostnameInUse"))
+		Eventually(f.reserved(ctx, "waiter")).Should(Equal("False/HostnameInUse"))
 
 		update(ctx, c, f.get(ctx, "first"), func(lh *shardgatev1alpha1.LeaseHost) { lh.Spec.Hostname = "new.example.test" })
-		Eventually(reserved(ctx, c, f.ns, "first")).Should(Equal("True/Reserved"))
-		Eventually(routeHostnames(ctx, c, f.ns, "first")).Should(Equal([]string{"new.example.test"}))
-		Eventually(reserved(ctx, c, f.ns, "waiter")).Should(Equal("True/Reserved"))
-		Eventually(routeHostnames(ctx, c, f.ns, "waiter")).Should(Equal([]string{"old.example.test"}))
+		Eventually(f.reserved(ctx, "first")).Should(Equal("True/Reserved"))
+		Eventually(f.routeHostnames(ctx, "first")).Should(Equal([]string{"new.example.test"}))
+		Eventually(f.reserved(ctx, "waiter")).Should(Equal("True/Reserved"))
+		Eventually(f.routeHostnames(ctx, "waiter")).Should(Equal([]string{"old.example.test"}))
 	})
 })

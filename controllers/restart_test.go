@@ -29,21 +29,23 @@ type snapshot struct {
 	routeHost map[string]string // route → hostnames
 }
 
-func takeSnapshot(ctx context.Context, c client.Client, ns string) snapshot {
+func takeSnapshot(ctx context.Context, c client.Client, namespaces ...string) snapshot {
 	s := snapshot{map[string]string{}, map[string]string{}, map[string]string{}, map[string]string{}}
-	var lhs shardgatev1alpha1.LeaseHostList
-	Expect(c.List(ctx, &lhs, client.InNamespace(ns))).To(Succeed())
-	for _, lh := range lhs.Items {
-		cond := meta.FindStatusCondition(lh.Status.Conditions, shardgatev1alpha1.ConditionReserved)
-		Expect(cond).NotTo(BeNil(), lh.Name)
-		s.reserved[lh.Name] = string(cond.Status) + "/" + cond.Reason
-		s.lhRV[lh.Name] = lh.ResourceVersion
-	}
-	var routes gatewayv1.HTTPRouteList
-	Expect(c.List(ctx, &routes, client.InNamespace(ns))).To(Succeed())
-	for _, r := range routes.Items {
-		s.routeRV[r.Name] = r.ResourceVersion
-		s.routeHost[r.Name] = fmt.Sprint(r.Spec.Hostnames)
+	for _, ns := range namespaces {
+		var lhs shardgatev1alpha1.LeaseHostList
+		Expect(c.List(ctx, &lhs, client.InNamespace(ns))).To(Succeed())
+		for _, lh := range lhs.Items {
+			cond := meta.FindStatusCondition(lh.Status.Conditions, shardgatev1alpha1.ConditionReserved)
+			Expect(cond).NotTo(BeNil(), lh.Name)
+			s.reserved[lh.Name] = string(cond.Status) + "/" + cond.Reason
+			s.lhRV[lh.Name] = lh.ResourceVersion
+		}
+		var routes gatewayv1.HTTPRouteList
+		Expect(c.List(ctx, &routes, client.InNamespace(ns))).To(Succeed())
+		for _, r := range routes.Items {
+			s.routeRV[r.Name] = r.ResourceVersion
+			s.routeHost[r.Name] = fmt.Sprint(r.Spec.Hostnames)
+		}
 	}
 	return s
 }
@@ -141,7 +143,7 @@ var _ = Describe("restart", Ordered, func() {
 		f.service(ctx, "web")
 		cfg := configPath()
 		writeConfig(cfg, ".blocked.test")
-		shard(ctx, env.Client, f.ns, "shard-r", "shard-r.apps.test")
+		shard(ctx, env.Client, "default", "shard-r", "shard-r.apps.test")
 
 		// 50 names, 4 claimants each, created concurrently in an order
 		// the goroutines decide: other owners, same-owner other
@@ -191,7 +193,7 @@ var _ = Describe("restart", Ordered, func() {
 		}
 		first, metrics := start("shardgate-1")
 		Eventually(settled(metrics, "leasehost", 200)).WithTimeout(90 * time.Second).Should(Succeed())
-		before := takeSnapshot(ctx, env.Client, f.ns)
+		before := takeSnapshot(ctx, env.Client, f.namespaces()...)
 		Expect(before.reserved).To(HaveLen(200))
 		counts := map[string]int{}
 		for _, r := range before.reserved {
@@ -208,7 +210,7 @@ var _ = Describe("restart", Ordered, func() {
 
 		second, metrics2 := start("shardgate-2")
 		Eventually(settled(metrics2, "leasehost", 200)).WithTimeout(90 * time.Second).Should(Succeed())
-		after := takeSnapshot(ctx, env.Client, f.ns)
+		after := takeSnapshot(ctx, env.Client, f.namespaces()...)
 		Expect(after.reserved).To(Equal(before.reserved), "holders changed across the restart")
 		Expect(after.routeHost).To(Equal(before.routeHost))
 		Expect(after.routeRV).To(Equal(before.routeRV), "a route was rewritten")

@@ -69,7 +69,7 @@ var _ = Describe("shards", Ordered, func() {
 		f.service(ctx, "web")
 		// bob holds web.shard-b explicitly before alice asks for "web" on every shard.
 		f.leaseHost(ctx, "bob-web", "web.shard-b.apps.example.test", owner("akash1bob", 1))
-		Eventually(reserved(ctx, c, f.ns, "bob-web")).Should(Equal("True/Reserved"))
+		Eventually(f.reserved(ctx, "bob-web")).Should(Equal("True/Reserved"))
 		f.leaseHost(ctx, "alice-web", "", owner("akash1alice", 1), func(lh *shardgatev1alpha1.LeaseHost) { lh.Spec.Subdomain = "web" })
 		f.leaseHost(ctx, "carol-api", "", owner("akash1carol", 1), func(lh *shardgatev1alpha1.LeaseHost) {
 			lh.Spec.Subdomain = "api"
@@ -78,13 +78,13 @@ var _ = Describe("shards", Ordered, func() {
 	})
 
 	It("composes a subdomain per shard and refuses only the conflicting shard", func() {
-		Eventually(entries(ctx, c, f.ns, "alice-web")).Should(Equal(map[string]string{
+		Eventually(entries(ctx, c, f.nsOf("alice-web"), "alice-web")).Should(Equal(map[string]string{
 			"shard-a": "web.shard-a.apps.example.test True/Admitted",
 			"shard-b": "web.shard-b.apps.example.test False/HostnameInUse",
 		}))
-		Eventually(reserved(ctx, c, f.ns, "alice-web")).Should(Equal("True/PartiallyReserved"))
-		Eventually(sortedHostnames(ctx, c, f.ns, "alice-web")).Should(Equal([]string{"web.shard-a.apps.example.test"}))
-		Eventually(entries(ctx, c, f.ns, "bob-web")).Should(Equal(map[string]string{
+		Eventually(f.reserved(ctx, "alice-web")).Should(Equal("True/PartiallyReserved"))
+		Eventually(sortedHostnames(ctx, c, f.nsOf("alice-web"), "alice-web")).Should(Equal([]string{"web.shard-a.apps.example.test"}))
+		Eventually(entries(ctx, c, f.nsOf("bob-web"), "bob-web")).Should(Equal(map[string]string{
 			"shard-a": "web.shard-b.apps.example.test False/NoMatchingListenerHostname",
 			"shard-b": "web.shard-b.apps.example.test True/Admitted",
 		}))
@@ -94,19 +94,19 @@ var _ = Describe("shards", Ordered, func() {
 	})
 
 	It("lists only the shards whose selectors select the LeaseHost", func() {
-		Eventually(entries(ctx, c, f.ns, "carol-api")).Should(Equal(map[string]string{
+		Eventually(entries(ctx, c, f.nsOf("carol-api"), "carol-api")).Should(Equal(map[string]string{
 			"shard-a": "api.shard-a.apps.example.test True/Admitted",
 		}))
 	})
 
 	It("admits on both shards once the conflict is gone", func() {
 		Expect(c.Delete(ctx, f.get(ctx, "bob-web"))).To(Succeed())
-		Eventually(entries(ctx, c, f.ns, "alice-web")).Should(Equal(map[string]string{
+		Eventually(entries(ctx, c, f.nsOf("alice-web"), "alice-web")).Should(Equal(map[string]string{
 			"shard-a": "web.shard-a.apps.example.test True/Admitted",
 			"shard-b": "web.shard-b.apps.example.test True/Admitted",
 		}))
-		Eventually(sortedHostnames(ctx, c, f.ns, "alice-web")).Should(Equal([]string{"web.shard-a.apps.example.test", "web.shard-b.apps.example.test"}))
-		Eventually(reserved(ctx, c, f.ns, "alice-web")).Should(Equal("True/Reserved"))
+		Eventually(sortedHostnames(ctx, c, f.nsOf("alice-web"), "alice-web")).Should(Equal([]string{"web.shard-a.apps.example.test", "web.shard-b.apps.example.test"}))
+		Eventually(f.reserved(ctx, "alice-web")).Should(Equal("True/Reserved"))
 	})
 
 	It("follows a domain change with no stale entry, and reports a listener that cannot carry the domain", func() {
@@ -123,7 +123,7 @@ var _ = Describe("shards", Ordered, func() {
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(&pa), &p)).To(Succeed())
 			return condition(p.Status.Conditions, shardgatev1alpha1.ConditionValid)
 		}).Should(Equal("False/" + shardgatev1alpha1.ReasonNoListenerForDomain))
-		Eventually(entries(ctx, c, f.ns, "alice-web")).Should(HaveKeyWithValue("shard-a", "web.shard-a2.apps.example.test False/NoMatchingListenerHostname"))
+		Eventually(entries(ctx, c, f.nsOf("alice-web"), "alice-web")).Should(HaveKeyWithValue("shard-a", "web.shard-a2.apps.example.test False/NoMatchingListenerHostname"))
 
 		By("updating the listener")
 		Eventually(func() error {
@@ -132,11 +132,11 @@ var _ = Describe("shards", Ordered, func() {
 			gw.Spec.Listeners[0].Hostname = new(gatewayv1.Hostname("*.shard-a2.apps.example.test"))
 			return c.Update(ctx, &gw)
 		}).Should(Succeed())
-		Eventually(entries(ctx, c, f.ns, "alice-web")).Should(Equal(map[string]string{
+		Eventually(entries(ctx, c, f.nsOf("alice-web"), "alice-web")).Should(Equal(map[string]string{
 			"shard-a": "web.shard-a2.apps.example.test True/Admitted",
 			"shard-b": "web.shard-b.apps.example.test True/Admitted",
 		}))
-		Eventually(sortedHostnames(ctx, c, f.ns, "alice-web")).Should(Equal([]string{"web.shard-a2.apps.example.test", "web.shard-b.apps.example.test"}))
+		Eventually(sortedHostnames(ctx, c, f.nsOf("alice-web"), "alice-web")).Should(Equal([]string{"web.shard-a2.apps.example.test", "web.shard-b.apps.example.test"}))
 		Eventually(func(g Gomega) string {
 			var p shardgatev1alpha1.GatewayParameters
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(&pa), &p)).To(Succeed())
@@ -148,9 +148,9 @@ var _ = Describe("shards", Ordered, func() {
 		var gw gatewayv1.Gateway
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: infra, Name: "shard-b"}, &gw)).To(Succeed())
 		Expect(c.Delete(ctx, &gw)).To(Succeed())
-		Eventually(entries(ctx, c, f.ns, "alice-web")).Should(Equal(map[string]string{
+		Eventually(entries(ctx, c, f.nsOf("alice-web"), "alice-web")).Should(Equal(map[string]string{
 			"shard-a": "web.shard-a2.apps.example.test True/Admitted",
 		}))
-		Eventually(sortedHostnames(ctx, c, f.ns, "alice-web")).Should(Equal([]string{"web.shard-a2.apps.example.test"}))
+		Eventually(sortedHostnames(ctx, c, f.nsOf("alice-web"), "alice-web")).Should(Equal([]string{"web.shard-a2.apps.example.test"}))
 	})
 })

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/tenancy"
 	"github.com/shardgate/shardgate/internal/testenv"
 )
 
@@ -29,17 +32,31 @@ func TestControllers(t *testing.T) {
 	RunSpecs(t, "controllers")
 }
 
-// fixture creates objects in one namespace of its own.
+// defaultOwner is the owner of a fixture's own namespace and of its
+// LeaseHosts unless a test names another.
+const defaultOwner = "akash1alice"
+
+// fixture creates objects in tenant namespaces of its own: ns belongs to
+// defaultOwner, and a LeaseHost of another owner goes to that owner's
+// namespace (created on first use). Every namespace is marked with its
+// owner (tenancy.OwnerKey), as a provider marks tenant namespaces; shards
+// live elsewhere, since a tenant namespace never holds one.
 type fixture struct {
 	c  client.Client
 	ns string
+
+	mu       sync.Mutex
+	owners   map[string]string // owner → namespace
+	of       map[string]string // LeaseHost name → namespace
+	services []string          // created in every namespace of the fixture
 }
 
 func newFixture(ctx context.Context, c client.Client, prefix string) *fixture {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-",
+		Annotations: map[string]string{tenancy.OwnerKey: defaultOwner}}}
 	Expect(c.Create(ctx, ns)).To(Succeed())
 	dumps.Add(c, ns.Name)
-	return &fixture{c: c, ns: ns.Name}
+	return &fixture{c: c, ns: ns.Name, owners: map[string]string{defaultOwner: ns.Name}, of: map[string]string{}}
 }
 
 // dumps are the namespaces the running spec created; a spec that fails
@@ -48,9 +65,63 @@ var dumps testenv.Dumps
 
 var _ = AfterEach(func() { dumps.Flush(context.Background(), GinkgoWriter, CurrentSpecReport().Failed()) })
 
+// nsFor returns owner's namespace in this fixture, creating it (marked
+// with owner, and with the fixture's Services) on first use.
+func (f *fixture) nsFor(ctx context.Context, owner string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ns, ok := f.owners[owner]; ok {
+		return ns
+	}
+	// Numbered, not named after the owner: refusal messages name the
+	// namespace, and must not reveal its owner.
+	name := fmt.Sprintf("%s-o%d", f.ns, len(f.owners))
+	Expect(f.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Annotations: map[string]string{tenancy.OwnerKey: owner}}})).To(Succeed())
+	dumps.Add(f.c, name)
+	for _, svc := range f.services {
+		f.createService(ctx, name, svc)
+	}
+	f.owners[owner] = name
+	return name
+}
+
+// nsOf is the namespace of the fixture's LeaseHost name.
+func (f *fixture) nsOf(name string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ns, ok := f.of[name]; ok {
+		return ns
+	}
+	return f.ns
+}
+
+// namespaces lists every namespace of the fixture.
+func (f *fixture) namespaces() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]string, 0, len(f.owners))
+	for _, ns := range f.owners {
+		out = append(out, ns)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// service creates a Service in every namespace of the fixture, present and
+// future.
 func (f *fixture) service(ctx context.Context, name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.services = append(f.services, name)
+	for _, ns := range f.owners {
+		f.createService(ctx, ns, name)
+	}
+}
+
+func (f *fixture) createService(ctx context.Context, ns, name string) {
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.ServiceSpec{
 			Selector: map[string]string{"app": name},
 			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
@@ -69,11 +140,12 @@ func service(name string) lhOpt {
 	return func(lh *shardgatev1alpha1.LeaseHost) { lh.Spec.Service.Name = name }
 }
 
+// leaseHost creates a LeaseHost in its owner's namespace of the fixture.
 func (f *fixture) leaseHost(ctx context.Context, name, host string, opts ...lhOpt) *shardgatev1alpha1.LeaseHost {
 	lh := &shardgatev1alpha1.LeaseHost{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: shardgatev1alpha1.LeaseHostSpec{
-			Lease:    shardgatev1alpha1.LeaseRef{Owner: "akash1alice", DSeq: 1, GSeq: 1, OSeq: 1},
+			Lease:    shardgatev1alpha1.LeaseRef{Owner: defaultOwner, DSeq: 1, GSeq: 1, OSeq: 1},
 			Hostname: host,
 			Service:  shardgatev1alpha1.ServiceRef{Name: "web", Port: 80},
 			Path:     "/",
@@ -82,14 +154,29 @@ func (f *fixture) leaseHost(ctx context.Context, name, host string, opts ...lhOp
 	for _, o := range opts {
 		o(lh)
 	}
+	lh.Namespace = f.nsFor(ctx, lh.Spec.Lease.Owner)
+	f.mu.Lock()
+	f.of[name] = lh.Namespace
+	f.mu.Unlock()
 	Expect(f.c.Create(ctx, lh)).To(Succeed())
 	return lh
 }
 
 func (f *fixture) get(ctx context.Context, name string) *shardgatev1alpha1.LeaseHost {
 	var lh shardgatev1alpha1.LeaseHost
-	Expect(f.c.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, &lh)).To(Succeed())
+	Expect(f.c.Get(ctx, client.ObjectKey{Namespace: f.nsOf(name), Name: name}, &lh)).To(Succeed())
 	return &lh
+}
+
+// reserved is the package-level reserved for the fixture's LeaseHost name.
+func (f *fixture) reserved(ctx context.Context, name string) func(Gomega) string {
+	return reserved(ctx, f.c, f.nsOf(name), name)
+}
+
+// routeHostnames is the package-level routeHostnames for the route of the
+// fixture's LeaseHost name.
+func (f *fixture) routeHostnames(ctx context.Context, name string) func() []string {
+	return routeHostnames(ctx, f.c, f.nsOf(name), name)
 }
 
 // reserved returns the Reserved condition's status and reason, once the

@@ -2,14 +2,17 @@ package sharding
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/tenancy"
 )
 
 // Shard is a Gateway of our class whose GatewayParameters have a shard
@@ -63,14 +66,61 @@ const (
 	// router-<gateway>.<domain> is not a valid host (a long Gateway name).
 	// The shard still serves; its CanonicalHostname is empty.
 	ReasonInvalidCanonicalHostname = "InvalidCanonicalHostname"
-	// ReasonDuplicateShardName: another shard Gateway, in another namespace,
-	// has the same name. Shard names key LeaseHost status.shards[], so only
-	// the first by namespace/name is a shard.
+	// ReasonDuplicateShardName: another shard Gateway, in another provider
+	// namespace, has the same name. Shard names key LeaseHost
+	// status.shards[], so only the oldest of them (creationTimestamp, then
+	// UID) is a shard: a newer Gateway never displaces a serving shard, and
+	// since tenant namespaces hold no shards, no tenant can cause this.
 	ReasonDuplicateShardName = "DuplicateShardName"
+	// ReasonShardInTenantNamespace: the Gateway's namespace carries an owner
+	// marking, so it belongs to a tenant and may not hold a shard.
+	ReasonShardInTenantNamespace = shardgatev1alpha1.ReasonShardInTenantNamespace
+	// ReasonShardNamespaceNotAllowed: the config's shardNamespaces does not
+	// list the Gateway's namespace.
+	ReasonShardNamespaceNotAllowed = shardgatev1alpha1.ReasonShardNamespaceNotAllowed
 )
 
+// Placement says which namespaces may hold shards. The zero Placement
+// allows every namespace (for tests of the rest of Discover).
+type Placement struct {
+	// Policy reads a namespace's owner marking: a marked namespace belongs
+	// to a tenant and never holds a shard.
+	Policy tenancy.Policy
+	// Namespaces are the cluster's namespaces by name. When it is not nil,
+	// a Gateway whose namespace is missing from it is not a shard (it
+	// cannot be checked).
+	Namespaces map[string]*corev1.Namespace
+	// Allowed, when not empty, lists the only namespaces that may hold
+	// shards (the config's shardNamespaces).
+	Allowed []string
+}
+
+// refusal says why a Gateway in namespace ns may not be a shard ("" when it
+// may), and the reason.
+func (p Placement) refusal(ns string) (reason, msg string) {
+	if p.Namespaces != nil {
+		n, ok := p.Namespaces[ns]
+		if !ok {
+			return ReasonShardInTenantNamespace, fmt.Sprintf("namespace %s is not known yet, so it cannot be shown to be a provider namespace", ns)
+		}
+		if _, key, marked := p.Policy.NamespaceOwner(n); marked {
+			return ReasonShardInTenantNamespace, fmt.Sprintf("namespace %s carries an owner marking (%s), so it belongs to a tenant and may not hold a shard", ns, key)
+		}
+	}
+	if len(p.Allowed) > 0 && !slices.Contains(p.Allowed, ns) {
+		return ReasonShardNamespaceNotAllowed, fmt.Sprintf("namespace %s is not in the controller's shardNamespaces", ns)
+	}
+	return "", ""
+}
+
 // Discover returns the shards among gateways, sorted by Gateway
-// namespace/name, and the problems found on the way (same order).
+// namespace/name, and the problems found on the way.
+//
+// A shard's identity is its Gateway's namespace/name. A Gateway whose
+// namespace placement refuses (a tenant's namespace, or one missing from
+// shardNamespaces) is not a shard. Among the remaining shard Gateways, two
+// with one name cannot both key LeaseHost status.shards[]: the oldest
+// (creationTimestamp, then UID) is the shard, never the first by name.
 //
 // A Gateway is a shard when its GatewayClass has spec.controllerName ==
 // controllerName and its GatewayParameters have a shard section. The
@@ -84,7 +134,7 @@ const (
 //
 // Nil entries in the slices are ignored. The result does not depend on the
 // order of the input.
-func Discover(controllerName string, classes []*gatewayv1.GatewayClass, gateways []*gatewayv1.Gateway, params []*shardgatev1alpha1.GatewayParameters) ([]Shard, []Problem) {
+func Discover(controllerName string, classes []*gatewayv1.GatewayClass, gateways []*gatewayv1.Gateway, params []*shardgatev1alpha1.GatewayParameters, placement Placement) ([]Shard, []Problem) {
 	ours := map[string]*gatewayv1.GatewayClass{}
 	for _, c := range classes {
 		if c != nil && string(c.Spec.ControllerName) == controllerName {
@@ -113,7 +163,11 @@ func Discover(controllerName string, classes []*gatewayv1.GatewayClass, gateways
 
 	var shards []Shard
 	var problems []Problem
-	seen := map[string]types.NamespacedName{}
+	type candidate struct {
+		gw    *gatewayv1.Gateway
+		shard Shard
+	}
+	var candidates []candidate
 	for _, gw := range gws {
 		class, ok := ours[string(gw.Spec.GatewayClassName)]
 		if !ok || gw.DeletionTimestamp != nil {
@@ -142,11 +196,10 @@ func Discover(controllerName string, classes []*gatewayv1.GatewayClass, gateways
 			problem(ReasonInvalidSelector, "GatewayParameters %s/%s: shard.namespaceSelector: %v", p.Namespace, p.Name, err)
 			continue
 		}
-		if first, dup := seen[gw.Name]; dup {
-			problem(ReasonDuplicateShardName, "Gateway %s is already a shard named %q; shard names key LeaseHost status, so this Gateway is not a shard until one of them is renamed", first, gw.Name)
+		if reason, msg := placement.refusal(gw.Namespace); reason != "" {
+			problem(reason, "%s; this Gateway is not a shard", msg)
 			continue
 		}
-		seen[gw.Name] = key
 		domain := normalise(spec.Domain)
 		canonical := normalise(spec.CanonicalHostname)
 		if canonical == "" {
@@ -156,16 +209,47 @@ func Discover(controllerName string, classes []*gatewayv1.GatewayClass, gateways
 				canonical = ""
 			}
 		}
-		shards = append(shards, Shard{
+		candidates = append(candidates, candidate{gw: gw, shard: Shard{
 			Name:              gw.Name,
 			Gateway:           key,
 			Domain:            domain,
 			CanonicalHostname: canonical,
 			LeaseSelector:     leaseSel,
 			NamespaceSelector: nsSel,
-		})
+		}})
 	}
+	// One shard per name: the oldest Gateway keeps it.
+	oldest := map[string]*gatewayv1.Gateway{}
+	for _, c := range candidates {
+		if o, ok := oldest[c.gw.Name]; !ok || older(c.gw, o) {
+			oldest[c.gw.Name] = c.gw
+		}
+	}
+	for _, c := range candidates {
+		if first := oldest[c.gw.Name]; first != c.gw {
+			problems = append(problems, Problem{Gateway: c.shard.Gateway, Reason: ReasonDuplicateShardName,
+				Message: fmt.Sprintf("Gateway %s/%s, which is older, is already a shard named %q; shard names key LeaseHost status, so this Gateway is not a shard until one of them is renamed", first.Namespace, first.Name, c.gw.Name)})
+			continue
+		}
+		shards = append(shards, c.shard)
+	}
+	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Gateway.String() < problems[j].Gateway.String() })
 	return shards, problems
+}
+
+// older orders Gateways by creationTimestamp, then UID, then namespace/name
+// (the last only for objects without either, as in tests).
+func older(a, b *gatewayv1.Gateway) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	if a.UID != b.UID {
+		return a.UID < b.UID
+	}
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	return a.Name < b.Name
 }
 
 // parametersFor resolves the GatewayParameters that apply to gw: nil, nil

@@ -7,11 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/tenancy"
 )
 
 const ours = shardgatev1alpha1.ControllerName
@@ -47,6 +49,16 @@ func gateway(ns, name, className, paramsName string) *gatewayv1.Gateway {
 	return gw
 }
 
+// created sets gw's creationTimestamp to second s.
+func created(gw *gatewayv1.Gateway, s int64) *gatewayv1.Gateway {
+	gw.CreationTimestamp = metav1.Unix(s, 0)
+	return gw
+}
+
+func namespace(name string, annotations map[string]string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}}
+}
+
 func params(ns, name string, shard *shardgatev1alpha1.ShardSpec) *shardgatev1alpha1.GatewayParameters {
 	return &shardgatev1alpha1.GatewayParameters{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -72,12 +84,13 @@ type problemView struct{ Gateway, Reason, MessagePart string }
 func TestDiscover(t *testing.T) {
 	domainA := &shardgatev1alpha1.ShardSpec{Domain: "shard-a.apps.example.test"}
 	cases := []struct {
-		name     string
-		classes  []*gatewayv1.GatewayClass
-		gateways []*gatewayv1.Gateway
-		params   []*shardgatev1alpha1.GatewayParameters
-		want     []shardView
-		problems []problemView
+		name      string
+		classes   []*gatewayv1.GatewayClass
+		gateways  []*gatewayv1.Gateway
+		params    []*shardgatev1alpha1.GatewayParameters
+		want      []shardView
+		problems  []problemView
+		placement Placement
 	}{
 		{
 			name:     "via the Gateway's parametersRef, canonical hostname defaulted",
@@ -217,12 +230,63 @@ func TestDiscover(t *testing.T) {
 			want: []shardView{{"gw", "infra/gw", "d.example.com", "router-gw.d.example.com", "", ""}},
 		},
 		{
-			name:     "the same Gateway name in two namespaces: the first by namespace is the shard",
+			// Not the first by namespace: alpha sorts first but is newer.
+			name:     "the same Gateway name in two provider namespaces: the oldest is the shard",
 			classes:  []*gatewayv1.GatewayClass{class("sg", ours, classRef("defaults", "p"))},
-			gateways: []*gatewayv1.Gateway{gateway("zeta", "edge", "sg", ""), gateway("alpha", "edge", "sg", "")},
+			gateways: []*gatewayv1.Gateway{created(gateway("zeta", "edge", "sg", ""), 1), created(gateway("alpha", "edge", "sg", ""), 2)},
 			params:   []*shardgatev1alpha1.GatewayParameters{params("defaults", "p", domainA)},
-			want:     []shardView{{"edge", "alpha/edge", "shard-a.apps.example.test", "router-edge.shard-a.apps.example.test", "", ""}},
-			problems: []problemView{{"zeta/edge", ReasonDuplicateShardName, "alpha/edge"}},
+			want:     []shardView{{"edge", "zeta/edge", "shard-a.apps.example.test", "router-edge.shard-a.apps.example.test", "", ""}},
+			problems: []problemView{{"alpha/edge", ReasonDuplicateShardName, "zeta/edge"}},
+		},
+		{
+			// The attack: tenant B creates a Gateway of the class named like
+			// the provider's shard, in its own namespace, which sorts
+			// earlier, with its own shard parameters; and it is older.
+			name:    "a tenant's Gateway named like a shard in an earlier-sorting namespace is not a shard",
+			classes: []*gatewayv1.GatewayClass{class("sg", ours, nil)},
+			gateways: []*gatewayv1.Gateway{created(gateway("infra", "shard-a", "sg", "a"), 2),
+				created(gateway("aaa-tenant-b", "shard-a", "sg", "a"), 1)},
+			params: []*shardgatev1alpha1.GatewayParameters{params("infra", "a", domainA), params("aaa-tenant-b", "a", domainA)},
+			placement: Placement{Policy: tenancy.DefaultPolicy(), Namespaces: map[string]*corev1.Namespace{
+				"infra":        namespace("infra", nil),
+				"aaa-tenant-b": namespace("aaa-tenant-b", map[string]string{tenancy.OwnerKey: "akash1bob"}),
+			}},
+			want:     []shardView{{"shard-a", "infra/shard-a", "shard-a.apps.example.test", "router-shard-a.shard-a.apps.example.test", "", ""}},
+			problems: []problemView{{"aaa-tenant-b/shard-a", ReasonShardInTenantNamespace, "belongs to a tenant"}},
+		},
+		{
+			name:    "an owner label marks a tenant namespace too, and Akash's label when configured",
+			classes: []*gatewayv1.GatewayClass{class("sg", ours, nil)},
+			gateways: []*gatewayv1.Gateway{gateway("t1", "gw", "sg", "a"), gateway("t2", "gw2", "sg", "a"),
+				gateway("infra", "gw3", "sg", "a")},
+			params: []*shardgatev1alpha1.GatewayParameters{params("t1", "a", domainA), params("t2", "a", domainA), params("infra", "a", domainA)},
+			placement: Placement{Policy: tenancy.Policy{Keys: []string{tenancy.OwnerKey, tenancy.AkashOwnerLabel}, RequireOwner: true},
+				Namespaces: map[string]*corev1.Namespace{
+					"t1":    {ObjectMeta: metav1.ObjectMeta{Name: "t1", Labels: map[string]string{tenancy.OwnerKey: "x"}}},
+					"t2":    {ObjectMeta: metav1.ObjectMeta{Name: "t2", Labels: map[string]string{tenancy.AkashOwnerLabel: "akash1x"}}},
+					"infra": namespace("infra", nil),
+				}},
+			want: []shardView{{"gw3", "infra/gw3", "shard-a.apps.example.test", "router-gw3.shard-a.apps.example.test", "", ""}},
+			problems: []problemView{{"t1/gw", ReasonShardInTenantNamespace, "owner marking"},
+				{"t2/gw2", ReasonShardInTenantNamespace, "owner marking"}},
+		},
+		{
+			name:     "shardNamespaces restricts shards to the listed namespaces",
+			classes:  []*gatewayv1.GatewayClass{class("sg", ours, nil)},
+			gateways: []*gatewayv1.Gateway{gateway("infra", "gw", "sg", "a"), gateway("other", "gw2", "sg", "a")},
+			params:   []*shardgatev1alpha1.GatewayParameters{params("infra", "a", domainA), params("other", "a", domainA)},
+			placement: Placement{Allowed: []string{"infra"}, Namespaces: map[string]*corev1.Namespace{
+				"infra": namespace("infra", nil), "other": namespace("other", nil)}},
+			want:     []shardView{{"gw", "infra/gw", "shard-a.apps.example.test", "router-gw.shard-a.apps.example.test", "", ""}},
+			problems: []problemView{{"other/gw2", ReasonShardNamespaceNotAllowed, "shardNamespaces"}},
+		},
+		{
+			name:      "a namespace not known yet holds no shard",
+			classes:   []*gatewayv1.GatewayClass{class("sg", ours, nil)},
+			gateways:  []*gatewayv1.Gateway{gateway("new", "gw", "sg", "a")},
+			params:    []*shardgatev1alpha1.GatewayParameters{params("new", "a", domainA)},
+			placement: Placement{Namespaces: map[string]*corev1.Namespace{}},
+			problems:  []problemView{{"new/gw", ReasonShardInTenantNamespace, "not known yet"}},
 		},
 		{
 			name:     "a default canonical hostname that is too long leaves it empty",
@@ -246,7 +310,7 @@ func TestDiscover(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			shards, problems := Discover(ours, tc.classes, tc.gateways, tc.params)
+			shards, problems := Discover(ours, tc.classes, tc.gateways, tc.params, tc.placement)
 			if got := view(shards); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("shards:\n got %+v\nwant %+v", got, tc.want)
 			}
@@ -271,12 +335,12 @@ func TestDiscoverDeterministic(t *testing.T) {
 		gws = append(gws, gateway(fmt.Sprintf("ns%d", i%3), fmt.Sprintf("gw%d", i%7), []string{"sg", "other"}[i%2], ""))
 	}
 	ps := []*shardgatev1alpha1.GatewayParameters{params("defaults", "p", &shardgatev1alpha1.ShardSpec{Domain: "d.example.com"})}
-	wantShards, wantProblems := Discover(ours, classes, gws, ps)
+	wantShards, wantProblems := Discover(ours, classes, gws, ps, Placement{})
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 50 {
 		r.Shuffle(len(gws), func(i, j int) { gws[i], gws[j] = gws[j], gws[i] })
 		r.Shuffle(len(classes), func(i, j int) { classes[i], classes[j] = classes[j], classes[i] })
-		gotShards, gotProblems := Discover(ours, classes, gws, ps)
+		gotShards, gotProblems := Discover(ours, classes, gws, ps, Placement{})
 		if !reflect.DeepEqual(view(gotShards), view(wantShards)) || !reflect.DeepEqual(gotProblems, wantProblems) {
 			t.Fatalf("order changed the result:\n%v %v\n%v %v", view(gotShards), gotProblems, view(wantShards), wantProblems)
 		}
@@ -291,7 +355,7 @@ func TestSelection(t *testing.T) {
 			[]*gatewayv1.Gateway{gateway("infra", name, "sg", "p")},
 			[]*shardgatev1alpha1.GatewayParameters{params("infra", "p", &shardgatev1alpha1.ShardSpec{
 				Domain: name + ".example.com", LeaseSelector: lease, NamespaceSelector: ns,
-			})})
+			})}, Placement{})
 		if len(shards) != 1 || len(problems) != 0 {
 			t.Fatalf("discover %s: %v %v", name, shards, problems)
 		}
@@ -360,7 +424,7 @@ func TestSelectThenCompose(t *testing.T) {
 			params("infra", "a", &shardgatev1alpha1.ShardSpec{Domain: "shard-a.apps.example.test"}),
 			params("infra", "b", &shardgatev1alpha1.ShardSpec{Domain: "shard-b.apps.example.test",
 				LeaseSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "shard-b", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"no"}}}}}),
-		})
+		}, Placement{})
 	web := leaseHost("t", "web", nil, nil)
 	var hosts []string
 	for _, h := range HostsFor(web, Select(shards, web, nil)) {

@@ -18,8 +18,8 @@ import (
 // *.domain (NoListenerForDomain); True otherwise. The message names every
 // problem and the Gateways concerned, so an operator sees why a shard
 // serves no tenant.
-func ValidCondition(controllerName string, classes []*gatewayv1.GatewayClass, gateways []*gatewayv1.Gateway, params []*shardgatev1alpha1.GatewayParameters) map[types.NamespacedName]metav1.Condition {
-	_, problems := Discover(controllerName, classes, gateways, params)
+func ValidCondition(controllerName string, classes []*gatewayv1.GatewayClass, gateways []*gatewayv1.Gateway, params []*shardgatev1alpha1.GatewayParameters, placement Placement) map[types.NamespacedName]metav1.Condition {
+	_, problems := Discover(controllerName, classes, gateways, params, placement)
 	byGateway := map[types.NamespacedName][]Problem{}
 	for _, p := range problems {
 		byGateway[p.Gateway] = append(byGateway[p.Gateway], p)

@@ -100,14 +100,31 @@ const (
 	// exists and is not controlled by this LeaseHost; it is left alone.
 	ReasonRouteConflict = "RouteConflict"
 
-	// ReasonNamespaceOwnerMismatch: the provider's namespaceOwnerAnnotation
-	// is set on the LeaseHost's namespace and names a different owner than
-	// the LeaseHost's spec.lease.owner (or its shardgate.io/lease-owner
-	// label). The LeaseHost claims no name and gets no route. The message
-	// never names the namespace's owner. For a LeasedIP: its namespace's
-	// owner marking names another owner than spec.lease.owner; it gets no
-	// LoadBalancer Service, and one it had is deleted.
+	// ReasonNamespaceOwnerMismatch: the object's namespace carries an owner
+	// marking (shardgate.io/owner, or another configured key) that names a
+	// different owner than its spec.lease.owner (for a LeaseHost, or its
+	// shardgate.io/lease-owner label). A LeaseHost claims no name and gets
+	// no route; a LeasedIP gets no LoadBalancer Service, and one it had is
+	// deleted. The message never names the namespace's owner.
 	ReasonNamespaceOwnerMismatch = "NamespaceOwnerMismatch"
+
+	// ReasonNamespaceOwnerMissing: the object's namespace carries no owner
+	// marking and the config requires one (requireNamespaceOwner, the
+	// default). A LeaseHost claims no name and gets no route; a LeasedIP
+	// gets no LoadBalancer Service, and one it had is deleted.
+	ReasonNamespaceOwnerMissing = "NamespaceOwnerMissing"
+
+	// ReasonShardInTenantNamespace: a Gateway whose parameters make it a
+	// shard lives in a namespace that carries an owner marking, that is a
+	// tenant's namespace, which never holds a shard. Reported on the
+	// GatewayParameters (Valid=False) and as a Warning Event on the
+	// Gateway, which is not Accepted (InvalidParameters).
+	ReasonShardInTenantNamespace = "ShardInTenantNamespace"
+
+	// ReasonShardNamespaceNotAllowed: a Gateway whose parameters make it a
+	// shard lives in a namespace the config's shardNamespaces does not
+	// list. Reported like ReasonShardInTenantNamespace.
+	ReasonShardNamespaceNotAllowed = "ShardNamespaceNotAllowed"
 
 	// ReasonNoListenerForDomain: the shard's Gateway has no listener whose
 	// hostname matches the composed host.
@@ -143,6 +160,15 @@ const (
 	// exactly one of them (the oldest, then alphabetical namespace/name) and
 	// the other gets Accepted=False with this reason.
 	ReasonRouteHostnameConflict = "HostnameConflict"
+
+	// ReasonHostnameNotOwned: a route's parent entry on a shard is refused
+	// (Accepted=False) because the route may not serve a hostname it would
+	// serve there: it is not the route shardgate generated for a name its
+	// LeaseHost holds, and (with GatewayParameters shard.routes: Owned) the
+	// name is not held by the owner of the route's namespace, or is a
+	// wildcard whose domain is not wholly that owner's. Nothing of the entry
+	// is served.
+	ReasonHostnameNotOwned = "HostnameNotOwned"
 )
 
 // LeasedIP condition reasons beyond the shared ones above (Allocated,
@@ -157,10 +183,4 @@ const (
 	// exists and is not controlled by this LeasedIP; it is left alone.
 	ReasonServiceConflict = "ServiceConflict"
 
-	// ReasonNamespaceOwnerMissing: the LeasedIP's namespace carries no
-	// owner marking (shardgate.io/owner, as annotation or label, or the
-	// config's namespaceOwnerAnnotation), so no lease owner may hold an
-	// address in it. No LoadBalancer Service is kept. (A namespace marked
-	// with another owner gives NamespaceOwnerMismatch.)
-	ReasonNamespaceOwnerMissing = "NamespaceOwnerMissing"
 )

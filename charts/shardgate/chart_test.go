@@ -293,6 +293,8 @@ func TestRenderDefaults(t *testing.T) {
 	g.Expect(cfg.XDS.Address).To(Equal(":18000"))
 	g.Expect(cfg.MetricsAddress).To(Equal(":8080"))
 	g.Expect(cfg.HealthAddress).To(Equal(":8081"))
+	g.Expect(cfg.NamespaceOwnerRequired()).To(BeTrue())
+	g.Expect(cfg.ShardNamespaces).To(Equal([]string{"shardgate-system"}))
 
 	// The xDS Service: the exact name and port the Envoy bootstrap dials.
 	xds := find[corev1.Service](t, rel, "Service", "shardgate-xds")
@@ -323,8 +325,10 @@ func TestRenderNonDefaults(t *testing.T) {
 		"config": map[string]any{
 			"blockedHostnames":         []any{"Example.COM", ".internal.example"},
 			"namespaceOwnerAnnotation": "akash.network/owner",
+			"requireNamespaceOwner":    false,
 			"leaderElection":           map[string]any{"id": "edge-leader"},
 		},
+		"shardNamespaces":     []any{"edge-shards"},
 		"ports":               map[string]any{"xds": 19000},
 		"metrics":             map[string]any{"serviceMonitor": map[string]any{"enabled": false}},
 		"podDisruptionBudget": map[string]any{"minAvailable": 2},
@@ -350,6 +354,8 @@ func TestRenderNonDefaults(t *testing.T) {
 	// Normalised (lowercased, sorted) by the controller's parser.
 	g.Expect(cfg.BlockedHostnames).To(Equal([]string{".internal.example", "example.com"}))
 	g.Expect(cfg.NamespaceOwnerAnnotation).To(Equal("akash.network/owner"))
+	g.Expect(cfg.NamespaceOwnerRequired()).To(BeFalse())
+	g.Expect(cfg.ShardNamespaces).To(Equal([]string{"edge-shards", "edge-system"}))
 	g.Expect(cfg.LeaderElection.Namespace).To(Equal("edge-system"))
 	g.Expect(cfg.LeaderElection.ID).To(Equal("edge-leader"))
 	g.Expect(cfg.XDS.Address).To(Equal(":19000"))

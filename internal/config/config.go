@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/shardgate/shardgate/internal/tenancy"
 )
 
 // Defaults applied to keys that are absent, null or the empty string.
@@ -48,10 +50,50 @@ type Config struct {
 	HealthAddress string `json:"healthAddress"`
 	// LeaderElection configures controller-runtime leader election.
 	LeaderElection LeaderElectionConfig `json:"leaderElection"`
-	// NamespaceOwnerAnnotation, when set, is the annotation key on a Namespace
-	// naming the lease owner allowed to use that namespace. Empty disables
-	// the check.
+	// NamespaceOwnerAnnotation, when set, is an extra annotation (or label)
+	// key on a Namespace naming the lease owner allowed to use it, read
+	// after shardgate.io/owner. The shardgate.io/owner marking is always
+	// read; this key only adds one.
 	NamespaceOwnerAnnotation string `json:"namespaceOwnerAnnotation,omitempty"`
+	// RequireNamespaceOwner: a namespace without an owner marking claims no
+	// hostname (NamespaceOwnerMissing). Unset means true. False is for
+	// single-tenant clusters only: an unmarked namespace may then claim
+	// names for whatever owner its LeaseHosts name.
+	RequireNamespaceOwner *bool `json:"requireNamespaceOwner,omitempty"`
+	// ShardNamespaces, when not empty, are the only namespaces whose
+	// Gateways may be shards. Empty allows any namespace that carries no
+	// owner marking; a namespace with an owner marking never holds a shard.
+	ShardNamespaces []string `json:"shardNamespaces,omitempty"`
+	// Akash is the Akash drop-in mode. Only its owner marking exists today.
+	Akash AkashConfig `json:"akash"`
+}
+
+// AkashConfig is the Akash drop-in mode's configuration.
+type AkashConfig struct {
+	// Enabled makes Akash's lease namespace label
+	// (akash.network/lease.id.owner) count as an owner marking. The rest of
+	// Akash drop-in mode (its ProviderHost and ProviderLeasedIP objects) is
+	// not implemented yet.
+	Enabled bool `json:"enabled"`
+}
+
+// NamespaceOwnerRequired is RequireNamespaceOwner with its default (true).
+func (c Config) NamespaceOwnerRequired() bool {
+	return c.RequireNamespaceOwner == nil || *c.RequireNamespaceOwner
+}
+
+// OwnerPolicy is how a Namespace's owner is read under this configuration:
+// shardgate.io/owner, then namespaceOwnerAnnotation when set, then (with
+// akash.enabled) Akash's lease owner label; the first present wins.
+func (c Config) OwnerPolicy() tenancy.Policy {
+	keys := []string{tenancy.OwnerKey}
+	if k := c.NamespaceOwnerAnnotation; k != "" && k != tenancy.OwnerKey {
+		keys = append(keys, k)
+	}
+	if c.Akash.Enabled {
+		keys = append(keys, tenancy.AkashOwnerLabel)
+	}
+	return tenancy.Policy{Keys: keys, RequireOwner: c.NamespaceOwnerRequired()}
 }
 
 // XDSConfig is the xDS server configuration.
@@ -113,6 +155,11 @@ func Default() Config {
 // DeepCopy returns a copy of c that shares no memory with c.
 func (c Config) DeepCopy() Config {
 	c.BlockedHostnames = slices.Clone(c.BlockedHostnames)
+	c.ShardNamespaces = slices.Clone(c.ShardNamespaces)
+	if c.RequireNamespaceOwner != nil {
+		v := *c.RequireNamespaceOwner
+		c.RequireNamespaceOwner = &v
+	}
 	return c
 }
 
@@ -267,6 +314,8 @@ func checkShape(path string, t reflect.Type, v any, errs *Errors) {
 		if _, ok := v.(string); !ok {
 			*errs = append(*errs, typeError(path, "a string", v))
 		}
+	case reflect.Pointer:
+		checkShape(path, t.Elem(), v, errs)
 	case reflect.Bool:
 		if _, ok := v.(bool); !ok {
 			*errs = append(*errs, typeError(path, "a boolean (true or false)", v))

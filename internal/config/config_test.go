@@ -75,7 +75,11 @@ leaderElection:
   enabled: true
   namespace: other-ns
   id: my-lease
-namespaceOwnerAnnotation: shardgate.io/owner
+namespaceOwnerAnnotation: akash.network/owner
+requireNamespaceOwner: false
+shardNamespaces: [shardgate-system, Edge-Shards ]
+akash:
+  enabled: true
 `
 
 var fullConfig = Config{
@@ -92,7 +96,10 @@ var fullConfig = Config{
 	HealthAddress:  "[::1]:9091",
 	LeaderElection: LeaderElectionConfig{Enabled: true, Namespace: "other-ns", ID: "my-lease"},
 
-	NamespaceOwnerAnnotation: "shardgate.io/owner",
+	NamespaceOwnerAnnotation: "akash.network/owner",
+	RequireNamespaceOwner:    new(false),
+	ShardNamespaces:          []string{"edge-shards", "shardgate-system"},
+	Akash:                    AkashConfig{Enabled: true},
 }
 
 func TestParseEveryKey(t *testing.T) {
@@ -276,6 +283,8 @@ func TestParseErrors(t *testing.T) {
 		{"leader namespace", "leaderElection:\n  namespace: Bad_NS\n", []string{`leaderElection.namespace: "Bad_NS" is not a valid namespace name`}, nil},
 		{"leader id", "leaderElection:\n  id: \"a/b\"\n", []string{`leaderElection.id: "a/b" is not a valid Lease name`}, nil},
 		{"owner annotation", "namespaceOwnerAnnotation: \"a b\"\n", []string{`namespaceOwnerAnnotation: "a b" is not a valid annotation key`}, nil},
+		{"shard namespace", "shardNamespaces: [\"a_b\"]\n", []string{`shardNamespaces[0]: "a_b" is not a valid namespace name`}, nil},
+		{"require owner not a bool", "requireNamespaceOwner: \"no\"\n", []string{`requireNamespaceOwner: expected a boolean`}, nil},
 		{"owner annotation bad prefix", "namespaceOwnerAnnotation: \"Foo_/x\"\n", []string{`namespaceOwnerAnnotation: "Foo_/x"`}, nil},
 		{"all value errors reported", "metricsAddress: abc\nhealthAddress: def\n", []string{"metricsAddress:", "healthAddress:"}, nil},
 	}
@@ -383,5 +392,20 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestOwnerPolicy(t *testing.T) {
+	d := Default()
+	if p := d.OwnerPolicy(); !p.RequireOwner || !reflect.DeepEqual(p.Keys, []string{"shardgate.io/owner"}) {
+		t.Fatalf("default OwnerPolicy = %+v, want shardgate.io/owner, required", p)
+	}
+	if p := fullConfig.OwnerPolicy(); p.RequireOwner || !reflect.DeepEqual(p.Keys, []string{"shardgate.io/owner", "akash.network/owner", "akash.network/lease.id.owner"}) {
+		t.Fatalf("OwnerPolicy = %+v", p)
+	}
+	c := Default()
+	c.NamespaceOwnerAnnotation = "shardgate.io/owner"
+	if p := c.OwnerPolicy(); !reflect.DeepEqual(p.Keys, []string{"shardgate.io/owner"}) {
+		t.Fatalf("OwnerPolicy repeats the default key: %+v", p)
 	}
 }

@@ -18,7 +18,11 @@
 //	  enabled: false
 //	  namespace: shardgate-system
 //	  id: shardgate.io-leader
-//	namespaceOwnerAnnotation: ""
+//	namespaceOwnerAnnotation: ""     # an extra owner key, read after shardgate.io/owner
+//	requireNamespaceOwner: true      # unmarked namespaces claim nothing
+//	shardNamespaces: []              # empty: any namespace without an owner marking
+//	akash:
+//	  enabled: false                 # Akash's lease owner label counts as an owner marking
 //
 // # What the package owns
 //

@@ -58,6 +58,18 @@ func (c *Config) normalizeAndValidate() Errors {
 		errs = append(errs, fmt.Errorf("namespaceOwnerAnnotation: %q is not a valid annotation key such as %q",
 			a, "shardgate.io/owner"))
 	}
+
+	var shardNS []string
+	for i, ns := range c.ShardNamespaces {
+		ns = strings.ToLower(strings.TrimSpace(ns))
+		if !isDNS1123Label(ns) {
+			errs = append(errs, fmt.Errorf("shardNamespaces[%d]: %q is not a valid namespace name (RFC 1123 label)", i, ns))
+			continue
+		}
+		shardNS = append(shardNS, ns)
+	}
+	slices.Sort(shardNS)
+	c.ShardNamespaces = slices.Compact(shardNS)
 	return errs
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/shardgate/shardgate/internal/ir"
@@ -23,6 +24,9 @@ type compiledRoute struct {
 	created   metav1.Time
 	hostnames []string
 	refs      []gatewayv1.ParentReference
+	// controller is the UID of the route's controller ownerReference
+	// ("" when none): shards tell the routes shardgate generates by it.
+	controller types.UID
 
 	rules []compiledRule // valid rules only, in spec order
 
@@ -70,6 +74,13 @@ func (cr *compiledRoute) finish(nrules int) {
 	cr.allDropped = nrules > 0 && len(cr.rules) == 0
 }
 
+func controllerUID(o metav1.Object) types.UID {
+	if ref := metav1.GetControllerOf(o); ref != nil {
+		return ref.UID
+	}
+	return ""
+}
+
 func lowerHostnames(hs []gatewayv1.Hostname) []string {
 	out := make([]string, 0, len(hs))
 	for _, h := range hs {
@@ -88,11 +99,12 @@ func unsupported(format string, a ...any) *ruleError {
 // compileHTTPRoute compiles every rule of an HTTPRoute.
 func (idx *Index) compileHTTPRoute(r *gatewayv1.HTTPRoute) *compiledRoute {
 	cr := &compiledRoute{
-		key:       RouteKey{Kind: kindHTTPRoute, NN: nn(r.Namespace, r.Name)},
-		gen:       r.Generation,
-		created:   r.CreationTimestamp,
-		hostnames: lowerHostnames(r.Spec.Hostnames),
-		refs:      r.Spec.ParentRefs,
+		key:        RouteKey{Kind: kindHTTPRoute, NN: nn(r.Namespace, r.Name)},
+		gen:        r.Generation,
+		created:    r.CreationTimestamp,
+		hostnames:  lowerHostnames(r.Spec.Hostnames),
+		refs:       r.Spec.ParentRefs,
+		controller: controllerUID(r),
 	}
 	for i := range r.Spec.Rules {
 		rule := &r.Spec.Rules[i]

@@ -62,7 +62,17 @@ Copyright The shardgate Authors.
 //   - One SNI on a TLS port is served by one TLSRoute: the oldest.
 //   - A Gateway whose class is not Accepted, whose parametersRef does not
 //     resolve, or whose spec.addresses are not IPAddress is not Accepted and
-//     gets no IR; its listeners and routes still get status.
+//     gets no IR; its listeners and routes still get status. So is a Gateway
+//     the controller refused as a shard (Input.ShardRefusals: a tenant's
+//     namespace, or one outside shardNamespaces).
+//   - Shards (Input.Ownership, computed by the controller from the hostname
+//     engine and the Namespaces): a route's parent entry on a shard is
+//     Accepted=False HostnameNotOwned, and serves nothing, unless every
+//     hostname it would serve there is one the LeaseHost controlling that
+//     generated route holds on that shard, or (routes Owned) is held by the
+//     owner of the route's namespace (a wildcard: its whole domain, with no
+//     blocked name or other tenant's name below it). Nil Ownership checks
+//     nothing.
 //
 // Translate is split so that an incremental caller can redo a single
 // Gateway: NewIndex builds the lookup tables once, and TranslateGateway

@@ -44,6 +44,8 @@ func TranslateGateway(idx *Index, gw *gatewayv1.Gateway) *GatewayResult {
 	default:
 		if msg := idx.gatewayParamsProblem(gw); msg != "" {
 			acceptReason, acceptMsg = string(gatewayv1.GatewayReasonInvalidParameters), msg
+		} else if msg, refused := idx.shardRefusals[key]; refused {
+			acceptReason, acceptMsg = string(gatewayv1.GatewayReasonInvalidParameters), "may not be a shard: "+msg
 		} else if msg := addressProblem(gw); msg != "" {
 			acceptReason, acceptMsg = string(gatewayv1.GatewayReasonUnsupportedAddress), msg
 		}
@@ -370,6 +372,15 @@ func (idx *Index) matchParent(gw *gatewayv1.Gateway, listeners []*listenerState,
 	}
 	if len(hits) == 0 {
 		return string(gatewayv1.RouteReasonNoMatchingListenerHostname), "No listener hostname matches the route's hostnames", nil
+	}
+	if idx.ownership != nil {
+		var hosts []string
+		for _, h := range hits {
+			hosts = append(hosts, h.hosts...)
+		}
+		if reason, msg := idx.ownership.shardAdmits(nn(gw.Namespace, gw.Name), cr, hosts); reason != "" {
+			return reason, msg, nil
+		}
 	}
 	if cr.allDropped {
 		return cr.dropReason, "All rules are invalid: " + strings.Join(cr.dropMsgs, "; "), nil

@@ -60,10 +60,12 @@ type Translator struct {
 
 	// Gateway states (patch.go), valid while the context (every input
 	// but the routes) is the same.
-	gateways    map[types.NamespacedName]*gwState
-	ctx         map[ctxKey]*ctxRec
-	runtime     map[types.NamespacedName]GatewayRuntime
-	sameContext bool
+	gateways      map[types.NamespacedName]*gwState
+	ctx           map[ctxKey]*ctxRec
+	runtime       map[types.NamespacedName]GatewayRuntime
+	shardRefusals map[types.NamespacedName]string
+	ownership     *Ownership
+	sameContext   bool
 	// endpointsChanged: the Services whose EndpointSlices changed since the
 	// last translation (with the same context otherwise).
 	endpointsChanged map[types.NamespacedName]bool
@@ -116,7 +118,9 @@ func (t *Translator) Translate(in *Input) *Output {
 	prevRoutes, unique := t.diffRoutes(in) // advances the epoch
 	diff := t.diffContext(in)
 	endpoints := diff.endpoints
-	same := t.last != nil && unique && !diff.changed && reflect.DeepEqual(in.Runtime, t.runtime)
+	same := t.last != nil && unique && !diff.changed && reflect.DeepEqual(in.Runtime, t.runtime) &&
+		reflect.DeepEqual(in.ShardRefusals, t.shardRefusals) &&
+		(in.Ownership == t.ownership || reflect.DeepEqual(in.Ownership, t.ownership))
 	t.sameContext = same
 	t.endpointsChanged = endpoints
 	if !same {
@@ -126,6 +130,8 @@ func (t *Translator) Translate(in *Input) *Output {
 		clear(t.gateways)
 		clear(t.seen)
 		t.runtime = in.Runtime
+		t.shardRefusals = in.ShardRefusals
+		t.ownership = in.Ownership
 		idx := NewIndex(in)
 		idx.memo = t
 		out := translateIndex(idx)
@@ -445,7 +451,9 @@ func Relevant(oldObj, newObj client.Object) bool {
 		o, ok := oldObj.(*corev1.Secret)
 		return !ok || o.Type != n.Type || !equality.Semantic.DeepEqual(o.Data, n.Data)
 	case *corev1.Namespace:
-		return !maps.Equal(oldObj.GetLabels(), newObj.GetLabels())
+		// Labels select routes; labels and annotations mark owners
+		// (shards and ownership facts).
+		return !maps.Equal(oldObj.GetLabels(), newObj.GetLabels()) || !maps.Equal(oldObj.GetAnnotations(), newObj.GetAnnotations())
 	}
 	return oldObj.GetResourceVersion() != newObj.GetResourceVersion() || oldObj.GetResourceVersion() == ""
 }

@@ -171,6 +171,10 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			in.Secrets = mix(r, nil, in.Secrets, 0, 1)
 			in.Namespaces = mix(r, nil, in.Namespaces, 0, 1)
 			in.GatewayParameters = mix(r, nil, in.GatewayParameters, 0, 1)
+			// A third of the seeds have shards, whose routes must be owned.
+			if seed%3 == 1 {
+				in.Ownership = randomOwnership(r)
+			}
 			stamp(in, &rv)
 			return in
 		}
@@ -223,6 +227,10 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			if step%7 == 6 {
 				next.Runtime = fresh.Runtime
 			}
+			next.Ownership = in.Ownership
+			if step%6 == 5 {
+				next.Ownership = fresh.Ownership
+			}
 			in = next
 		}
 		stats.Full += tr.Stats.Full
@@ -233,6 +241,35 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 	if stats.Patched == 0 || stats.Reused == 0 {
 		t.Errorf("the edits never exercised a patch or a reuse: %+v", stats)
 	}
+}
+
+// randomOwnership makes some of the fuzz Gateways shards, in either routes
+// mode, marks namespaces with owners and has them hold some of the plain
+// hostnames (and a domain for wildcards).
+func randomOwnership(r *rand.Rand) *Ownership {
+	o := &Ownership{
+		Shards:          map[types.NamespacedName]ShardRoutes{},
+		Generated:       map[types.NamespacedName]GeneratedRoute{},
+		NamespaceOwners: map[string]string{},
+		Holders:         map[string]string{},
+	}
+	owners := []string{"akash1alice", "akash1bob"}
+	for _, ns := range fzNamespaces {
+		for _, gw := range fzGateways {
+			if r.IntN(2) == 0 {
+				o.Shards[types.NamespacedName{Namespace: ns, Name: gw}] = []ShardRoutes{RoutesGenerated, RoutesOwned}[r.IntN(2)]
+			}
+		}
+		if r.IntN(3) > 0 {
+			o.NamespaceOwners[ns] = owners[r.IntN(2)]
+		}
+	}
+	for _, h := range plainHosts {
+		if r.IntN(2) == 0 {
+			o.Holders[h] = owners[r.IntN(2)]
+		}
+	}
+	return o
 }
 
 // BenchmarkTranslatorOneRouteChange: 10k routes, one of them replaced per

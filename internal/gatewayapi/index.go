@@ -44,6 +44,8 @@ type Index struct {
 	grants         map[string][]*gatewayv1beta1.ReferenceGrant // by namespace
 	params         map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters
 	runtime        map[types.NamespacedName]GatewayRuntime
+	shardRefusals  map[types.NamespacedName]string
+	ownership      *Ownership
 
 	// Routes by the Gateway their parentRefs name, indexed on first use
 	// (a Translator that patches needs them only for Gateways it
@@ -81,6 +83,8 @@ func NewIndex(in *Input) *Index {
 		grants:         map[string][]*gatewayv1beta1.ReferenceGrant{},
 		params:         map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters{},
 		runtime:        in.Runtime,
+		shardRefusals:  in.ShardRefusals,
+		ownership:      in.Ownership,
 		endpoints:      map[string][]ir.Endpoint{},
 	}
 	for _, ns := range in.Namespaces {

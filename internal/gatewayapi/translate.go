@@ -36,6 +36,15 @@ type Input struct {
 	// (the Envoy Service's addresses, the xDS publish result). Missing entry =
 	// nothing known yet.
 	Runtime map[types.NamespacedName]GatewayRuntime
+	// ShardRefusals are the Gateways whose parameters would make them shards
+	// but which may not be shards where they live (a tenant's namespace, or
+	// one outside the config's shardNamespaces), with the reason. They are
+	// Accepted=False InvalidParameters and serve nothing. The controller
+	// computes them (sharding.Discover); nil refuses nothing.
+	ShardRefusals map[types.NamespacedName]string
+	// Ownership says which routes shards may serve (see Ownership); nil
+	// means there are no shards to protect.
+	Ownership *Ownership
 }
 
 // GatewayRuntime is what the rest of the controller knows about a Gateway's

@@ -39,7 +39,6 @@ import (
 	"github.com/shardgate/shardgate/internal/pki"
 	"github.com/shardgate/shardgate/internal/scheme"
 	"github.com/shardgate/shardgate/internal/status"
-	"github.com/shardgate/shardgate/internal/tenancy"
 	xdsserver "github.com/shardgate/shardgate/xds/server"
 	"github.com/shardgate/shardgate/xds/translate"
 )
@@ -134,7 +133,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer cancel()
 	p := &process{opts: opts, cfg: cfg, log: log}
 	p.blocked.Store(blocked)
-	p.ownerAnnotation.Store(&cfg.NamespaceOwnerAnnotation)
+	p.tenancy.Set(cfg.OwnerPolicy(), cfg.ShardNamespaces)
 	// Every write of this replica is counted with whether it held the
 	// leader Lease at the time (writes.go): followers must write nothing.
 	p.lead = newLeadership(cfg.LeaderElection.Enabled)
@@ -255,9 +254,10 @@ type process struct {
 
 	// blocked is the current block list; leaseHosts the current manager's
 	// LeaseHost reconciler, which a config reload updates.
-	blocked         atomic.Pointer[hostnames.BlockList]
-	ownerAnnotation atomic.Pointer[string]
-	leaseHosts      atomic.Pointer[controllers.LeaseHostReconciler]
+	blocked    atomic.Pointer[hostnames.BlockList]
+	leaseHosts atomic.Pointer[controllers.LeaseHostReconciler]
+	// tenancy is the config's tenancy settings, shared by the controllers.
+	tenancy controllers.Tenancy
 	// trigger re-translates in the current manager (xDS status changes).
 	trigger atomic.Pointer[func()]
 	// mgr is the current manager.
@@ -342,13 +342,20 @@ func (p *process) applyConfig(updates <-chan config.Config) {
 			p.log.Error(err, "reloaded block list refused; keeping the previous one")
 			continue
 		}
-		p.log.Info("config reloaded", "blockedHostnames", b.Len(), "namespaceOwnerAnnotation", c.NamespaceOwnerAnnotation)
+		policy := c.OwnerPolicy()
+		p.log.Info("config reloaded", "blockedHostnames", b.Len(), "ownerKeys", policy.Keys,
+			"requireNamespaceOwner", policy.RequireOwner, "shardNamespaces", c.ShardNamespaces)
 		p.mu.Lock()
 		p.blocked.Store(b)
-		p.ownerAnnotation.Store(&c.NamespaceOwnerAnnotation)
+		tenancyChanged := p.tenancy.Set(policy, c.ShardNamespaces)
 		if r := p.leaseHosts.Load(); r != nil {
 			r.SetBlockList(b)
-			r.SetNamespaceOwnerAnnotation(c.NamespaceOwnerAnnotation)
+			if tenancyChanged {
+				r.TenancyChanged()
+			}
+		}
+		if tenancyChanged {
+			p.triggerTranslation() // where shards may live
 		}
 		p.mu.Unlock()
 	}
@@ -373,8 +380,8 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 		ControllerName: cfg.ControllerName,
 		Recorder:       countingRecorder{EventRecorder: mgr.GetEventRecorder("shardgate"), lead: p.lead},
 		Log:            log.WithName("leasehost"),
+		Tenancy:        &p.tenancy,
 	}
-	leaseHosts.SetNamespaceOwnerAnnotation(*p.ownerAnnotation.Load())
 	if err := leaseHosts.SetupWithManager(mgr); err != nil {
 		return false, fmt.Errorf("set up LeaseHost controller: %w", err)
 	}
@@ -383,14 +390,14 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 	if b := p.blocked.Load(); b != leaseHosts.Engine.BlockList() {
 		leaseHosts.SetBlockList(b) // a reload raced with the set-up
 	}
-	leaseHosts.SetNamespaceOwnerAnnotation(*p.ownerAnnotation.Load())
 	p.mu.Unlock()
 	leasedIPs := &controllers.LeasedIPReconciler{Client: mgr.GetClient(), Log: log.WithName("leasedip"),
-		Policy: func() tenancy.Policy { return controllers.LeasedIPPolicy(*p.ownerAnnotation.Load()) }}
+		Policy: p.tenancy.Policy}
 	if err := leasedIPs.SetupWithManager(mgr); err != nil {
 		return false, fmt.Errorf("set up LeasedIP controller: %w", err)
 	}
-	if err := (&controllers.GatewayParametersReconciler{Client: mgr.GetClient(), ControllerName: cfg.ControllerName}).SetupWithManager(mgr); err != nil {
+	if err := (&controllers.GatewayParametersReconciler{Client: mgr.GetClient(), ControllerName: cfg.ControllerName,
+		Tenancy: &p.tenancy, Recorder: countingRecorder{EventRecorder: mgr.GetEventRecorder("shardgate"), lead: p.lead}}).SetupWithManager(mgr); err != nil {
 		return false, fmt.Errorf("set up GatewayParameters controller: %w", err)
 	}
 	writer := status.New(mgr.GetClient(), mgr.GetAPIReader(), cfg.ControllerName, log.WithName("status"))
@@ -403,6 +410,7 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 		Status:         writer,
 		HoldOff:        TranslationHoldOff,
 		Log:            log.WithName("gatewayapi"),
+		Tenancy:        &p.tenancy,
 	}
 	trigger := gatewayAPI.Trigger
 	p.trigger.Store(&trigger)

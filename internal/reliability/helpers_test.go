@@ -41,6 +41,7 @@ import (
 	"github.com/shardgate/shardgate/internal/manager"
 	"github.com/shardgate/shardgate/internal/pki"
 	sgscheme "github.com/shardgate/shardgate/internal/scheme"
+	"github.com/shardgate/shardgate/internal/tenancy"
 	"github.com/shardgate/shardgate/internal/testenv"
 	xdsserver "github.com/shardgate/shardgate/xds/server"
 )
@@ -232,10 +233,17 @@ func host(label string) string { return label + "." + domain }
 
 func setupWorld(ctx context.Context, c client.Client) *world {
 	GinkgoHelper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rel-"}}
+	// The tenant's namespace, marked with its owner as a provider marks
+	// tenant namespaces, and the provider's, which holds the shard (a
+	// tenant namespace never holds one).
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rel-",
+		Annotations: map[string]string{tenancy.OwnerKey: "akash1alice"}}}
 	Expect(c.Create(ctx, ns)).To(Succeed())
+	provider := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rel-provider-"}}
+	Expect(c.Create(ctx, provider)).To(Succeed())
 	dumps.Add(c, ns.Name)
-	w := &world{ns: ns.Name, gw: types.NamespacedName{Namespace: ns.Name, Name: "shard"}, churn: "churn"}
+	dumps.Add(c, provider.Name)
+	w := &world{ns: ns.Name, gw: types.NamespacedName{Namespace: provider.Name, Name: "shard"}, churn: "churn"}
 	for _, svc := range []string{"web", "web2"} {
 		Expect(c.Create(ctx, &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: svc, Namespace: w.ns},
@@ -252,11 +260,11 @@ func setupWorld(ctx context.Context, c client.Client) *world {
 	}
 	Expect(client.IgnoreAlreadyExists(c.Create(ctx, class))).To(Succeed())
 	Expect(c.Create(ctx, &shardgatev1alpha1.GatewayParameters{
-		ObjectMeta: metav1.ObjectMeta{Name: "shard", Namespace: w.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "shard", Namespace: w.gw.Namespace},
 		Spec:       shardgatev1alpha1.GatewayParametersSpec{Shard: &shardgatev1alpha1.ShardSpec{Domain: domain}},
 	})).To(Succeed())
 	Expect(c.Create(ctx, &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Name: w.gw.Name, Namespace: w.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: w.gw.Name, Namespace: w.gw.Namespace},
 		Spec: gatewayv1.GatewaySpec{
 			GatewayClassName: "shardgate",
 			Infrastructure: &gatewayv1.GatewayInfrastructure{ParametersRef: &gatewayv1.LocalParametersReference{
@@ -295,10 +303,10 @@ func setupWorld(ctx context.Context, c client.Client) *world {
 	}
 	lh("lh-a", "akash1alice", 1, hostname(host("a")))
 	Eventually(reserved(ctx, c, w.ns, "lh-a")).Should(Equal("True/Reserved"))
-	lh("lh-b", "akash1bob", 2, hostname(host("a")))   // another owner: HostnameInUse
+	lh("lh-b", "akash1bob", 2, hostname(host("a")))   // another owner in alice's namespace: NamespaceOwnerMismatch
 	lh("lh-c", "akash1alice", 3, hostname(host("a"))) // same owner, other deployment: Withheld
-	lh("lh-d", "akash1carol", 4, func(s *shardgatev1alpha1.LeaseHostSpec) { s.Subdomain = "d" })
-	lh("lh-e", "akash1dave", 5, func(s *shardgatev1alpha1.LeaseHostSpec) {
+	lh("lh-d", "akash1alice", 4, func(s *shardgatev1alpha1.LeaseHostSpec) { s.Subdomain = "d" })
+	lh("lh-e", "akash1alice", 5, func(s *shardgatev1alpha1.LeaseHostSpec) {
 		s.Hostname = host("e")
 		s.Service.Name = "missing" // the route exists and reports ResolvedRefs=False
 	})
@@ -311,9 +319,10 @@ func (w *world) createRoute(ctx context.Context, c client.Client, name, hostname
 	Expect(c.Create(ctx, &gatewayv1.HTTPRoute{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns},
 		Spec: gatewayv1.HTTPRouteSpec{
-			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: gatewayv1.ObjectName(w.gw.Name)}}},
-			Hostnames:       []gatewayv1.Hostname{gatewayv1.Hostname(hostname)},
-			Rules:           []gatewayv1.HTTPRouteRule{routeRule(path, svc)},
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{
+				Namespace: ptr.To(gatewayv1.Namespace(w.gw.Namespace)), Name: gatewayv1.ObjectName(w.gw.Name)}}},
+			Hostnames: []gatewayv1.Hostname{gatewayv1.Hostname(hostname)},
+			Rules:     []gatewayv1.HTTPRouteRule{routeRule(path, svc)},
 		},
 	})).To(Succeed())
 }
@@ -348,7 +357,7 @@ func reserved(ctx context.Context, c client.Client, ns, name string) func(Gomega
 func (w *world) settled(ctx context.Context, c client.Client) func(Gomega) {
 	return func(g Gomega) {
 		want := map[string]string{
-			"lh-a": "True/Reserved", "lh-b": "False/HostnameInUse", "lh-c": "False/Withheld",
+			"lh-a": "True/Reserved", "lh-b": "False/NamespaceOwnerMismatch", "lh-c": "False/Withheld",
 			"lh-d": "True/Reserved", "lh-e": "True/Reserved",
 		}
 		for name, decision := range want {

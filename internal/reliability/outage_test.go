@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/encoding/prototext"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -27,9 +28,16 @@ const outageDowntime = 8 * time.Second
 // decides on in a namespace: LeaseHosts (status), HTTPRoutes (the
 // generated ones' spec, every one's status) and Gateways (status), with
 // their resourceVersions.
-func objectState(ctx context.Context, c client.Client, ns string) map[string]string {
+func objectState(ctx context.Context, c client.Client, namespaces ...string) map[string]string {
 	GinkgoHelper()
 	out := map[string]string{}
+	for _, ns := range namespaces {
+		objectStateIn(ctx, c, ns, out)
+	}
+	return out
+}
+
+func objectStateIn(ctx context.Context, c client.Client, ns string, out map[string]string) {
 	enc := func(v any) string {
 		b, err := json.Marshal(v)
 		Expect(err).NotTo(HaveOccurred())
@@ -50,7 +58,6 @@ func objectState(ctx context.Context, c client.Client, ns string) map[string]str
 	for _, o := range gws.Items {
 		out["Gateway "+o.Name] = fmt.Sprintf("rv=%s status=%s", o.ResourceVersion, enc(o.Status))
 	}
-	return out
 }
 
 // idle: the replica's LeaseHost controller has reconciled at least n times
@@ -173,7 +180,7 @@ var _ = Describe("apiserver outage", Ordered, func() {
 			return client.IgnoreAlreadyExists(env.Client.Create(ctx, &gatewayv1.HTTPRoute{
 				ObjectMeta: objectMeta(w.ns, "after"),
 				Spec: gatewayv1.HTTPRouteSpec{
-					CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: gatewayv1.ObjectName(w.gw.Name)}}},
+					CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Namespace: ptr.To(gatewayv1.Namespace(w.gw.Namespace)), Name: gatewayv1.ObjectName(w.gw.Name)}}},
 					Hostnames:       []gatewayv1.Hostname{gatewayv1.Hostname(host("after"))},
 					Rules:           []gatewayv1.HTTPRouteRule{routeRule("/", "web2")},
 				},
@@ -191,7 +198,7 @@ var _ = Describe("apiserver outage", Ordered, func() {
 		Eventually(w.settled(ctx, env.Client)).Should(Succeed())
 		Eventually(r.idle(float64(len(w.lhs)))).Should(Succeed())
 		final := a.latest()
-		state := objectState(ctx, env.Client, w.ns)
+		state := objectState(ctx, env.Client, w.ns, w.gw.Namespace)
 		_, err = a.state()
 		Expect(err).NotTo(HaveOccurred(), "the xDS stream ended")
 
@@ -214,7 +221,7 @@ var _ = Describe("apiserver outage", Ordered, func() {
 			}
 		}
 		Expect(sameRoutes(got.routes, final.routes)).To(BeTrue(), "the resynced RouteConfigurations differ from a fresh shardgate's")
-		Expect(objectState(ctx, env.Client, w.ns)).To(Equal(state), "a fresh shardgate changed what the resynced one left")
+		Expect(objectState(ctx, env.Client, w.ns, w.gw.Namespace)).To(Equal(state), "a fresh shardgate changed what the resynced one left")
 	})
 })
 

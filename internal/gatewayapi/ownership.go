@@ -1,0 +1,144 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package gatewayapi
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/hostnames"
+)
+
+// ShardRoutes says which routes a shard serves.
+type ShardRoutes string
+
+const (
+	// RoutesGenerated: only the routes shardgate generates for LeaseHosts,
+	// for the names they hold.
+	RoutesGenerated ShardRoutes = "Generated"
+	// RoutesOwned: also routes tenants write, for names the owner of the
+	// route's namespace holds.
+	RoutesOwned ShardRoutes = "Owned"
+)
+
+// Ownership is what the hostname engine and the Namespaces say about who
+// may serve which names on shards. The controller computes it from the
+// LeaseHosts, the Namespaces and the block list (internal/leasehosts); the
+// translator only reads it, so translation stays a pure function of its
+// Input. It must be treated as immutable once in an Input.
+//
+// The rule it feeds: a route hostname on a shard is served only if the
+// route is the one shardgate generated for a LeaseHost holding that name on
+// that shard, or (shard routes: Owned) the name is held by the owner of the
+// route's namespace (a wildcard: every name it covers). Anything else
+// attached to a shard, whatever its kind or author, is Accepted=False
+// HostnameNotOwned and serves nothing. Gateways that are not shards are
+// not affected.
+type Ownership struct {
+	// Shards are the shard Gateways and the routes each admits.
+	Shards map[types.NamespacedName]ShardRoutes
+	// Generated are the HTTPRoutes shardgate generates, by namespace/name:
+	// the LeaseHost that controls each and the names it holds per shard.
+	Generated map[types.NamespacedName]GeneratedRoute
+	// NamespaceOwners are the owners marked on namespaces (tenancy);
+	// unmarked namespaces are absent.
+	NamespaceOwners map[string]string
+	// Holders maps each held name (normalised) to its holder's owner.
+	Holders map[string]string
+	// Blocked is the provider's block list (nil blocks nothing).
+	Blocked *hostnames.BlockList
+}
+
+// GeneratedRoute is the route shardgate writes for one LeaseHost.
+type GeneratedRoute struct {
+	// LeaseHost is the UID of the LeaseHost that must be the route's
+	// controller (ownerReference with controller: true).
+	LeaseHost types.UID
+	// Hosts are the names the LeaseHost holds on each shard.
+	Hosts map[types.NamespacedName][]string
+}
+
+// shardAdmits says why cr may not serve hosts (the hostnames it would
+// serve on the shard gw) there; "" when it may. hosts may hold "" (any
+// hostname), which nobody owns.
+func (o *Ownership) shardAdmits(gw types.NamespacedName, cr *compiledRoute, hosts []string) (reason, msg string) {
+	mode, shard := o.Shards[gw]
+	if !shard {
+		return "", ""
+	}
+	if g, ok := o.Generated[cr.key.NN]; ok && cr.key.Kind == kindHTTPRoute && cr.controller != "" && cr.controller == g.LeaseHost {
+		held := g.Hosts[gw]
+		var foreign []string
+		for _, h := range hosts {
+			if !slices.Contains(held, h) {
+				foreign = append(foreign, domain(h))
+			}
+		}
+		if len(foreign) == 0 {
+			return "", ""
+		}
+		if mode != RoutesOwned {
+			return reasonNotOwned(fmt.Sprintf("the generated route's LeaseHost does not hold %s on this shard", strings.Join(foreign, ", ")))
+		}
+	}
+	if mode != RoutesOwned {
+		return reasonNotOwned("this shard serves only the routes shardgate generates for LeaseHosts (GatewayParameters shard.routes: Generated)")
+	}
+	owner, marked := o.NamespaceOwners[cr.key.NN.Namespace]
+	if !marked || owner == "" {
+		return reasonNotOwned(fmt.Sprintf("namespace %s carries no owner marking, so it owns no hostname", cr.key.NN.Namespace))
+	}
+	for _, h := range hosts {
+		if why := o.ownerMayServe(owner, h); why != "" {
+			return reasonNotOwned(fmt.Sprintf("%s: %s", domain(h), why))
+		}
+	}
+	return "", ""
+}
+
+func reasonNotOwned(msg string) (string, string) {
+	return shardgatev1alpha1.ReasonHostnameNotOwned, msg
+}
+
+// ownerMayServe says why owner may not serve h on a shard ("" when it
+// may): an exact name must be held by owner; a wildcard *.d needs d held by
+// owner, no name below d held by another owner, and no block-list entry at
+// or below d (the wildcard would serve blocked names).
+func (o *Ownership) ownerMayServe(owner, h string) string {
+	if h == "" {
+		return "a route without hostnames would serve every name of the listener"
+	}
+	if !isWildcard(h) {
+		if o.Holders[h] != owner {
+			return "not held by the owner of the route's namespace (claim it with a LeaseHost)"
+		}
+		return ""
+	}
+	d := h[2:]
+	if o.Holders[d] != owner {
+		return fmt.Sprintf("a wildcard needs its domain %s held by the owner of the route's namespace", d)
+	}
+	if entry, blocked := o.Blocked.Match(d); blocked {
+		return fmt.Sprintf("its domain is blocked by %q", entry)
+	}
+	suffix := "." + d
+	if o.Blocked != nil {
+		for _, e := range o.Blocked.Entries() {
+			if strings.HasSuffix(strings.TrimPrefix(e, "."), suffix) {
+				return "it covers names the provider blocks"
+			}
+		}
+	}
+	for name, holder := range o.Holders {
+		if holder != owner && strings.HasSuffix(name, suffix) {
+			return "it covers names held by another tenant"
+		}
+	}
+	return ""
+}
