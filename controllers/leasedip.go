@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -26,6 +27,7 @@ import (
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/addresses"
+	shardgateevents "github.com/shardgate/shardgate/internal/events"
 )
 
 // Field indexes of the LeasedIP controller. The names carry a prefix so they
@@ -67,6 +69,9 @@ var ipAddressPoolGK = schema.GroupKind{Group: metallbv1beta1.GroupVersion.Group,
 type LeasedIPReconciler struct {
 	Client client.Client
 	Log    logr.Logger
+	// Recorder emits an Event on every change of the Allocated decision
+	// (internal/events); nil emits none.
+	Recorder events.EventRecorder
 
 	events  client.Reader
 	metallb bool
@@ -249,6 +254,11 @@ func (r *LeasedIPReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	status := addresses.StatusFor(&lip, obs)
 	if equality.Semantic.DeepEqual(status, lip.Status) {
 		return reconcile.Result{}, nil
+	}
+	if r.Recorder != nil {
+		for _, ev := range shardgateevents.LeasedIP(&lip.Status, &status) {
+			r.Recorder.Eventf(&lip, nil, ev.Type, ev.Reason, ev.Action, "%s", ev.Message)
+		}
 	}
 	patch := client.MergeFrom(lip.DeepCopy())
 	lip.Status = status

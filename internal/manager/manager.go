@@ -152,7 +152,7 @@ func Run(ctx context.Context, opts Options) error {
 		Address:        cfg.XDS.Address,
 		TLS:            xdsCreds.TLSConfig(),
 		Log:            log.WithName("xds"),
-		OnStatusChange: p.triggerTranslation,
+		OnStatusChange: p.publishStatusChanged,
 		Decorate:       opts.DecorateXDS,
 	})
 	if opts.OnXDSServer != nil {
@@ -263,6 +263,10 @@ type process struct {
 	// xDS server holds a config translated from a complete view.
 	synced atomic.Bool
 	mu     sync.Mutex
+	// gatewayProblems: the publish problem per Gateway at the last
+	// emitGatewayEvents (events.go).
+	gatewayEventsMu sync.Mutex
+	gatewayProblems map[string]string
 }
 
 // serveProbes serves /healthz (the process is alive) and /readyz (caches
@@ -382,7 +386,11 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 	}
 	leaseHosts.SetNamespaceOwnerAnnotation(*p.ownerAnnotation.Load())
 	p.mu.Unlock()
-	if err := (&controllers.LeasedIPReconciler{Client: mgr.GetClient(), Log: log.WithName("leasedip")}).SetupWithManager(mgr); err != nil {
+	if err := (&controllers.LeasedIPReconciler{
+		Client:   mgr.GetClient(),
+		Log:      log.WithName("leasedip"),
+		Recorder: countingRecorder{EventRecorder: mgr.GetEventRecorder("shardgate"), lead: p.lead},
+	}).SetupWithManager(mgr); err != nil {
 		return false, fmt.Errorf("set up LeasedIP controller: %w", err)
 	}
 	if err := (&controllers.GatewayParametersReconciler{Client: mgr.GetClient(), ControllerName: cfg.ControllerName}).SetupWithManager(mgr); err != nil {
