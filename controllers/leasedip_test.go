@@ -159,7 +159,7 @@ var _ = Describe("LeasedIPs on the real MetalLB controller", Ordered, func() {
 		metrics = fmt.Sprintf("127.0.0.1:%d", port)
 		// The built binary, not an in-process manager: controller names
 		// are unique per process, and the restart spec needs a second one.
-		proc, err = env.StartShardgate(name, "--metrics-address="+metrics,
+		proc, err = env.StartShardgate(name, "--metrics-address="+metrics, "--metrics-secure=false",
 			"--health-address=0", "--xds-address=127.0.0.1:0", "--log-format=text")
 		Expect(err).NotTo(HaveOccurred())
 	}

@@ -78,7 +78,8 @@ func run(binary, examples string, exitAfter time.Duration) error {
 	metrics := fmt.Sprintf("127.0.0.1:%d", metricsPort)
 	proc, err := env.StartProcess("shardgate", bin, []string{
 		"controller", "--kubeconfig=" + env.Kubeconfig,
-		"--metrics-address=" + metrics, "--health-address=127.0.0.1:0", "--xds-address=127.0.0.1:0",
+		// Plain HTTP: the demo reads /debug/xds with no token.
+		"--metrics-address=" + metrics, "--metrics-secure=false", "--health-address=127.0.0.1:0", "--xds-address=127.0.0.1:0",
 		"--log-format=text",
 	}, nil)
 	if err != nil {
