@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -150,6 +151,14 @@ var _ = Describe("what an operator sees: printer columns and Events", Ordered, f
 
 		By("creating the Service: the LeaseHost becomes ready with a Normal Event")
 		alice.service(ctx, "missing")
+		// The route's parent status catches up with the new Service first;
+		// a loaded machine may take a while.
+		Eventually(func(g Gomega) {
+			lh := alice.get(ctx, "alice-nosvc")
+			ready := meta.FindStatusCondition(lh.Status.Conditions, shardgatev1alpha1.ConditionReady)
+			g.Expect(ready).NotTo(BeNil(), "status: %+v", lh.Status)
+			g.Expect(ready.Reason).To(Equal(shardgatev1alpha1.ReasonAdmitted), "status: %+v", lh.Status)
+		}, "2m").Should(Succeed())
 		Eventually(eventsAbout(ctx, c, alice.ns, "LeaseHost", "alice-nosvc")).Should(
 			HaveKeyWithValue(corev1.EventTypeNormal+"/"+shardgatev1alpha1.ReasonAdmitted+"/Route", 1))
 	})

@@ -279,3 +279,22 @@ func TestRenderIPsEmpty(t *testing.T) {
 		t.Errorf("table = %q", got)
 	}
 }
+
+func TestRenderIPsTemplates(t *testing.T) {
+	doc := statuscli.IPsDocument{LeasedIPs: []statuscli.IPRow{
+		{Namespace: "t", LeasedIP: "db", IP: "192.0.2.7", Ports: "5432/TCP"},
+		{Namespace: "t", LeasedIP: "dns", Ports: "53/UDP"},
+	}}
+	for format, want := range map[statuscli.Format]string{
+		statuscli.JSONPathPrefix + `{range .leasedIPs[*]}{.leasedIP}={.ip}{" "}{end}`: "db=192.0.2.7 dns= ",
+		statuscli.CustomColumnsPrefix + "NAME:.leasedIP,IP:.ip":                       "NAME   IP\ndb     192.0.2.7\ndns    -\n",
+	} {
+		var out bytes.Buffer
+		if err := statuscli.RenderIPs(doc, format, &out); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		if out.String() != want {
+			t.Errorf("%s:\ngot  %q\nwant %q", format, out.String(), want)
+		}
+	}
+}
