@@ -107,9 +107,10 @@ func TestSecureMetricsAndConfigDump(t *testing.T) {
 	}
 	reader, nobody := token("reader"), token("nobody")
 
-	health, metrics := freeAddr(t), freeAddr(t)
+	health, metrics, pprofAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	proc, err := env.StartShardgate("shardgate",
-		"--health-address="+health, "--metrics-address="+metrics, "--xds-address="+freeAddr(t), "--log-format=text")
+		"--health-address="+health, "--metrics-address="+metrics, "--xds-address="+freeAddr(t), "--log-format=text",
+		"--pprof-address="+pprofAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +143,15 @@ func TestSecureMetricsAndConfigDump(t *testing.T) {
 	}
 	if code, err := get("http://" + metrics + "/metrics"); err == nil && code == http.StatusOK {
 		t.Errorf("plain HTTP /metrics answered 200; the endpoint must be HTTPS only")
+	}
+	// pprof is served by controller-runtime on its own address, and no
+	// longer on the metrics server.
+	waitUntil(t, proc, "pprof on --pprof-address", func() (bool, string) {
+		code, err := get("http://" + pprofAddr + "/debug/pprof/")
+		return err == nil && code == http.StatusOK, describe(code, err)
+	})
+	if code, _, err := getTLS(base+"/debug/pprof/", reader); err == nil && code == http.StatusOK {
+		t.Errorf("the metrics server still serves /debug/pprof/")
 	}
 
 	bin, err := testenv.BuildShardgate()
