@@ -72,6 +72,9 @@ type LeasedIPReconciler struct {
 	// Recorder emits an Event on every change of the Allocated decision
 	// (internal/events); nil emits none.
 	Recorder events.EventRecorder
+	// emitted keeps a reconcile from a stale cached copy from repeating
+	// an Event.
+	emitted shardgateevents.Memory
 
 	events  client.Reader
 	metallb bool
@@ -192,6 +195,7 @@ func (r *LeasedIPReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		return reconcile.Result{}, r.deleteServices(ctx, req.Namespace, req.Name, "", "")
 	}
 	if lip.DeletionTimestamp != nil {
+		r.emitted.Forget(string(lip.UID))
 		return reconcile.Result{}, r.deleteServices(ctx, lip.Namespace, lip.Name, lip.UID, "")
 	}
 	name := addresses.LeasedIPServiceName(&lip)
@@ -257,7 +261,9 @@ func (r *LeasedIPReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	}
 	if r.Recorder != nil {
 		for _, ev := range shardgateevents.LeasedIP(&lip.Status, &status) {
-			r.Recorder.Eventf(&lip, nil, ev.Type, ev.Reason, ev.Action, "%s", ev.Message)
+			if r.emitted.First(string(lip.UID), ev) {
+				r.Recorder.Eventf(&lip, nil, ev.Type, ev.Reason, ev.Action, "%s", ev.Message)
+			}
 		}
 	}
 	patch := client.MergeFrom(lip.DeepCopy())

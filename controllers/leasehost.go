@@ -59,6 +59,9 @@ type LeaseHostReconciler struct {
 	// requeue carries LeaseHosts to reconcile that no watch event names:
 	// block-list changes and failed follow-up writes.
 	requeue chan event.TypedGenericEvent[*shardgatev1alpha1.LeaseHost]
+	// emitted keeps a reconcile from a stale cached copy from repeating
+	// an Event.
+	emitted shardgateevents.Memory
 }
 
 // SetupWithManager registers the controller and its watches.
@@ -324,6 +327,7 @@ func (r *LeaseHostReconciler) released(ctx context.Context, nn types.NamespacedN
 	}
 	delete(r.owners, string(uid))
 	r.mu.Unlock()
+	r.emitted.Forget(string(uid))
 	if uid == "" {
 		return nil
 	}
@@ -459,7 +463,7 @@ func (r *LeaseHostReconciler) recordEvents(lh *shardgatev1alpha1.LeaseHost, next
 		if ev.Action == shardgateevents.ActionReserve && ev.Reason != shardgatev1alpha1.ReasonReserved && ev.Reason != shardgatev1alpha1.ReasonPartiallyReserved {
 			hostnameRefusals.WithLabelValues(ev.Reason).Inc()
 		}
-		if r.Recorder != nil {
+		if r.Recorder != nil && r.emitted.First(string(lh.UID), ev) {
 			r.Recorder.Eventf(lh, nil, ev.Type, ev.Reason, ev.Action, "%s", ev.Message)
 		}
 	}

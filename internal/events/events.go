@@ -3,6 +3,7 @@ package events
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,6 +24,10 @@ type Event struct {
 	Action string
 	// Message is for the user; it never names another owner.
 	Message string
+	// Subject is what the Event is about within the object: the shard's
+	// name for Admit, "" otherwise. Events with one Action and Subject
+	// replace each other (see Memory).
+	Subject string
 }
 
 // Event actions.
@@ -91,7 +96,7 @@ func LeaseHost(prev, next *shardgatev1alpha1.LeaseHostStatus) []Event {
 			continue
 		}
 		out = append(out, Event{
-			Type: corev1.EventTypeWarning, Reason: c.Reason, Action: ActionAdmit,
+			Type: corev1.EventTypeWarning, Reason: c.Reason, Action: ActionAdmit, Subject: sh.Name,
 			Message: fmt.Sprintf("shard %s (Gateway %s) refused %s: %s", sh.Name, sh.Gateway, sh.Host, c.Message),
 		})
 	}
@@ -139,4 +144,43 @@ func Gateway(prev, next map[string]string, refusedPrefix string) map[string]Even
 		}
 	}
 	return out
+}
+
+// Memory remembers the last Event emitted per object, Action and Subject,
+// so that a reconcile that starts from a stale cached copy of the object
+// (its status not yet showing the previous write) does not emit the same
+// Event a second time. It is safe for concurrent use.
+type Memory struct {
+	mu   sync.Mutex
+	last map[string]string
+}
+
+// First reports whether ev is not the Event last emitted for the object
+// with this uid, Action and Subject, and records it.
+func (m *Memory) First(uid string, ev Event) bool {
+	key := uid + "\x00" + ev.Action + "\x00" + ev.Subject
+	val := ev.Type + "\x00" + ev.Reason + "\x00" + ev.Message
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.last == nil {
+		m.last = map[string]string{}
+	}
+	if m.last[key] == val {
+		return false
+	}
+	m.last[key] = val
+	return true
+}
+
+// Forget drops what is remembered of the object with this uid (it was
+// deleted).
+func (m *Memory) Forget(uid string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	prefix := uid + "\x00"
+	for k := range m.last {
+		if strings.HasPrefix(k, prefix) {
+			delete(m.last, k)
+		}
+	}
 }

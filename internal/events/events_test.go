@@ -140,3 +140,32 @@ func TestGatewayEvents(t *testing.T) {
 		t.Errorf("refused config: %+v", evs)
 	}
 }
+
+func TestMemoryDropsARepeatFromAStaleRead(t *testing.T) {
+	var m Memory
+	allocated := Event{Type: corev1.EventTypeNormal, Reason: v1.ReasonAllocated, Action: ActionAllocate, Message: "MetalLB assigned 192.0.2.1"}
+	exhausted := Event{Type: corev1.EventTypeWarning, Reason: v1.ReasonPoolExhausted, Action: ActionAllocate, Message: "no addresses"}
+	steps := []struct {
+		uid  string
+		ev   Event
+		want bool
+	}{
+		{"a", exhausted, true},
+		{"a", allocated, true},
+		{"a", allocated, false}, // the same transition computed again from a stale copy
+		{"b", allocated, true},  // another object
+		{"a", exhausted, true},  // a real change back
+		{"a", allocated, true},
+		{"a", Event{Type: corev1.EventTypeWarning, Reason: "HostnameInUse", Action: ActionAdmit, Subject: "shard-a"}, true},
+		{"a", Event{Type: corev1.EventTypeWarning, Reason: "HostnameInUse", Action: ActionAdmit, Subject: "shard-b"}, true},
+	}
+	for i, s := range steps {
+		if got := m.First(s.uid, s.ev); got != s.want {
+			t.Errorf("step %d: First = %v, want %v", i, got, s.want)
+		}
+	}
+	m.Forget("a")
+	if !m.First("a", allocated) {
+		t.Error("after Forget, the object's Events are new again")
+	}
+}
