@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -27,6 +28,7 @@ import (
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/addresses"
 	"github.com/shardgate/shardgate/internal/tenancy"
+	shardgateevents "github.com/shardgate/shardgate/internal/events"
 )
 
 // Field indexes of the LeasedIP controller. The names carry a prefix so they
@@ -76,6 +78,12 @@ type LeasedIPReconciler struct {
 	// Policy returns the namespace-owner policy: the config's, shared with
 	// the LeaseHost controller (nil: tenancy.DefaultPolicy()).
 	Policy func() tenancy.Policy
+	// Recorder emits an Event on every change of the Allocated decision
+	// (internal/events); nil emits none.
+	Recorder events.EventRecorder
+	// emitted keeps a reconcile from a stale cached copy from repeating
+	// an Event.
+	emitted shardgateevents.Memory
 
 	events  client.Reader
 	metallb bool
@@ -198,6 +206,7 @@ func (r *LeasedIPReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		return reconcile.Result{}, r.deleteServices(ctx, req.Namespace, req.Name, "", "")
 	}
 	if lip.DeletionTimestamp != nil {
+		r.emitted.Forget(string(lip.UID))
 		return reconcile.Result{}, r.deleteServices(ctx, lip.Namespace, lip.Name, lip.UID, "")
 	}
 	ns, err := r.namespace(ctx, lip.Namespace)
@@ -278,6 +287,13 @@ func (r *LeasedIPReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 func (r *LeasedIPReconciler) writeStatus(ctx context.Context, lip *shardgatev1alpha1.LeasedIP, status shardgatev1alpha1.LeasedIPStatus) error {
 	if equality.Semantic.DeepEqual(status, lip.Status) {
 		return nil
+	}
+	if r.Recorder != nil {
+		for _, ev := range shardgateevents.LeasedIP(&lip.Status, &status) {
+			if r.emitted.First(string(lip.UID), ev) {
+				r.Recorder.Eventf(lip, nil, ev.Type, ev.Reason, ev.Action, "%s", ev.Message)
+			}
+		}
 	}
 	patch := client.MergeFrom(lip.DeepCopy())
 	lip.Status = status

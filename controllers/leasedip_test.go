@@ -147,7 +147,7 @@ var _ = Describe("LeasedIPs on the real MetalLB controller", Ordered, func() {
 		metrics = fmt.Sprintf("127.0.0.1:%d", port)
 		// The built binary, not an in-process manager: controller names
 		// are unique per process, and the restart spec needs a second one.
-		proc, err = env.StartShardgate(name, "--metrics-address="+metrics,
+		proc, err = env.StartShardgate(name, "--metrics-address="+metrics, "--metrics-secure=false",
 			"--health-address=0", "--xds-address=127.0.0.1:0", "--log-format=text")
 		Expect(err).NotTo(HaveOccurred())
 	}
@@ -283,6 +283,8 @@ var _ = Describe("LeasedIPs on the real MetalLB controller", Ordered, func() {
 		f.leasedIP(ctx, "e3", "e3", "web", 83, lipPool(tinyPool))
 		Eventually(allocated(ctx, c, f.ns, "e3")).Should(Equal("False/PoolExhausted"))
 		Consistently(allocated(ctx, c, f.ns, "e3"), "2s").Should(Equal("False/PoolExhausted"))
+		exhausted := corev1.EventTypeWarning + "/" + shardgatev1alpha1.ReasonPoolExhausted + "/Allocate"
+		Eventually(eventsAbout(ctx, c, f.ns, "LeasedIP", "e3")).Should(HaveKeyWithValue(exhausted, 1))
 
 		By("exporting the pool's usage")
 		Eventually(func(g Gomega) {
@@ -297,6 +299,10 @@ var _ = Describe("LeasedIPs on the real MetalLB controller", Ordered, func() {
 		Expect(c.Delete(ctx, f.getLeasedIP(ctx, "e1"))).To(Succeed())
 		Expect(f.allocatedIP(ctx, "e3")).To(Equal(first))
 		Expect(f.allocatedIP(ctx, "e2")).To(Equal(second))
+		// One Warning for the exhausted pool, one Normal for the address.
+		Eventually(eventsAbout(ctx, c, f.ns, "LeasedIP", "e3")).Should(And(
+			HaveKeyWithValue(exhausted, 1),
+			HaveKeyWithValue(corev1.EventTypeNormal+"/"+shardgatev1alpha1.ReasonAllocated+"/Allocate", 1)))
 	})
 
 	It("deletes only the deleted LeasedIP's Service", func() {

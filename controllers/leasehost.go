@@ -26,6 +26,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	shardgateevents "github.com/shardgate/shardgate/internal/events"
 	"github.com/shardgate/shardgate/internal/hostnames"
 	"github.com/shardgate/shardgate/internal/leasehosts"
 	"github.com/shardgate/shardgate/internal/tenancy"
@@ -57,6 +58,9 @@ type LeaseHostReconciler struct {
 	// requeue carries LeaseHosts to reconcile that no watch event names:
 	// block-list changes and failed follow-up writes.
 	requeue chan event.TypedGenericEvent[*shardgatev1alpha1.LeaseHost]
+	// emitted keeps a reconcile from a stale cached copy from repeating
+	// an Event.
+	emitted shardgateevents.Memory
 }
 
 // SetupWithManager registers the controller and its watches.
@@ -301,6 +305,7 @@ func (r *LeaseHostReconciler) released(ctx context.Context, nn types.NamespacedN
 	}
 	delete(r.owners, string(uid))
 	r.mu.Unlock()
+	r.emitted.Forget(string(uid))
 	if uid == "" {
 		return nil
 	}
@@ -428,25 +433,18 @@ func (r *LeaseHostReconciler) write(ctx context.Context, lh *shardgatev1alpha1.L
 	return nil
 }
 
-// recordEvents emits an Event when the Reserved condition changes reason:
-// refusals as warnings, transfers and reservations as normal events.
+// recordEvents emits the Events internal/events derives from the status
+// change (refusals on any shard, a missing backend, ...), and counts
+// refusals.
 func (r *LeaseHostReconciler) recordEvents(lh *shardgatev1alpha1.LeaseHost, next *shardgatev1alpha1.LeaseHostStatus) {
-	oldC := findCondition(lh.Status.Conditions, shardgatev1alpha1.ConditionReserved)
-	newC := findCondition(next.Conditions, shardgatev1alpha1.ConditionReserved)
-	if newC == nil || (oldC != nil && oldC.Reason == newC.Reason && oldC.Status == newC.Status) {
-		return
+	for _, ev := range shardgateevents.LeaseHost(&lh.Status, next) {
+		if ev.Action == shardgateevents.ActionReserve && ev.Reason != shardgatev1alpha1.ReasonReserved && ev.Reason != shardgatev1alpha1.ReasonPartiallyReserved {
+			hostnameRefusals.WithLabelValues(ev.Reason).Inc()
+		}
+		if r.Recorder != nil && r.emitted.First(string(lh.UID), ev) {
+			r.Recorder.Eventf(lh, nil, ev.Type, ev.Reason, ev.Action, "%s", ev.Message)
+		}
 	}
-	if newC.Status == metav1.ConditionFalse {
-		hostnameRefusals.WithLabelValues(newC.Reason).Inc()
-	}
-	if r.Recorder == nil {
-		return
-	}
-	kind := corev1.EventTypeNormal
-	if newC.Status == metav1.ConditionFalse && newC.Reason != shardgatev1alpha1.ReasonTransferredAway {
-		kind = corev1.EventTypeWarning
-	}
-	r.Recorder.Eventf(lh, nil, kind, newC.Reason, "Reserve", "%s", newC.Message)
 }
 
 func (r *LeaseHostReconciler) observeMetrics() {

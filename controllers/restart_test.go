@@ -186,7 +186,7 @@ var _ = Describe("restart", Ordered, func() {
 			port, err := testenv.FreePort()
 			Expect(err).NotTo(HaveOccurred())
 			metrics := fmt.Sprintf("127.0.0.1:%d", port)
-			p, err := env.StartShardgate(name, "--config="+cfg, "--metrics-address="+metrics,
+			p, err := env.StartShardgate(name, "--config="+cfg, "--metrics-address="+metrics, "--metrics-secure=false",
 				"--health-address=0", "--xds-address=127.0.0.1:0", "--log-format=text")
 			Expect(err).NotTo(HaveOccurred())
 			return p, metrics

@@ -184,3 +184,21 @@ const (
 	ReasonServiceConflict = "ServiceConflict"
 
 )
+
+// Gateway Event reasons. Gateway conditions use the Gateway API's own
+// reasons (Programmed=False Invalid); these name the xDS decisions behind
+// them in the Events shardgate emits on the Gateway.
+const (
+	// ReasonConfigRefused: the Gateway's translated config failed
+	// validation and was not published; its proxies keep the last good
+	// config.
+	ReasonConfigRefused = "ConfigRefused"
+
+	// ReasonConfigNACKed: a proxy of the Gateway rejected (NACKed) the
+	// published config; it is not sent to that proxy again.
+	ReasonConfigNACKed = "ConfigNACKed"
+
+	// ReasonConfigPublished: the Gateway's config is published and no
+	// proxy rejects it, after a refusal or a NACK.
+	ReasonConfigPublished = "ConfigPublished"
+)

@@ -51,9 +51,9 @@ func TestCRDs(t *testing.T) {
 		columns                   []string
 	}{
 		{"shardgate.io_leasehosts.yaml", "LeaseHost", "leasehosts", "lh",
-			[]string{"Owner", "DSeq", "Hostname", "Subdomain", "Reserved", "Reason", "Age"}},
+			[]string{"Owner", "DSeq", "Hostname", "Subdomain", "Reserved", "Ready", "Admitted", "Reason", "Route", "Age"}},
 		{"shardgate.io_leasedips.yaml", "LeasedIP", "leasedips", "lip",
-			[]string{"Owner", "Endpoint", "ExternalPort", "Protocol", "IP", "Allocated", "Age"}},
+			[]string{"Owner", "Endpoint", "ExternalPort", "Protocol", "IP", "Allocated", "Reason", "Service", "Age"}},
 		{"shardgate.io_gatewayparameters.yaml", "GatewayParameters", "gatewayparameters", "gwp",
 			[]string{"Domain", "Pool", "Age"}},
 	}

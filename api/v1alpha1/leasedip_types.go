@@ -98,6 +98,8 @@ type LeasedIPStatus struct {
 // +kubebuilder:printcolumn:name="Protocol",type=string,JSONPath=`.spec.protocol`
 // +kubebuilder:printcolumn:name="IP",type=string,JSONPath=`.status.ip`
 // +kubebuilder:printcolumn:name="Allocated",type=string,JSONPath=`.status.conditions[?(@.type=="Allocated")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Allocated")].reason`
+// +kubebuilder:printcolumn:name="Service",type=string,priority=1,JSONPath=`.status.service`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type LeasedIP struct {
 	metav1.TypeMeta   `json:",inline"`

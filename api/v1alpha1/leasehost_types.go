@@ -176,6 +176,14 @@ type LeaseHostStatus struct {
 	// +optional
 	Route string `json:"route,omitempty"`
 
+	// admitted summarises the shards: "<admitted>/<selecting>", the number
+	// of shards whose Admitted condition is True over the number of shards
+	// that select this LeaseHost (for example "1/2" when one shard refuses
+	// the name). It is a display summary; status.shards is the detail.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Admitted string `json:"admitted,omitempty"`
+
 	// reservedHosts are the names this LeaseHost holds, as last written by
 	// the controller. After a restart they tell the ownership engine who
 	// held what, so that a takeover's result survives a restart.
@@ -198,7 +206,10 @@ type LeaseHostStatus struct {
 // +kubebuilder:printcolumn:name="Hostname",type=string,JSONPath=`.spec.hostname`
 // +kubebuilder:printcolumn:name="Subdomain",type=string,JSONPath=`.spec.subdomain`
 // +kubebuilder:printcolumn:name="Reserved",type=string,JSONPath=`.status.conditions[?(@.type=="Reserved")].status`
-// +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Reserved")].reason`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Admitted",type=string,JSONPath=`.status.admitted`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Route",type=string,priority=1,JSONPath=`.status.route`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type LeaseHost struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -2,6 +2,7 @@ package shardgate_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,6 +19,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -28,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -172,6 +176,8 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 		Expect(os.WriteFile(path, []byte(data), 0o644)).To(Succeed())
 		healthPort, err := testenv.FreePort()
 		Expect(err).NotTo(HaveOccurred())
+		metricsPort, err := testenv.FreePort()
+		Expect(err).NotTo(HaveOccurred())
 
 		mctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
@@ -182,7 +188,7 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 				ConfigPath:     path,
 				LeaderElect:    new(true),
 				XDSAddress:     "127.0.0.1:0",
-				MetricsAddress: "0",
+				MetricsAddress: fmt.Sprintf("127.0.0.1:%d", metricsPort), // secure: TokenReview + SubjectAccessReview
 				HealthAddress:  fmt.Sprintf("127.0.0.1:%d", healthPort),
 				Log:            log,
 			})
@@ -221,6 +227,29 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 			})
 		}
 		c := env.Client
+		By("a scrape of the secure metrics endpoint with a token bound to the chart's metrics-reader role")
+		find[rbacv1.ClusterRole](GinkgoT(), rel, "ClusterRole", "shardgate-metrics-reader")
+		Expect(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prometheus"}})).To(Succeed())
+		Expect(c.Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "prometheus-shardgate-metrics"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "shardgate-metrics-reader"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "prometheus"}},
+		})).To(Succeed())
+		cs, err := kubernetes.NewForConfig(env.Config)
+		Expect(err).NotTo(HaveOccurred())
+		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "prometheus", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		scraper := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed
+		eventually(func(g Gomega) {
+			req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", metricsPort), nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			req.Header.Set("Authorization", "Bearer "+tr.Status.Token)
+			resp, err := scraper.Do(req)
+			g.Expect(err).NotTo(HaveOccurred())
+			defer resp.Body.Close()
+			_, _ = io.Copy(io.Discard, resp.Body)
+			g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+		}).Should(Succeed())
 		By("leader election and the xDS CA in the release namespace")
 		eventually(func(g Gomega) {
 			var lease coordinationv1.Lease

@@ -219,7 +219,8 @@ func TestRenderDefaults(t *testing.T) {
 	rel := mustRender(t, "shardgate", "shardgate-system", nil)
 
 	g.Expect(kinds(rel.objects)).To(Equal(map[string]int{
-		"ServiceAccount": 1, "ConfigMap": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
+		// ClusterRoles: the controller's, metrics-reader and config-reader.
+		"ServiceAccount": 1, "ConfigMap": 1, "ClusterRole": 3, "ClusterRoleBinding": 1,
 		"Role": 2, "RoleBinding": 2, "Service": 2, "Deployment": 1, "PodDisruptionBudget": 1,
 		"GatewayClass": 1,
 	}), "rendered: %v", names(rel.objects))
@@ -384,6 +385,21 @@ func TestRenderNonDefaults(t *testing.T) {
 	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
 	g.Expect(eps).To(HaveLen(1))
 	g.Expect(eps[0]).To(HaveKeyWithValue("port", "metrics"))
+	// Secure metrics by default: HTTPS with Prometheus's token.
+	g.Expect(eps[0]).To(HaveKeyWithValue("scheme", "https"))
+	g.Expect(eps[0]).To(HaveKeyWithValue("bearerTokenFile", "/var/run/secrets/kubernetes.io/serviceaccount/token"))
+	g.Expect(eps[0]).To(HaveKeyWithValue("tlsConfig", map[string]any{"insecureSkipVerify": true}))
+	d = find[appsv1.Deployment](t, rel, "Deployment", "edge-shardgate")
+	g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--metrics-secure=true"))
+	reader := findUnstructured(t, rel, "ClusterRole", "edge-shardgate-metrics-reader")
+	rules, _, _ := unstructured.NestedSlice(reader.Object, "rules")
+	g.Expect(rules).To(Equal([]any{map[string]any{"nonResourceURLs": []any{"/metrics"}, "verbs": []any{"get"}}}))
+	values["metrics"] = map[string]any{"secure": false, "serviceMonitor": map[string]any{"enabled": true}}
+	rel = mustRender(t, "edge", "edge-system", values)
+	eps, _, _ = unstructured.NestedSlice(findUnstructured(t, rel, "ServiceMonitor", "edge-shardgate").Object, "spec", "endpoints")
+	g.Expect(eps[0]).NotTo(HaveKey("scheme"))
+	d = find[appsv1.Deployment](t, rel, "Deployment", "edge-shardgate")
+	g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--metrics-secure=false"))
 
 	// Leader election off: the flag follows.
 	rel = mustRender(t, "x", "x", map[string]any{"config": map[string]any{"leaderElection": map[string]any{"enabled": false}}})

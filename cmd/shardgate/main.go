@@ -1,4 +1,5 @@
-// Command shardgate is the one binary: `controller` (the default), `version`.
+// Command shardgate is the one binary: `controller` (the default),
+// `status`, `config dump` and `version`.
 package main
 
 import (
@@ -25,7 +26,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(controllerCommand(), versionCommand(), statusCommand())
+	root.AddCommand(controllerCommand(), versionCommand(), statusCommand(), configCommand())
 	// `shardgate [flags]` means `shardgate controller [flags]`.
 	args := os.Args[1:]
 	if len(args) == 0 || (len(args[0]) > 0 && args[0][0] == '-' && args[0] != "-h" && args[0] != "--help") {
@@ -52,6 +53,8 @@ func controllerCommand() *cobra.Command {
 		kubeconfig, configPath           string
 		metricsAddr, healthAddr, xdsAdr  string
 		leaderElect, profiling, debugXDS bool
+		metricsSecure                    bool
+		metricsCertDir, pprofAddr        string
 		logLevel, logFormat              string
 		qps                              float32
 		burst                            int
@@ -89,6 +92,9 @@ func controllerCommand() *cobra.Command {
 				opts.EnableDebugXDS = &debugXDS
 			}
 			opts.EnableProfiling = profiling
+			opts.PprofAddress = pprofAddr
+			opts.MetricsInsecure = !metricsSecure
+			opts.MetricsCertDir = metricsCertDir
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			return manager.Run(ctx, opts)
@@ -102,7 +108,10 @@ func controllerCommand() *cobra.Command {
 	f.StringVar(&xdsAdr, "xds-address", ":18000", "address of the xDS (ADS) gRPC server")
 	f.BoolVar(&leaderElect, "leader-elect", false, "elect a leader; only the leader writes to the apiserver")
 	f.BoolVar(&debugXDS, "enable-debug-xds", false, "serve every Gateway's xDS resource names and versions under /debug/xds on the metrics address (overrides the config's xds.debugEndpoint; they name every tenant's clusters and Secrets)")
-	f.BoolVar(&profiling, "enable-profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the metrics address")
+	f.BoolVar(&metricsSecure, "metrics-secure", true, "serve metrics over HTTPS, each request authenticated (TokenReview) and authorized (SubjectAccessReview of its path) by the apiserver; false serves plain HTTP for local use")
+	f.StringVar(&metricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for the metrics endpoint; default: a self-signed certificate")
+	f.StringVar(&pprofAddr, "pprof-address", "", "address to serve Go's pprof profiles on, under /debug/pprof/ (default: off)")
+	f.BoolVar(&profiling, "enable-profiling", false, "serve Go's pprof profiles on "+manager.DefaultPprofAddress+" unless --pprof-address is set (older switch, kept working)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn, error, or a verbosity 0-10")
 	f.StringVar(&logFormat, "log-format", "json", "json or text")
 	// client-go's default (5 QPS, burst 10) would hold back status and

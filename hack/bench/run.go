@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,6 +121,7 @@ type bench struct {
 	c       client.Client
 	proc    *testenv.Process
 	metrics string // http://127.0.0.1:<port>/metrics
+	pprof   string // http://127.0.0.1:<port>, Go's pprof (--pprof-address)
 	xdsAddr string
 	gw      types.NamespacedName
 	res     *Results
@@ -197,13 +197,19 @@ func (b *bench) startShardgate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	pport, err := testenv.FreePort()
+	if err != nil {
+		return err
+	}
 	b.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)
+	b.pprof = fmt.Sprintf("http://127.0.0.1:%d", pport)
 	b.xdsAddr = fmt.Sprintf("127.0.0.1:%d", xport)
 	b.proc, err = b.env.StartShardgate("shardgate",
 		fmt.Sprintf("--metrics-address=127.0.0.1:%d", mport),
+		"--metrics-secure=false",
 		"--health-address=0",
 		"--xds-address="+b.xdsAddr,
-		"--enable-profiling",
+		fmt.Sprintf("--pprof-address=127.0.0.1:%d", pport),
 		"--log-format=text")
 	if err != nil {
 		return err
@@ -580,7 +586,7 @@ func mib(v int64) string { return fmt.Sprintf("%.1f MiB", float64(v)/(1<<20)) }
 // saveHeapProfile fetches shardgate's heap profile (after a GC) into
 // cfg.HeapProfile.
 func (b *bench) saveHeapProfile(ctx context.Context) error {
-	url := strings.TrimSuffix(b.metrics, "/metrics") + "/debug/pprof/heap?gc=1"
+	url := b.pprof + "/debug/pprof/heap?gc=1"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err

@@ -93,7 +93,8 @@ func demo(ctx context.Context, binary, examples string, exitAfter time.Duration)
 	metrics := fmt.Sprintf("127.0.0.1:%d", metricsPort)
 	proc, err := env.StartProcess("shardgate", bin, []string{
 		"controller", "--kubeconfig=" + env.Kubeconfig,
-		"--metrics-address=" + metrics, "--health-address=127.0.0.1:0", "--xds-address=127.0.0.1:0",
+		// Plain HTTP: the demo reads /debug/xds with no token.
+		"--metrics-address=" + metrics, "--metrics-secure=false", "--health-address=127.0.0.1:0", "--xds-address=127.0.0.1:0",
 		"--enable-debug-xds",
 		"--log-format=text",
 	}, nil)

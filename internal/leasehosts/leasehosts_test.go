@@ -121,11 +121,12 @@ func TestStatusPerShard(t *testing.T) {
 		svc                         bool
 		wantA, wantReady            string
 		wantReserved, wantReservedR string
+		wantAdmitted                string
 	}{
-		{"admitted on shard-a", parents("True", "True", "Accepted"), true, "True/Admitted", "True/Admitted", "True", "PartiallyReserved"},
-		{"not yet reported", nil, true, "Unknown/Pending", "False/Pending", "True", "PartiallyReserved"},
-		{"backend not found", parents("True", "False", "BackendNotFound"), false, "False/BackendNotFound", "False/BackendNotFound", "True", "PartiallyReserved"},
-		{"not allowed", parents("False", "True", "NotAllowedByListeners"), true, "False/NotAllowedByListeners", "False/NotAdmitted", "True", "PartiallyReserved"},
+		{"admitted on shard-a", parents("True", "True", "Accepted"), true, "True/Admitted", "True/Admitted", "True", "PartiallyReserved", "1/2"},
+		{"not yet reported", nil, true, "Unknown/Pending", "False/Pending", "True", "PartiallyReserved", "0/2"},
+		{"backend not found", parents("True", "False", "BackendNotFound"), false, "False/BackendNotFound", "False/BackendNotFound", "True", "PartiallyReserved", "0/2"},
+		{"not allowed", parents("False", "True", "NotAllowedByListeners"), true, "False/NotAllowedByListeners", "False/NotAdmitted", "True", "PartiallyReserved", "0/2"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,6 +156,9 @@ func TestStatusPerShard(t *testing.T) {
 			if len(st.ReservedHosts) != 1 || st.ReservedHosts[0] != "web.a.example.test" || st.Route != "web" {
 				t.Fatalf("reservedHosts %v route %q", st.ReservedHosts, st.Route)
 			}
+			if st.Admitted != tc.wantAdmitted {
+				t.Fatalf("admitted = %q, want %q", st.Admitted, tc.wantAdmitted)
+			}
 		})
 	}
 }
@@ -180,6 +184,9 @@ func TestStatusWithoutShards(t *testing.T) {
 	r := meta.FindStatusCondition(st.Conditions, "Reserved")
 	if r.Status != "False" || r.Reason != shardgatev1alpha1.ReasonNoShards {
 		t.Fatalf("Reserved = %+v", r)
+	}
+	if st.Admitted != "0/0" {
+		t.Fatalf("admitted = %q, want 0/0", st.Admitted)
 	}
 	lh.Spec.Subdomain, lh.Spec.Hostname = "", "shop.example.test"
 	p := PlanFor(lh, nil)

@@ -48,7 +48,7 @@ func StatusFor(lh *shardgatev1alpha1.LeaseHost, p Plan, decisions map[string]hos
 	for _, s := range old.Shards {
 		oldShards[s.Name] = s
 	}
-	admittedAny, pendingAny := false, false
+	admittedAny, pendingAny, admitted := false, false, 0
 	for _, sh := range p.Shards {
 		entry := shardgatev1alpha1.ShardStatus{
 			Name:              sh.Shard.Name,
@@ -61,12 +61,15 @@ func StatusFor(lh *shardgatev1alpha1.LeaseHost, p Plan, decisions map[string]hos
 		switch {
 		case c.Status == metav1.ConditionTrue:
 			admittedAny = true
+			admitted++
 		case c.Reason == shardgatev1alpha1.ReasonPending:
 			pendingAny = true
 		}
 		meta.SetStatusCondition(&entry.Conditions, c)
 		st.Shards = append(st.Shards, entry)
 	}
+
+	st.Admitted = fmt.Sprintf("%d/%d", admitted, len(p.Shards))
 
 	ready := metav1.Condition{Type: shardgatev1alpha1.ConditionReady, ObservedGeneration: gen}
 	switch {

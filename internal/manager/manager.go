@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,7 +28,6 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crmanager "sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/shardgate/shardgate/controllers"
 	"github.com/shardgate/shardgate/internal/config"
@@ -71,8 +69,22 @@ type Options struct {
 	LeaderElect    *bool
 	// EnableDebugXDS, when set, overrides the config's xds.debugEndpoint.
 	EnableDebugXDS *bool
-	// EnableProfiling serves pprof under /debug/pprof/ on the metrics
-	// address.
+	// MetricsInsecure serves the metrics endpoint (and /debug/config_dump)
+	// over plain HTTP without authentication, for local use. By default
+	// they are served over HTTPS, and every request must carry a bearer
+	// token the apiserver authenticates (TokenReview) and authorizes for
+	// its path (SubjectAccessReview on the non-resource URL, verb get),
+	// as kubebuilder's projects do.
+	MetricsInsecure bool
+	// MetricsCertDir holds tls.crt and tls.key for the metrics endpoint;
+	// empty means a self-signed certificate generated at start.
+	MetricsCertDir string
+	// PprofAddress serves Go's pprof profiles under /debug/pprof/ on its
+	// own address (controller-runtime's PprofBindAddress); "" or "0" is
+	// off, the default.
+	PprofAddress string
+	// EnableProfiling is the older switch for pprof: it serves it on
+	// DefaultPprofAddress unless PprofAddress is set.
 	EnableProfiling bool
 	Log             logr.Logger
 
@@ -137,29 +149,6 @@ func Run(ctx context.Context, opts Options) error {
 	// Every write of this replica is counted with whether it held the
 	// leader Lease at the time (writes.go): followers must write nothing.
 	p.lead = newLeadership(cfg.LeaderElection.Enabled)
-	if cfg.LeaderElection.Enabled {
-		if p.lock, err = newLeaderLock(ctx, opts.RestConfig, cfg.LeaderElection.Namespace, cfg.LeaderElection.ID, p.lead); err != nil {
-			return err
-		}
-	}
-	var xdsCreds *xdsserver.Credentials
-	xdsCreds, p.ca, err = xdsCredentials(ctx, opts.RestConfig, cfg, p.lead, log.WithName("xds-credentials"))
-	if err != nil {
-		return err
-	}
-	if opts.OnXDSCredentials != nil {
-		opts.OnXDSCredentials(xdsCreds)
-	}
-	p.xds = xdsserver.New(xdsserver.Options{
-		Address:        cfg.XDS.Address,
-		TLS:            xdsCreds.TLSConfig(),
-		Log:            log.WithName("xds"),
-		OnStatusChange: p.triggerTranslation,
-		Decorate:       opts.DecorateXDS,
-	})
-	if opts.OnXDSServer != nil {
-		opts.OnXDSServer(p.xds)
-	}
 
 	// The process-long parts. One that fails ends the process.
 	var wg sync.WaitGroup
@@ -174,17 +163,49 @@ func Run(ctx context.Context, opts Options) error {
 			}
 		}()
 	}
-	background("xDS credentials", xdsCreds.Start) // renews and reloads
-	background("xDS server", p.xds.Start)
+	// The probes come first: while start-up waits for the apiserver
+	// (startup.go), /healthz says alive and /readyz not ready.
 	if addr := cfg.HealthAddress; addr != "" && addr != "0" {
 		lis, err := net.Listen("tcp", addr)
 		if err != nil {
-			cancel()
-			wg.Wait()
 			return fmt.Errorf("health probes: listen %s: %w", addr, err)
 		}
 		background("health probes", func(ctx context.Context) error { return p.serveProbes(ctx, lis) })
 	}
+	abort := func(err error) error {
+		cancel()
+		wg.Wait()
+		return err
+	}
+	if cfg.LeaderElection.Enabled {
+		if p.lock, err = newLeaderLock(ctx, opts.RestConfig, cfg.LeaderElection.Namespace, cfg.LeaderElection.ID, p.lead); err != nil {
+			return abort(err)
+		}
+	}
+	var xdsCreds *xdsserver.Credentials
+	err = p.untilStarted(ctx, func(ctx context.Context) (err error) {
+		xdsCreds, p.ca, err = xdsCredentials(ctx, opts.RestConfig, cfg, p.lead, log.WithName("xds-credentials"))
+		return err
+	})
+	if err != nil {
+		return abort(err)
+	}
+	if opts.OnXDSCredentials != nil {
+		opts.OnXDSCredentials(xdsCreds)
+	}
+	p.xds = xdsserver.New(xdsserver.Options{
+		Address:        cfg.XDS.Address,
+		TLS:            xdsCreds.TLSConfig(),
+		Log:            log.WithName("xds"),
+		OnStatusChange: p.publishStatusChanged,
+		Decorate:       opts.DecorateXDS,
+	})
+	p.xdsBuilt.Store(true) // after p.xds is set: the probes read it from now on
+	if opts.OnXDSServer != nil {
+		opts.OnXDSServer(p.xds)
+	}
+	background("xDS credentials", xdsCreds.Start) // renews and reloads
+	background("xDS server", p.xds.Start)
 	if watcher != nil {
 		background("config watcher", watcher.Run)
 		go p.applyConfig(updates) // ends when the watcher closes updates
@@ -265,7 +286,13 @@ type process struct {
 	// synced: some manager of this process had its caches synced, so the
 	// xDS server holds a config translated from a complete view.
 	synced atomic.Bool
-	mu     sync.Mutex
+	// xdsBuilt: xds is set (start-up got past the apiserver).
+	xdsBuilt atomic.Bool
+	mu       sync.Mutex
+	// gatewayProblems: the publish problem per Gateway at the last
+	// emitGatewayEvents (events.go).
+	gatewayEventsMu sync.Mutex
+	gatewayProblems map[string]string
 }
 
 // serveProbes serves /healthz (the process is alive) and /readyz (caches
@@ -287,6 +314,9 @@ func (p *process) serveProbes(ctx context.Context, lis net.Listener) error {
 			return errors.New("informer caches not synced")
 		},
 		"xds": func(*http.Request) error {
+			if !p.xdsBuilt.Load() {
+				return errors.New("starting: waiting for the apiserver (see the log)")
+			}
 			if !p.xds.Serving() {
 				return errors.New("xDS server not serving")
 			}
@@ -391,9 +421,12 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 		leaseHosts.SetBlockList(b) // a reload raced with the set-up
 	}
 	p.mu.Unlock()
-	leasedIPs := &controllers.LeasedIPReconciler{Client: mgr.GetClient(), Log: log.WithName("leasedip"),
-		Policy: p.tenancy.Policy}
-	if err := leasedIPs.SetupWithManager(mgr); err != nil {
+	if err := (&controllers.LeasedIPReconciler{
+		Client:   mgr.GetClient(),
+		Log:      log.WithName("leasedip"),
+		Policy:   p.tenancy.Policy,
+		Recorder: countingRecorder{EventRecorder: mgr.GetEventRecorder("shardgate"), lead: p.lead},
+	}).SetupWithManager(mgr); err != nil {
 		return false, fmt.Errorf("set up LeasedIP controller: %w", err)
 	}
 	if err := (&controllers.GatewayParametersReconciler{Client: mgr.GetClient(), ControllerName: cfg.ControllerName,
@@ -451,21 +484,19 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 	return true, nil
 }
 
-// metricsHandlers are what the metrics server serves besides /metrics.
+// metricsHandlers are what the metrics server serves besides /metrics,
+// behind the same authentication and authorization.
 func (p *process) metricsHandlers() map[string]http.Handler {
-	extra := map[string]http.Handler{}
-	if p.cfg.XDS.DebugEndpoint {
-		// What each Gateway's proxies are served (names and versions).
-		// It names every tenant's clusters and Secrets, and the metrics
-		// address has no authentication of its own: off by default.
-		extra["/debug/xds"] = p.xds.DebugHandler()
+	extra := map[string]http.Handler{
+		// The resources themselves, per Gateway (`shardgate config dump`).
+		ConfigDumpPath:       p.configDumpHandler(),
+		ConfigDumpPath + "/": p.configDumpHandler(),
 	}
-	if p.opts.EnableProfiling {
-		extra["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
-		extra["/debug/pprof/cmdline"] = http.HandlerFunc(pprof.Cmdline)
-		extra["/debug/pprof/profile"] = http.HandlerFunc(pprof.Profile)
-		extra["/debug/pprof/symbol"] = http.HandlerFunc(pprof.Symbol)
-		extra["/debug/pprof/trace"] = http.HandlerFunc(pprof.Trace)
+	if p.cfg.XDS.DebugEndpoint {
+		// What each Gateway's proxies are served (names and versions). It
+		// names every tenant's clusters and Secrets: off by default, and
+		// behind the metrics server's authentication when on.
+		extra["/debug/xds"] = p.xds.DebugHandler()
 	}
 	return extra
 }
@@ -482,7 +513,9 @@ func (p *process) newManager() (crmanager.Manager, error) {
 			Logger:    p.log,
 			NewClient: newCountingClient(p.lead),
 			Cache:     cacheOptions(),
-			Metrics:   metricsserver.Options{BindAddress: cfg.MetricsAddress, ExtraHandlers: p.metricsHandlers()},
+			Metrics:   p.metricsOptions(),
+			// Off unless asked for (PprofAddress, EnableProfiling).
+			PprofBindAddress: p.pprofAddress(),
 			// The process serves the probes (Run): they must answer while
 			// one manager replaces another.
 			HealthProbeBindAddress:  "0",
@@ -622,7 +655,7 @@ func xdsCredentials(ctx context.Context, rc *rest.Config, cfg config.Config, lea
 	ns := cfg.LeaderElection.Namespace
 	ca, err := pki.LoadOrCreate(ctx, c, ns, XDSCASecret)
 	if err != nil {
-		return nil, nil, fmt.Errorf("xds CA in namespace %s (create the namespace, or set leaderElection.namespace): %w", ns, err)
+		return nil, nil, fmt.Errorf("xds CA Secret %s/%s: %w", ns, XDSCASecret, err)
 	}
 	names := []string{"localhost", "shardgate-xds", "shardgate-xds." + ns, "shardgate-xds." + ns + ".svc", "shardgate-xds." + ns + ".svc.cluster.local"}
 	src := &pki.ServerSource{Reader: c, Secret: types.NamespacedName{Namespace: ns, Name: XDSCASecret}, DNSNames: names}

@@ -66,7 +66,7 @@ func startReplica(env *testenv.Env, name string, leaderElect bool) *replica {
 	}
 	r := &replica{name: name, metrics: port(), health: port(), xds: port()}
 	args := []string{
-		"--metrics-address=" + r.metrics, "--health-address=" + r.health, "--xds-address=" + r.xds,
+		"--metrics-address=" + r.metrics, "--metrics-secure=false", "--health-address=" + r.health, "--xds-address=" + r.xds,
 		"--log-format=text",
 	}
 	if leaderElect {

@@ -41,10 +41,21 @@ present ("" means none). Tools may rely on them; fields are only ever added:
                              "Unknown" or ""; only "True" is admitted
   reason, message            as REASON above, with the condition's message
 
+-o jsonpath=TEMPLATE applies a kubectl JSONPath template to that document
+({.items[*].host}); -o custom-columns=NAME:PATH,... prints one column per
+JSONPath, applied to each row's fields (HOST:.host,ADMITTED:.admitted). Both
+use kubectl's own printers (k8s.io/cli-runtime). Empty tables print nothing
+on stdout and say so on stderr, as kubectl does.
+
+--watch (-w) prints the listing, then the rows of every LeaseHost whose rows
+change, under the first header, until interrupted.
+
 Exit status:
   0  listed (with --fail-on-unadmitted: every listed row is admitted)
   1  --fail-on-unadmitted and at least one listed row is not admitted
-     (ADMITTED is not True; a LeaseHost no shard serves is never admitted)
+     (ADMITTED is not True; a LeaseHost no shard serves is never admitted).
+     A LeaseHost retired by a takeover (REASON TransferredAway: the old
+     deployment of a blue-green cutover) does not count.
   2  could not answer: bad flags or arguments, no usable kubeconfig, the
      apiserver unreachable or refusing the request
 
@@ -60,4 +71,8 @@ const Example = `  # every LeaseHost of every namespace
   shardgate status -A --owner akash1... --shard shard-a -o json
 
   # CI gate: fail unless everything in the namespace is admitted
-  shardgate status -n tenant-a --fail-on-unadmitted`
+  shardgate status -n tenant-a --fail-on-unadmitted
+
+  # the hosts one shard refuses, and follow changes
+  shardgate status -A -o custom-columns=HOST:.host,SHARD:.shard,REASON:.reason --watch
+  shardgate status -A -o jsonpath='{range .items[*]}{.host}{"\n"}{end}'`

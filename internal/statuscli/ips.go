@@ -2,21 +2,19 @@ package statuscli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strconv"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/addresses"
@@ -163,56 +161,47 @@ func RenderIPs(doc IPsDocument, format Format, w io.Writer) error {
 	if doc.LeasedIPs == nil {
 		doc.LeasedIPs = []IPRow{}
 	}
-	switch format {
-	case FormatTable, FormatWide, "":
+	if format == FormatTable || format == FormatWide || format == "" {
 		return renderIPTables(doc, format == FormatWide, w)
-	case FormatJSON:
-		b, err := json.MarshalIndent(doc, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(append(b, '\n'))
-		return err
-	case FormatYAML:
-		b, err := yaml.Marshal(doc)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
-	default:
-		_, err := ParseFormat(string(format))
+	}
+	p, err := NewPrinter(format)
+	if err != nil {
 		return err
 	}
+	// custom-columns apply to each LeasedIP, as the main table lists them.
+	items := make([]any, len(doc.LeasedIPs))
+	for i := range doc.LeasedIPs {
+		items[i] = doc.LeasedIPs[i]
+	}
+	return p.print(doc, items, nil, w)
 }
 
 func renderIPTables(doc IPsDocument, wide bool, w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(poolColumns, "\t"))
-	for _, p := range doc.Pools {
-		fmt.Fprintln(tw, strings.Join([]string{cell(p.Name), strconv.FormatInt(p.Assigned, 10), strconv.FormatInt(p.Available, 10)}, "\t"))
+	pools := &metav1.Table{}
+	for _, c := range poolColumns {
+		pools.ColumnDefinitions = append(pools.ColumnDefinitions, metav1.TableColumnDefinition{Name: c, Type: "string"})
 	}
-	if err := tw.Flush(); err != nil {
+	for _, p := range doc.Pools {
+		pools.Rows = append(pools.Rows, metav1.TableRow{Cells: cellValues([]string{p.Name, strconv.FormatInt(p.Assigned, 10), strconv.FormatInt(p.Available, 10)})})
+	}
+	if err := printers.NewTablePrinter(printers.PrintOptions{}).PrintObj(pools, w); err != nil {
 		return err
 	}
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
-	cols := ipColumns
-	if wide {
-		cols = append(append([]string{}, ipColumns...), ipWideExtension...)
+	if len(doc.Pools) > 0 && len(doc.LeasedIPs) > 0 {
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	ips := &metav1.Table{}
+	for _, c := range ipColumns {
+		ips.ColumnDefinitions = append(ips.ColumnDefinitions, metav1.TableColumnDefinition{Name: c, Type: "string"})
+	}
+	for _, c := range ipWideExtension {
+		ips.ColumnDefinitions = append(ips.ColumnDefinitions, metav1.TableColumnDefinition{Name: c, Type: "string", Priority: 1})
+	}
 	for _, r := range doc.LeasedIPs {
-		cells := []string{r.Namespace, r.LeasedIP, r.Owner, r.Endpoint, r.IP, r.Ports, r.Reason}
-		if wide {
-			cells = append(cells, r.Pool, r.Service, r.SharingKey)
-		}
-		for i, c := range cells {
-			cells[i] = cell(c)
-		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		ips.Rows = append(ips.Rows, metav1.TableRow{Cells: cellValues([]string{r.Namespace, r.LeasedIP, r.Owner, r.Endpoint, r.IP, r.Ports, r.Reason,
+			r.Pool, r.Service, r.SharingKey})})
 	}
-	return tw.Flush()
+	return printers.NewTablePrinter(printers.PrintOptions{Wide: wide}).PrintObj(ips, w)
 }
 
 // IPsOptions select and format `status ips`.

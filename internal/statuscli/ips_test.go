@@ -274,7 +274,27 @@ func TestRenderIPsEmpty(t *testing.T) {
 	if err := statuscli.RenderIPs(statuscli.IPsDocument{}, statuscli.FormatTable, &out); err != nil {
 		t.Fatal(err)
 	}
-	if got := out.String(); got != "POOL   ASSIGNED   AVAILABLE\n\nNAMESPACE   LEASEDIP   OWNER   ENDPOINT   IP    PORTS   STATE\n" {
+	// As kubectl: empty tables print nothing (ExecuteIPs says so on stderr).
+	if got := out.String(); got != "" {
 		t.Errorf("table = %q", got)
+	}
+}
+
+func TestRenderIPsTemplates(t *testing.T) {
+	doc := statuscli.IPsDocument{LeasedIPs: []statuscli.IPRow{
+		{Namespace: "t", LeasedIP: "db", IP: "192.0.2.7", Ports: "5432/TCP"},
+		{Namespace: "t", LeasedIP: "dns", Ports: "53/UDP"},
+	}}
+	for format, want := range map[statuscli.Format]string{
+		statuscli.JSONPathPrefix + `{range .leasedIPs[*]}{.leasedIP}={.ip}{" "}{end}`: "db=192.0.2.7 dns= ",
+		statuscli.CustomColumnsPrefix + "NAME:.leasedIP,IP:.ip":                       "NAME   IP\ndb     192.0.2.7\ndns    -\n",
+	} {
+		var out bytes.Buffer
+		if err := statuscli.RenderIPs(doc, format, &out); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		if out.String() != want {
+			t.Errorf("%s:\ngot  %q\nwant %q", format, out.String(), want)
+		}
 	}
 }

@@ -2,16 +2,21 @@ package statuscli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/util/jsonpath"
 	"sigs.k8s.io/yaml"
 )
 
-// Format is an output format of `shardgate status`.
+// Format is an output format of `shardgate status`: one of Formats, or
+// "jsonpath=TEMPLATE" or "custom-columns=SPEC" as kubectl's -o takes them.
 type Format string
 
 const (
@@ -26,10 +31,21 @@ const (
 	FormatYAML Format = "yaml"
 )
 
-// Formats lists the accepted formats, for help and errors.
+// Prefixes of the templated formats. The template applies to Document's
+// JSON ({"items": [Row, ...]}) for jsonpath, and to each Row's JSON for
+// custom-columns, exactly as kubectl applies them to a List and its items.
+const (
+	JSONPathPrefix      = "jsonpath="
+	CustomColumnsPrefix = "custom-columns="
+)
+
+// Formats lists the formats without a template, for help and errors.
 var Formats = []Format{FormatTable, FormatWide, FormatJSON, FormatYAML}
 
-// ParseFormat accepts "", "table", "wide", "json" and "yaml"; "" is table.
+// ParseFormat accepts "", "table", "wide", "json", "yaml",
+// "jsonpath=TEMPLATE" and "custom-columns=NAME:PATH,..."; "" is table. A
+// template that does not parse is an error here, before anything is
+// listed.
 func ParseFormat(s string) (Format, error) {
 	if s == "" {
 		return FormatTable, nil
@@ -39,10 +55,17 @@ func ParseFormat(s string) (Format, error) {
 			return f, nil
 		}
 	}
-	names := make([]string, len(Formats))
-	for i, f := range Formats {
-		names[i] = string(f)
+	if strings.HasPrefix(s, JSONPathPrefix) || strings.HasPrefix(s, CustomColumnsPrefix) {
+		if _, err := NewPrinter(Format(s)); err != nil {
+			return "", err
+		}
+		return Format(s), nil
 	}
+	names := make([]string, 0, len(Formats)+2)
+	for _, f := range Formats {
+		names = append(names, string(f))
+	}
+	names = append(names, JSONPathPrefix+"TEMPLATE", CustomColumnsPrefix+"SPEC")
 	return "", fmt.Errorf("unknown output format %q; use one of %s", s, strings.Join(names, ", "))
 }
 
@@ -54,36 +77,144 @@ type Document struct {
 
 var (
 	tableColumns = []string{"NAMESPACE", "LEASEHOST", "OWNER", "DSEQ", "SHARD", "HOST", "ADMITTED", "REASON"}
-	wideColumns  = append(append([]string{}, tableColumns...), "CANONICAL", "ROUTE", "GATEWAY", "RESERVED")
+	wideColumns  = []string{"CANONICAL", "ROUTE", "GATEWAY", "RESERVED"}
 )
 
-// Render writes rows to w in format. It is pure: the same rows give the same
-// bytes. Tables print "-" for empty cells; an empty row list prints only the
-// header.
-func Render(rows []Row, format Format, w io.Writer) error {
-	switch format {
-	case FormatTable, "":
-		return renderTable(rows, false, w)
-	case FormatWide:
-		return renderTable(rows, true, w)
-	case FormatJSON:
-		b, err := json.MarshalIndent(document(rows), "", "  ")
+// Printer prints rows in one format. It keeps state between calls, as
+// kubectl's printers do: a table prints its header once, so that --watch
+// prints the rows of each change under the first header.
+type Printer struct {
+	format  Format
+	table   printers.ResourcePrinter // table, wide and custom-columns
+	path    *printers.JSONPathPrinter
+	columns []customColumn
+}
+
+type customColumn struct {
+	header string
+	path   *jsonpath.JSONPath
+}
+
+// NewPrinter returns a printer for format (see ParseFormat).
+func NewPrinter(format Format) (*Printer, error) {
+	p := &Printer{format: format}
+	s := string(format)
+	switch {
+	case format == FormatTable || format == "":
+		p.format = FormatTable
+		p.table = printers.NewTablePrinter(printers.PrintOptions{})
+	case format == FormatWide:
+		p.table = printers.NewTablePrinter(printers.PrintOptions{Wide: true})
+	case format == FormatJSON || format == FormatYAML:
+	case strings.HasPrefix(s, JSONPathPrefix):
+		tmpl := strings.TrimPrefix(s, JSONPathPrefix)
+		if tmpl == "" {
+			return nil, errors.New("jsonpath template is empty")
+		}
+		jp, err := printers.NewJSONPathPrinter(tmpl)
+		if err != nil {
+			return nil, fmt.Errorf("parse jsonpath template %q: %w", tmpl, err)
+		}
+		jp.AllowMissingKeys(true)
+		p.path = jp
+	case strings.HasPrefix(s, CustomColumnsPrefix):
+		cols, err := parseCustomColumns(strings.TrimPrefix(s, CustomColumnsPrefix))
+		if err != nil {
+			return nil, err
+		}
+		p.columns = cols
+		p.table = printers.NewTablePrinter(printers.PrintOptions{})
+	default:
+		_, err := ParseFormat(s)
+		if err == nil {
+			err = fmt.Errorf("unknown output format %q", s)
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// parseCustomColumns reads kubectl's custom-columns spec:
+// "NAME:PATH[,NAME:PATH...]", where PATH is a JSONPath expression, with or
+// without braces and the leading dot (".host", "{.host}" and "host" are one
+// column).
+func parseCustomColumns(spec string) ([]customColumn, error) {
+	if spec == "" {
+		return nil, errors.New("custom-columns needs at least one NAME:PATH column")
+	}
+	var cols []customColumn
+	for _, part := range strings.Split(spec, ",") {
+		name, path, ok := strings.Cut(part, ":")
+		if !ok || name == "" || path == "" {
+			return nil, fmt.Errorf("custom-columns column %q is not NAME:PATH", part)
+		}
+		expr := strings.TrimSuffix(strings.TrimPrefix(path, "{"), "}")
+		if !strings.HasPrefix(expr, ".") {
+			expr = "." + expr
+		}
+		jp := jsonpath.New(name).AllowMissingKeys(true)
+		if err := jp.Parse("{" + expr + "}"); err != nil {
+			return nil, fmt.Errorf("custom-columns column %s: parse %q: %w", name, path, err)
+		}
+		cols = append(cols, customColumn{header: name, path: jp})
+	}
+	return cols, nil
+}
+
+// Print writes rows to w. An empty row list prints nothing in the table
+// formats (as kubectl does; Execute says so on stderr) and an empty list
+// in the others.
+func (p *Printer) Print(rows []Row, w io.Writer) error {
+	items := make([]any, len(rows))
+	for i := range rows {
+		items[i] = rows[i]
+	}
+	return p.print(document(rows), items, func() *metav1.Table { return rowTable(rows) }, w)
+}
+
+// print writes doc (json, yaml, jsonpath), its items (custom-columns) or
+// table() (table, wide) to w.
+func (p *Printer) print(doc any, items []any, table func() *metav1.Table, w io.Writer) error {
+	switch {
+	case p.format == FormatJSON:
+		b, err := json.MarshalIndent(doc, "", "  ")
 		if err != nil {
 			return err
 		}
 		_, err = w.Write(append(b, '\n'))
 		return err
-	case FormatYAML:
-		b, err := yaml.Marshal(document(rows))
+	case p.format == FormatYAML:
+		b, err := yaml.Marshal(doc)
 		if err != nil {
 			return err
 		}
 		_, err = w.Write(b)
 		return err
+	case p.path != nil:
+		obj, err := toUnstructured(doc)
+		if err != nil {
+			return err
+		}
+		return p.path.PrintObj(&unstructured.Unstructured{Object: obj}, w)
+	case p.columns != nil:
+		t, err := p.customTable(items)
+		if err != nil {
+			return err
+		}
+		return p.table.PrintObj(t, w)
 	default:
-		_, err := ParseFormat(string(format))
+		return p.table.PrintObj(table(), w)
+	}
+}
+
+// Render writes rows to w in format with a new Printer. It is pure: the
+// same rows give the same bytes.
+func Render(rows []Row, format Format, w io.Writer) error {
+	p, err := NewPrinter(format)
+	if err != nil {
 		return err
 	}
+	return p.Print(rows, w)
 }
 
 func document(rows []Row) Document {
@@ -93,25 +224,72 @@ func document(rows []Row) Document {
 	return Document{Items: rows}
 }
 
-func renderTable(rows []Row, wide bool, w io.Writer) error {
-	// The same tabwriter settings as kubectl's tables.
-	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
-	cols := tableColumns
-	if wide {
-		cols = wideColumns
+func toUnstructured(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
 	}
-	fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	out := map[string]any{}
+	return out, json.Unmarshal(b, &out)
+}
+
+// rowTable is rows as a meta.k8s.io Table, the wide columns at priority 1,
+// for cli-runtime's table printer (the one kubectl uses).
+func rowTable(rows []Row) *metav1.Table {
+	t := &metav1.Table{}
+	for _, c := range tableColumns {
+		t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: c, Type: "string"})
+	}
+	for _, c := range wideColumns {
+		t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: c, Type: "string", Priority: 1})
+	}
 	for _, r := range rows {
-		cells := []string{r.Namespace, r.LeaseHost, r.Owner, strconv.FormatUint(r.DSeq, 10), r.Shard, r.Host, r.Admitted, r.Reason}
-		if wide {
-			cells = append(cells, r.CanonicalHostname, r.Route, r.Gateway, r.Reserved)
-		}
-		for i, c := range cells {
-			cells[i] = cell(c)
-		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		cells := []string{r.Namespace, r.LeaseHost, r.Owner, strconv.FormatUint(r.DSeq, 10), r.Shard, r.Host, r.Admitted, r.Reason,
+			r.CanonicalHostname, r.Route, r.Gateway, r.Reserved}
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: cellValues(cells)})
 	}
-	return tw.Flush()
+	return t
+}
+
+func (p *Printer) customTable(items []any) (*metav1.Table, error) {
+	t := &metav1.Table{}
+	for _, c := range p.columns {
+		t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: c.header, Type: "string"})
+	}
+	for _, item := range items {
+		obj, err := toUnstructured(item)
+		if err != nil {
+			return nil, err
+		}
+		var cells []any
+		for _, c := range p.columns {
+			results, err := c.path.FindResults(obj)
+			if err != nil {
+				return nil, fmt.Errorf("custom-columns column %s: %w", c.header, err)
+			}
+			var values []string
+			for _, set := range results {
+				for _, v := range set {
+					values = append(values, fmt.Sprint(v.Interface()))
+				}
+			}
+			if len(values) == 0 {
+				cells = append(cells, "<none>") // a missing field, as kubectl prints it
+				continue
+			}
+			cells = append(cells, cell(strings.Join(values, ",")))
+		}
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: cells})
+	}
+	return t, nil
+}
+
+func cellValues(cells []string) []any {
+	out := make([]any, len(cells))
+	for i, c := range cells {
+		out[i] = cell(c)
+	}
+	return out
 }
 
 // cell keeps one value on one table line: empty becomes "-", and control

@@ -60,6 +60,16 @@ type Row struct {
 // IsAdmitted reports whether the row's shard admitted the LeaseHost.
 func (r Row) IsAdmitted() bool { return r.Admitted == string(metav1.ConditionTrue) }
 
+// IsRetired reports whether the row's LeaseHost gave its name up to a
+// takeover by another deployment of the same owner (Reserved=False
+// TransferredAway): the blue of a blue-green cutover, which nothing is
+// expected to serve any more.
+func (r Row) IsRetired() bool { return r.Reason == shardgatev1alpha1.ReasonTransferredAway }
+
+// IsUnadmitted reports whether the row counts for --fail-on-unadmitted: not
+// admitted, and not retired by a takeover.
+func (r Row) IsUnadmitted() bool { return !r.IsAdmitted() && !r.IsRetired() }
+
 // RowsFor turns LeaseHosts into rows, sorted by namespace, LeaseHost and
 // shard. Filters are not applied.
 func RowsFor(items []shardgatev1alpha1.LeaseHost) []Row {

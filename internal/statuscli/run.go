@@ -54,7 +54,8 @@ type Options struct {
 }
 
 // Run lists LeaseHosts with c, renders the filtered rows to w and returns
-// how many of the printed rows are not admitted (see Row.IsAdmitted).
+// how many of the printed rows are not admitted, leaving out LeaseHosts
+// retired by a takeover (see Row.IsUnadmitted).
 func Run(ctx context.Context, c client.Client, opts Options, w io.Writer) (unadmitted int, err error) {
 	unadmitted, _, err = run(ctx, c, opts, w)
 	return unadmitted, err
@@ -62,27 +63,36 @@ func Run(ctx context.Context, c client.Client, opts Options, w io.Writer) (unadm
 
 // run is Run that also says how many LeaseHosts were listed before filters.
 func run(ctx context.Context, c client.Client, opts Options, w io.Writer) (unadmitted, listed int, err error) {
-	if _, err := ParseFormat(string(opts.Format)); err != nil {
+	p, err := NewPrinter(opts.Format)
+	if err != nil {
 		return 0, 0, err
 	}
-	items, err := list(ctx, c, opts)
+	items, _, err := list(ctx, c, opts)
 	if err != nil {
 		return 0, 0, err
 	}
 	rows := opts.Filter.Apply(RowsFor(items))
-	for _, r := range rows {
-		if !r.IsAdmitted() {
-			unadmitted++
-		}
-	}
-	return unadmitted, len(items), Render(rows, opts.Format, w)
+	return countUnadmitted(rows), len(items), p.Print(rows, w)
 }
 
-func list(ctx context.Context, c client.Client, opts Options) ([]shardgatev1alpha1.LeaseHost, error) {
-	var items []shardgatev1alpha1.LeaseHost
-	err := listPaged(ctx, c, func() *shardgatev1alpha1.LeaseHostList { return &shardgatev1alpha1.LeaseHostList{} },
-		opts.Namespace, opts.PageSize, func(l *shardgatev1alpha1.LeaseHostList) { items = append(items, l.Items...) })
-	return items, err
+func countUnadmitted(rows []Row) (n int) {
+	for _, r := range rows {
+		if r.IsUnadmitted() {
+			n++
+		}
+	}
+	return n
+}
+
+// list returns every LeaseHost and the resourceVersion of the listing (to
+// watch from).
+func list(ctx context.Context, c client.Client, opts Options) (items []shardgatev1alpha1.LeaseHost, rv string, err error) {
+	err = listPaged(ctx, c, func() *shardgatev1alpha1.LeaseHostList { return &shardgatev1alpha1.LeaseHostList{} },
+		opts.Namespace, opts.PageSize, func(l *shardgatev1alpha1.LeaseHostList) {
+			items = append(items, l.Items...)
+			rv = l.ResourceVersion
+		})
+	return items, rv, err
 }
 
 // listPaged lists every object of a kind, pageSize (default 500) at a time,
@@ -121,10 +131,15 @@ type Config struct {
 	Namespace     string
 	AllNamespaces bool
 	Filter
-	// Output is -o: table (""), wide, json or yaml.
+	// Output is -o: table (""), wide, json, yaml, jsonpath=TEMPLATE or
+	// custom-columns=SPEC.
 	Output string
-	// FailOnUnadmitted makes a listed row that is not admitted exit 1.
+	// FailOnUnadmitted makes a listed row that is not admitted exit 1;
+	// LeaseHosts retired by a takeover (TransferredAway) do not count.
 	FailOnUnadmitted bool
+	// Watch keeps printing: after the listing, the rows of every LeaseHost
+	// whose rows change, until the context ends.
+	Watch bool
 	// RequestTimeout bounds each request to the apiserver; 0 means none.
 	RequestTimeout time.Duration
 }
@@ -132,7 +147,7 @@ type Config struct {
 // connect is what both status commands do first: parse -o, load the
 // kubeconfig, and settle the namespace (-A wins over -n, which wins over the
 // context's). Errors come back as *ExitError with ExitFailed.
-func connect(output, kubeconfig, kubeContext, namespaceFlag string, all bool, timeout time.Duration) (Format, client.Client, string, string, error) {
+func connect(output, kubeconfig, kubeContext, namespaceFlag string, all bool, timeout time.Duration) (Format, client.WithWatch, string, string, error) {
 	format, err := ParseFormat(output)
 	if err != nil {
 		return format, nil, "", "", &ExitError{Code: ExitFailed, Err: err}
@@ -161,12 +176,21 @@ func Execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		return err
 	}
 	opts := Options{Namespace: namespace, Filter: cfg.Filter, Format: format}
+	if cfg.Watch {
+		if cfg.FailOnUnadmitted {
+			return &ExitError{Code: ExitFailed, Err: errors.New("--watch and --fail-on-unadmitted do not go together: a watch has no final answer")}
+		}
+		if err := Watch(ctx, c, opts, stdout); err != nil {
+			return &ExitError{Code: ExitFailed, Err: explain(err, host)}
+		}
+		return nil
+	}
 	unadmitted, listed, err := run(ctx, c, opts, stdout)
 	if err != nil {
 		return &ExitError{Code: ExitFailed, Err: explain(err, host)}
 	}
 	if listed == 0 && (format == FormatTable || format == FormatWide) {
-		// As kubectl does: on stderr, so stdout stays a (header-only) table.
+		// As kubectl does: on stderr, and nothing on stdout.
 		where := "any namespace"
 		if namespace != "" {
 			where = "namespace " + namespace
@@ -189,7 +213,7 @@ func Execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 // namespace ("default" when it sets none) and the apiserver URL, for
 // messages. The client is lazy: nothing is contacted until the first
 // request.
-func NewClient(kubeconfig, kubeContext string, timeout time.Duration) (client.Client, string, string, error) {
+func NewClient(kubeconfig, kubeContext string, timeout time.Duration) (client.WithWatch, string, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
@@ -206,7 +230,7 @@ func NewClient(kubeconfig, kubeContext string, timeout time.Duration) (client.Cl
 	}
 	restConfig.Timeout = timeout
 	restConfig.UserAgent = "shardgate-status/" + version.Version
-	c, err := client.New(restConfig, client.Options{Scheme: scheme.New()})
+	c, err := client.NewWithWatch(restConfig, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, "", "", fmt.Errorf("create a client for %s: %w", restConfig.Host, err)
 	}

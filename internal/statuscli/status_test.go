@@ -6,10 +6,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,6 +111,11 @@ func fixtures() []seeded {
 				Shards: []shardgatev1alpha1.ShardStatus{shardA.entry("api.example.test", metav1.ConditionFalse,
 					shardgatev1alpha1.ReasonNotAdmitted, "no route")}}},
 		{"tenant-b", "pending", shardgatev1alpha1.LeaseRef{Owner: bob, DSeq: 202}, "", "new", nil},
+		// The blue of a blue-green cutover: retired, not unadmitted, so
+		// --fail-on-unadmitted in "default" still exits 0.
+		{"default", "demo-blue", shardgatev1alpha1.LeaseRef{Owner: carol, DSeq: 6, GSeq: 1, OSeq: 1}, "demo.example.test", "",
+			&shardgatev1alpha1.LeaseHostStatus{Conditions: reserved(metav1.ConditionFalse, shardgatev1alpha1.ReasonTransferredAway,
+				"demo.example.test moved to another deployment of this owner by a takeover")}},
 		// An explicit hostname is claimed even when no shard selects it.
 		{"tenant-b", "lonely", shardgatev1alpha1.LeaseRef{Owner: bob, DSeq: 203}, "lonely.example.test", "",
 			&shardgatev1alpha1.LeaseHostStatus{Conditions: append(held[:1:1], condition(shardgatev1alpha1.ConditionReady,
@@ -242,6 +249,9 @@ func TestStatus(t *testing.T) {
 			{"-n and --shard", statuscli.Config{Namespace: "tenant-a", Filter: statuscli.Filter{Shard: "shard-b"}, Output: "wide", FailOnUnadmitted: true}, "tenant_a_shard_b_wide", 1, ""},
 			{"an empty namespace", statuscli.Config{Namespace: "empty"}, "empty_namespace_table", 0, "No LeaseHosts found in namespace empty.\n"},
 			{"a bad format exits 2", statuscli.Config{Output: "xml"}, "", 2, ""},
+			{"-o custom-columns", statuscli.Config{AllNamespaces: true, Output: "custom-columns=LEASEHOST:.leaseHost,SHARD:.shard,ADMITTED:.admitted,REASON:.reason"}, "all_custom_columns", 0, ""},
+			{"-o jsonpath", statuscli.Config{AllNamespaces: true, Output: `jsonpath={range .items[*]}{.namespace}/{.leaseHost} {.host}{"\n"}{end}`}, "all_jsonpath", 0, ""},
+			{"--watch with --fail-on-unadmitted exits 2", statuscli.Config{Watch: true, FailOnUnadmitted: true}, "", 2, ""},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -265,6 +275,47 @@ func TestStatus(t *testing.T) {
 					t.Errorf("stderr = %q, want %q", stderr.String(), tc.wantStderr)
 				}
 			})
+		}
+	})
+
+	t.Run("watch", func(t *testing.T) {
+		wctx, cancel := context.WithCancel(ctx)
+		var out syncBuffer
+		done := make(chan error, 1)
+		go func() {
+			done <- statuscli.Execute(wctx, statuscli.Config{Kubeconfig: env.Kubeconfig, Namespace: "tenant-b", Watch: true}, &out, io.Discard)
+		}()
+		waitFor(t, "the initial listing", func() bool { return strings.Contains(out.String(), "lonely.example.test") })
+
+		lh := &shardgatev1alpha1.LeaseHost{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-b", Name: "later"},
+			Spec: shardgatev1alpha1.LeaseHostSpec{
+				Lease: shardgatev1alpha1.LeaseRef{Owner: bob, DSeq: 204}, Hostname: "later.example.test",
+				Service: shardgatev1alpha1.ServiceRef{Name: "web", Port: 80},
+			},
+		}
+		if err := env.Client.Create(ctx, lh); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(ctx, lh) })
+		waitFor(t, "the new LeaseHost's row", func() bool { return strings.Contains(out.String(), "later.example.test") })
+		lh.Status = shardgatev1alpha1.LeaseHostStatus{ObservedGeneration: lh.Generation, Conditions: reserved(metav1.ConditionFalse,
+			shardgatev1alpha1.ReasonHostnameInUse, "later.example.test is held by another owner")}
+		if err := env.Client.Status().Update(ctx, lh); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the status change's row", func() bool { return strings.Contains(out.String(), "HostnameInUse") })
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("watch ended with %v", err)
+		}
+		got := out.String()
+		if n := strings.Count(got, "NAMESPACE"); n != 1 {
+			t.Errorf("%d headers, want 1 (rows of changes go under the first):\n%s", n, got)
+		}
+		// The seeded LeaseHosts did not change: each is printed once.
+		if n := strings.Count(got, "lonely.example.test"); n != 1 {
+			t.Errorf("an unchanged LeaseHost printed %d times:\n%s", n, got)
 		}
 	})
 
@@ -308,6 +359,8 @@ func TestStatus(t *testing.T) {
 			{"unknown flag exits 2, not 1", []string{"status", "--kubeconfig", env.Kubeconfig, "--nope"}, nil, "", 2, "unknown flag: --nope"},
 			{"stray argument exits 2", []string{"status", "--kubeconfig", env.Kubeconfig, "web"}, nil, "", 2, "unexpected arguments"},
 			{"bad format exits 2", []string{"status", "--kubeconfig", env.Kubeconfig, "-o", "xml"}, nil, "", 2, `unknown output format "xml"`},
+			{"-o custom-columns", []string{"status", "--kubeconfig", env.Kubeconfig, "-A", "-o", "custom-columns=LEASEHOST:.leaseHost,SHARD:.shard,ADMITTED:.admitted,REASON:.reason"}, nil, "all_custom_columns", 0, ""},
+			{"bad jsonpath exits 2", []string{"status", "--kubeconfig", env.Kubeconfig, "-o", "jsonpath={.items["}, nil, "", 2, "parse jsonpath template"},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -363,4 +416,37 @@ current-context: x
 		t.Fatal(err)
 	}
 	return path
+}
+
+// syncBuffer is a bytes.Buffer one goroutine writes while another reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor polls cond until it holds, failing after a generous minute (the
+// machine may be loaded).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
 }

@@ -137,9 +137,12 @@ func TestParseFormat(t *testing.T) {
 
 func TestRenderEmpty(t *testing.T) {
 	for format, want := range map[Format]string{
-		FormatTable: "NAMESPACE   LEASEHOST   OWNER   DSEQ   SHARD   HOST   ADMITTED   REASON\n",
-		FormatJSON:  "{\n  \"items\": []\n}\n",
-		FormatYAML:  "items: []\n",
+		// As kubectl: an empty table prints nothing (Execute says so on stderr).
+		FormatTable:                         "",
+		FormatJSON:                          "{\n  \"items\": []\n}\n",
+		FormatYAML:                          "items: []\n",
+		JSONPathPrefix + "{.items[*].host}": "",
+		CustomColumnsPrefix + "HOST:.host":  "",
 	} {
 		var b bytes.Buffer
 		if err := Render(nil, format, &b); err != nil {
@@ -151,6 +154,69 @@ func TestRenderEmpty(t *testing.T) {
 	}
 	if err := Render(nil, "xml", &bytes.Buffer{}); err == nil {
 		t.Error("Render accepted format xml")
+	}
+}
+
+func TestRenderTemplates(t *testing.T) {
+	rows := []Row{
+		{Namespace: "t", LeaseHost: "web", Shard: "shard-a", Host: "web.a.test", Admitted: "True", Reason: "Admitted"},
+		{Namespace: "t", LeaseHost: "web", Shard: "shard-b", Host: "web.b.test", Admitted: "False", Reason: "HostnameInUse"},
+	}
+	for format, want := range map[Format]string{
+		JSONPathPrefix + `{range .items[*]}{.shard}={.admitted}{"\n"}{end}`: "shard-a=True\nshard-b=False\n",
+		JSONPathPrefix + "{.items[1].reason}":                               "HostnameInUse",
+		CustomColumnsPrefix + "SHARD:.shard,HOST:{.host},GW:gateway":        "SHARD     HOST         GW\nshard-a   web.a.test   -\nshard-b   web.b.test   -\n",
+		FormatTable: "NAMESPACE   LEASEHOST   OWNER   DSEQ   SHARD     HOST         ADMITTED   REASON\n" +
+			"t           web         -       0      shard-a   web.a.test   True       Admitted\n" +
+			"t           web         -       0      shard-b   web.b.test   False      HostnameInUse\n",
+	} {
+		if _, err := ParseFormat(string(format)); err != nil {
+			t.Fatalf("ParseFormat(%q): %v", format, err)
+		}
+		var b bytes.Buffer
+		if err := Render(rows, format, &b); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		if b.String() != want {
+			t.Errorf("%s:\ngot  %q\nwant %q", format, b.String(), want)
+		}
+	}
+	for _, bad := range []string{"jsonpath=", "jsonpath={.items[", "custom-columns=", "custom-columns=HOST", "custom-columns=:.host"} {
+		if _, err := ParseFormat(bad); err == nil {
+			t.Errorf("ParseFormat(%q) accepted", bad)
+		}
+	}
+}
+
+func TestPrinterKeepsOneHeaderAcrossCalls(t *testing.T) {
+	p, err := NewPrinter(FormatTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	for _, host := range []string{"a.test", "b.test"} {
+		if err := p.Print([]Row{{Namespace: "t", LeaseHost: "x", Host: host}}, &b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := strings.Count(b.String(), "NAMESPACE"); n != 1 {
+		t.Errorf("%d headers, want 1:\n%s", n, b.String())
+	}
+	if !strings.Contains(b.String(), "a.test") || !strings.Contains(b.String(), "b.test") {
+		t.Errorf("rows missing:\n%s", b.String())
+	}
+}
+
+func TestRetiredRowsAreNotUnadmitted(t *testing.T) {
+	rows := []Row{
+		{Admitted: "True", Reason: "Admitted"},
+		{Admitted: "False", Reason: "HostnameInUse"},
+		{Admitted: "False", Reason: "TransferredAway"},
+		{Admitted: "", Reason: "TransferredAway"},
+		{Admitted: "Unknown", Reason: "Pending"},
+	}
+	if n := countUnadmitted(rows); n != 2 {
+		t.Errorf("unadmitted = %d, want 2 (TransferredAway is retired, not unadmitted)", n)
 	}
 }
 

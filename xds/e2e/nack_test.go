@@ -1,16 +1,21 @@
 package e2e_test
 
 import (
+	"context"
 	"time"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	xdsserver "github.com/shardgate/shardgate/xds/server"
 )
 
@@ -65,6 +70,9 @@ var _ = Describe("NACK", func() {
 			HaveField("Reason", Equal(string(gatewayv1.GatewayReasonInvalid))),
 			HaveField("Message", And(ContainSubstring("rejected"), ContainSubstring("RouteConfiguration"), ContainSubstring(node))),
 		))
+		By("emitting one Warning Event on the Gateway")
+		nacked := corev1.EventTypeWarning + "/" + shardgatev1alpha1.ReasonConfigNACKed + "/Publish"
+		Eventually(gatewayEvents(ctx, gw)).Should(HaveKeyWithValue(nacked, 1))
 
 		By("clearing once a config the client accepts is published")
 		h.setNACK(gw, false)
@@ -74,8 +82,34 @@ var _ = Describe("NACK", func() {
 		Eventually(programmed(ctx, gw)).Should(HaveField("Message", Not(ContainSubstring("rejected"))))
 		Expect(call(ctx, c, methodEmpty)).To(Equal("web"))
 		Expect(srv.Resends() - resendsBefore).To(BeNumerically("<=", 1))
+		By("emitting a Normal Event when the rejection clears, and no second Warning")
+		Eventually(gatewayEvents(ctx, gw)).Should(Equal(map[string]int{
+			nacked: 1,
+			corev1.EventTypeNormal + "/" + shardgatev1alpha1.ReasonConfigPublished + "/Publish": 1,
+		}))
 	})
 })
+
+// gatewayEvents lists the events.k8s.io Events regarding gw as
+// "Type/Reason/Action" with how many times each was emitted.
+func gatewayEvents(ctx context.Context, gw types.NamespacedName) func(Gomega) map[string]int {
+	return func(g Gomega) map[string]int {
+		var list eventsv1.EventList
+		g.Expect(env.Client.List(ctx, &list, client.InNamespace(gw.Namespace))).To(Succeed())
+		out := map[string]int{}
+		for _, ev := range list.Items {
+			if ev.Regarding.Kind != "Gateway" || ev.Regarding.Name != gw.Name {
+				continue
+			}
+			n := 1
+			if ev.Series != nil {
+				n = int(ev.Series.Count)
+			}
+			out[ev.Type+"/"+ev.Reason+"/"+ev.Action] += n
+		}
+		return out
+	}
+}
 
 func nacksFor(node string) []xdsserver.NACK {
 	var out []xdsserver.NACK

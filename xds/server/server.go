@@ -514,7 +514,7 @@ func (s *Server) PublishErrors() map[k8stypes.NamespacedName]string {
 	s.mu.Lock()
 	for group, msg := range s.refused {
 		if nn, ok := parseGroup(group); ok {
-			out[nn] = "config not published: " + msg
+			out[nn] = RefusedPrefix + msg
 		}
 	}
 	current := map[string]map[string]string{}

@@ -1,0 +1,8 @@
+// Package configdump owns `shardgate config dump GATEWAY`: it fetches the
+// xDS resources one Gateway's proxies are served from the controller's
+// authenticated /debug/config_dump endpoint (on the metrics server) and
+// prints them as YAML or JSON.
+//
+// It only reads; it never talks to the proxies, and it never sees a private
+// key (the controller redacts them before answering).
+package configdump
