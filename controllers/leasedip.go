@@ -27,8 +27,8 @@ import (
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/addresses"
-	"github.com/shardgate/shardgate/internal/tenancy"
 	shardgateevents "github.com/shardgate/shardgate/internal/events"
+	"github.com/shardgate/shardgate/internal/tenancy"
 )
 
 // Field indexes of the LeasedIP controller. The names carry a prefix so they

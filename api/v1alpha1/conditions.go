@@ -182,7 +182,6 @@ const (
 	// ReasonServiceConflict: a Service with the LoadBalancer Service's name
 	// exists and is not controlled by this LeasedIP; it is left alone.
 	ReasonServiceConflict = "ServiceConflict"
-
 )
 
 // Gateway Event reasons. Gateway conditions use the Gateway API's own
