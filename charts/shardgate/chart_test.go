@@ -239,7 +239,7 @@ func TestRenderDefaults(t *testing.T) {
 	rel := mustRender(t, "shardgate", "shardgate-system", nil)
 
 	g.Expect(kinds(rel.objects)).To(Equal(map[string]int{
-		"ServiceAccount": 1, "ConfigMap": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
+		"ServiceAccount": 1, "ConfigMap": 1, "ClusterRole": 2, "ClusterRoleBinding": 1,
 		"Role": 1, "RoleBinding": 1, "Service": 2, "Deployment": 1, "PodDisruptionBudget": 1,
 		"GatewayClass": 1,
 	}), "rendered: %v", names(rel.objects))
