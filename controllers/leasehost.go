@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -14,11 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -38,7 +39,9 @@ const leaseHostServiceIndex = "spec.service.name"
 // LeaseHostReconciler admits LeaseHost names through the hostnames engine and
 // writes each LeaseHost's HTTPRoute and status. It runs one worker: the
 // engine serialises ownership anyway, and one worker lets a claim that moves
-// update the winner and the loser in the same pass.
+// update the winner and the loser in the same pass. (Eight workers were
+// measured on a block-list change revoking 1000 names: no faster, as the
+// writes are bound by the apiserver, not by waiting.)
 type LeaseHostReconciler struct {
 	Client         client.Client
 	Engine         *hostnames.Engine
@@ -49,15 +52,34 @@ type LeaseHostReconciler struct {
 	// live (nil: the safe defaults).
 	Tenancy *Tenancy
 
+	// blocked is the config's block list and reserved the names every
+	// shard keeps for the provider (its canonical hostname and its apex
+	// domain, with why); the engine's list is blocked.WithReserved(reserved).
+	// bmu makes each swap of the engine's list one step.
+	bmu      sync.Mutex
+	blocked  *hostnames.BlockList
+	reserved map[string]string
+
 	mu      sync.Mutex
 	rebuilt bool
-	// claims: LeaseHost → the hosts it has claimants for in the engine.
-	claims map[types.NamespacedName][]string
+	// objects: LeaseHost name → the UIDs of the objects of that name that
+	// have claims in the engine: one, or two for as long as it takes to
+	// notice that a LeaseHost was deleted and re-created (both events can
+	// fold into one reconcile). What each UID claims is the engine's own
+	// record (Engine.ClaimsOf), so the claims of a replaced object are
+	// released by its UID, never under the new one's.
+	objects map[types.NamespacedName][]types.UID
 	// owners: LeaseHost UID → its name, to map engine changes back.
 	owners map[string]types.NamespacedName
-	// requeue carries LeaseHosts to reconcile that no watch event names:
-	// block-list changes and failed follow-up writes.
-	requeue chan event.TypedGenericEvent[*shardgatev1alpha1.LeaseHost]
+	// queue is the controller's own work queue, handed over when the
+	// controller starts (source.Func). LeaseHosts that no watch event
+	// names (block-list changes, failed follow-up writes) go straight into
+	// it: it is unbounded and deduplicates, so nothing is dropped however
+	// many LeaseHosts one change touches. Until it is handed over they wait
+	// in pending.
+	qmu     sync.Mutex
+	queue   workqueue.TypedRateLimitingInterface[reconcile.Request]
+	pending map[types.NamespacedName]struct{}
 	// emitted keeps a reconcile from a stale cached copy from repeating
 	// an Event.
 	emitted shardgateevents.Memory
@@ -65,9 +87,9 @@ type LeaseHostReconciler struct {
 
 // SetupWithManager registers the controller and its watches.
 func (r *LeaseHostReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.claims = map[types.NamespacedName][]string{}
+	r.objects = map[types.NamespacedName][]types.UID{}
+	r.blocked = r.Engine.BlockList()
 	r.owners = map[string]types.NamespacedName{}
-	r.requeue = make(chan event.TypedGenericEvent[*shardgatev1alpha1.LeaseHost], 1024)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &shardgatev1alpha1.LeaseHost{}, leaseHostServiceIndex,
 		func(o client.Object) []string { return []string{o.(*shardgatev1alpha1.LeaseHost).Spec.Service.Name} }); err != nil {
 		return fmt.Errorf("index LeaseHosts by service: %w", err)
@@ -86,7 +108,7 @@ func (r *LeaseHostReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// be shards.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceChanged), builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.serviceLeaseHosts)).
-		WatchesRawSource(source.Channel(r.requeue, &handler.TypedEnqueueRequestForObject[*shardgatev1alpha1.LeaseHost]{})).
+		WatchesRawSource(source.Func(r.startQueue)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(r)
 }
@@ -95,10 +117,13 @@ func (r *LeaseHostReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // blocked are revoked and names that become free are re-admitted; every
 // LeaseHost whose decision changed is reconciled.
 func (r *LeaseHostReconciler) SetBlockList(b *hostnames.BlockList) {
-	changes := r.Engine.SetBlockList(b)
+	r.bmu.Lock()
+	r.blocked = b
+	changes := r.Engine.SetBlockList(b.WithReserved(r.reserved))
+	r.bmu.Unlock()
 	r.Log.Info("block list changed", "entries", b.Len(), "claimsChanged", len(changes))
-	for _, nn := range r.changedLeaseHosts(changes, types.NamespacedName{}) {
-		r.enqueue(nn)
+	for _, obj := range r.changedLeaseHosts(changes, types.NamespacedName{}) {
+		r.enqueue(obj.NamespacedName)
 	}
 }
 
@@ -114,7 +139,7 @@ func (r *LeaseHostReconciler) SetBlockList(b *hostnames.BlockList) {
 // NamespaceOwnerMissing. Either way it claims no name (any it held is
 // released to the next waiter) and gets no route.
 func (r *LeaseHostReconciler) TenancyChanged() {
-	if r.requeue == nil {
+	if r.owners == nil {
 		return
 	}
 	for _, req := range r.allLeaseHosts(context.Background(), nil) {
@@ -125,16 +150,32 @@ func (r *LeaseHostReconciler) TenancyChanged() {
 // ownerPolicy is the current policy.
 func (r *LeaseHostReconciler) ownerPolicy() tenancy.Policy { return r.Tenancy.Policy() }
 
-func (r *LeaseHostReconciler) enqueue(nn types.NamespacedName) {
-	lh := &shardgatev1alpha1.LeaseHost{ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name}}
-	select {
-	case r.requeue <- event.TypedGenericEvent[*shardgatev1alpha1.LeaseHost]{Object: lh}:
-	default:
-		// The channel is full only under a flood; the resync and the next
-		// event for this object catch up, and nothing is lost from the
-		// engine, which already holds the new decision.
-		r.Log.Info("requeue channel full; relying on resync", "leasehost", nn)
+// startQueue receives the controller's work queue when the controller
+// starts, and adds every LeaseHost that was enqueued before.
+func (r *LeaseHostReconciler) startQueue(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	r.qmu.Lock()
+	defer r.qmu.Unlock()
+	r.queue = q
+	for nn := range r.pending {
+		q.Add(reconcile.Request{NamespacedName: nn})
 	}
+	r.pending = nil
+	return nil
+}
+
+// enqueue makes the controller reconcile nn. It never drops: the work queue
+// is unbounded, and a name already queued is queued once.
+func (r *LeaseHostReconciler) enqueue(nn types.NamespacedName) {
+	r.qmu.Lock()
+	defer r.qmu.Unlock()
+	if r.queue != nil {
+		r.queue.Add(reconcile.Request{NamespacedName: nn})
+		return
+	}
+	if r.pending == nil {
+		r.pending = map[types.NamespacedName]struct{}{}
+	}
+	r.pending[nn] = struct{}{}
 }
 
 // Reconcile admits req's names and writes its route and status, then writes
@@ -148,10 +189,14 @@ func (r *LeaseHostReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		if !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, err
 		}
-		return reconcile.Result{}, r.released(ctx, req.NamespacedName, "")
+		return reconcile.Result{}, r.released(ctx, req.NamespacedName)
 	}
 	if lh.DeletionTimestamp != nil {
-		return reconcile.Result{}, r.released(ctx, req.NamespacedName, lh.UID)
+		return reconcile.Result{}, r.released(ctx, req.NamespacedName)
+	}
+	replacedChanges, err := r.replaced(ctx, req.NamespacedName, lh.UID)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	plan, err := r.plan(ctx, &lh)
 	if err != nil {
@@ -161,14 +206,15 @@ func (r *LeaseHostReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	if err := r.write(ctx, &lh, plan, decisions); err != nil {
 		return reconcile.Result{}, err
 	}
-	r.writeChanged(ctx, changes, req.NamespacedName)
+	r.writeChanged(ctx, append(replacedChanges, changes...), req.NamespacedName)
 	r.observeMetrics()
 	return reconcile.Result{}, nil
 }
 
 // ensureRebuilt loads every LeaseHost into the engine before the first
-// admission, with the names their status says they hold as hints, so that a
-// restarted controller comes back with exactly the same holders.
+// admission, with the names their status says they hold as hints (the only
+// place status is read as one: Engine.Restore), so that a restarted
+// controller comes back with exactly the same holders.
 func (r *LeaseHostReconciler) ensureRebuilt(ctx context.Context) error {
 	r.mu.Lock()
 	done := r.rebuilt
@@ -192,6 +238,7 @@ func (r *LeaseHostReconciler) ensureRebuilt(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var claimants []hostnames.Claimant
 	for i := range list.Items {
 		lh := &list.Items[i]
 		if lh.DeletionTimestamp != nil {
@@ -201,8 +248,14 @@ func (r *LeaseHostReconciler) ensureRebuilt(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		r.claim(lh, plan)
+		r.record(lh)
+		if plan.Refusal != nil {
+			continue
+		}
+		// The status hint (Holding) counts here, on a cold start, only.
+		claimants = append(claimants, leasehosts.Claimants(lh, plan)...)
 	}
+	r.Engine.Restore(claimants)
 	r.mu.Lock()
 	r.rebuilt = true
 	r.mu.Unlock()
@@ -251,28 +304,70 @@ func (r *LeaseHostReconciler) shards(ctx context.Context) ([]sharding.Shard, err
 		return nil, fmt.Errorf("list GatewayParameters: %w", err)
 	}
 	shards, _ := sharding.Discover(r.ControllerName, ptrs(classes.Items), ptrs(gws.Items), ptrs(params.Items), r.Tenancy.Placement(ptrs(namespaces.Items)))
+	r.reserveShardNames(shards)
 	return shards, nil
 }
 
-// claim brings the engine's claimants for lh in line with plan, and returns
-// lh's decisions by host plus every other claimant's changed decision.
-func (r *LeaseHostReconciler) claim(lh *shardgatev1alpha1.LeaseHost, plan leasehosts.Plan) (map[string]hostnames.Decision, []hostnames.Change) {
+// reserveShardNames keeps every shard's canonical hostname and apex domain
+// for the provider: no tenant may claim the name Envoy's router answers to,
+// or the shard's domain itself. They are refused Blocked like block-list
+// entries, with a message saying why, and a claim on one is revoked when the
+// shard appears.
+func (r *LeaseHostReconciler) reserveShardNames(shards []sharding.Shard) {
+	names := map[string]string{}
+	for _, s := range shards {
+		if s.Domain != "" {
+			names[s.Domain] = fmt.Sprintf("it is the apex domain of shard %s", s.Gateway)
+		}
+	}
+	for _, s := range shards { // a canonical hostname says so, even if it is another shard's domain
+		if s.CanonicalHostname != "" {
+			names[s.CanonicalHostname] = fmt.Sprintf("it is the canonical hostname of shard %s", s.Gateway)
+		}
+	}
+	r.bmu.Lock()
+	if maps.Equal(names, r.reserved) {
+		r.bmu.Unlock()
+		return
+	}
+	r.reserved = names
+	changes := r.Engine.SetBlockList(r.blocked.WithReserved(names))
+	r.bmu.Unlock()
+	r.Log.Info("names reserved for the shards changed", "names", len(names), "claimsChanged", len(changes))
+	for _, obj := range r.changedLeaseHosts(changes, types.NamespacedName{}) {
+		r.enqueue(obj.NamespacedName)
+	}
+}
+
+// record notes that lh's UID has (or may get) claims in the engine.
+func (r *LeaseHostReconciler) record(lh *shardgatev1alpha1.LeaseHost) {
 	nn := types.NamespacedName{Namespace: lh.Namespace, Name: lh.Name}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !slices.Contains(r.objects[nn], lh.UID) {
+		r.objects[nn] = append(r.objects[nn], lh.UID)
+	}
+	r.owners[string(lh.UID)] = nn
+}
+
+// claim brings the engine's claimants for lh in line with plan, and returns
+// lh's decisions by host plus every other claimant's changed decision. What
+// lh claimed before is the engine's record for lh's UID.
+func (r *LeaseHostReconciler) claim(lh *shardgatev1alpha1.LeaseHost, plan leasehosts.Plan) (map[string]hostnames.Decision, []hostnames.Change) {
 	uid := string(lh.UID)
 	claimed := plan.Hosts
 	if plan.Refusal != nil {
 		claimed = nil // refused before the engine: claim nothing, release all
 	}
-	r.mu.Lock()
-	previous := r.claims[nn]
-	r.claims[nn] = claimed
-	r.owners[uid] = nn
-	r.mu.Unlock()
-
+	r.record(lh)
+	wanted := make(map[string]bool, len(claimed))
+	for _, h := range claimed {
+		wanted[leasehosts.ClaimUID(uid, h)] = true
+	}
 	var changes []hostnames.Change
-	for _, h := range previous {
-		if !slices.Contains(claimed, h) {
-			changes = append(changes, r.Engine.Remove(leasehosts.ClaimUID(uid, h))...)
+	for _, c := range r.Engine.ClaimsOf(uid) {
+		if !wanted[c.UID] {
+			changes = append(changes, r.Engine.Remove(c.UID)...)
 		}
 	}
 	if plan.Refusal != nil {
@@ -289,51 +384,87 @@ func (r *LeaseHostReconciler) claim(lh *shardgatev1alpha1.LeaseHost, plan leaseh
 	return decisions, changes
 }
 
-// released forgets a deleted LeaseHost's claims, deletes its route at once
-// (not waiting for garbage collection: the name may have a new holder now),
-// and writes the LeaseHosts that were promoted.
-func (r *LeaseHostReconciler) released(ctx context.Context, nn types.NamespacedName, uid types.UID) error {
+// released forgets the claims of every object named nn (the LeaseHost was
+// deleted, or is being deleted), deletes its route at once (not waiting for
+// garbage collection: the name may have a new holder now), and writes the
+// LeaseHosts that were promoted.
+func (r *LeaseHostReconciler) released(ctx context.Context, nn types.NamespacedName) error {
 	r.mu.Lock()
-	hosts := r.claims[nn]
-	delete(r.claims, nn)
-	if uid == "" {
-		for u, owner := range r.owners {
-			if owner == nn {
-				uid = types.UID(u)
-			}
-		}
+	uids := r.objects[nn]
+	delete(r.objects, nn)
+	for _, u := range uids {
+		delete(r.owners, string(u))
 	}
-	delete(r.owners, string(uid))
 	r.mu.Unlock()
-	r.emitted.Forget(string(uid))
-	if uid == "" {
-		return nil
-	}
-	var changes []hostnames.Change
-	for _, h := range hosts {
-		changes = append(changes, r.Engine.Remove(leasehosts.ClaimUID(string(uid), h))...)
-	}
-	var route gatewayv1.HTTPRoute
-	err := r.Client.Get(ctx, nn, &route)
-	if err == nil && ownedBy(&route, uid) {
-		if err := r.Client.Delete(ctx, &route, client.Preconditions{UID: &route.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete route %s: %w", nn, err)
-		}
+	changes, err := r.release(ctx, nn, uids)
+	if err != nil {
+		return err
 	}
 	r.writeChanged(ctx, changes, nn)
 	r.observeMetrics()
 	return nil
 }
 
+// replaced releases the claims of objects named nn other than live: a
+// LeaseHost deleted and re-created under the same name, with both events
+// folded into this reconcile. Their route goes too; live writes its own.
+func (r *LeaseHostReconciler) replaced(ctx context.Context, nn types.NamespacedName, live types.UID) ([]hostnames.Change, error) {
+	r.mu.Lock()
+	var stale []types.UID
+	for _, u := range r.objects[nn] {
+		if u != live {
+			stale = append(stale, u)
+			delete(r.owners, string(u))
+		}
+	}
+	if len(stale) > 0 {
+		r.objects[nn] = slices.DeleteFunc(r.objects[nn], func(u types.UID) bool { return u != live })
+	}
+	r.mu.Unlock()
+	if len(stale) == 0 {
+		return nil, nil
+	}
+	r.Log.V(1).Info("LeaseHost re-created; releasing the previous object's claims", "leasehost", nn, "previous", stale)
+	return r.release(ctx, nn, stale)
+}
+
+// release releases every claim of the objects uids, by the engine's record
+// of what they claim, and deletes the route named nn if one of them controls
+// it.
+func (r *LeaseHostReconciler) release(ctx context.Context, nn types.NamespacedName, uids []types.UID) ([]hostnames.Change, error) {
+	if len(uids) == 0 {
+		return nil, nil
+	}
+	var changes []hostnames.Change
+	for _, u := range uids {
+		changes = append(changes, r.Engine.ReleaseObject(string(u))...)
+	}
+	var route gatewayv1.HTTPRoute
+	err := r.Client.Get(ctx, nn, &route)
+	if err == nil && slices.ContainsFunc(uids, func(u types.UID) bool { return ownedBy(&route, u) }) {
+		if err := r.Client.Delete(ctx, &route, client.Preconditions{UID: &route.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return changes, fmt.Errorf("delete route %s: %w", nn, err)
+		}
+	}
+	return changes, nil
+}
+
 // writeChanged writes the route and status of every LeaseHost other than
 // self whose decision changed, in this same pass. A failure is requeued.
 func (r *LeaseHostReconciler) writeChanged(ctx context.Context, changes []hostnames.Change, self types.NamespacedName) {
-	for _, nn := range r.changedLeaseHosts(changes, self) {
+	for _, obj := range r.changedLeaseHosts(changes, self) {
+		nn := obj.NamespacedName
 		var lh shardgatev1alpha1.LeaseHost
 		if err := r.Client.Get(ctx, nn, &lh); err != nil {
 			if !apierrors.IsNotFound(err) {
 				r.enqueue(nn)
 			}
+			continue
+		}
+		if lh.UID != obj.UID {
+			// Replaced by a new object of the same name (or the cache
+			// lags behind): its own reconcile sorts it out.
+			r.enqueue(nn)
 			continue
 		}
 		plan, err := r.plan(ctx, &lh)
@@ -358,15 +489,22 @@ func (r *LeaseHostReconciler) writeChanged(ctx context.Context, changes []hostna
 	}
 }
 
-func (r *LeaseHostReconciler) changedLeaseHosts(changes []hostnames.Change, self types.NamespacedName) []types.NamespacedName {
+// changedObject is a LeaseHost whose decision changed: its name and UID.
+type changedObject struct {
+	types.NamespacedName
+	UID types.UID
+}
+
+func (r *LeaseHostReconciler) changedLeaseHosts(changes []hostnames.Change, self types.NamespacedName) []changedObject {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []types.NamespacedName
+	var out []changedObject
 	for _, c := range changes {
 		uid, _, _ := strings.Cut(c.UID, "/")
 		nn, ok := r.owners[uid]
-		if ok && nn != self && !slices.Contains(out, nn) {
-			out = append(out, nn)
+		obj := changedObject{NamespacedName: nn, UID: types.UID(uid)}
+		if ok && nn != self && !slices.Contains(out, obj) {
+			out = append(out, obj)
 		}
 	}
 	return out

@@ -219,8 +219,8 @@ func TestRenderDefaults(t *testing.T) {
 	rel := mustRender(t, "shardgate", "shardgate-system", nil)
 
 	g.Expect(kinds(rel.objects)).To(Equal(map[string]int{
-		// ClusterRoles: the controller's, metrics-reader and config-reader.
-		"ServiceAccount": 1, "ConfigMap": 1, "ClusterRole": 3, "ClusterRoleBinding": 1,
+		// ClusterRoles: the controller's, metrics-reader, config-reader and shardgate-tenant.
+		"ServiceAccount": 1, "ConfigMap": 1, "ClusterRole": 4, "ClusterRoleBinding": 1,
 		"Role": 2, "RoleBinding": 2, "Service": 2, "Deployment": 1, "PodDisruptionBudget": 1,
 		"GatewayClass": 1,
 	}), "rendered: %v", names(rel.objects))

@@ -3,6 +3,7 @@ package hostnames
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -25,6 +26,10 @@ type BlockList struct {
 	exact   map[string]string // normalised name -> entry
 	suffix  map[string]string // normalised domain, no leading dot -> entry
 	entries []string          // normalised entries, sorted and deduplicated
+	// reserved: exact names kept for the provider itself (its shards'
+	// canonical hostnames and apex domains) -> why, for the message. They
+	// are matched like exact entries but are not among Entries.
+	reserved map[string]string
 }
 
 // NewBlockList builds a block list. It refuses the whole list if any entry is
@@ -133,6 +138,9 @@ func (b *BlockList) matchName(h string) (string, bool) {
 	if e, ok := b.exact[h]; ok {
 		return e, true
 	}
+	if _, ok := b.reserved[h]; ok {
+		return h, true
+	}
 	if len(b.suffix) == 0 {
 		return "", false
 	}
@@ -162,4 +170,43 @@ func (b *BlockList) Len() int {
 		return 0
 	}
 	return len(b.entries)
+}
+
+// WithReserved returns a copy of b that also refuses the given exact names,
+// each with why it is reserved for the provider (for example "it is the
+// canonical hostname of shard default/shard-a"). Names that do not normalise
+// are skipped: no tenant can claim them anyway. An entry of b that matches
+// a name first keeps its own message. b may be nil.
+func (b *BlockList) WithReserved(names map[string]string) *BlockList {
+	out := &BlockList{exact: map[string]string{}, suffix: map[string]string{}, reserved: map[string]string{}}
+	if b != nil {
+		out.exact, out.suffix, out.entries = b.exact, b.suffix, b.entries
+	}
+	for name, why := range names {
+		if h, err := Normalise(name); err == nil {
+			out.reserved[h] = why
+		}
+	}
+	return out
+}
+
+// Reserved reports why entry, as returned by Match, is reserved for the
+// provider, or false when it is an ordinary block-list entry.
+func (b *BlockList) Reserved(entry string) (why string, ok bool) {
+	if b == nil {
+		return "", false
+	}
+	if _, isEntry := b.exact[entry]; isEntry {
+		return "", false
+	}
+	why, ok = b.reserved[entry]
+	return why, ok
+}
+
+// ReservedNames returns the names reserved for the provider and why.
+func (b *BlockList) ReservedNames() map[string]string {
+	if b == nil {
+		return nil
+	}
+	return maps.Clone(b.reserved)
 }

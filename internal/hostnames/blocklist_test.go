@@ -104,3 +104,57 @@ func TestBlockListEntries(t *testing.T) {
 		t.Error("a nil block list must block nothing")
 	}
 }
+
+// TestReservedForTheProvider: a shard's canonical hostname and apex domain
+// are refused like exact block-list entries, with a message saying why, and
+// a claim on one is revoked when it becomes reserved.
+func TestReservedForTheProvider(t *testing.T) {
+	base := MustBlockList(".blocked.test", "router-x.apps.test")
+	b := base.WithReserved(map[string]string{
+		"router-gw.apps.test": "it is the canonical hostname of shard default/gw",
+		"Apps.Test":           "it is the apex domain of shard default/gw",
+		"bad name":            "skipped",
+	})
+	for _, tc := range []struct {
+		host, entry, why string
+	}{
+		{"router-gw.apps.test", "router-gw.apps.test", "it is the canonical hostname of shard default/gw"},
+		{"ROUTER-GW.apps.test", "router-gw.apps.test", "it is the canonical hostname of shard default/gw"},
+		{"apps.test", "apps.test", "it is the apex domain of shard default/gw"},
+		{"router-x.apps.test", "router-x.apps.test", ""}, // an ordinary entry keeps its message
+		{"x.blocked.test", ".blocked.test", ""},
+	} {
+		entry, blocked := b.Match(tc.host)
+		if !blocked || entry != tc.entry {
+			t.Errorf("Match(%q) = %q, %v; want %q", tc.host, entry, blocked, tc.entry)
+		}
+		if why, ok := b.Reserved(entry); why != tc.why || ok != (tc.why != "") {
+			t.Errorf("Reserved(%q) = %q, %v; want %q", entry, why, ok, tc.why)
+		}
+	}
+	for _, free := range []string{"a.apps.test", "router-gw2.apps.test", "www.router-gw.apps.test", "test"} {
+		if entry, blocked := b.Match(free); blocked {
+			t.Errorf("Match(%q) blocked by %q", free, entry)
+		}
+	}
+	if got := b.Entries(); !slices.Equal(got, base.Entries()) {
+		t.Errorf("Entries() = %q; reserved names must not be listed as entries (%q)", got, base.Entries())
+	}
+
+	e := New(base)
+	e.Upsert(lh("a1", 1, "alice", 1, "router-gw.apps.test"))
+	e.Upsert(lh("b1", 2, "bob", 1, "apps.test"))
+	changes := e.SetBlockList(b)
+	if len(changes) != 2 {
+		t.Fatalf("changes %+v; want both claims revoked", changes)
+	}
+	for _, c := range changes {
+		if c.New.Reason != ReasonBlocked || !strings.Contains(c.New.Message, "reserved for the provider's shard") || c.New.Reserved {
+			t.Errorf("%s: %+v", c.UID, c.New)
+		}
+	}
+	if err := e.CanReserve("carol", "apps.test"); err == nil || !strings.Contains(err.Error(), "apex domain") {
+		t.Errorf("CanReserve(apps.test) = %v", err)
+	}
+	checkInvariants(t, e)
+}

@@ -42,10 +42,17 @@ type Claimant struct {
 	// Holding is the status hint used to rebuild state after a restart: true
 	// when the object's status says Reserved=True for exactly this Host
 	// (the controller must not set it when the spec's host has changed
-	// since). Hint carriers take precedence over older claimants, so a holder
-	// keeps its name across restarts and host edits. Only the controller may
-	// be able to write LeaseHost status, or a tenant could forge the hint.
+	// since). Only Restore, the cold start, reads it: there hint carriers
+	// take precedence over older claimants, so a holder keeps its name
+	// across restarts. Upsert ignores it: while the engine runs, its own
+	// record of who holds a name is the authority, and a status (which a
+	// tenant may be able to write) never moves a name from a live holder.
 	Holding bool
+	// Object is the object the claim belongs to (the LeaseHost's UID): a
+	// LeaseHost claims one name per shard, each a claimant of its own.
+	// ClaimsOf and ReleaseObject answer for an object as a whole. Empty
+	// means UID.
+	Object string
 }
 
 // Older reports whether a is older than b: the earlier creationTimestamp, then
@@ -105,8 +112,11 @@ func reservedDecision(host string) Decision {
 		Message: fmt.Sprintf("hostname %q is reserved for this lease", host)}
 }
 
-func blockedDecision(host, entry string) Decision {
+func blockedDecision(host, entry, reservedWhy string) Decision {
 	msg := fmt.Sprintf("hostname %q is blocked by the provider's block list entry %q", host, entry)
+	if reservedWhy != "" {
+		msg = fmt.Sprintf("hostname %q is reserved for the provider's shard: %s", host, reservedWhy)
+	}
 	if lookalike(host, entry) {
 		msg += " (it is a look-alike of a blocked name)"
 	}

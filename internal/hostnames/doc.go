@@ -13,20 +13,18 @@
 //
 // # Precedence
 //
-// The decisions for a name are a pure function of its live claimants and the
-// block list, so event order never matters, and a restart rebuilds the same holders:
+// While the engine runs, it is the authority on who holds a name: a name
+// stays with its live holder until the holder leaves, the name is blocked, or
+// a takeover of the same owner moves it. Which LeaseHost holds a name
+// therefore depends on which was admitted first (a race has exactly one
+// winner). The decisions for a name follow from its claimants, the engine's
+// own record of which of them hold it, and the block list:
 //
 //  1. A block-list match refuses every claimant (Blocked); nobody holds it.
-//  2. Base holder: the oldest claimant whose Holding hint is set (its status
-//     said Reserved=True), else the oldest claimant. Its owner owns the name.
-//     The hint is how "first come holds" survives restarts and host edits: a
-//     holder with a written status cannot be displaced by an older object
-//     that asks for the name later. Until the holder's status is written
-//     (and it is upserted again with the hint), an older LeaseHost whose
-//     spec.hostname is edited to the name would win it by age; making
-//     spec.hostname immutable, or writing status promptly, closes that
-//     window. Only the controller may write LeaseHost status: a forged hint
-//     would otherwise outrank age.
+//  2. Base holder: the oldest claimant the engine marks as holding (it is
+//     Reserved), else the oldest claimant. Its owner owns the name. So a
+//     newcomer never displaces a live holder, even an older object whose
+//     spec.hostname is edited to the name.
 //  3. Takeover: among the owning owner's claimants with Takeover set, the
 //     newest wins the name for its key. Takeovers by other owners are refused
 //     (HostnameInUse). The previous holders older than the winning takeover
@@ -34,9 +32,28 @@
 //  4. Other claimants: HostnameInUse for other owners, Withheld for other
 //     deployments of the same owner.
 //
-// So: takeover (newest) > status hint (oldest hint carrier) > oldest. When
-// a holder leaves, the same rules pick the next holder: a waiter of any owner
-// can take a name that has become free.
+// When a holder leaves, the same rules pick the next holder: a waiter of any
+// owner can take a name that has become free, the oldest first.
+//
+// # Status is a hint for the cold start only
+//
+// A LeaseHost's status.reservedHosts is the Holding hint of its claimants.
+// Only Restore, which rebuilds the engine when the controller starts, reads
+// it: there a hint carrier counts as holding, so the controller comes back
+// with the holders it had, and the result does not depend on the order of
+// the restored claimants (two hint carriers of different keys are ambiguous
+// and settled by age). Upsert ignores hints: a status written by anyone but
+// the controller can never move a name away from a live holder. A status
+// forged while no controller runs is the one case a hint can decide, which
+// is why tenants must not be able to write LeaseHost status.
+//
+// # Objects
+//
+// A claimant belongs to an object (Claimant.Object, the LeaseHost's UID),
+// which may claim one name per shard. The engine records what each object
+// claims (ClaimsOf) and releases an object as a whole (ReleaseObject), so a
+// LeaseHost deleted and re-created under the same name (a new UID) neither
+// inherits nor strands the old object's claims.
 //
 // # Normalisation
 //

@@ -1,6 +1,7 @@
 package hostnames
 
 import (
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -10,24 +11,32 @@ import (
 // Engine is the in-memory ownership index: which claim key holds which name,
 // and every claimant's decision. All methods are safe for concurrent use.
 //
-// The engine's state is a pure function of the live claimants (with their
-// Takeover flags and Holding hints) and the block list: the same set gives
-// the same decisions whatever the order of the Upsert and Remove calls that
-// built it. A restarted controller that upserts every LeaseHost, with Holding
-// taken from its status, comes back with the same holders.
+// The engine is the authority on who holds a name while it runs: a claimant
+// whose name is Reserved keeps it (its Holding mark is the engine's own)
+// until it leaves, the name is blocked, or a takeover of the same owner moves
+// it. A newcomer never displaces a live holder, whatever its age or its
+// status says. Claimant.Holding as given by the caller (the status hint) is
+// read only by Restore, the cold start: there the state is a pure function
+// of the restored claimants, their hints and the block list, whatever their
+// order, so a restarted controller that restores every LeaseHost, with
+// Holding taken from its status, comes back with the same holders.
 type Engine struct {
 	mu      sync.RWMutex
 	blocked *BlockList
-	claims  map[string]*claim     // by UID
-	hosts   map[string]*hostState // by normalised name
+	claims  map[string]*claim            // by UID
+	objects map[string]map[string]*claim // by Object, then UID
+	hosts   map[string]*hostState        // by normalised name
 	stats   [numStates]int
 	scratch []Decision
 }
 
 type claim struct {
-	Claimant        // as given, Host not normalised
-	host     string // normalised; "" when invalid
-	dec      Decision
+	// Claimant is as given, Host not normalised, except Holding: the
+	// engine's own mark, true while the claim is Reserved (or, during
+	// Restore, the caller's hint).
+	Claimant
+	host string // normalised; "" when invalid
+	dec  Decision
 }
 
 type hostState struct {
@@ -58,6 +67,7 @@ func New(blocked *BlockList) *Engine {
 	return &Engine{
 		blocked: blocked,
 		claims:  map[string]*claim{},
+		objects: map[string]map[string]*claim{},
 		hosts:   map[string]*hostState{},
 	}
 }
@@ -68,31 +78,63 @@ func New(blocked *BlockList) *Engine {
 // promoted. The returned changes list every other claimant whose decision
 // changed as a consequence, sorted by UID.
 //
-// A claimant refused HostnameInUse changes nothing else: a LeaseHost is one
-// name, so the request is atomic.
+// c.Holding is ignored: a live holder keeps its name, and a claimant's
+// status cannot take one (see Restore for the cold start). A claimant refused
+// HostnameInUse changes nothing else: a LeaseHost is one name, so the request
+// is atomic.
 func (e *Engine) Upsert(c Claimant) (Decision, []Change) {
 	host, err := Normalise(c.Host)
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 
+	cl, changes := e.place(c, host, err, false)
+	if cl.host != "" {
+		changes = e.resolve(cl.host, e.hosts[cl.host], changes, c.UID)
+	}
+	return cl.dec, sortChanges(changes)
+}
+
+// place records c (normalised to host, or invalid with err) without deciding
+// its new name, and returns its claim and the changes on the name it left.
+// The claim keeps its Holding mark while it stays on the same name; with
+// restore it takes the caller's hint instead. The caller holds the write lock
+// and resolves cl.host.
+func (e *Engine) place(c Claimant, host string, err error, restore bool) (*claim, []Change) {
 	var changes []Change
+	if c.Object == "" {
+		c.Object = c.UID
+	}
+	holding := false
 	cl := e.claims[c.UID]
 	if cl == nil {
 		cl = &claim{}
 		e.claims[c.UID] = cl
-	} else if cl.host != "" {
-		hs := e.hosts[cl.host]
-		hs.remove(cl)
-		if err != nil || cl.host != host {
-			changes = e.resolve(cl.host, hs, changes, c.UID)
+	} else {
+		if cl.host != "" {
+			hs := e.hosts[cl.host]
+			hs.remove(cl)
+			if err != nil || cl.host != host {
+				changes = e.resolve(cl.host, hs, changes, c.UID)
+			} else {
+				holding = cl.Holding
+			}
+		}
+		if cl.Object != c.Object {
+			e.unindex(cl)
 		}
 	}
+	if restore {
+		holding = c.Holding
+	}
 	cl.Claimant = c
+	cl.Holding = holding
+	e.index(cl)
 	if err != nil {
 		cl.host = ""
+		cl.Holding = false
 		e.setDecision(cl, invalidDecision(err))
-		return cl.dec, sortChanges(changes)
+		return cl, changes
 	}
 	cl.host = host
 	hs := e.hosts[host]
@@ -101,8 +143,65 @@ func (e *Engine) Upsert(c Claimant) (Decision, []Change) {
 		e.hosts[host] = hs
 	}
 	hs.insert(cl)
-	changes = e.resolve(host, hs, changes, c.UID)
-	return cl.dec, sortChanges(changes)
+	return cl, changes
+}
+
+// Restore is the cold start: it records every claimant of cs as Upsert does,
+// but honours their Holding hints (their status said Reserved=True for
+// exactly this name), and decides each name once, after all of them are in.
+// The result is a pure function of the claimants, their hints and the block
+// list, whatever the order of cs: two hint carriers of different keys are
+// settled by age (the oldest hint carrier), as an ambiguous cold start must
+// be. It returns every claimant's decision by UID, and the changes of
+// claimants not in cs, sorted by UID.
+func (e *Engine) Restore(cs []Claimant) (map[string]Decision, []Change) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+
+	var changes []Change
+	touched := map[string]bool{}
+	restored := make(map[string]bool, len(cs))
+	for _, c := range cs {
+		host, err := Normalise(c.Host)
+		cl, ch := e.place(c, host, err, true)
+		changes = append(changes, ch...)
+		restored[c.UID] = true
+		if cl.host != "" {
+			touched[cl.host] = true
+		}
+	}
+	for _, h := range slices.Sorted(maps.Keys(touched)) {
+		changes = e.resolve(h, e.hosts[h], changes, "")
+	}
+	out := make(map[string]Decision, len(cs))
+	for _, c := range cs {
+		out[c.UID] = e.claims[c.UID].dec
+	}
+	kept := changes[:0]
+	for _, ch := range changes {
+		if !restored[ch.UID] {
+			kept = append(kept, ch)
+		}
+	}
+	return out, sortChanges(kept)
+}
+
+func (e *Engine) index(cl *claim) {
+	m := e.objects[cl.Object]
+	if m == nil {
+		m = map[string]*claim{}
+		e.objects[cl.Object] = m
+	}
+	m[cl.UID] = cl
+}
+
+func (e *Engine) unindex(cl *claim) {
+	if m := e.objects[cl.Object]; m != nil {
+		delete(m, cl.UID)
+		if len(m) == 0 {
+			delete(e.objects, cl.Object)
+		}
+	}
 }
 
 // Remove forgets the claimant with this UID (its LeaseHost was deleted) and
@@ -118,21 +217,70 @@ func (e *Engine) Remove(uid string) []Change {
 	if cl == nil {
 		return nil
 	}
-	delete(e.claims, uid)
+	return sortChanges(e.remove(cl, nil))
+}
+
+// remove forgets cl and appends the changes on its name. The caller holds the
+// write lock.
+func (e *Engine) remove(cl *claim, changes []Change) []Change {
+	delete(e.claims, cl.UID)
+	e.unindex(cl)
 	e.stats[stateIndex(cl.dec)]--
 	if cl.host == "" {
-		return nil
+		return changes
 	}
 	hs := e.hosts[cl.host]
 	hs.remove(cl)
-	return sortChanges(e.resolve(cl.host, hs, nil, uid))
+	return e.resolve(cl.host, hs, changes, cl.UID)
+}
+
+// ClaimsOf returns the claimants recorded for object (a LeaseHost's UID: see
+// Claimant.Object), sorted by UID, with Host as given. It is the engine's own
+// record of what an object claims, so that a caller releases what the engine
+// holds, not what the caller believes it asked for.
+func (e *Engine) ClaimsOf(object string) []Claimant {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	m := e.objects[object]
+	out := make([]Claimant, 0, len(m))
+	for _, cl := range m {
+		out = append(out, cl.Claimant)
+	}
+	slices.SortFunc(out, func(a, b Claimant) int { return strings.Compare(a.UID, b.UID) })
+	return out
+}
+
+// ReleaseObject forgets every claimant of object (its LeaseHost was deleted,
+// or replaced by a new object of the same name) and releases their names, as
+// Remove does for each. Releasing an unknown object is a no-op.
+func (e *Engine) ReleaseObject(object string) []Change {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	// Take every claimant of object out first, then decide each name once,
+	// so no claimant of object shows up in the changes.
+	hosts := map[string]bool{}
+	for _, cl := range e.objects[object] {
+		delete(e.claims, cl.UID)
+		e.stats[stateIndex(cl.dec)]--
+		if cl.host != "" {
+			e.hosts[cl.host].remove(cl)
+			hosts[cl.host] = true
+		}
+	}
+	delete(e.objects, object)
+	var changes []Change
+	for _, h := range slices.Sorted(maps.Keys(hosts)) {
+		changes = e.resolve(h, e.hosts[h], changes, "")
+	}
+	return sortChanges(changes)
 }
 
 // SetBlockList replaces the block list and re-evaluates every name: claims
 // that become blocked are revoked (Blocked), and names that become unblocked
-// are admitted again by the usual rules (the oldest waiter wins unless a hint
-// or a takeover says otherwise). The changes list every claimant whose
-// decision changed, sorted by UID.
+// are admitted again by the usual rules (the oldest waiter wins unless a
+// takeover says otherwise). A name blocked neither before nor after keeps its
+// holder. The changes list every claimant whose decision changed, sorted by
+// UID.
 func (e *Engine) SetBlockList(b *BlockList) []Change {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -161,9 +309,13 @@ func (e *Engine) resolve(host string, hs *hostState, changes []Change, subject s
 		return changes
 	}
 	entry, blocked := e.blocked.match(host)
-	e.scratch, hs.holder = decide(host, hs.claims, entry, blocked, e.scratch[:0])
+	why, _ := e.blocked.Reserved(entry)
+	e.scratch, hs.holder = decide(host, hs.claims, entry, why, blocked, e.scratch[:0])
 	for i, c := range hs.claims {
 		d := e.scratch[i]
+		// The engine's own mark: a claim that is Reserved holds, so a
+		// newcomer (older or not, hint or not) cannot displace it.
+		c.Holding = d.Reserved
 		if d == c.dec {
 			continue
 		}
@@ -210,7 +362,8 @@ func (e *Engine) CanReserve(owner, host string) error {
 		return err
 	}
 	e.mu.RLock()
-	entry, blocked := e.blocked.match(h)
+	bl := e.blocked
+	entry, blocked := bl.match(h)
 	var heldByOther bool
 	if hs := e.hosts[h]; !blocked && hs != nil && hs.holder >= 0 {
 		heldByOther = hs.claims[hs.holder].Key.Owner != owner
@@ -219,6 +372,9 @@ func (e *Engine) CanReserve(owner, host string) error {
 	switch {
 	case blocked:
 		detail := "blocked by the provider's block list entry " + quoteHost(entry)
+		if why, ok := bl.Reserved(entry); ok {
+			detail = "reserved for the provider's shard: " + why
+		}
 		if lookalike(h, entry) {
 			detail += " (it is a look-alike of a blocked name)"
 		}
@@ -283,6 +439,9 @@ type Snapshot struct {
 	Holders map[string]Claimant
 	// Blocked lists the block-list entries, normalised and sorted.
 	Blocked []string
+	// Reserved maps the names reserved for the provider to why
+	// (BlockList.WithReserved); nil when there are none.
+	Reserved map[string]string
 }
 
 // Snapshot copies the engine's state. It costs O(claimants).
@@ -293,6 +452,9 @@ func (e *Engine) Snapshot() Snapshot {
 		Claims:  make([]ClaimState, 0, len(e.claims)),
 		Holders: make(map[string]Claimant, len(e.hosts)),
 		Blocked: e.blocked.Entries(),
+	}
+	if r := e.blocked.ReservedNames(); len(r) > 0 {
+		s.Reserved = r
 	}
 	for _, cl := range e.claims {
 		s.Claims = append(s.Claims, ClaimState{Claimant: cl.Claimant, Decision: cl.dec})

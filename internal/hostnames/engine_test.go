@@ -115,23 +115,15 @@ func TestEngineScenarios(t *testing.T) {
 			// once the taker is gone the oldest waiter comes back; a3's message names the new holder
 			rm("a2", chg{"a1": ReasonReserved, "a1b": ReasonReserved, "a3": ReasonWithheld}, hld{hostA: "a1"}),
 		}},
-		{"takeover result survives a restart through the status hint", []step{
-			// a2 took the name over and its status says so; its takeover flag is gone
-			up(lh("a1", 1, "alice", 1, hostA), ReasonReserved, nil, nil),
-			up(lh("a2", 4, "alice", 2, hostA).withHolding(), ReasonReserved, chg{"a1": ReasonWithheld}, hld{hostA: "a2"}),
-			// and in the other order, as after a restart
-			rm("a2", chg{"a1": ReasonReserved}, hld{hostA: "a1"}),
-			rm("a1", nil, hld{hostA: ""}),
-			up(lh("a2", 4, "alice", 2, hostA).withHolding(), ReasonReserved, nil, nil),
-			up(lh("a1", 1, "alice", 1, hostA), ReasonWithheld, nil, hld{hostA: "a2"}),
-		}},
-		{"newest takeover wins, no ping-pong", []step{
-			up(lh("a1", 1, "alice", 1, hostA), ReasonReserved, nil, nil),
-			up(lh("a3", 3, "alice", 3, hostA).withTakeover(), ReasonReserved, chg{"a1": ReasonTransferredAway}, hld{hostA: "a3"}),
-			// an older takeover request does not take it back
-			up(lh("a2", 2, "alice", 2, hostA).withTakeover(), ReasonTransferredAway, nil, hld{hostA: "a3"}),
-			up(lh("a3", 3, "alice", 3, hostA).withTakeover(), ReasonReserved, nil, hld{hostA: "a3"}),
-			rm("a3", chg{"a1": ReasonTransferredAway, "a2": ReasonReserved}, hld{hostA: "a2"}),
+		{"a status hint moves nothing from a live holder", []step{
+			up(lh("a1", 5, "alice", 1, hostA), ReasonReserved, nil, hld{hostA: "a1"}),
+			// an older object of another owner whose status claims the name
+			up(lh("b1", 1, "bob", 1, hostA).withHolding(), ReasonHostnameInUse, nil, hld{hostA: "a1"}),
+			up(lh("b1", 1, "bob", 1, hostA).withHolding().withTakeover(), ReasonHostnameInUse, nil, hld{hostA: "a1"}),
+			// an older deployment of the same owner whose status claims it
+			up(lh("a2", 2, "alice", 2, hostA).withHolding(), ReasonWithheld, nil, hld{hostA: "a1"}),
+			// the holder leaves: the oldest waiter is promoted, hint or not
+			rm("a1", chg{"b1": ReasonReserved, "a2": ReasonHostnameInUse}, hld{hostA: "b1"}),
 		}},
 		{"takeover across owners is refused", []step{
 			up(lh("a1", 1, "alice", 1, hostA), ReasonReserved, nil, nil),
@@ -140,15 +132,14 @@ func TestEngineScenarios(t *testing.T) {
 			up(lh("a1", 1, "alice", 1, hostA).withHolding(), ReasonReserved, nil, nil),
 			up(lh("b2", 3, "bob", 2, hostA).withTakeover().withHolding(), ReasonHostnameInUse, nil, hld{hostA: "a1"}),
 		}},
-		{"hint carrier keeps the name against an older object", []step{
-			up(lh("b1", 5, "bob", 1, hostA).withHolding(), ReasonReserved, nil, nil),
-			up(lh("a1", 1, "alice", 1, hostA), ReasonHostnameInUse, nil, hld{hostA: "b1"}),
-			// two stale hints: the oldest hint carrier wins
-			up(lh("c1", 3, "carol", 1, hostA).withHolding(), ReasonReserved, chg{"b1": ReasonHostnameInUse}, hld{hostA: "c1"}),
-		}},
-		{"cold start without hints: oldest wins", []step{
+		{"a live holder keeps the name against an older object", []step{
 			up(lh("b1", 5, "bob", 1, hostA), ReasonReserved, nil, nil),
-			up(lh("a1", 1, "alice", 1, hostA), ReasonReserved, chg{"b1": ReasonHostnameInUse}, hld{hostA: "a1"}),
+			up(lh("a1", 1, "alice", 1, hostA), ReasonHostnameInUse, nil, hld{hostA: "b1"}),
+			// an older object whose hostname is edited to the name waits too
+			up(lh("c1", 3, "carol", 1, hostB), ReasonReserved, nil, nil),
+			up(lh("c1", 3, "carol", 1, hostA), ReasonHostnameInUse, nil, hld{hostA: "b1", hostB: ""}),
+			// the holder leaves: the oldest waiter is promoted
+			rm("b1", chg{"a1": ReasonReserved}, hld{hostA: "a1"}),
 		}},
 		{"block added after a claim revokes it; removing it re-admits", []step{
 			up(lh("a1", 1, "alice", 1, hostA), ReasonReserved, nil, nil),
@@ -445,14 +436,140 @@ func TestSnapshotRebuild(t *testing.T) {
 		e.Upsert(c)
 	}
 	s := e.Snapshot()
+	// A restart: every claimant restored, with the hint its written status
+	// gives (Holding in a snapshot is the engine's mark: Reserved).
 	rebuilt := New(MustBlockList(s.Blocked...))
+	var cs []Claimant
 	for i := len(s.Claims) - 1; i >= 0; i-- {
-		rebuilt.Upsert(s.Claims[i].Claimant)
+		c := s.Claims[i].Claimant
+		if c.Holding != s.Claims[i].Decision.Reserved {
+			t.Errorf("%s: Holding %v with decision %s", c.UID, c.Holding, s.Claims[i].Decision.Reason)
+		}
+		cs = append(cs, c)
 	}
+	rebuilt.Restore(cs)
 	if got := rebuilt.Snapshot(); !reflect.DeepEqual(got, s) {
 		t.Errorf("rebuilt snapshot differs:\n got %+v\nwant %+v", got, s)
 	}
 	if s.Holders[hostA].UID != "a2" || s.Holders[hostB].UID != "b2" {
 		t.Errorf("holders %+v", s.Holders)
 	}
+}
+
+// TestRestore: the cold start is the only place a status hint counts, and
+// there the result is the same whatever the order.
+func TestRestore(t *testing.T) {
+	cases := []struct {
+		name    string
+		claims  []Claimant
+		holder  string
+		reasons map[string]Reason
+	}{
+		{"no hints: the oldest holds",
+			[]Claimant{lh("b1", 5, "bob", 1, hostA), lh("a1", 1, "alice", 1, hostA)},
+			"a1", map[string]Reason{"b1": ReasonHostnameInUse}},
+		{"a hint carrier beats an older object",
+			[]Claimant{lh("b1", 5, "bob", 1, hostA).withHolding(), lh("a1", 1, "alice", 1, hostA)},
+			"b1", map[string]Reason{"a1": ReasonHostnameInUse}},
+		{"two hint carriers (ambiguous): the oldest hint carrier holds",
+			[]Claimant{lh("b1", 5, "bob", 1, hostA).withHolding(), lh("c1", 3, "carol", 1, hostA).withHolding(), lh("a1", 1, "alice", 1, hostA)},
+			"c1", map[string]Reason{"a1": ReasonHostnameInUse, "b1": ReasonHostnameInUse}},
+		{"a takeover result survives through the hint once the flag is gone",
+			[]Claimant{lh("a1", 1, "alice", 1, hostA), lh("a2", 4, "alice", 2, hostA).withHolding()},
+			"a2", map[string]Reason{"a1": ReasonWithheld}},
+		{"the newest takeover of the holding owner wins",
+			[]Claimant{lh("a1", 1, "alice", 1, hostA).withHolding(), lh("a3", 3, "alice", 3, hostA).withTakeover(), lh("a2", 2, "alice", 2, hostA).withTakeover()},
+			"a3", map[string]Reason{"a1": ReasonTransferredAway, "a2": ReasonTransferredAway}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var first Snapshot
+			for round, order := range [][]Claimant{tc.claims, reversed(tc.claims)} {
+				e := New(nil)
+				got, changes := e.Restore(order)
+				if len(changes) != 0 {
+					t.Errorf("round %d: changes %+v on an empty engine", round, changes)
+				}
+				if h, ok := e.Holder(hostA); !ok || h.UID != tc.holder {
+					t.Errorf("round %d: holder %q, %v; want %s", round, h.UID, ok, tc.holder)
+				}
+				for uid, want := range tc.reasons {
+					if got[uid].Reason != want {
+						t.Errorf("round %d: %s: %s; want %s", round, uid, got[uid].Reason, want)
+					}
+				}
+				if round == 0 {
+					first = e.Snapshot()
+				} else if s := e.Snapshot(); !reflect.DeepEqual(s, first) {
+					t.Errorf("restore depends on the order:\n got %s\nwant %s", dumpSnapshot(s), dumpSnapshot(first))
+				}
+				// After the cold start, hints count for nothing.
+				for _, c := range tc.claims {
+					if c.UID == tc.holder {
+						continue
+					}
+					if d, _ := e.Upsert(c.withHolding()); d.Reserved {
+						t.Errorf("round %d: a live hint on %s took the name: %+v", round, c.UID, d)
+					}
+				}
+				if h, _ := e.Holder(hostA); h.UID != tc.holder {
+					t.Errorf("round %d: after live hints the holder is %s; want %s", round, h.UID, tc.holder)
+				}
+			}
+		})
+	}
+}
+
+func reversed[T any](s []T) []T {
+	out := slices.Clone(s)
+	slices.Reverse(out)
+	return out
+}
+
+// TestReleaseObject: the engine's record of which object claims what is what
+// a caller releases, so a re-created object of the same name (a new UID)
+// neither inherits nor strands the old object's claims.
+func TestReleaseObject(t *testing.T) {
+	e := New(nil)
+	old := func(uid, host string) Claimant {
+		c := lh(uid, 1, "alice", 1, host)
+		c.Object = "obj-old"
+		return c
+	}
+	e.Upsert(old("obj-old/"+hostA, hostA))
+	e.Upsert(old("obj-old/"+hostB, hostB))
+	e.Upsert(lh("b1", 2, "bob", 1, hostA))
+	// The re-created object: same name, new UID, a new deployment.
+	next := lh("obj-new/"+hostA, 9, "alice", 2, hostA)
+	next.Object = "obj-new"
+	if d, _ := e.Upsert(next); d.Reason != ReasonWithheld {
+		t.Fatalf("while the old object lives the new one is %s; want Withheld", d.Reason)
+	}
+	if got := e.ClaimsOf("obj-old"); len(got) != 2 || got[0].UID != "obj-old/"+hostB || got[1].UID != "obj-old/"+hostA {
+		t.Fatalf("ClaimsOf(obj-old) = %+v", got)
+	}
+	changes := e.ReleaseObject("obj-old")
+	if len(e.ClaimsOf("obj-old")) != 0 {
+		t.Fatalf("claims of a released object remain: %+v", e.ClaimsOf("obj-old"))
+	}
+	// The oldest waiter (bob's, created before the new object) is promoted;
+	// the new object then waits on another owner like any newcomer.
+	if h, _ := e.Holder(hostA); h.UID != "b1" {
+		t.Errorf("holder of %s: %s; want b1", hostA, h.UID)
+	}
+	if _, ok := e.Holder(hostB); ok {
+		t.Errorf("%s is still held after its only claimant's object was released", hostB)
+	}
+	want := map[string]Reason{"b1": ReasonReserved, "obj-new/" + hostA: ReasonHostnameInUse}
+	got := map[string]Reason{}
+	for _, c := range changes {
+		got[c.UID] = c.New.Reason
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("changes %v; want %v", got, want)
+	}
+	if e.ReleaseObject("obj-old") != nil {
+		t.Error("releasing an unknown object changed something")
+	}
+	checkInvariants(t, e)
 }

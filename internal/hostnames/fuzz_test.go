@@ -32,10 +32,10 @@ func (s *byteSrc) IntN(n int) int {
 	return int(b) % n
 }
 
-// FuzzEngine decodes the input into a sequence of upserts, removes and block
-// list changes over the property test's universe, checks every invariant
-// after each, and checks at the end that the state depends only on the final
-// live set.
+// FuzzEngine decodes the input into a sequence of upserts, removes, object
+// deletes and re-creates, and block list changes over the property test's
+// universe, checks every invariant after each, and checks at the end that a
+// restart from the final live set and its statuses restores the same state.
 func FuzzEngine(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09"))

@@ -2,8 +2,9 @@ package hostnames
 
 // decide applies the ownership rules to every claimant of one name. It is a
 // pure function of its arguments: the claimants (sorted by Older, each with
-// its key, Takeover flag and Holding hint) and the block-list match. That is
-// what makes the engine's state independent of the order of events.
+// its key, Takeover flag and Holding mark) and the block-list match. Holding
+// is the engine's own record that the claimant holds the name, or, during
+// Restore only, the status hint.
 //
 // It returns the index in cs of the holder (the oldest claimant of the holding
 // key), or -1 when the name is blocked or cs is empty, and appends one
@@ -12,8 +13,8 @@ package hostnames
 // Precedence, first match wins:
 //
 //  1. Blocked: every claimant is refused (Blocked); nobody holds the name.
-//  2. Base holder: the oldest claimant carrying the Holding hint, or, if none
-//     does, the oldest claimant. Its owner owns the name.
+//  2. Base holder: the oldest claimant marked Holding, or, if none is, the
+//     oldest claimant. Its owner owns the name.
 //  3. Takeover: among the owning owner's claimants with Takeover set, the
 //     newest holds the name for its key (a later takeover supersedes an
 //     earlier one, deterministically, so two takeovers never ping-pong).
@@ -27,13 +28,14 @@ package hostnames
 //     age comparison between a blue and a green deployment created in the
 //     same second would fall to the UID, which is random.
 //
-// In short: takeover (newest) > status hint (oldest hint carrier) > oldest.
-func decide(host string, cs []*claim, blockEntry string, blocked bool, out []Decision) ([]Decision, int) {
+// In short: takeover (newest) > live holder (or, on a cold start, the oldest
+// hint carrier) > oldest.
+func decide(host string, cs []*claim, blockEntry, reservedWhy string, blocked bool, out []Decision) ([]Decision, int) {
 	if len(cs) == 0 {
 		return out, -1
 	}
 	if blocked {
-		d := blockedDecision(host, blockEntry)
+		d := blockedDecision(host, blockEntry, reservedWhy)
 		for range cs {
 			out = append(out, d)
 		}

@@ -125,7 +125,10 @@ func NamespaceOwnerRefusal(p tenancy.Policy, lh *shardgatev1alpha1.LeaseHost, ns
 }
 
 // Claimants are lh's claims in the hostname engine under plan: one per
-// name, none when the plan is refused.
+// name, none when the plan is refused. Holding carries the status hint,
+// which the engine reads on a cold start (Restore) only; Object ties every
+// claim to lh's UID, so a deleted object's claims are released by its own
+// UID.
 func Claimants(lh *shardgatev1alpha1.LeaseHost, plan Plan) []hostnames.Claimant {
 	if plan.Refusal != nil {
 		return nil
@@ -138,6 +141,7 @@ func Claimants(lh *shardgatev1alpha1.LeaseHost, plan Plan) []hostnames.Claimant 
 			Host:     h,
 			Takeover: plan.Takeover,
 			Holding:  slices.Contains(lh.Status.ReservedHosts, h),
+			Object:   string(lh.UID),
 		})
 	}
 	return out
