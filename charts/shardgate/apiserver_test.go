@@ -438,6 +438,13 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 		}
 		var unused []string
 		for _, r := range rules {
+			if r.namespace == ns && isShardRule(r.Resources) {
+				// The release namespace may hold shards too, so it gets the
+				// shard Role; this run's shard is in infraN, whose Role the
+				// same rules are checked on.
+				GinkgoWriter.Printf("granted, not exercised in this run: the shard Role in the release namespace %s (no shard there)\n", ns)
+				continue
+			}
 			for _, g := range r.APIGroups {
 				for _, res := range r.Resources {
 					for _, v := range r.Verbs {

@@ -50,7 +50,11 @@ func TestRenderTenantRole(t *testing.T) {
 	}
 
 	rel = mustRender(t, "shardgate", "shardgate-system", map[string]any{"tenantRole": map[string]any{"create": false}})
-	g.Expect(kinds(rel.objects)).To(HaveKeyWithValue("ClusterRole", 1))
+	// The controller's, metrics-reader and config-reader: no tenant role.
+	g.Expect(kinds(rel.objects)).To(HaveKeyWithValue("ClusterRole", 3))
+	for _, u := range rel.objects {
+		g.Expect(u.GetName()).NotTo(Equal("shardgate-tenant"))
+	}
 }
 
 // The shardgate-tenant role bound to a tenant user in its namespace, on the

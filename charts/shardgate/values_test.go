@@ -62,11 +62,12 @@ func TestShardNamespaceRBAC(t *testing.T) {
 	g.Expect(clusterWrites(rel)).To(BeEmpty(), "the ClusterRole grants Envoy-object writes in every namespace")
 	g.Expect(shardRoles(rel)).To(Equal(map[string]map[string][]string{"shardgate-system": want}))
 
-	// Listed namespaces: one Role and RoleBinding each, bound to the
-	// release's ServiceAccount.
+	// Listed namespaces, besides the release namespace (which always may
+	// hold shards): one Role and RoleBinding each, bound to the release's
+	// ServiceAccount.
 	rel = mustRender(t, "shardgate", "shardgate-system", map[string]any{"shardNamespaces": []any{"providers", "edge", "providers"}})
 	g.Expect(clusterWrites(rel)).To(BeEmpty())
-	g.Expect(shardRoles(rel)).To(Equal(map[string]map[string][]string{"providers": want, "edge": want}))
+	g.Expect(shardRoles(rel)).To(Equal(map[string]map[string][]string{"shardgate-system": want, "providers": want, "edge": want}))
 	var bound []string
 	for _, u := range rel.objects {
 		if u.GetKind() != "RoleBinding" || u.GetName() != "shardgate-shard" {
@@ -78,7 +79,7 @@ func TestShardNamespaceRBAC(t *testing.T) {
 		g.Expect(subjects[0]).To(HaveKeyWithValue("namespace", "shardgate-system"))
 		bound = append(bound, u.GetNamespace())
 	}
-	g.Expect(bound).To(ConsistOf("providers", "edge"))
+	g.Expect(bound).To(ConsistOf("shardgate-system", "providers", "edge"))
 }
 
 func isShardRule(resources []string) bool {
