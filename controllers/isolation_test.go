@@ -11,7 +11,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,7 +18,6 @@ import (
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/manager"
-	"github.com/shardgate/shardgate/internal/tenancy"
 	"github.com/shardgate/shardgate/internal/testenv"
 )
 
@@ -29,13 +27,7 @@ import (
 
 // tenantFixture is a namespace marked as owned by owner, with a Service.
 func tenantFixture(ctx context.Context, c client.Client, prefix, owner string) *fixture {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		GenerateName: prefix + "-",
-		Annotations:  map[string]string{tenancy.OwnerKey: owner},
-	}}
-	Expect(c.Create(ctx, ns)).To(Succeed())
-	dumps.Add(c, ns.Name)
-	f := &fixture{c: c, ns: ns.Name, owners: map[string]string{owner: ns.Name}, of: map[string]string{}}
+	f := ownedFixture(ctx, c, prefix, owner)
 	f.service(ctx, "web")
 	return f
 }

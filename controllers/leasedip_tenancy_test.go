@@ -8,24 +8,12 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/tenancy"
 	"github.com/shardgate/shardgate/internal/testenv"
 )
-
-// ownedFixture creates a namespace marked as owner's (shardgate.io/owner),
-// or unmarked when owner is "".
-func ownedFixture(ctx context.Context, c client.Client, prefix, owner string) *fixture {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	if owner != "" {
-		ns.Annotations = map[string]string{tenancy.OwnerKey: owner}
-	}
-	Expect(c.Create(ctx, ns)).To(Succeed())
-	return &fixture{c: c, ns: ns.Name}
-}
 
 // leasedIPState describes a LeasedIP for failure messages.
 func leasedIPState(ctx context.Context, c client.Client, ns, name string) string {

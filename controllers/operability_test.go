@@ -82,16 +82,6 @@ var _ = Describe("what an operator sees: printer columns and Events", Ordered, f
 	var alice, bob *fixture
 	const infra = "default"
 
-	// ownedNamespace creates a namespace marked as belonging to owner.
-	ownedNamespace := func(prefix, owner string) *fixture {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-			GenerateName: prefix + "-",
-			Annotations:  map[string]string{"shardgate.io/owner": owner},
-		}}
-		Expect(c.Create(ctx, ns)).To(Succeed())
-		return &fixture{c: c, ns: ns.Name}
-	}
-
 	BeforeAll(func() {
 		var err error
 		env, err = testenv.Start(ctx, testenv.Options{})
@@ -101,11 +91,11 @@ var _ = Describe("what an operator sees: printer columns and Events", Ordered, f
 		env.RunManager(manager.Options{MetricsAddress: "0", HealthAddress: "0", Log: GinkgoLogr})
 		shard(ctx, c, infra, "shard-a", "shard-a.ops.test")
 		shard(ctx, c, infra, "shard-b", "shard-b.ops.test")
-		bob = ownedNamespace("bob", "akash1bob")
+		bob = ownedFixture(ctx, c, "bob", "akash1bob")
 		bob.service(ctx, "web")
 		bob.leaseHost(ctx, "bob-web", "web.shard-b.ops.test", owner("akash1bob", 1))
 		Eventually(reserved(ctx, c, bob.ns, "bob-web")).Should(Equal("True/Reserved"))
-		alice = ownedNamespace("alice", "akash1alice")
+		alice = ownedFixture(ctx, c, "alice", "akash1alice")
 		alice.service(ctx, "web")
 		alice.leaseHost(ctx, "alice-web", "", owner("akash1alice", 1), func(lh *shardgatev1alpha1.LeaseHost) { lh.Spec.Subdomain = "web" })
 		alice.leaseHost(ctx, "alice-nosvc", "nosvc.shard-a.ops.test", owner("akash1alice", 2), service("missing"))

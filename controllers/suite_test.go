@@ -59,6 +59,18 @@ func newFixture(ctx context.Context, c client.Client, prefix string) *fixture {
 	return &fixture{c: c, ns: ns.Name, owners: map[string]string{defaultOwner: ns.Name}, of: map[string]string{}}
 }
 
+// ownedFixture creates a namespace marked as owner's (the
+// shardgate.io/owner annotation), or unmarked when owner is "".
+func ownedFixture(ctx context.Context, c client.Client, prefix, owner string) *fixture {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	if owner != "" {
+		ns.Annotations = map[string]string{tenancy.OwnerKey: owner}
+	}
+	Expect(c.Create(ctx, ns)).To(Succeed())
+	dumps.Add(c, ns.Name)
+	return &fixture{c: c, ns: ns.Name, owners: map[string]string{owner: ns.Name}, of: map[string]string{}}
+}
+
 // dumps are the namespaces the running spec created; a spec that fails
 // prints their objects.
 var dumps testenv.Dumps
