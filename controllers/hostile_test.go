@@ -169,7 +169,7 @@ var _ = Describe("Hostile input on the real apiserver", Ordered, func() {
 		shard(ctx, c, "default", "gw", "apps.test")
 		// Gateway API behaviour is tested on a Gateway that is not a
 		// shard: a shard serves only what ownership allows (see
-		// shard_ownership_test.go).
+		// isolation_routes_test.go).
 		gateway(ctx, c, "default", "api", "apps.test")
 		env.RunManager(manager.Options{ConfigPath: cfgFile, MetricsAddress: "0", HealthAddress: "0", Log: GinkgoLogr,
 			OnXDSServer: func(s *xdsserver.Server) { xds = s }})
