@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,7 +29,10 @@ import (
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/gatewayapi"
+	"github.com/shardgate/shardgate/internal/hostnames"
+	"github.com/shardgate/shardgate/internal/leasehosts"
 	"github.com/shardgate/shardgate/internal/status"
+	"github.com/shardgate/shardgate/internal/tenancy"
 	"github.com/shardgate/shardgate/sharding"
 )
 
@@ -71,6 +76,9 @@ type GatewayAPIReconciler struct {
 	// Tenancy says where shards may live (nil: the safe defaults); a
 	// Gateway with shard parameters elsewhere is not Accepted.
 	Tenancy *Tenancy
+	// Blocked is the provider's block list (nil: none); shards serve no
+	// route for a blocked name.
+	Blocked func() *hostnames.BlockList
 	// MutateInput, when set, edits each snapshot before translation. Tests
 	// use it to feed loopback endpoints, which the apiserver refuses in
 	// EndpointSlices; the controller leaves it nil.
@@ -79,6 +87,23 @@ type GatewayAPIReconciler struct {
 	trigger    chan event.GenericEvent
 	once       sync.Once
 	translator *gatewayapi.Translator
+	// ownership: the last translation's ownership facts, which the next
+	// one's handover reads; ownershipOf memoises them (see ownershipFor).
+	ownership   *gatewayapi.Ownership
+	ownershipOf ownershipInputs
+}
+
+// ownershipInputs identifies what a computed Ownership was computed from:
+// the informers' objects are immutable, so the same pointers mean the same
+// objects.
+type ownershipInputs struct {
+	leaseHosts map[*shardgatev1alpha1.LeaseHost]struct{}
+	namespaces map[*corev1.Namespace]struct{}
+	shards     []sharding.Shard
+	refused    []types.NamespacedName
+	blocked    *hostnames.BlockList
+	policy     tenancy.Policy
+	computed   *gatewayapi.Ownership
 }
 
 // SetupWithManager watches every kind the translation reads.
@@ -94,6 +119,8 @@ func (r *GatewayAPIReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &gatewayv1.GRPCRoute{},
 		&gatewayv1.TLSRoute{}, &gatewayv1beta1.ReferenceGrant{}, &corev1.Service{}, &discoveryv1.EndpointSlice{},
 		&corev1.Secret{}, &corev1.Namespace{}, &shardgatev1alpha1.GatewayParameters{},
+		// LeaseHosts decide which names shards serve (Ownership).
+		&shardgatev1alpha1.LeaseHost{},
 	} {
 		b = b.Watches(o, h)
 	}
@@ -176,12 +203,95 @@ func (r *GatewayAPIReconciler) snapshot(ctx context.Context) (*gatewayapi.Input,
 	if r.Runtime != nil {
 		in.Runtime = r.Runtime.Runtime()
 	}
-	_, problems := sharding.Discover(r.ControllerName, in.GatewayClasses, in.Gateways, in.GatewayParameters, r.Tenancy.Placement(in.Namespaces))
+	leaseHosts, err := storeList[shardgatev1alpha1.LeaseHost](ctx, r.Cache)
+	if err != nil {
+		return nil, err
+	}
+	shards, problems := sharding.Discover(r.ControllerName, in.GatewayClasses, in.Gateways, in.GatewayParameters, r.Tenancy.Placement(in.Namespaces))
 	in.ShardRefusals = shardRefusals(problems)
+	in.Ownership = r.ownershipFor(in, leaseHosts, shards, problems)
 	if r.MutateInput != nil {
 		r.MutateInput(in)
 	}
 	return in, nil
+}
+
+// ownershipFor computes which routes the shards may serve: the hostname
+// engine run over the live LeaseHosts (leasehosts.Ownership), plus the
+// names kept through a same-owner handover (leasehosts.Handover). Every
+// Gateway that has a shard section counts as a shard here, even one that
+// Discover could not use (a bad selector, a duplicate name): such a
+// Gateway still allows routes from every namespace, and serves only what
+// the engine allows, in the strict Generated mode.
+//
+// The engine run costs O(LeaseHosts); it is redone only when a LeaseHost,
+// a Namespace, the shards, the block list or the owner policy changed, and
+// a changed result makes the translator translate everything again
+// (reusing the routes' compilations).
+func (r *GatewayAPIReconciler) ownershipFor(in *gatewayapi.Input, leaseHosts []*shardgatev1alpha1.LeaseHost, shards []sharding.Shard, problems []sharding.Problem) *gatewayapi.Ownership {
+	var refused []types.NamespacedName
+	for _, p := range problems {
+		if p.Reason != sharding.ReasonInvalidParameters && !slices.Contains(refused, p.Gateway) {
+			refused = append(refused, p.Gateway)
+		}
+	}
+	var blocked *hostnames.BlockList
+	if r.Blocked != nil {
+		blocked = r.Blocked()
+	}
+	policy := r.Tenancy.Policy()
+	key := ownershipInputs{shards: shards, refused: refused, blocked: blocked, policy: policy}
+	base := r.ownershipOf.computed
+	if base == nil || !r.ownershipOf.same(&key, leaseHosts, in.Namespaces) {
+		key.leaseHosts, key.namespaces = set(leaseHosts), set(in.Namespaces)
+		base = leasehosts.Ownership(leasehosts.OwnershipInput{
+			LeaseHosts: leaseHosts, Namespaces: in.Namespaces, Shards: shards, Policy: policy, Blocked: blocked,
+		})
+		for _, gw := range refused {
+			if _, ok := base.Shards[gw]; !ok {
+				base.Shards[gw] = gatewayapi.RoutesGenerated
+			}
+		}
+		key.computed = base
+		r.ownershipOf = key
+	}
+	live := make(map[types.UID]bool, len(leaseHosts))
+	for _, lh := range leaseHosts {
+		if lh.DeletionTimestamp == nil {
+			live[lh.UID] = true
+		}
+	}
+	out := leasehosts.Handover(r.ownership, base, in.HTTPRoutes, live)
+	r.ownership = out
+	return out
+}
+
+func (k *ownershipInputs) same(o *ownershipInputs, leaseHosts []*shardgatev1alpha1.LeaseHost, namespaces []*corev1.Namespace) bool {
+	return sameSet(k.leaseHosts, leaseHosts) && sameSet(k.namespaces, namespaces) &&
+		reflect.DeepEqual(k.shards, o.shards) && slices.Equal(k.refused, o.refused) && k.blocked == o.blocked &&
+		slices.Equal(k.policy.Keys, o.policy.Keys) && k.policy.RequireOwner == o.policy.RequireOwner
+}
+
+func set[T any](items []*T) map[*T]struct{} {
+	out := make(map[*T]struct{}, len(items))
+	for _, it := range items {
+		out[it] = struct{}{}
+	}
+	return out
+}
+
+// sameSet: items are exactly the members of s (the store's lists come in
+// no particular order).
+func sameSet[T any](s map[*T]struct{}, items []*T) bool {
+	if len(s) != len(items) {
+		return false
+	}
+	for _, it := range items {
+		if _, ok := s[it]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // shardRefusals are the Gateways that may not be shards where they live.

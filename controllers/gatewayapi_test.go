@@ -90,7 +90,9 @@ var _ = Describe("Gateway API status on the real apiserver", Ordered, func() {
 		DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
 		c = env.Client
 		env.RunManager(manager.Options{MetricsAddress: "0", HealthAddress: "0", Log: GinkgoLogr})
-		shard(ctx, c, "default", "gw", "apps.test")
+		// Not a shard: this suite is about Gateway API status, and a shard
+		// serves only the routes that ownership allows.
+		gateway(ctx, c, "default", "gw", "apps.test")
 	})
 
 	It("accepts our GatewayClass and the Gateway", func() {

@@ -65,7 +65,7 @@ func hostileStatusWrites(kind string) float64 {
 }
 
 func hostileRoute(ns, name string, mut ...func(*gatewayv1.HTTPRoute)) *gatewayv1.HTTPRoute {
-	r := httpRoute(ns, name, "default", "gw", name+".apps.test")
+	r := httpRoute(ns, name, "default", "api", name+".apps.test")
 	for _, m := range mut {
 		m(r)
 	}
@@ -167,6 +167,10 @@ var _ = Describe("Hostile input on the real apiserver", Ordered, func() {
 		cfgFile = filepath.Join(GinkgoT().TempDir(), "config.yaml")
 		Expect(os.WriteFile(cfgFile, []byte("blockedHostnames:\n  - .apple.com\n  - .paypal.com\nnamespaceOwnerAnnotation: "+ownerAnnotation+"\n"), 0o644)).To(Succeed())
 		shard(ctx, c, "default", "gw", "apps.test")
+		// Gateway API behaviour is tested on a Gateway that is not a
+		// shard: a shard serves only what ownership allows (see
+		// isolation_routes_test.go).
+		gateway(ctx, c, "default", "api", "apps.test")
 		env.RunManager(manager.Options{ConfigPath: cfgFile, MetricsAddress: "0", HealthAddress: "0", Log: GinkgoLogr,
 			OnXDSServer: func(s *xdsserver.Server) { xds = s }})
 		f = newFixture(ctx, c, "hostile")
@@ -415,7 +419,7 @@ var _ = Describe("Hostile input on the real apiserver", Ordered, func() {
 				r.Spec.Rules[0].Matches = []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: new(gatewayv1.PathMatchRegularExpression), Value: new("/(unclosed")}}}
 			})
 			Expect(c.Create(ctx, r)).To(Succeed())
-			Eventually(ourParent(ctx, c, f.ns, "bad-regex", "default", "gw")).Should(HavePrefix("False/UnsupportedValue "))
+			Eventually(ourParent(ctx, c, f.ns, "bad-regex", "default", "api")).Should(HavePrefix("False/UnsupportedValue "))
 		})
 
 		It("refuses a header regex too large for Envoy with Accepted=False UnsupportedValue", func() {
@@ -424,7 +428,7 @@ var _ = Describe("Hostile input on the real apiserver", Ordered, func() {
 					Type: new(gatewayv1.HeaderMatchRegularExpression), Name: "x-tenant", Value: `\pL{100}`}}}}
 			})
 			Expect(c.Create(ctx, r)).To(Succeed())
-			Eventually(ourParent(ctx, c, f.ns, "huge-regex", "default", "gw")).Should(HavePrefix("False/UnsupportedValue "))
+			Eventually(ourParent(ctx, c, f.ns, "huge-regex", "default", "api")).Should(HavePrefix("False/UnsupportedValue "))
 		})
 
 		It("refuses a parentRef to another namespace's Gateway whose listener allows Same", func() {
@@ -444,7 +448,7 @@ var _ = Describe("Hostile input on the real apiserver", Ordered, func() {
 				r.Spec.Rules[0].BackendRefs[0].Namespace = new(gatewayv1.Namespace(other.ns))
 			})
 			Expect(c.Create(ctx, r)).To(Succeed())
-			Eventually(ourParent(ctx, c, f.ns, "cross-backend", "default", "gw")).Should(Equal("True/Accepted False/RefNotPermitted"))
+			Eventually(ourParent(ctx, c, f.ns, "cross-backend", "default", "api")).Should(Equal("True/Accepted False/RefNotPermitted"))
 		})
 
 		It("gives HTTPS listeners with unusable certificates ResolvedRefs=False with the spec's reason", func() {
@@ -524,11 +528,11 @@ var _ = Describe("Hostile input on the real apiserver", Ordered, func() {
 		}
 		r := hostileRoute(f.ns, "big", func(r *gatewayv1.HTTPRoute) { r.Spec.Rules[0].BackendRefs[0].Name = "big" })
 		Expect(c.Create(ctx, r)).To(Succeed())
-		Eventually(ourParent(ctx, c, f.ns, "big", "default", "gw")).Should(Equal("True/Accepted True/ResolvedRefs"))
+		Eventually(ourParent(ctx, c, f.ns, "big", "default", "api")).Should(Equal("True/Accepted True/ResolvedRefs"))
 		Expect(xds).NotTo(BeNil())
 		cluster := f.ns + "/big/80"
 		Eventually(func(g Gomega) int {
-			snap, err := xds.Snapshot(types.NamespacedName{Namespace: "default", Name: "gw"})
+			snap, err := xds.Snapshot(types.NamespacedName{Namespace: "default", Name: "api"})
 			g.Expect(err).NotTo(HaveOccurred())
 			res, ok := snap.GetResources(resourcev3.EndpointType)[cluster]
 			g.Expect(ok).To(BeTrue(), "no ClusterLoadAssignment %s", cluster)
@@ -544,7 +548,7 @@ var _ = Describe("Hostile input on the real apiserver", Ordered, func() {
 		const theirs = "example.com/other-controller"
 		r := hostileRoute(f.ns, "contested")
 		Expect(c.Create(ctx, r)).To(Succeed())
-		Eventually(ourParent(ctx, c, f.ns, "contested", "default", "gw")).Should(Equal("True/Accepted True/ResolvedRefs"))
+		Eventually(ourParent(ctx, c, f.ns, "contested", "default", "api")).Should(Equal("True/Accepted True/ResolvedRefs"))
 
 		before := hostileStatusWrites("HTTPRoute")
 		By("another controller adds its own entry and rewrites ours")
@@ -568,7 +572,7 @@ var _ = Describe("Hostile input on the real apiserver", Ordered, func() {
 			return c.Status().Update(ctx, &got)
 		}).Should(Succeed())
 
-		Eventually(ourParent(ctx, c, f.ns, "contested", "default", "gw")).Should(Equal("True/Accepted True/ResolvedRefs"))
+		Eventually(ourParent(ctx, c, f.ns, "contested", "default", "api")).Should(Equal("True/Accepted True/ResolvedRefs"))
 		var got gatewayv1.HTTPRoute
 		Expect(c.Get(ctx, client.ObjectKeyFromObject(r), &got)).To(Succeed())
 		Expect(got.Status.Parents).To(HaveLen(2))

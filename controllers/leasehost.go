@@ -314,17 +314,7 @@ func (r *LeaseHostReconciler) shards(ctx context.Context) ([]sharding.Shard, err
 // entries, with a message saying why, and a claim on one is revoked when the
 // shard appears.
 func (r *LeaseHostReconciler) reserveShardNames(shards []sharding.Shard) {
-	names := map[string]string{}
-	for _, s := range shards {
-		if s.Domain != "" {
-			names[s.Domain] = fmt.Sprintf("it is the apex domain of shard %s", s.Gateway)
-		}
-	}
-	for _, s := range shards { // a canonical hostname says so, even if it is another shard's domain
-		if s.CanonicalHostname != "" {
-			names[s.CanonicalHostname] = fmt.Sprintf("it is the canonical hostname of shard %s", s.Gateway)
-		}
-	}
+	names := leasehosts.ProviderNames(shards)
 	r.bmu.Lock()
 	if maps.Equal(names, r.reserved) {
 		r.bmu.Unlock()

@@ -250,6 +250,31 @@ func shard(ctx context.Context, c client.Client, ns, name, domain string) {
 	Expect(c.Create(ctx, gw)).To(Succeed())
 }
 
+// gateway creates a GatewayClass of ours (once) and a Gateway that is not a
+// shard (no parameters), with one HTTP listener for *.<domain> open to every
+// namespace: for tests of Gateway API behaviour rather than tenancy, since a
+// shard serves only the routes that ownership allows.
+func gateway(ctx context.Context, c client.Client, ns, name, domain string) {
+	class := &gatewayv1.GatewayClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "shardgate"},
+		Spec:       gatewayv1.GatewayClassSpec{ControllerName: shardgatev1alpha1.ControllerName},
+	}
+	if err := c.Create(ctx, class); err != nil {
+		Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
+	}
+	Expect(c.Create(ctx, &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: gatewayv1.GatewaySpec{
+			GatewayClassName: "shardgate",
+			Listeners: []gatewayv1.Listener{{
+				Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80,
+				Hostname:      new(gatewayv1.Hostname("*." + domain)),
+				AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: new(gatewayv1.NamespacesFromAll)}},
+			}},
+		},
+	})).To(Succeed())
+}
+
 func writeConfig(path string, blocked ...string) {
 	data := "blockedHostnames:\n"
 	for _, b := range blocked {

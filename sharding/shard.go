@@ -33,6 +33,9 @@ type Shard struct {
 	// NamespaceSelector selects LeaseHosts by their namespace's labels; nil
 	// selects all.
 	NamespaceSelector labels.Selector
+	// Routes says which routes the shard serves (GatewayParameters
+	// shard.routes); "" is the default, Generated.
+	Routes shardgatev1alpha1.ShardRoutes
 }
 
 // Problem is a Gateway of our class that Discover could not make a shard of,
@@ -216,6 +219,7 @@ func Discover(controllerName string, classes []*gatewayv1.GatewayClass, gateways
 			CanonicalHostname: canonical,
 			LeaseSelector:     leaseSel,
 			NamespaceSelector: nsSel,
+			Routes:            spec.Routes,
 		}})
 	}
 	// One shard per name: the oldest Gateway keeps it.

@@ -41,7 +41,33 @@ type ShardSpec struct {
 	// places no restriction on namespaces.
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// routes says which routes attached to the shard it serves. Generated
+	// (the default) serves only the HTTPRoutes shardgate generates for
+	// LeaseHosts, for the names they hold. Owned also serves routes that
+	// tenants write (HTTPRoute, GRPCRoute, TLSRoute), for names held by the
+	// owner of the route's namespace: an exact name held through a
+	// LeaseHost, or a wildcard whose domain that owner holds, with no name
+	// under it held by another owner and none blocked. Any other parent
+	// entry on a shard is Accepted=False with reason HostnameNotOwned and
+	// serves nothing.
+	// +optional
+	// +kubebuilder:default=Generated
+	Routes ShardRoutes `json:"routes,omitempty"`
 }
+
+// ShardRoutes says which routes a shard serves.
+// +kubebuilder:validation:Enum=Generated;Owned
+type ShardRoutes string
+
+const (
+	// ShardRoutesGenerated: only the routes shardgate generates for
+	// LeaseHosts.
+	ShardRoutesGenerated ShardRoutes = "Generated"
+	// ShardRoutesOwned: also routes tenants write, for names the owner of
+	// the route's namespace holds.
+	ShardRoutesOwned ShardRoutes = "Owned"
+)
 
 // EnvoySpec tunes the Envoy fleet provisioned for a Gateway. Unset fields take
 // the controller's configured defaults.

@@ -450,6 +450,14 @@ func Relevant(oldObj, newObj client.Object) bool {
 	case *corev1.Secret:
 		o, ok := oldObj.(*corev1.Secret)
 		return !ok || o.Type != n.Type || !equality.Semantic.DeepEqual(o.Data, n.Data)
+	case *shardgatev1alpha1.LeaseHost:
+		// What the ownership facts read: spec, labels (the lease owner),
+		// deletion and the names its status says it holds (the engine's
+		// hints); not conditions or per-shard status.
+		o, ok := oldObj.(*shardgatev1alpha1.LeaseHost)
+		return !ok || o.Generation != n.Generation || !maps.Equal(o.Labels, n.Labels) ||
+			(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
+			!slices.Equal(o.Status.ReservedHosts, n.Status.ReservedHosts)
 	case *corev1.Namespace:
 		// Labels select routes; labels and annotations mark owners
 		// (shards and ownership facts).

@@ -1,10 +1,13 @@
 package leasehosts
 
 import (
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/gatewayapi"
@@ -43,6 +46,9 @@ func Ownership(in OwnershipInput) *gatewayapi.Ownership {
 	for _, s := range in.Shards {
 		routes := in.Routes[s.Gateway]
 		if routes == "" {
+			routes = gatewayapi.ShardRoutes(s.Routes)
+		}
+		if routes == "" {
 			routes = gatewayapi.RoutesGenerated
 		}
 		out.Shards[s.Gateway] = routes
@@ -57,22 +63,28 @@ func Ownership(in OwnershipInput) *gatewayapi.Ownership {
 			out.NamespaceOwners[ns.Name] = owner
 		}
 	}
-	engine := hostnames.New(in.Blocked)
+	// The same block list the LeaseHost controller's engine has: the
+	// config's, plus the names every shard keeps for the provider.
+	engine := hostnames.New(in.Blocked.WithReserved(ProviderNames(in.Shards)))
 	type planned struct {
 		lh   *shardgatev1alpha1.LeaseHost
 		plan Plan
 	}
 	var plans []planned
+	var claimants []hostnames.Claimant
 	for _, lh := range in.LeaseHosts {
 		if lh == nil || lh.DeletionTimestamp != nil {
 			continue
 		}
 		p := PlanIn(lh, in.Shards, namespaces[lh.Namespace], in.Policy)
-		for _, c := range Claimants(lh, p) {
-			engine.Upsert(c)
-		}
+		claimants = append(claimants, Claimants(lh, p)...)
 		plans = append(plans, planned{lh, p})
 	}
+	// Decided as a cold start is: at once, with each LeaseHost's status
+	// hint, so the result does not depend on the order of in.LeaseHosts.
+	// The LeaseHost controller's live engine keeps a name with its live
+	// holder and writes that holder's status hint, which this reads.
+	engine.Restore(claimants)
 	for _, pl := range plans {
 		held := map[string]bool{}
 		for _, h := range pl.plan.Hosts {
@@ -95,4 +107,153 @@ func Ownership(in OwnershipInput) *gatewayapi.Ownership {
 		out.Holders[host] = c.Key.Owner
 	}
 	return out
+}
+
+// Handover keeps a name served while it changes hands within one owner
+// (a takeover, or the promotion of the owner's waiting LeaseHost), so that
+// the new holder's route is programmed before the old one stops serving.
+//
+// prev is the previous translation's ownership, next the one just computed
+// (neither is modified), routes the HTTPRoutes as stored and live the UIDs
+// of the live LeaseHosts. For a name N on a shard that prev let a generated
+// route R1 serve and next gives to another LeaseHost: while the current
+// holder's generated route does not carry N yet, R1 keeps serving N, if
+// R1's LeaseHost is alive and the new holder has the same owner as the old
+// one. Across owners nothing is kept: the old holder stops at once. The
+// result is next itself when nothing is kept, or a copy with the kept
+// names added to R1's entry; the grace lasts as long as it is carried from
+// one translation to the next, so it ends when the new route carries N or
+// when the name leaves the owner.
+func Handover(prev, next *gatewayapi.Ownership, routes []*gatewayv1.HTTPRoute, live map[types.UID]bool) *gatewayapi.Ownership {
+	if prev == nil || next == nil {
+		return next
+	}
+	type moved struct {
+		route types.NamespacedName
+		uid   types.UID
+		shard types.NamespacedName
+		host  string
+	}
+	var kept []moved
+	var holders map[shardHost]types.NamespacedName // lazily: who holds each name per shard now
+	var stored map[types.NamespacedName]*gatewayv1.HTTPRoute
+	for r1, g1 := range prev.Generated {
+		if !live[g1.LeaseHost] {
+			continue
+		}
+		now, still := next.Generated[r1]
+		if still && now.LeaseHost != g1.LeaseHost {
+			continue // another LeaseHost's route by that name now
+		}
+		for gw, hosts := range g1.Hosts {
+			if _, shard := next.Shards[gw]; !shard {
+				continue
+			}
+			for _, h := range hosts {
+				if still && slices.Contains(now.Hosts[gw], h) {
+					continue
+				}
+				owner := prev.Holders[h]
+				if owner == "" || next.Holders[h] != owner {
+					continue // released, or moved to another owner: never kept
+				}
+				if holders == nil {
+					holders = generatedHolders(next)
+					stored = map[types.NamespacedName]*gatewayv1.HTTPRoute{}
+					for _, r := range routes {
+						if r != nil {
+							stored[types.NamespacedName{Namespace: r.Namespace, Name: r.Name}] = r
+						}
+					}
+				}
+				r2, held := holders[shardHost{gw, h}]
+				if !held || r2 == r1 {
+					continue // nobody generates it on this shard now
+				}
+				if carries(stored[r2], next.Generated[r2].LeaseHost, h) {
+					continue // the new holder's route serves it: hand over
+				}
+				kept = append(kept, moved{route: r1, uid: g1.LeaseHost, shard: gw, host: h})
+			}
+		}
+	}
+	if len(kept) == 0 {
+		return next
+	}
+	out := *next
+	out.Generated = make(map[types.NamespacedName]gatewayapi.GeneratedRoute, len(next.Generated)+len(kept))
+	for k, v := range next.Generated {
+		out.Generated[k] = v
+	}
+	for _, m := range kept {
+		g, ok := out.Generated[m.route]
+		if !ok {
+			g = gatewayapi.GeneratedRoute{LeaseHost: m.uid}
+		}
+		hosts := make(map[types.NamespacedName][]string, len(g.Hosts)+1)
+		for gw, hs := range g.Hosts {
+			hosts[gw] = slices.Clone(hs)
+		}
+		if !slices.Contains(hosts[m.shard], m.host) {
+			hosts[m.shard] = append(hosts[m.shard], m.host)
+			slices.Sort(hosts[m.shard])
+		}
+		g.Hosts = hosts
+		out.Generated[m.route] = g
+	}
+	return &out
+}
+
+type shardHost struct {
+	shard types.NamespacedName
+	host  string
+}
+
+// generatedHolders: for each shard and name, the generated route that may
+// serve it.
+func generatedHolders(o *gatewayapi.Ownership) map[shardHost]types.NamespacedName {
+	out := map[shardHost]types.NamespacedName{}
+	for r, g := range o.Generated {
+		for gw, hosts := range g.Hosts {
+			for _, h := range hosts {
+				out[shardHost{gw, h}] = r
+			}
+		}
+	}
+	return out
+}
+
+// carries: r is the route shardgate generated for LeaseHost uid and lists
+// host among its hostnames.
+func carries(r *gatewayv1.HTTPRoute, uid types.UID, host string) bool {
+	if r == nil || uid == "" {
+		return false
+	}
+	if ref := metav1.GetControllerOf(r); ref == nil || ref.UID != uid {
+		return false
+	}
+	for _, h := range r.Spec.Hostnames {
+		if normalised(string(h)) == host {
+			return true
+		}
+	}
+	return false
+}
+
+// ProviderNames are the names every shard keeps for the provider, with why:
+// its canonical hostname (the name Envoy's router answers to) and its apex
+// domain. A tenant asking for one is refused Blocked.
+func ProviderNames(shards []sharding.Shard) map[string]string {
+	names := map[string]string{}
+	for _, s := range shards {
+		if s.Domain != "" {
+			names[s.Domain] = fmt.Sprintf("it is the apex domain of shard %s", s.Gateway)
+		}
+	}
+	for _, s := range shards { // a canonical hostname says so, even if it is another shard's domain
+		if s.CanonicalHostname != "" {
+			names[s.CanonicalHostname] = fmt.Sprintf("it is the canonical hostname of shard %s", s.Gateway)
+		}
+	}
+	return names
 }

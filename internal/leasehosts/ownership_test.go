@@ -1,12 +1,14 @@
 package leasehosts
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/gatewayapi"
@@ -78,5 +80,94 @@ func TestOwnership(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Ownership =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestHandover: a name moving between one owner's LeaseHosts stays with
+// the old holder's route until the new holder's route carries it; a name
+// moving to another owner, or released, is never kept.
+func TestHandover(t *testing.T) {
+	gw := shardA.Gateway
+	oldRoute := types.NamespacedName{Namespace: "tenant-a", Name: "old"}
+	newRoute := types.NamespacedName{Namespace: "tenant-a2", Name: "new"}
+	facts := func(holderOwner string, holders map[types.NamespacedName]gatewayapi.GeneratedRoute) *gatewayapi.Ownership {
+		return &gatewayapi.Ownership{
+			Shards:    map[types.NamespacedName]gatewayapi.ShardRoutes{gw: gatewayapi.RoutesGenerated},
+			Generated: holders,
+			Holders:   map[string]string{"n.example.test": holderOwner},
+		}
+	}
+	held := func(uid string) gatewayapi.GeneratedRoute {
+		return gatewayapi.GeneratedRoute{LeaseHost: types.UID(uid), Hosts: map[types.NamespacedName][]string{gw: {"n.example.test"}}}
+	}
+	prev := facts("akash1alice", map[types.NamespacedName]gatewayapi.GeneratedRoute{oldRoute: held("uid-old")})
+	next := facts("akash1alice", map[types.NamespacedName]gatewayapi.GeneratedRoute{newRoute: held("uid-new")})
+	live := map[types.UID]bool{"uid-old": true, "uid-new": true}
+	route := func(nn types.NamespacedName, uid string, hosts ...gatewayv1.Hostname) *gatewayv1.HTTPRoute {
+		return &gatewayv1.HTTPRoute{
+			ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name, OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "shardgate.io/v1alpha1", Kind: "LeaseHost", Name: nn.Name, UID: types.UID(uid), Controller: new(true)}}},
+			Spec: gatewayv1.HTTPRouteSpec{Hostnames: hosts},
+		}
+	}
+	oldR := route(oldRoute, "uid-old", "n.example.test")
+
+	// The new holder has no route yet: the old one keeps the name.
+	got := Handover(prev, next, []*gatewayv1.HTTPRoute{oldR}, live)
+	if g, ok := got.Generated[oldRoute]; !ok || g.LeaseHost != "uid-old" || !reflect.DeepEqual(g.Hosts[gw], []string{"n.example.test"}) {
+		t.Fatalf("no route of the new holder yet: old route's entry = %+v, want it kept", got.Generated[oldRoute])
+	}
+	if _, touched := next.Generated[oldRoute]; touched {
+		t.Fatal("Handover modified next")
+	}
+	// Carried from one translation to the next while the new route lacks it.
+	again := Handover(got, next, []*gatewayv1.HTTPRoute{oldR, route(newRoute, "uid-new")}, live)
+	if _, ok := again.Generated[oldRoute]; !ok {
+		t.Fatal("new route without the name: the old route's grace was dropped")
+	}
+	// The new route carries it: handed over.
+	if done := Handover(again, next, []*gatewayv1.HTTPRoute{oldR, route(newRoute, "uid-new", "n.example.test")}, live); done != next {
+		t.Fatalf("new route carries the name: got %+v, want next unchanged", done.Generated)
+	}
+	// A route by the new route's name that another UID controls does not count.
+	if forged := Handover(prev, next, []*gatewayv1.HTTPRoute{oldR, route(newRoute, "uid-forged", "n.example.test")}, live); forged == next {
+		t.Fatal("a route the new holder does not control ended the grace")
+	}
+	// Across owners: never kept.
+	other := facts("akash1bob", next.Generated)
+	if got := Handover(prev, other, []*gatewayv1.HTTPRoute{oldR}, live); got != other {
+		t.Fatalf("cross-owner move kept the old route: %+v", got.Generated)
+	}
+	// Released (nobody holds it now): never kept.
+	released := facts("", map[types.NamespacedName]gatewayapi.GeneratedRoute{})
+	if got := Handover(prev, released, []*gatewayv1.HTTPRoute{oldR}, live); got != released {
+		t.Fatalf("released name kept: %+v", got.Generated)
+	}
+	// The old LeaseHost is gone: nothing kept.
+	if got := Handover(prev, next, []*gatewayv1.HTTPRoute{oldR}, map[types.UID]bool{"uid-new": true}); got != next {
+		t.Fatalf("deleted LeaseHost's route kept: %+v", got.Generated)
+	}
+}
+
+// BenchmarkOwnership: the cost of the facts the controller recomputes when
+// a LeaseHost, a Namespace, a shard or the block list changes (10,000
+// LeaseHosts of 100 owners on two shards).
+func BenchmarkOwnership(b *testing.B) {
+	var lhs []*shardgatev1alpha1.LeaseHost
+	var nss []*corev1.Namespace
+	for o := range 100 {
+		ns := fmt.Sprintf("tenant-%d", o)
+		owner := fmt.Sprintf("akash1owner%d", o)
+		nss = append(nss, ownedNS(ns, owner))
+		for i := range 100 {
+			lhs = append(lhs, hostLH(ns, fmt.Sprintf("lh-%d", i), fmt.Sprintf("uid-%d-%d", o, i), owner, uint64(i+1),
+				fmt.Sprintf("h%d.o%d.example.test", i, o), int64(o*100+i)))
+		}
+	}
+	in := OwnershipInput{LeaseHosts: lhs, Namespaces: nss, Shards: []sharding.Shard{shardA, shardB},
+		Policy: tenancy.DefaultPolicy(), Blocked: hostnames.MustBlockList(".apple.com")}
+	b.ReportAllocs()
+	for b.Loop() {
+		Ownership(in)
 	}
 }

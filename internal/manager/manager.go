@@ -384,9 +384,9 @@ func (p *process) applyConfig(updates <-chan config.Config) {
 				r.TenancyChanged()
 			}
 		}
-		if tenancyChanged {
-			p.triggerTranslation() // where shards may live
-		}
+		// Where shards may live, and which names they may serve (the
+		// block list is an ownership fact).
+		p.triggerTranslation()
 		p.mu.Unlock()
 	}
 }
@@ -444,6 +444,7 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 		HoldOff:        TranslationHoldOff,
 		Log:            log.WithName("gatewayapi"),
 		Tenancy:        &p.tenancy,
+		Blocked:        p.blocked.Load,
 	}
 	trigger := gatewayAPI.Trigger
 	p.trigger.Store(&trigger)

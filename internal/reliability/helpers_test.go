@@ -216,17 +216,21 @@ func leaseHolder(ctx context.Context, c client.Client) string {
 
 const domain = "shard.rel.test"
 
-// world is the set of objects every test works on: one shard Gateway, a
-// few HTTPRoutes (one of them churned), and LeaseHosts covering the
-// ownership decisions (reserved, another owner's name, the same owner's
-// other deployment, a subdomain, a missing Service).
+// world is the set of objects every test works on: one shard Gateway with
+// LeaseHosts covering the ownership decisions (reserved, another owner's
+// name, the same owner's other deployment, a subdomain, a missing
+// Service), and a Gateway that is not a shard with a few HTTPRoutes
+// written directly (one of them churned). A shard serves only the routes
+// shardgate generates, so the routes a test writes by hand go to the other.
 type world struct {
-	ns       string
-	gw       types.NamespacedName
-	routes   []string // HTTPRoutes created directly
-	churn    string   // the HTTPRoute whose hostname the churn changes
-	lhs      []string
-	xdsHosts []string // hostnames every replica must serve
+	ns         string
+	gw         types.NamespacedName // not a shard: the routes created directly
+	shard      types.NamespacedName // the shard: the LeaseHosts' routes
+	routes     []string             // HTTPRoutes created directly
+	churn      string               // the HTTPRoute whose hostname the churn changes
+	lhs        []string
+	xdsHosts   []string // hostnames every replica must serve on gw
+	shardHosts []string // hostnames every replica must serve on shard
 }
 
 func host(label string) string { return label + "." + domain }
@@ -243,7 +247,8 @@ func setupWorld(ctx context.Context, c client.Client) *world {
 	Expect(c.Create(ctx, provider)).To(Succeed())
 	dumps.Add(c, ns.Name)
 	dumps.Add(c, provider.Name)
-	w := &world{ns: ns.Name, gw: types.NamespacedName{Namespace: provider.Name, Name: "shard"}, churn: "churn"}
+	w := &world{ns: ns.Name, gw: types.NamespacedName{Namespace: provider.Name, Name: "direct"},
+		shard: types.NamespacedName{Namespace: provider.Name, Name: "shard"}, churn: "churn"}
 	for _, svc := range []string{"web", "web2"} {
 		Expect(c.Create(ctx, &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: svc, Namespace: w.ns},
@@ -260,22 +265,27 @@ func setupWorld(ctx context.Context, c client.Client) *world {
 	}
 	Expect(client.IgnoreAlreadyExists(c.Create(ctx, class))).To(Succeed())
 	Expect(c.Create(ctx, &shardgatev1alpha1.GatewayParameters{
-		ObjectMeta: metav1.ObjectMeta{Name: "shard", Namespace: w.gw.Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: "shard", Namespace: w.shard.Namespace},
 		Spec:       shardgatev1alpha1.GatewayParametersSpec{Shard: &shardgatev1alpha1.ShardSpec{Domain: domain}},
 	})).To(Succeed())
+	listeners := []gatewayv1.Listener{{
+		Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80,
+		Hostname:      ptr.To(gatewayv1.Hostname("*." + domain)),
+		AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptr.To(gatewayv1.NamespacesFromAll)}},
+	}}
 	Expect(c.Create(ctx, &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Name: w.gw.Name, Namespace: w.gw.Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: w.shard.Name, Namespace: w.shard.Namespace},
 		Spec: gatewayv1.GatewaySpec{
 			GatewayClassName: "shardgate",
 			Infrastructure: &gatewayv1.GatewayInfrastructure{ParametersRef: &gatewayv1.LocalParametersReference{
 				Group: "shardgate.io", Kind: "GatewayParameters", Name: "shard",
 			}},
-			Listeners: []gatewayv1.Listener{{
-				Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80,
-				Hostname:      ptr.To(gatewayv1.Hostname("*." + domain)),
-				AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptr.To(gatewayv1.NamespacesFromAll)}},
-			}},
+			Listeners: listeners,
 		},
+	})).To(Succeed())
+	Expect(c.Create(ctx, &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Name: w.gw.Name, Namespace: w.gw.Namespace},
+		Spec:       gatewayv1.GatewaySpec{GatewayClassName: "shardgate", Listeners: listeners},
 	})).To(Succeed())
 	for i := 0; i < 3; i++ {
 		name := fmt.Sprintf("r%d", i)
@@ -310,7 +320,7 @@ func setupWorld(ctx context.Context, c client.Client) *world {
 		s.Hostname = host("e")
 		s.Service.Name = "missing" // the route exists and reports ResolvedRefs=False
 	})
-	w.xdsHosts = append(w.xdsHosts, host("a"), host("d"))
+	w.shardHosts = append(w.shardHosts, host("a"), host("d"))
 	return w
 }
 

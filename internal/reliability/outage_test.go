@@ -101,6 +101,8 @@ var _ = Describe("apiserver outage", Ordered, func() {
 		flaps := watchFlaps(env.Config, w.ns)
 		a := connectADS(ca, w.gw, r.xds)
 		Eventually(a.serves(w.xdsHosts...)).Should(Succeed())
+		as := connectADS(ca, w.shard, r.xds)
+		Eventually(as.serves(w.shardHosts...)).Should(Succeed())
 
 		churn := startChurn(ctx, env.Client, w, "pre", 200*time.Millisecond)
 		Eventually(churn.written).Should(BeNumerically(">=", 5), "hostname changes written before the outage")
@@ -189,6 +191,7 @@ var _ = Describe("apiserver outage", Ordered, func() {
 		Eventually(func() error { return w.setChurnHost(ctx, env.Client, host("final")) }).Should(Succeed())
 		want := append([]string{host("after"), host("final")}, w.xdsHosts...)
 		Eventually(a.serves(want...)).Should(Succeed(), "the changes made after the outage reach xDS")
+		Eventually(as.serves(w.shardHosts...)).Should(Succeed(), "the shard's names are still served after the outage")
 		GinkgoWriter.Printf("changes made after the restart reached xDS in %s\n", time.Since(resynced).Round(time.Millisecond))
 		Eventually(func(g Gomega) {
 			var after gatewayv1.HTTPRoute
@@ -213,6 +216,8 @@ var _ = Describe("apiserver outage", Ordered, func() {
 		Eventually(fresh.isLeader).Should(BeTrue())
 		b := connectADS(ca, w.gw, fresh.xds)
 		Eventually(b.serves(want...)).Should(Succeed())
+		bs := connectADS(ca, w.shard, fresh.xds)
+		Eventually(bs.serves(w.shardHosts...)).Should(Succeed())
 		Eventually(fresh.idle(float64(len(w.lhs)))).Should(Succeed())
 		got := b.latest()
 		if !sameRoutes(got.routes, final.routes) {

@@ -153,6 +153,8 @@ var _ = Describe("replicas", Ordered, func() {
 		for _, r := range reps {
 			a := connectADS(ca, w.gw, r.xds)
 			Eventually(a.serves(append(w.xdsHosts, host("churn-x"))...)).Should(Succeed(), "replica %s", r.name)
+			as := connectADS(ca, w.shard, r.xds)
+			Eventually(as.serves(w.shardHosts...)).Should(Succeed(), "shard, replica %s", r.name)
 		}
 	})
 
@@ -162,9 +164,12 @@ var _ = Describe("replicas", Ordered, func() {
 		Expect(oldHolder).NotTo(BeEmpty())
 		before := claims(ctx, env.Client, w.ns)
 		clients := map[string]*adsClient{}
+		shardClients := map[string]*adsClient{}
 		for _, r := range survivors {
 			clients[r.name] = connectADS(ca, w.gw, r.xds)
 			Eventually(clients[r.name].serves(w.xdsHosts...)).Should(Succeed())
+			shardClients[r.name] = connectADS(ca, w.shard, r.xds)
+			Eventually(shardClients[r.name].serves(w.shardHosts...)).Should(Succeed())
 			fw, err := r.writes()
 			Expect(err).NotTo(HaveOccurred())
 			Expect(fw.asFollower + fw.asLeader).To(BeZero())
@@ -227,6 +232,9 @@ var _ = Describe("replicas", Ordered, func() {
 		for _, r := range survivors {
 			a := clients[r.name]
 			Eventually(a.serves(append(w.xdsHosts, last)...)).Should(Succeed(), "xDS from %s after the failover", r.name)
+			Eventually(shardClients[r.name].serves(w.shardHosts...)).Should(Succeed(), "shard xDS from %s after the failover", r.name)
+			_, err := shardClients[r.name].state()
+			Expect(err).NotTo(HaveOccurred(), "the shard's ADS stream to surviving %s ended", r.name)
 			us, err := a.state()
 			Expect(err).NotTo(HaveOccurred(), "the ADS stream to surviving %s ended", r.name)
 			after := 0

@@ -1,0 +1,41 @@
+package gatewayapi
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+// TestRelevantLeaseHost: a LeaseHost update is translated only when it can
+// change the ownership facts (spec, labels, deletion, the names its status
+// says it holds), not for its conditions or per-shard status.
+func TestRelevantLeaseHost(t *testing.T) {
+	base := func() *shardgatev1alpha1.LeaseHost {
+		return &shardgatev1alpha1.LeaseHost{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "lh", UID: types.UID("u"),
+			Generation: 1, ResourceVersion: "1", Labels: map[string]string{"a": "b"}}}
+	}
+	cases := map[string]struct {
+		mutate func(*shardgatev1alpha1.LeaseHost)
+		want   bool
+	}{
+		"conditions only": {func(lh *shardgatev1alpha1.LeaseHost) {
+			lh.Status.Conditions = []metav1.Condition{{Type: "Reserved", Status: metav1.ConditionTrue}}
+		}, false},
+		"spec":          {func(lh *shardgatev1alpha1.LeaseHost) { lh.Generation = 2 }, true},
+		"labels":        {func(lh *shardgatev1alpha1.LeaseHost) { lh.Labels = map[string]string{"a": "c"} }, true},
+		"deleting":      {func(lh *shardgatev1alpha1.LeaseHost) { lh.DeletionTimestamp = &metav1.Time{} }, true},
+		"reservedHosts": {func(lh *shardgatev1alpha1.LeaseHost) { lh.Status.ReservedHosts = []string{"x.example.test"} }, true},
+		"recreated":     {func(lh *shardgatev1alpha1.LeaseHost) { lh.UID = "v" }, true},
+	}
+	for name, tc := range cases {
+		next := base()
+		next.ResourceVersion = "2"
+		tc.mutate(next)
+		if got := Relevant(base(), next); got != tc.want {
+			t.Errorf("%s: Relevant = %v, want %v", name, got, tc.want)
+		}
+	}
+}
