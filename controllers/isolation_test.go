@@ -84,7 +84,7 @@ var _ = Describe("Tenant isolation on the real apiserver", Ordered, ContinueOnFa
 		port, err := testenv.FreePort()
 		Expect(err).NotTo(HaveOccurred())
 		metrics = fmt.Sprintf("127.0.0.1:%d", port)
-		stop = env.RunManager(manager.Options{ConfigPath: cfgFile, MetricsAddress: metrics, HealthAddress: "0", Log: GinkgoLogr})
+		stop = env.RunManager(manager.Options{ConfigPath: cfgFile, MetricsAddress: metrics, MetricsInsecure: true, HealthAddress: "0", Log: GinkgoLogr})
 	}
 	// restart stops the controller and starts a new one, which rebuilds
 	// every claim from the LeaseHosts and their status, and waits until it

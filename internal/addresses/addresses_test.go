@@ -38,22 +38,33 @@ func hashed(owner, endpoint string) string {
 	return "ip-" + strings.ToLower(base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString(h.Sum(nil)[:20]))
 }
 
+// endpointHash is the 24-character stand-in for an endpoint that is not
+// DNS-safe.
+func endpointHash(endpoint string) string {
+	sum := sha256.Sum256([]byte(endpoint))
+	return strings.ToLower(base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:15]))
+}
+
 func TestSharingKey(t *testing.T) {
 	cases := []struct{ owner, endpoint, want string }{
 		// The plain form, unchanged for normal owners and endpoints.
 		{"akash1alice", "myip", "akash1alice-ip-myip"},
 		{"akash1alice", "my-ip2", "akash1alice-ip-my-ip2"},
 		{"akash1alice", "0", "akash1alice-ip-0"},
-		// Known vectors (computed with Python's hashlib, struct and base64.b32hexencode).
-		{"akash1alice", "My IP!", "ip-q7ja7d1hfg3lh77k66sq2b02ici5r93h"},
-		{"akash1bob", "web_1", "ip-612gfb372v7f3i5e67rv8mi2t1bp0ch1"},
+		// An endpoint that is not DNS-safe is replaced by the base32hex of
+		// the first 15 bytes of its SHA-256, as Akash's IP operator does
+		// (known vectors, as before).
+		{"akash1alice", "My IP!", "akash1alice-ip-6u5debd38rq359gfft2fasin"},
+		{"akash1bob", "web_1", "akash1bob-ip-os1s7ektraej95g67lsq2jou"},
+		{"akash1alice", "MyIP", "akash1alice-ip-" + endpointHash("MyIP")},
+		{"akash1alice", "my.ip", "akash1alice-ip-" + endpointHash("my.ip")},
+		{"akash1alice", "ip\u00e9", "akash1alice-ip-" + endpointHash("ip\u00e9")},
+		{"akash1alice", "my ip", "akash1alice-ip-" + endpointHash("my ip")},
+		// The review's collision: both fields hashed (known vectors,
+		// computed with Python's hashlib, struct and base64.b32hexencode).
 		{"akash1a", "db-ip-primary", "ip-umcba35n23i5ctqiu57ikkmvmelcnc7i"},
 		{"akash1a-ip-db", "primary", "ip-8b32b3m9q1a1100dmvv9aletgirj9eps"},
-		// Not DNS-safe: upper case, dots, underscores, unicode.
-		{"akash1alice", "MyIP", hashed("akash1alice", "MyIP")},
-		{"akash1alice", "my.ip", hashed("akash1alice", "my.ip")},
-		{"akash1alice", "ip\u00e9", hashed("akash1alice", "ip\u00e9")},
-		{"akash1alice", "my ip", hashed("akash1alice", "my ip")},
+		// An owner that is not DNS-safe.
 		{"Akash1alice", "myip", hashed("Akash1alice", "myip")},
 		// "-ip-" more than once in the plain form, overlaps included.
 		{"akash1alice", "my-ip-2", hashed("akash1alice", "my-ip-2")},
@@ -67,7 +78,7 @@ func TestSharingKey(t *testing.T) {
 		}
 	}
 	lip := &shardgatev1alpha1.LeasedIP{Spec: shardgatev1alpha1.LeasedIPSpec{Lease: shardgatev1alpha1.LeaseRef{Owner: "o"}, Endpoint: "E"}}
-	if got := addresses.LeasedIPSharingKey(lip); got != hashed("o", "E") {
+	if got := addresses.LeasedIPSharingKey(lip); got != "o-ip-"+endpointHash("E") {
 		t.Errorf("LeasedIPSharingKey = %q", got)
 	}
 }

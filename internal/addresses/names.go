@@ -39,22 +39,30 @@ const keySeparator = "-ip-"
 
 // SharingKey is the metallb.io/allow-shared-ip value of a lease owner's
 // endpoint. MetalLB lets Services with one key share an IP across ports, so
-// the key must name one (owner, endpoint) and nothing else: two owners
-// never get one key.
+// the key must never name two owners.
 //
-//   - "<owner>-ip-<endpoint>" when owner and endpoint both match
-//     ^[a-z0-9-]+$ and that string contains "-ip-" exactly once (overlapping
-//     occurrences counted), so the owner is everything before it;
+//   - "<owner>-ip-<endpoint>" when the endpoint matches ^[a-z0-9-]+$;
+//     otherwise the endpoint is replaced by the lowercase, unpadded
+//     base32hex of the first 15 bytes of SHA-256(endpoint) (24 characters),
+//     as Akash's IP operator does. This form is used when the owner matches
+//     ^[a-z0-9-]+$ too and the key contains "-ip-" exactly once (overlapping
+//     occurrences counted), so that the owner is everything before it;
 //   - otherwise "ip-" and the lowercase, unpadded base32hex of the first 20
 //     bytes of SHA-256 over the owner and the endpoint, each preceded by its
 //     length in bytes as a 4-byte big-endian integer (32 characters).
 //
-// The plain form always contains "-ip-" once and the hashed form never, so
-// no plain key equals a hashed one, and within each form distinct pairs
-// give distinct keys (the hashed one up to SHA-256 collisions).
+// The first form always contains "-ip-" once and the second never, and the
+// owner is the part before "-ip-", so keys of two owners never match. (Two
+// endpoints of one owner could share a key only if one were named exactly
+// like the other's 24-character hash, which shares nothing across owners.)
 func SharingKey(owner, endpoint string) string {
-	plain := owner + keySeparator + endpoint
-	if keySafe.MatchString(owner) && keySafe.MatchString(endpoint) &&
+	ep := endpoint
+	if !keySafe.MatchString(ep) {
+		sum := sha256.Sum256([]byte(endpoint))
+		ep = keyEncoding.EncodeToString(sum[:15])
+	}
+	plain := owner + keySeparator + ep
+	if keySafe.MatchString(owner) &&
 		strings.LastIndex(plain, keySeparator) == len(owner) && strings.Index(plain, keySeparator) == len(owner) {
 		return plain
 	}
