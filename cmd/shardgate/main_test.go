@@ -20,17 +20,8 @@ import (
 // TestControllerSmoke runs the built binary against the real apiserver: it
 // must become ready and exit cleanly (status 0) on SIGTERM.
 func TestControllerSmoke(t *testing.T) {
-	testenv.Require(t)
 	ctx := context.Background()
-	env, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	env := testenv.StartT(t, testenv.Options{})
 	health, metrics := freeAddr(t), freeAddr(t)
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(cfg, []byte("blockedHostnames: [\".blocked.test\"]\n"), 0o644); err != nil {

@@ -33,17 +33,8 @@ import (
 // authenticates and authorizes, and `shardgate config dump` prints a
 // Gateway's xDS resources through that endpoint with private keys redacted.
 func TestSecureMetricsAndConfigDump(t *testing.T) {
-	testenv.Require(t)
 	ctx := context.Background()
-	env, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	env := testenv.StartT(t, testenv.Options{})
 	c := env.Client
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {

@@ -113,17 +113,8 @@ current-context: c
 // binary waits, not ready, saying which namespace is missing, and becomes
 // ready once the namespace is created.
 func TestStartupWaitsForItsNamespace(t *testing.T) {
-	testenv.Require(t)
 	ctx := context.Background()
-	env, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	env := testenv.StartT(t, testenv.Options{})
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(cfg, []byte("leaderElection:\n  namespace: late-system\n"), 0o644); err != nil {
 		t.Fatal(err)

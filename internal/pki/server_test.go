@@ -18,17 +18,8 @@ import (
 // changes; the trust bundle is re-read at every load. The CA Secret lives
 // in the harness's kube-apiserver.
 func TestServerSource(t *testing.T) {
-	testenv.Require(t)
 	ctx := context.Background()
-	env, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	env := testenv.StartT(t, testenv.Options{})
 	ns := testenv.SystemNamespace
 	ca, err := pki.LoadOrCreate(ctx, env.Client, ns, "ca")
 	if err != nil {

@@ -108,17 +108,8 @@ func seedIPs(ctx context.Context, t *testing.T, c client.Client) {
 // TestStatusIPs runs `status ips` against a real apiserver, through Run,
 // Execute and the built binary.
 func TestStatusIPs(t *testing.T) {
-	testenv.Require(t)
 	ctx := context.Background()
-	env, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	env := testenv.StartT(t, testenv.Options{})
 	seedIPs(ctx, t, env.Client)
 	c, _, _, err := statuscli.NewClient(env.Kubeconfig, "", 30*time.Second)
 	if err != nil {

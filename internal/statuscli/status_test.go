@@ -178,17 +178,8 @@ func golden(t *testing.T, name string, got []byte) {
 // TestStatus starts one real apiserver for every case: Run, Execute and the
 // built binary all read the same seeded LeaseHosts.
 func TestStatus(t *testing.T) {
-	testenv.Require(t)
 	ctx := context.Background()
-	env, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	env := testenv.StartT(t, testenv.Options{})
 	seed(ctx, t, env.Client)
 
 	// The CLI's own client, built from the kubeconfig as the binary does.
