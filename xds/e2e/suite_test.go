@@ -11,8 +11,10 @@
 // listen on an address of this machine that it accepts (backendIP: the
 // first global unicast IPv4 address of an interface that is up, found at
 // run time), and the EndpointSlices name that address. Traffic to it never
-// leaves the machine. Addresses in 10.244.0.0/16 (endpoints_test.go) are
-// published, never dialled.
+// leaves the machine. On a machine without such an address the suite runs
+// itself again in a private network namespace, where the loopback
+// interface also holds 10.244.255.1 (runInNetns). Other addresses in
+// 10.244.0.0/16 (endpoints_test.go) are published, never dialled.
 //
 // grpc-go's xDS client reads only API listeners, so the one test hook,
 // manager.Options.XDSAPIListeners, publishes for each test Gateway that
@@ -25,6 +27,8 @@ package e2e_test
 import (
 	"context"
 	"net"
+	"os"
+	"os/exec"
 	"slices"
 	"sort"
 	"sync"
@@ -50,6 +54,12 @@ import (
 
 func TestE2E(t *testing.T) {
 	testenv.Require(t)
+	if os.Getenv(netnsEnv) == "" {
+		if _, err := findBackendIP(); err != nil || os.Getenv(netnsEnv+"_FORCE") != "" {
+			runInNetns(t)
+			return
+		}
+	}
 	RegisterFailHandler(Fail)
 	SetDefaultEventuallyTimeout(60 * time.Second)
 	SetDefaultEventuallyPollingInterval(20 * time.Millisecond)
@@ -109,10 +119,44 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	ensureGatewayClass(suiteCtx)
 
-	backendIP, err = findBackendIP()
-	Expect(err).NotTo(HaveOccurred())
+	if os.Getenv(netnsEnv) != "" {
+		backendIP = netnsBackendIP
+	} else {
+		backendIP, err = findBackendIP()
+		Expect(err).NotTo(HaveOccurred())
+	}
 	GinkgoWriter.Printf("backends listen on %s\n", backendIP)
 })
+
+// netnsEnv is set in the environment of a run inside the private network
+// namespace that runInNetns made; there the backends listen on
+// netnsBackendIP, an address of that namespace's loopback interface.
+const (
+	netnsEnv       = "SHARDGATE_E2E_NETNS"
+	netnsBackendIP = "10.244.255.1"
+)
+
+// runInNetns runs this test binary again, with the same arguments, in a
+// network namespace of its own (unshare(1)), for a machine with no
+// address the backends can use: there the loopback interface also holds
+// netnsBackendIP, which the apiserver accepts in EndpointSlices, and
+// nothing can leave the namespace. SHARDGATE_E2E_NETNS_FORCE=1 takes this
+// path on any machine.
+func runInNetns(t *testing.T) {
+	args := []string{"--net"}
+	if os.Geteuid() != 0 {
+		args = append(args, "--map-root-user")
+	}
+	script := "ip link set lo up && ip addr add " + netnsBackendIP + "/32 dev lo && ip route add default dev lo && exec \"$0\" \"$@\""
+	args = append(args, "sh", "-c", script, os.Args[0])
+	cmd := exec.Command("unshare", append(args, os.Args[1:]...)...)
+	cmd.Env = append(os.Environ(), netnsEnv+"=1")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	t.Logf("no usable interface address (or %s_FORCE set): running in a private network namespace", netnsEnv)
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("e2e run in a private network namespace: %v", err)
+	}
+}
 
 // hooks hold the API listeners grpc-go clients need, per node group; the
 // xDS server reads them on every publish.
