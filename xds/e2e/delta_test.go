@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -27,18 +26,7 @@ const quiet = 2 * time.Second
 var _ = Describe("Delta ADS", func() {
 	It("orders clusters before routes, guards NACKs, removes, and resumes from initial resource versions", func(ctx SpecContext) {
 		ns := namespace(ctx, "delta")
-		gwName := types.NamespacedName{Namespace: ns, Name: "gw"}
-		gw := &gatewayv1.Gateway{
-			ObjectMeta: objectMeta(gwName),
-			Spec: gatewayv1.GatewaySpec{
-				GatewayClassName: "shardgate",
-				Listeners: []gatewayv1.Listener{{
-					Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80,
-					Hostname: ptr.To(gatewayv1.Hostname("*." + domain)),
-				}},
-			},
-		}
-		Expect(env.Client.Create(ctx, gw)).To(Succeed())
+		gwName := gateway(ctx, ns, "gw")
 		service(ctx, ns, "svc-0")
 		cluster := func(i int) string { return fmt.Sprintf("%s/svc-%d/80", ns, i) }
 		r := httpRoute(ctx, gwName, "r", "delta", rule(prefix("/"), to("svc-0")))
@@ -64,17 +52,17 @@ var _ = Describe("Delta ADS", func() {
 		GinkgoWriter.Printf("delta responses, in order: %v\n", c.log())
 
 		By("removing what leaves the config: a listener and its route configuration")
-		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"listeners": []gatewayv1.Listener{
-			gw.Spec.Listeners[0],
-			{Name: "http-alt", Protocol: gatewayv1.HTTPProtocolType, Port: 8080, Hostname: ptr.To(gatewayv1.Hostname("*." + domain))},
-		}}})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(env.Client.Patch(ctx, gw.DeepCopy(), client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+		setListeners := func(ls ...gatewayv1.Listener) {
+			GinkgoHelper()
+			patch, err := json.Marshal(map[string]any{"spec": map[string]any{"listeners": ls}})
+			Expect(err).NotTo(HaveOccurred())
+			gw := &gatewayv1.Gateway{ObjectMeta: objectMeta(gwName)}
+			Expect(env.Client.Patch(ctx, gw, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+		}
+		setListeners(httpListener("http", 80), httpListener("http-alt", 8080))
 		Eventually(holds(resourcev3.ListenerType)).Should(ConsistOf("http-80", "http-8080"))
 		Eventually(holds(resourcev3.RouteType)).Should(ConsistOf("http-80", "http-8080"))
-		patch, err = json.Marshal(map[string]any{"spec": map[string]any{"listeners": gw.Spec.Listeners}})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(env.Client.Patch(ctx, gw.DeepCopy(), client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+		setListeners(httpListener("http", 80))
 		Eventually(holds(resourcev3.ListenerType)).Should(ConsistOf("http-80"))
 		Eventually(holds(resourcev3.RouteType)).Should(ConsistOf("http-80"))
 		Expect(removed(c.log(), resourcev3.ListenerType)).To(ContainElement("http-8080"))

@@ -113,7 +113,8 @@ func ensureGatewayClass(ctx context.Context) {
 
 // gateway creates Gateway ns/name with one HTTP listener on port 80 for
 // "*.e2e.test", registers API listeners for hosts (each "<host>.e2e.test")
-// and waits until its snapshot holds them.
+// and waits until its snapshot holds them. Without hosts, the Gateway
+// publishes its translated listeners.
 func gateway(ctx context.Context, ns, name string, hosts ...string) types.NamespacedName {
 	GinkgoHelper()
 	nn := types.NamespacedName{Namespace: ns, Name: name}
@@ -124,13 +125,7 @@ func gateway(ctx context.Context, ns, name string, hosts ...string) types.Namesp
 	h.addAPIListeners(nn, names...)
 	gw := &gatewayv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: gatewayv1.GatewaySpec{
-			GatewayClassName: "shardgate",
-			Listeners: []gatewayv1.Listener{{
-				Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80,
-				Hostname: ptr.To(gatewayv1.Hostname("*." + domain)),
-			}},
-		},
+		Spec:       gatewayv1.GatewaySpec{GatewayClassName: "shardgate", Listeners: []gatewayv1.Listener{httpListener("http", 80)}},
 	}
 	Expect(env.Client.Create(ctx, gw)).To(Succeed())
 	Eventually(func(g Gomega) {
@@ -142,6 +137,14 @@ func gateway(ctx context.Context, ns, name string, hosts ...string) types.Namesp
 		g.Expect(resources(g, nn, resourcev3.RouteType)).To(HaveKey(httpRouteTable))
 	}).Should(Succeed(), "Gateway %s published with its API listeners", nn)
 	return nn
+}
+
+// httpListener is an HTTP listener for "*.e2e.test".
+func httpListener(name string, port gatewayv1.PortNumber) gatewayv1.Listener {
+	return gatewayv1.Listener{
+		Name: gatewayv1.SectionName(name), Protocol: gatewayv1.HTTPProtocolType, Port: port,
+		Hostname: ptr.To(gatewayv1.Hostname("*." + domain)),
+	}
 }
 
 // resources returns the published resources of one type of a Gateway.
