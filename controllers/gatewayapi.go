@@ -79,10 +79,6 @@ type GatewayAPIReconciler struct {
 	// Blocked is the provider's block list (nil: none); shards serve no
 	// route for a blocked name.
 	Blocked func() *hostnames.BlockList
-	// MutateInput, when set, edits each snapshot before translation. Tests
-	// use it to feed loopback endpoints, which the apiserver refuses in
-	// EndpointSlices; the controller leaves it nil.
-	MutateInput func(*gatewayapi.Input)
 
 	trigger    chan event.GenericEvent
 	once       sync.Once
@@ -145,14 +141,7 @@ func (r *GatewayAPIReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	var out *gatewayapi.Output
-	if r.MutateInput != nil {
-		// Objects fed by a test hook are not the cache's immutable
-		// ones, which the Translator's memory relies on.
-		out = gatewayapi.Translate(in)
-	} else {
-		out = r.translator.Translate(in)
-	}
+	out := r.translator.Translate(in)
 	translateSeconds.Observe(time.Since(start).Seconds())
 	if r.Publisher != nil {
 		r.Publisher.Publish(in, out)
@@ -210,9 +199,6 @@ func (r *GatewayAPIReconciler) snapshot(ctx context.Context) (*gatewayapi.Input,
 	shards, problems := sharding.Discover(r.ControllerName, in.GatewayClasses, in.Gateways, in.GatewayParameters, r.Tenancy.Placement(in.Namespaces))
 	in.ShardRefusals = shardRefusals(problems)
 	in.Ownership = r.ownershipFor(in, leaseHosts, shards, problems)
-	if r.MutateInput != nil {
-		r.MutateInput(in)
-	}
 	return in, nil
 }
 

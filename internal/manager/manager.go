@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,7 +39,6 @@ import (
 	"github.com/shardgate/shardgate/internal/scheme"
 	"github.com/shardgate/shardgate/internal/status"
 	xdsserver "github.com/shardgate/shardgate/xds/server"
-	"github.com/shardgate/shardgate/xds/translate"
 )
 
 // Leader election timings. A new leader takes over writes within
@@ -88,11 +88,10 @@ type Options struct {
 	EnableProfiling bool
 	Log             logr.Logger
 
-	// Test hooks (nil in the controller): see
-	// controllers.GatewayAPIReconciler.MutateInput and
-	// xdsserver.Options.Decorate.
-	MutateInput func(*gatewayapi.Input)
-	DecorateXDS func(group string, res *translate.Resources)
+	// XDSAPIListeners is a test hook (nil in the controller): API
+	// listeners for proxyless gRPC clients, see
+	// xdsserver.Options.APIListeners.
+	XDSAPIListeners func(group string) []*listenerv3.Listener
 	// OnXDSServer receives the xDS server once built, so tests can read
 	// its NACK records and address.
 	OnXDSServer func(*xdsserver.Server)
@@ -198,7 +197,7 @@ func Run(ctx context.Context, opts Options) error {
 		TLS:            xdsCreds.TLSConfig(),
 		Log:            log.WithName("xds"),
 		OnStatusChange: p.publishStatusChanged,
-		Decorate:       opts.DecorateXDS,
+		APIListeners:   opts.XDSAPIListeners,
 	})
 	p.xdsBuilt.Store(true) // after p.xds is set: the probes read it from now on
 	if opts.OnXDSServer != nil {
@@ -395,7 +394,7 @@ func (p *process) applyConfig(updates <-chan config.Config) {
 // server and runs it until ctx ends or it loses the leader Lease. started
 // reports whether it got as far as starting the manager.
 func (p *process) runManager(ctx context.Context) (started bool, _ error) {
-	cfg, opts, log := p.cfg, p.opts, p.log
+	cfg, log := p.cfg, p.log
 	mgr, err := p.newManager()
 	if err != nil {
 		return false, err
@@ -448,7 +447,6 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 	}
 	trigger := gatewayAPI.Trigger
 	p.trigger.Store(&trigger)
-	gatewayAPI.MutateInput = opts.MutateInput
 	gatewayRuntime := &controllers.GatewayRuntimeSource{
 		Client:         mgr.GetClient(),
 		ControllerName: cfg.ControllerName,

@@ -12,7 +12,9 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/encoding/prototext"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,6 +41,10 @@ type adsClient struct {
 	updates chan struct{} // a token after each route table received
 	done    chan struct{} // closed when the receive loop ends
 	err     error
+	// acked is the last version accepted, per type; nacked counts the
+	// responses refused.
+	acked  map[string]string
+	nacked int
 }
 
 type adsOptions struct {
@@ -51,6 +57,9 @@ type adsOptions struct {
 	noRead bool
 	// dial adds dial options.
 	dial []grpc.DialOption
+	// reject: NACK every route table that mentions this text, as a proxy
+	// refusing it would, and keep the last one accepted.
+	reject string
 }
 
 type subscription struct {
@@ -82,7 +91,7 @@ func dialADS(ctx context.Context, gw types.NamespacedName, node string, o adsOpt
 		return nil, err
 	}
 	c := &adsClient{node: node, cc: cc, stream: stream, cancel: cancel, opts: o,
-		updates: make(chan struct{}, 1), done: make(chan struct{})}
+		updates: make(chan struct{}, 1), done: make(chan struct{}), acked: map[string]string{}}
 	subs := subscriptions
 	if o.noRead {
 		// The big route table first: the server's write of it overdraws
@@ -117,14 +126,20 @@ func (c *adsClient) receive() {
 			c.mu.Unlock()
 			return
 		}
+		var refusal *status.Status
 		if resp.GetTypeUrl() == resourcev3.RouteType {
 			for _, a := range resp.GetResources() {
 				var rc routev3.RouteConfiguration
 				if err := a.UnmarshalTo(&rc); err == nil && rc.GetName() == httpRouteTable {
 					text := prototext.Format(&rc)
 					c.mu.Lock()
-					c.rds, c.rdsText = &rc, text
 					c.nRDS++
+					if c.opts.reject != "" && strings.Contains(text, c.opts.reject) {
+						refusal = &status.Status{Code: int32(codes.InvalidArgument), Message: "route table mentions " + c.opts.reject}
+						c.nacked++
+					} else {
+						c.rds, c.rdsText = &rc, text
+					}
 					c.mu.Unlock()
 					select {
 					case c.updates <- struct{}{}:
@@ -142,9 +157,15 @@ func (c *adsClient) receive() {
 				names = sub.names
 			}
 		}
+		c.mu.Lock()
+		if refusal == nil {
+			c.acked[resp.GetTypeUrl()] = resp.GetVersionInfo()
+		}
+		version := c.acked[resp.GetTypeUrl()]
+		c.mu.Unlock()
 		if err := c.stream.Send(&discovery.DiscoveryRequest{
-			TypeUrl: resp.GetTypeUrl(), VersionInfo: resp.GetVersionInfo(),
-			ResponseNonce: resp.GetNonce(), ResourceNames: names,
+			TypeUrl: resp.GetTypeUrl(), VersionInfo: version,
+			ResponseNonce: resp.GetNonce(), ResourceNames: names, ErrorDetail: refusal,
 		}); err != nil {
 			c.mu.Lock()
 			c.err = err
@@ -159,6 +180,13 @@ func (c *adsClient) has(marker string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return strings.Contains(c.rdsText, marker)
+}
+
+// refused is how many route tables the client NACKed.
+func (c *adsClient) refused() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nacked
 }
 
 // routeTables is how many route tables the client received.

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/xds"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -48,7 +48,7 @@ const (
 	servicePath = "/grpc.testing.TestService/"
 )
 
-// backend is a gRPC TestService on 127.0.0.1 that answers every call with
+// backend is a gRPC TestService on backendIP that answers every call with
 // the response header "backend: <name>".
 type backend struct {
 	name  string
@@ -77,7 +77,7 @@ func (s echoServer) UnaryCall(ctx context.Context, _ *testgrpc.SimpleRequest) (*
 // startBackend serves a backend until the spec ends.
 func startBackend(name string) *backend {
 	GinkgoHelper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := net.Listen("tcp", net.JoinHostPort(backendIP, "0"))
 	Expect(err).NotTo(HaveOccurred())
 	b := &backend{name: name, port: int32(lis.Addr().(*net.TCPAddr).Port)}
 	g := grpc.NewServer()
@@ -113,7 +113,8 @@ func ensureGatewayClass(ctx context.Context) {
 
 // gateway creates Gateway ns/name with one HTTP listener on port 80 for
 // "*.e2e.test", registers API listeners for hosts (each "<host>.e2e.test")
-// and waits until its snapshot holds them.
+// and waits until its snapshot holds them. Without hosts, the Gateway
+// publishes its translated listeners.
 func gateway(ctx context.Context, ns, name string, hosts ...string) types.NamespacedName {
 	GinkgoHelper()
 	nn := types.NamespacedName{Namespace: ns, Name: name}
@@ -124,13 +125,7 @@ func gateway(ctx context.Context, ns, name string, hosts ...string) types.Namesp
 	h.addAPIListeners(nn, names...)
 	gw := &gatewayv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: gatewayv1.GatewaySpec{
-			GatewayClassName: "shardgate",
-			Listeners: []gatewayv1.Listener{{
-				Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80,
-				Hostname: ptr.To(gatewayv1.Hostname("*." + domain)),
-			}},
-		},
+		Spec:       gatewayv1.GatewaySpec{GatewayClassName: "shardgate", Listeners: []gatewayv1.Listener{httpListener("http", 80)}},
 	}
 	Expect(env.Client.Create(ctx, gw)).To(Succeed())
 	Eventually(func(g Gomega) {
@@ -142,6 +137,14 @@ func gateway(ctx context.Context, ns, name string, hosts ...string) types.Namesp
 		g.Expect(resources(g, nn, resourcev3.RouteType)).To(HaveKey(httpRouteTable))
 	}).Should(Succeed(), "Gateway %s published with its API listeners", nn)
 	return nn
+}
+
+// httpListener is an HTTP listener for "*.e2e.test".
+func httpListener(name string, port gatewayv1.PortNumber) gatewayv1.Listener {
+	return gatewayv1.Listener{
+		Name: gatewayv1.SectionName(name), Protocol: gatewayv1.HTTPProtocolType, Port: port,
+		Hostname: ptr.To(gatewayv1.Hostname("*." + domain)),
+	}
 }
 
 // resources returns the published resources of one type of a Gateway.
@@ -168,28 +171,57 @@ func service(ctx context.Context, ns, name string) types.NamespacedName {
 	return client.ObjectKeyFromObject(svc)
 }
 
-// loopbackService creates a Service whose endpoints are the backends.
-func loopbackService(ctx context.Context, ns, name string, bs ...*backend) types.NamespacedName {
+// backendService creates a Service whose endpoints are the backends: one
+// real EndpointSlice per backend (each listens on its own port), holding
+// backendIP.
+func backendService(ctx context.Context, ns, name string, bs ...*backend) types.NamespacedName {
 	GinkgoHelper()
-	ports := make([]int32, len(bs))
-	for i, b := range bs {
-		ports[i] = b.port
+	nn := service(ctx, ns, name)
+	for _, b := range bs {
+		Expect(env.Client.Create(ctx, endpointSlice(nn, name+"-"+b.name, b.port, true))).To(Succeed())
 	}
-	nn := types.NamespacedName{Namespace: ns, Name: name}
-	h.setEndpoints(nn, ports...) // before the Service exists: no translation sees it without
-	return service(ctx, ns, name)
+	return nn
 }
 
-// touch changes an annotation of obj, so the controller translates again.
-// touch makes shardgate translate again, after a test hook changed what
-// the translation or the publishing does. Annotations and status are not
-// read by the translator, so they trigger nothing; a label of the object's
-// Namespace is (listeners select namespaces by label).
-func touch(ctx context.Context, obj client.Object) {
-	GinkgoHelper()
-	patch := fmt.Appendf(nil, `{"metadata":{"labels":{"e2e.shardgate.io/touched":%q}}}`, strconv.FormatInt(time.Now().UnixNano(), 10))
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: obj.GetNamespace()}}
-	Expect(env.Client.Patch(ctx, ns, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+// endpointSlice is an EndpointSlice of svc with one endpoint, backendIP, on
+// the port named like the test Services' port.
+func endpointSlice(svc types.NamespacedName, name string, port int32, ready bool) *discoveryv1.EndpointSlice {
+	return &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: name, Namespace: svc.Namespace, Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{
+			Addresses: []string{backendIP}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready)},
+		}},
+		Ports: []discoveryv1.EndpointPort{{Name: ptr.To(portName), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}
+}
+
+// findBackendIP returns the first global unicast IPv4 address of an
+// interface that is up: an address of this machine (traffic to it stays
+// on the machine) that the apiserver accepts in an EndpointSlice, unlike
+// 127.0.0.0/8 and link-local addresses.
+func findBackendIP() (string, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return "", err
+	}
+	for _, ifc := range ifs {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok {
+				if ip4 := ipn.IP.To4(); ip4 != nil && ip4.IsGlobalUnicast() {
+					return ip4.String(), nil
+				}
+			}
+		}
+	}
+	return "", fmt.Errorf("no interface that is up has a global unicast IPv4 address for the test backends")
 }
 
 type backendRef struct {

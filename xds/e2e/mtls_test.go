@@ -34,7 +34,7 @@ var _ = Describe("xDS mTLS", func() {
 		ns := namespace(ctx, "mtls")
 		gwA = gateway(ctx, ns, "a", "mtls-a")
 		gwB = gateway(ctx, ns, "b", "mtls-b")
-		loopbackService(ctx, ns, "web", startBackend("web"))
+		backendService(ctx, ns, "web", startBackend("web"))
 		ra = httpRoute(ctx, gwA, "ra", "mtls-a", rule(prefix("/"), to("web")))
 		httpRoute(ctx, gwB, "rb", "mtls-b", rule(prefix("/"), to("web")))
 	})

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -23,26 +24,33 @@ var _ = Describe("NACK", func() {
 	It("records one NACK, does not resend, and shows it on the Gateway until a new config is accepted", func(ctx SpecContext) {
 		ns := namespace(ctx, "nack")
 		gw := gateway(ctx, ns, "gw", "nack")
-		loopbackService(ctx, ns, "web", startBackend("web"))
-		httpRoute(ctx, gw, "r", "nack", rule(prefix("/"), to("web")))
-		c, node := xdsClient(gw, "nack")
+		backendService(ctx, ns, "web", startBackend("web"))
+		r := httpRoute(ctx, gw, "r", "nack", rule(prefix("/"), to("web")))
+		c, _ := xdsClient(gw, "nack")
 		Eventually(answeredBy(ctx, c, methodEmpty)).Should(Equal("web"))
+		// A proxy that refuses every route table with a route for
+		// "/e2e-nack", as Envoy refuses a table it cannot load.
+		proxy, err := dialADS(ctx, gw, "nack-proxy", adsOptions{reject: "/e2e-nack"})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(proxy.close)
+		Expect(proxy.wait(ns+"/web/80", 30*time.Second)).To(Succeed())
+		node := proxy.node
 		Expect(nacksFor(node)).To(BeEmpty())
 		metricBefore := nackMetric(resourcev3.RouteType)
 		resendsBefore := srv.Resends()
 
-		By("publishing a route table grpc-go refuses (a path_separated_prefix match)")
-		h.setNACK(gw, true)
-		DeferCleanup(h.setNACK, gw, false)
-		touch(ctx, &gatewayv1.Gateway{ObjectMeta: objectMeta(gw)})
+		By("publishing a route table the proxy refuses")
+		Expect(setRules(ctx, r, rule(prefix("/"), to("web")), rule(prefix("/e2e-nack"), to("web")))).To(Succeed())
 		Eventually(func() []xdsserver.NACK { return nacksFor(node) }).Should(HaveLen(1))
 		nack := nacksFor(node)[0]
 		Expect(nack.TypeURL).To(Equal(resourcev3.RouteType))
 		Expect(nack.NodeCluster).To(Equal(xdsserver.NodeGroup(gw)))
 		Expect(nack.Version).To(Equal(version(gw, resourcev3.RouteType)), "the NACKed version is the one published")
 		GinkgoWriter.Printf("NACK: %+v\n", nack)
+		tables := proxy.routeTables()
 
-		By("keeping the last good config on the client")
+		By("keeping the last good config on the proxy; other clients are served")
+		Expect(proxy.has("/e2e-nack")).To(BeFalse())
 		Expect(call(ctx, c, methodEmpty)).To(Equal("web"))
 
 		By("not resending the rejected version")
@@ -52,14 +60,18 @@ var _ = Describe("NACK", func() {
 		Consistently(func(g Gomega) {
 			g.Expect(nacksFor(node)).To(HaveLen(1))
 			g.Expect(srv.Resends() - resendsBefore).To(BeNumerically("<=", 1))
+			g.Expect(proxy.routeTables()).To(BeNumerically("<=", tables+1))
 		}).WithTimeout(2 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 		resends := srv.Resends() - resendsBefore
 		metric := nackMetric(resourcev3.RouteType) - metricBefore
 		AddReportEntry("NACK", map[string]any{"nacks recorded for the node": len(nacksFor(node)), "resends in 2s": resends,
+			"route tables refused by the proxy":                      proxy.refused(),
 			"shardgate_xds_nacks_total{RouteConfiguration} increase": metric})
-		GinkgoWriter.Printf("after 2 s: %d NACK records for the node, %d resends, shardgate_xds_nacks_total +%v\n", len(nacksFor(node)), resends, metric)
+		GinkgoWriter.Printf("after 2 s: %d NACK records for the node, %d resends, %d route tables refused, shardgate_xds_nacks_total +%v\n",
+			len(nacksFor(node)), resends, proxy.refused(), metric)
 		Expect(nacksFor(node)).To(HaveLen(1))
 		Expect(resends).To(BeNumerically("<=", 1))
+		Expect(proxy.refused()).To(BeNumerically("<=", 2))
 		Expect(metric).To(BeNumerically(">=", 1))
 		Expect(metric).To(BeNumerically("<=", 2))
 		Expect(call(ctx, c, methodEmpty)).To(Equal("web"))
@@ -74,10 +86,10 @@ var _ = Describe("NACK", func() {
 		nacked := corev1.EventTypeWarning + "/" + shardgatev1alpha1.ReasonConfigNACKed + "/Publish"
 		Eventually(gatewayEvents(ctx, gw)).Should(HaveKeyWithValue(nacked, 1))
 
-		By("clearing once a config the client accepts is published")
-		h.setNACK(gw, false)
-		touch(ctx, &gatewayv1.Gateway{ObjectMeta: objectMeta(gw)})
+		By("clearing once a config the proxy accepts is published")
+		Expect(setRules(ctx, r, rule(prefix("/"), to("web")), rule(prefix("/e2e-fixed"), to("web")))).To(Succeed())
 		Eventually(func() string { return version(gw, resourcev3.RouteType) }).ShouldNot(Equal(nack.Version))
+		Expect(proxy.wait("/e2e-fixed", 30*time.Second)).To(Succeed())
 		Eventually(func() map[types.NamespacedName]string { return srv.PublishErrors() }).ShouldNot(HaveKey(gw))
 		Eventually(programmed(ctx, gw)).Should(HaveField("Message", Not(ContainSubstring("rejected"))))
 		Expect(call(ctx, c, methodEmpty)).To(Equal("web"))
@@ -89,6 +101,16 @@ var _ = Describe("NACK", func() {
 		}))
 	})
 })
+
+// setRules replaces route's rules, with a merge patch of the spec (no
+// conflict with the controller's status writes).
+func setRules(ctx context.Context, r *gatewayv1.HTTPRoute, rules ...gatewayv1.HTTPRouteRule) error {
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"rules": rules}})
+	if err != nil {
+		return err
+	}
+	return env.Client.Patch(ctx, r.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
+}
 
 // gatewayEvents lists the events.k8s.io Events regarding gw as
 // "Type/Reason/Action" with how many times each was emitted.

@@ -5,9 +5,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -18,7 +15,7 @@ var _ = Describe("grpc-go xDS client routing", func() {
 		bs := map[string]*backend{}
 		for _, n := range []string{"a", "b", "c", "d", "e"} {
 			bs[n] = startBackend(n)
-			loopbackService(ctx, ns, "svc-"+n, bs[n])
+			backendService(ctx, ns, "svc-"+n, bs[n])
 		}
 		// Four HTTPRoutes, so Gateway API precedence across routes is
 		// what decides.
@@ -60,8 +57,8 @@ var _ = Describe("grpc-go xDS client routing", func() {
 	It("follows an HTTPRoute change in the apiserver", func(ctx SpecContext) {
 		ns := namespace(ctx, "change")
 		gw := gateway(ctx, ns, "gw", "change")
-		loopbackService(ctx, ns, "old", startBackend("old"))
-		loopbackService(ctx, ns, "new", startBackend("new"))
+		backendService(ctx, ns, "old", startBackend("old"))
+		backendService(ctx, ns, "new", startBackend("new"))
 		r := httpRoute(ctx, gw, "r", "change", rule(prefix("/"), to("old")))
 		c, _ := xdsClient(gw, "change")
 		Eventually(answeredBy(ctx, c, methodEmpty)).Should(Equal("old"))
@@ -75,21 +72,12 @@ var _ = Describe("grpc-go xDS client routing", func() {
 		}
 	})
 
-	It("moves traffic when the Service's EndpointSlice changes", func(ctx SpecContext) {
+	It("moves traffic when the Service's EndpointSlices change", func(ctx SpecContext) {
 		ns := namespace(ctx, "endpoints")
 		gw := gateway(ctx, ns, "gw", "endpoints")
-		one, two := startBackend("pod-1"), startBackend("pod-2")
-		// The EndpointSlice in the apiserver holds pod addresses that are
-		// never dialled; the test maps each to a loopback backend.
-		svc := types.NamespacedName{Namespace: ns, Name: "web"}
-		h.mapPodIPs(svc, map[string]int32{"10.244.7.1": one.port, "10.244.7.2": two.port})
-		service(ctx, ns, "web")
-		slice := &discoveryv1.EndpointSlice{
-			ObjectMeta:  metav1.ObjectMeta{Name: "web-1", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.7.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
-			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(portName), Port: ptr.To(int32(8080))}},
-		}
+		one, two, three := startBackend("pod-1"), startBackend("pod-2"), startBackend("pod-3")
+		svc := service(ctx, ns, "web")
+		slice := endpointSlice(svc, "web-1", one.port, true)
 		Expect(env.Client.Create(ctx, slice)).To(Succeed())
 		httpRoute(ctx, gw, "r", "endpoints", rule(prefix("/"), to("web")))
 		c, _ := xdsClient(gw, "endpoints")
@@ -97,7 +85,7 @@ var _ = Describe("grpc-go xDS client routing", func() {
 
 		By("replacing the endpoint in the apiserver")
 		start := time.Now()
-		slice.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"10.244.7.2"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}}
+		slice.Ports[0].Port = ptr.To(two.port)
 		Expect(env.Client.Update(ctx, slice)).To(Succeed())
 		Eventually(answeredBy(ctx, c, methodEmpty)).Should(Equal("pod-2"))
 		GinkgoWriter.Printf("endpoint change reached the client in %s\n", time.Since(start))
@@ -105,21 +93,22 @@ var _ = Describe("grpc-go xDS client routing", func() {
 			Expect(call(ctx, c, methodEmpty)).To(Equal("pod-2"))
 		}
 
-		By("marking the endpoint not ready and adding a ready one")
-		slice.Endpoints = []discoveryv1.Endpoint{
-			{Addresses: []string{"10.244.7.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
-			{Addresses: []string{"10.244.7.2"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)}},
-		}
+		By("adding a slice with a ready endpoint and marking the first one not ready")
+		Expect(env.Client.Create(ctx, endpointSlice(svc, "web-2", three.port, true))).To(Succeed())
+		slice.Endpoints[0].Conditions.Ready = ptr.To(false)
 		Expect(env.Client.Update(ctx, slice)).To(Succeed())
-		Eventually(answeredBy(ctx, c, methodEmpty)).Should(Equal("pod-1"))
+		Eventually(answeredBy(ctx, c, methodEmpty)).Should(Equal("pod-3"))
 		for range 50 {
-			Expect(call(ctx, c, methodEmpty)).To(Equal("pod-1"))
+			Expect(call(ctx, c, methodEmpty)).To(Equal("pod-3"))
 		}
 
-		By("a loopback endpoint fed directly, after a touch of the Service")
-		three := startBackend("direct")
-		h.setEndpoints(svc, three.port)
-		touch(ctx, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns}})
-		Eventually(answeredBy(ctx, c, methodEmpty)).Should(Equal("direct"))
+		By("deleting that slice: the first endpoint, ready again, takes over")
+		slice.Endpoints[0].Conditions.Ready = ptr.To(true)
+		Expect(env.Client.Update(ctx, slice)).To(Succeed())
+		Expect(env.Client.Delete(ctx, endpointSlice(svc, "web-2", three.port, true))).To(Succeed())
+		Eventually(answeredBy(ctx, c, methodEmpty)).Should(Equal("pod-2"))
+		for range 50 {
+			Expect(call(ctx, c, methodEmpty)).To(Equal("pod-2"))
+		}
 	})
 })

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"google.golang.org/grpc"
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // pushDeadline is how soon a healthy client must see each route change
@@ -27,8 +30,7 @@ var _ = Describe("Stuck xDS clients", func() {
 		service(ctx, ns, "web")
 		// A route table of about 256 KiB: four times the 64 KiB window of
 		// the client that never reads.
-		h.setPad(gw, 256<<10)
-		DeferCleanup(h.setPad, gw, 0)
+		padRoute(ctx, gw, "stuck", 256<<10)
 		route := httpRoute(ctx, gw, "r", "stuck", rule(prefix("/stuck0"), to("web")))
 		state0 := srv.State()
 
@@ -36,7 +38,7 @@ var _ = Describe("Stuck xDS clients", func() {
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(healthy.close)
 		Expect(healthy.wait("/stuck0", 30*time.Second)).To(Succeed())
-		Expect(healthy.has("x-e2e-pad-15")).To(BeTrue(), "the route table is padded")
+		Expect(healthy.has("x-e2e-pad-3-15")).To(BeTrue(), "the route table is padded")
 
 		By("connecting a client that never ACKs and one that never reads")
 		noACK, err := dialADS(ctx, gw, "stuck-no-ack", adsOptions{noACK: true})
@@ -95,4 +97,43 @@ func blockedSends() int {
 		}
 	}
 	return n
+}
+
+// padRoute creates an HTTPRoute for "<host>.e2e.test" on gw whose rules set
+// response headers (which no request here sees) of about size bytes in
+// all, so that gw's route table is at least that big. Gateway API allows 16
+// headers of up to 4096 bytes per filter.
+func padRoute(ctx context.Context, gw types.NamespacedName, host string, size int) {
+	GinkgoHelper()
+	const perHeader, perRule = 4096, 16
+	var rules []gatewayv1.HTTPRouteRule
+	for i := 0; len(rules)*perRule*perHeader < size; i++ {
+		var set []gatewayv1.HTTPHeader
+		for j := range perRule {
+			set = append(set, gatewayv1.HTTPHeader{
+				Name:  gatewayv1.HTTPHeaderName(fmt.Sprintf("x-e2e-pad-%d-%d", i, j)),
+				Value: padValue(i*perRule+j, perHeader),
+			})
+		}
+		r := rule(prefix(fmt.Sprintf("/pad%d", i)), to("web"))
+		r.Filters = []gatewayv1.HTTPRouteFilter{{
+			Type:                   gatewayv1.HTTPRouteFilterResponseHeaderModifier,
+			ResponseHeaderModifier: &gatewayv1.HTTPHeaderFilter{Set: set},
+		}}
+		rules = append(rules, r)
+	}
+	httpRoute(ctx, gw, "pad", host, rules...)
+}
+
+// padValue is n bytes that do not compress to nothing.
+func padValue(seed, n int) string {
+	b := make([]byte, n)
+	x := uint32(seed*2654435761 + 1)
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b[i] = 'a' + byte(x%26)
+	}
+	return string(b)
 }

@@ -1,68 +1,65 @@
-// Package e2e_test checks shardgate's xDS output end to end with a real,
-// independent xDS client: grpc-go's xDS resolver talks ADS over mTLS to the
-// xDS server of an in-process shardgate manager, and gRPC backends on
-// 127.0.0.1 prove by their name which route an RPC took.
+// Package e2e_test checks shardgate's xDS output end to end with real,
+// independent xDS clients: grpc-go's xDS resolver and raw ADS clients (state
+// of the world and delta) talk to the xDS server of an in-process shardgate
+// manager over mTLS, and gRPC backends prove by their name which route an
+// RPC took.
 //
-// Approach (a) of the xDS issue: Gateways, HTTPRoutes, Services (and, for
-// the endpoint test, EndpointSlices) live in the REAL apiserver of the
-// envtest harness; the apiserver refuses loopback addresses in
-// EndpointSlices, so the traffic tests feed the translator's endpoint input
-// directly through manager.Options.MutateInput:
+// Everything runs on the production path: Gateways, HTTPRoutes, Services
+// and EndpointSlices live in the real apiserver of the envtest harness, and
+// the manager's own reconciler and translators turn them into xDS. The
+// apiserver refuses loopback addresses in EndpointSlices, so the backends
+// listen on an address of this machine that it accepts (backendIP: the
+// first global unicast IPv4 address of an interface that is up, found at
+// run time), and the EndpointSlices name that address. Traffic to it never
+// leaves the machine. On a machine without such an address the suite runs
+// itself again in a private network namespace, where the loopback
+// interface also holds 10.244.255.1 (runInNetns). Other addresses in
+// 10.244.0.0/16 (endpoints_test.go) are published, never dialled.
 //
-//   - hooks.setEndpoints replaces a Service's EndpointSlices by in-memory
-//     ones pointing at backends on 127.0.0.1;
-//   - hooks.mapPodIPs rewrites the real EndpointSlices of a Service, mapping
-//     each (non-loopback, never dialled) address to a backend on 127.0.0.1,
-//     so that a change of the EndpointSlice in the apiserver moves traffic.
-//
-// A separate test (endpoints_test.go) checks EndpointSlice →
-// ClusterLoadAssignment with non-loopback addresses created in the
-// apiserver and sends no traffic. Nothing here sends traffic anywhere but
-// 127.0.0.1 (the xDS server is dialled as "localhost", which /etc/hosts and
-// the resolver map to 127.0.0.1 only; the test checks that).
-//
-// grpc-go's xDS client reads only API listeners, so manager.Options.
-// DecorateXDS adds, per Gateway, listeners named after the test hostnames
-// whose api_listener is an HttpConnectionManager using RDS for the Gateway's
-// own route table ("http-80"). Everything else it reads — routes, clusters,
-// load assignments — is shardgate's translation, unchanged, except for the
-// one documented patch in hooks.decorate.
+// grpc-go's xDS client reads only API listeners, so the one test hook,
+// manager.Options.XDSAPIListeners, publishes for each test Gateway that
+// grpc-go clients use listeners named after the test hostnames, whose
+// api_listener is an HttpConnectionManager using RDS for the Gateway's own
+// route table ("http-80"). Routes, clusters and load assignments are
+// shardgate's translation, unchanged.
 package e2e_test
 
 import (
 	"context"
-	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/types/known/anypb"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/manager"
 	"github.com/shardgate/shardgate/internal/pki"
 	"github.com/shardgate/shardgate/internal/testenv"
 	xdsserver "github.com/shardgate/shardgate/xds/server"
-	"github.com/shardgate/shardgate/xds/translate"
 )
 
 func TestE2E(t *testing.T) {
 	testenv.Require(t)
+	if os.Getenv(netnsEnv) == "" {
+		if _, err := findBackendIP(); err != nil || os.Getenv(netnsEnv+"_FORCE") != "" {
+			runInNetns(t)
+			return
+		}
+	}
 	RegisterFailHandler(Fail)
 	SetDefaultEventuallyTimeout(60 * time.Second)
 	SetDefaultEventuallyPollingInterval(20 * time.Millisecond)
@@ -80,6 +77,9 @@ var (
 	// because the server certificate names localhost, not 127.0.0.1.
 	xdsTarget string
 	suiteCtx  context.Context
+	// backendIP is where the test backends listen: an address of this
+	// machine that EndpointSlices may hold.
+	backendIP string
 )
 
 var _ = BeforeSuite(func() {
@@ -100,8 +100,7 @@ var _ = BeforeSuite(func() {
 	got := make(chan *xdsserver.Server, 1)
 	gotCreds := make(chan *xdsserver.Credentials, 1)
 	env.RunManager(manager.Options{
-		MutateInput:      h.mutate,
-		DecorateXDS:      h.decorate,
+		XDSAPIListeners:  h.listeners,
 		OnXDSServer:      func(s *xdsserver.Server) { got <- s },
 		OnXDSCredentials: func(c *xdsserver.Credentials) { gotCreds <- c },
 	})
@@ -119,162 +118,73 @@ var _ = BeforeSuite(func() {
 	xdsCA, err = pki.ParseCA(sec.Data[pki.KeyCert], sec.Data[pki.KeyKey])
 	Expect(err).NotTo(HaveOccurred())
 	ensureGatewayClass(suiteCtx)
+
+	if os.Getenv(netnsEnv) != "" {
+		backendIP = netnsBackendIP
+	} else {
+		backendIP, err = findBackendIP()
+		Expect(err).NotTo(HaveOccurred())
+	}
+	GinkgoWriter.Printf("backends listen on %s\n", backendIP)
 })
 
-// hooks are the test's handles on the manager's translation and xDS
-// publishing. All of them are read on every translation.
-type hooks struct {
-	mu sync.Mutex
-	// direct: Service → loopback endpoints that replace its EndpointSlices.
-	direct map[types.NamespacedName][]int32
-	// podIPs: Service → (address in its real EndpointSlices → loopback
-	// port). Unmapped addresses are dropped, so they are never dialled.
-	podIPs map[types.NamespacedName]map[string]int32
-	// apiListeners: node group → API listener names.
-	apiListeners map[string][]string
-	// nack: node groups whose route table gets a route grpc-go refuses.
-	nack map[string]bool
-	// pad: node groups whose route table is padded to about this many
-	// bytes (response headers that no request sees), so that a client
-	// that stops reading fills its flow-control window.
-	pad map[string]int
-}
+// netnsEnv is set in the environment of a run inside the private network
+// namespace that runInNetns made; there the backends listen on
+// netnsBackendIP, an address of that namespace's loopback interface.
+const (
+	netnsEnv       = "SHARDGATE_E2E_NETNS"
+	netnsBackendIP = "10.244.255.1"
+)
 
-func newHooks() *hooks {
-	return &hooks{
-		direct:       map[types.NamespacedName][]int32{},
-		podIPs:       map[types.NamespacedName]map[string]int32{},
-		apiListeners: map[string][]string{},
-		nack:         map[string]bool{},
-		pad:          map[string]int{},
+// runInNetns runs this test binary again, with the same arguments, in a
+// network namespace of its own (unshare(1)), for a machine with no
+// address the backends can use: there the loopback interface also holds
+// netnsBackendIP, which the apiserver accepts in EndpointSlices, and
+// nothing can leave the namespace. SHARDGATE_E2E_NETNS_FORCE=1 takes this
+// path on any machine.
+func runInNetns(t *testing.T) {
+	args := []string{"--net"}
+	if os.Geteuid() != 0 {
+		args = append(args, "--map-root-user")
+	}
+	script := "ip link set lo up && ip addr add " + netnsBackendIP + "/32 dev lo && ip route add default dev lo && exec \"$0\" \"$@\""
+	args = append(args, "sh", "-c", script, os.Args[0])
+	cmd := exec.Command("unshare", append(args, os.Args[1:]...)...)
+	cmd.Env = append(os.Environ(), netnsEnv+"=1")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	t.Logf("no usable interface address (or %s_FORCE set): running in a private network namespace", netnsEnv)
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("e2e run in a private network namespace: %v", err)
 	}
 }
 
-// setEndpoints makes svc's endpoints 127.0.0.1:<port> for each port (on
-// the next translation).
-func (h *hooks) setEndpoints(svc types.NamespacedName, ports ...int32) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.direct[svc] = append([]int32(nil), ports...)
+// hooks hold the API listeners grpc-go clients need, per node group; the
+// xDS server reads them on every publish.
+type hooks struct {
+	mu           sync.Mutex
+	apiListeners map[string][]*listenerv3.Listener
 }
 
-// mapPodIPs rewrites the addresses of svc's real EndpointSlices.
-func (h *hooks) mapPodIPs(svc types.NamespacedName, m map[string]int32) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.podIPs[svc] = m
+func newHooks() *hooks {
+	return &hooks{apiListeners: map[string][]*listenerv3.Listener{}}
 }
 
 func (h *hooks) addAPIListeners(gw types.NamespacedName, names ...string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	g := xdsserver.NodeGroup(gw)
-	h.apiListeners[g] = append(h.apiListeners[g], names...)
-	sort.Strings(h.apiListeners[g])
+	for _, name := range names {
+		h.apiListeners[g] = append(h.apiListeners[g], apiListener(name, httpRouteTable))
+	}
+	sort.Slice(h.apiListeners[g], func(i, j int) bool { return h.apiListeners[g][i].GetName() < h.apiListeners[g][j].GetName() })
 }
 
-func (h *hooks) setNACK(gw types.NamespacedName, on bool) {
+// listeners are the API listeners of a node group (none for a Gateway that
+// no grpc-go client uses: it publishes its translated listeners).
+func (h *hooks) listeners(group string) []*listenerv3.Listener {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.nack[xdsserver.NodeGroup(gw)] = on
-}
-
-// mutate edits the translator's input. The objects in it belong to the
-// informer cache: they are replaced, never modified.
-func (h *hooks) mutate(in *gatewayapi.Input) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make([]*discoveryv1.EndpointSlice, 0, len(in.EndpointSlices))
-	for _, s := range in.EndpointSlices {
-		svc := types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[discoveryv1.LabelServiceName]}
-		if _, ok := h.direct[svc]; ok {
-			continue
-		}
-		if m, ok := h.podIPs[svc]; ok {
-			for _, e := range s.Endpoints {
-				for _, a := range e.Addresses {
-					if port, ok := m[a]; ok {
-						name := fmt.Sprintf("%s-%s", s.Name, strings.ReplaceAll(a, ".", "-"))
-						out = append(out, loopbackSlice(svc, name, port, e.Conditions.Ready))
-					}
-				}
-			}
-			continue
-		}
-		out = append(out, s)
-	}
-	svcs := make([]types.NamespacedName, 0, len(h.direct))
-	for svc := range h.direct {
-		svcs = append(svcs, svc)
-	}
-	sort.Slice(svcs, func(i, j int) bool { return svcs[i].String() < svcs[j].String() })
-	for _, svc := range svcs {
-		for i, port := range h.direct[svc] {
-			out = append(out, loopbackSlice(svc, fmt.Sprintf("%s-e2e-%d", svc.Name, i), port, ptr.To(true)))
-		}
-	}
-	in.EndpointSlices = out
-}
-
-// loopbackSlice is an EndpointSlice the apiserver would refuse: one ready
-// endpoint 127.0.0.1:port for svc's port named "grpc".
-func loopbackSlice(svc types.NamespacedName, name string, port int32, ready *bool) *discoveryv1.EndpointSlice {
-	s := &discoveryv1.EndpointSlice{
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"127.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ready}}},
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(portName), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}},
-	}
-	s.Name, s.Namespace = name, svc.Namespace
-	s.Labels = map[string]string{discoveryv1.LabelServiceName: svc.Name}
-	return s
-}
-
-// decorate adds the API listeners grpc-go needs, and, when the NACK test
-// asks for it, a route grpc-go refuses.
-func (h *hooks) decorate(group string, res *translate.Resources) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if names := h.apiListeners[group]; len(names) > 0 {
-		// Only the API listeners: go-control-plane's snapshot cache in ADS
-		// mode (xds/server builds it with ads=true) answers a
-		// state-of-the-world request that names resources only if the
-		// names cover every resource of that type in the snapshot
-		// (cache/v3/simple.go, respond → superset). Envoy asks for all
-		// listeners (wildcard); grpc-go asks for its one listener by name,
-		// and would never get an answer while the snapshot also holds the
-		// Envoy listener "http-80". The route table, clusters and
-		// endpoints grpc-go reads are shardgate's own.
-		res.Listeners = res.Listeners[:0]
-		for _, name := range names {
-			res.Listeners = append(res.Listeners, apiListener(name, httpRouteTable))
-		}
-	}
-	if n := h.pad[group]; n > 0 {
-		for _, rc := range res.Routes {
-			if rc.GetName() != httpRouteTable {
-				continue
-			}
-			const chunk = 16000 // under Envoy's 16 KiB header value limit
-			for i := 0; i*chunk < n; i++ {
-				rc.ResponseHeadersToAdd = append(rc.ResponseHeadersToAdd, &corev3.HeaderValueOption{
-					Header: &corev3.HeaderValue{Key: fmt.Sprintf("x-e2e-pad-%d", i), Value: padValue(i, chunk)},
-				})
-			}
-		}
-	}
-	if h.nack[group] {
-		for _, rc := range res.Routes {
-			if rc.GetName() != httpRouteTable || len(rc.VirtualHosts) == 0 {
-				continue
-			}
-			vh := rc.VirtualHosts[0]
-			vh.Routes = append(vh.Routes, &routev3.Route{
-				Name:   "e2e/nack",
-				Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: "/e2e-nack"}},
-				Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 404}},
-			})
-		}
-	}
+	return slices.Clone(h.apiListeners[group])
 }
 
 // httpRouteTable is the RouteConfiguration of a Gateway's port-80 HTTP
@@ -304,23 +214,4 @@ func apiListener(name, routeConfig string) *listenerv3.Listener {
 	// grpc-go reads only api_listener; translate.Validate checks that its
 	// route configuration exists.
 	return &listenerv3.Listener{Name: name, ApiListener: &listenerv3.ApiListener{ApiListener: hcm}}
-}
-
-func (h *hooks) setPad(gw types.NamespacedName, bytes int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.pad[xdsserver.NodeGroup(gw)] = bytes
-}
-
-// padValue is n bytes that do not compress to nothing.
-func padValue(seed, n int) string {
-	b := make([]byte, n)
-	x := uint32(seed*2654435761 + 1)
-	for i := range b {
-		x ^= x << 13
-		x ^= x >> 17
-		x ^= x << 5
-		b[i] = 'a' + byte(x%26)
-	}
-	return string(b)
 }

@@ -17,6 +17,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
@@ -50,11 +51,15 @@ type Options struct {
 	// Gateway's publish status changes: a refused config, a NACK, or a
 	// recovery. The controller re-translates so the Gateway reports it.
 	OnStatusChange func()
-	// Decorate, when set, may add resources to a Gateway's config after
-	// translation and before validation. Tests use it to add the
-	// API-listener wrapper that grpc-go's xDS client needs (grpc-go reads
-	// only API listeners); the controller leaves it nil.
-	Decorate func(group string, res *translate.Resources)
+	// APIListeners, when set, gives per node group the API listeners that
+	// proxyless gRPC clients of the group read (grpc-go's xDS client reads
+	// nothing else); the controller leaves it nil. They are validated with
+	// the group's translated config, and published as the group's
+	// listeners: go-control-plane's ADS cache answers a request that names
+	// listeners only when the names cover every listener of the snapshot,
+	// and a gRPC client names only its own. Everything else published —
+	// routes, clusters, endpoints, secrets — is the translation's own.
+	APIListeners func(group string) []*listenerv3.Listener
 }
 
 // Server is the xDS server. Its zero value is not usable; call New.
@@ -380,24 +385,30 @@ func (s *Server) checker(group string) *translate.Checker {
 // version that is a hash of its content, so a type whose resources did not
 // change keeps its version and is not sent again.
 func (s *Server) build(group string, gw *ir.Gateway) (*built, error) {
-	var res *translate.Resources
-	var err error
-	if s.opts.Decorate != nil {
-		// Decorate may change the messages, which a memo shares
-		// between translations.
-		res, err = translate.Translate(gw)
-	} else {
-		res, err = s.memo(group).Translate(gw)
-	}
+	res, err := s.memo(group).Translate(gw)
 	if err != nil {
 		return nil, fmt.Errorf("translate: %w", err)
 	}
-	if s.opts.Decorate != nil {
-		s.opts.Decorate(NodeGroup(k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}), res)
+	var api []*listenerv3.Listener
+	if s.opts.APIListeners != nil {
+		api = s.opts.APIListeners(group)
+	}
+	checked := res
+	if len(api) > 0 {
+		// The translated listeners are checked too; the published
+		// ones (the API listeners) are a part of what was checked.
+		c := *res
+		c.Listeners = append(slices.Clone(res.Listeners), api...)
+		checked = &c
 	}
 	checker := s.checker(group)
-	if err := checker.Check(res); err != nil {
+	if err := checker.Check(checked); err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
+	}
+	if len(api) > 0 {
+		c := *res
+		c.Listeners = api
+		res = &c
 	}
 	// Retention may replace route configurations (with copies): those
 	// have no digest yet and are hashed afresh.

@@ -8,10 +8,14 @@ import (
 	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/go-logr/logr"
+	"google.golang.org/protobuf/types/known/anypb"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
@@ -40,14 +44,11 @@ func gatewayIR(t *testing.T, file string) *ir.Gateway {
 // stays, and the Gateway reports why.
 func TestRefusedConfigKeepsTheLastGoodOne(t *testing.T) {
 	var breakIt bool
-	s := New(Options{Log: logr.Discard(), Decorate: func(_ string, res *translate.Resources) {
-		if breakIt && len(res.Routes) > 0 {
-			vh := res.Routes[0].VirtualHosts[0]
-			vh.Routes = append(vh.Routes, &routev3.Route{
-				Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/broken"}},
-				Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "no/such/cluster"}}},
-			})
+	s := New(Options{Log: logr.Discard(), APIListeners: func(string) []*listenerv3.Listener {
+		if !breakIt {
+			return nil
 		}
+		return []*listenerv3.Listener{apiListener(t, "broken.test", "no-such-route-table")}
 	}})
 	gw := gatewayIR(t, "http-single-route.in.yaml")
 	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
@@ -61,27 +62,20 @@ func TestRefusedConfigKeepsTheLastGoodOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := snap.GetVersion(resourcev3.RouteType)
+	goodListeners := snap.GetVersion(resourcev3.ListenerType)
 
 	breakIt = true
 	s.Publish(nil, out)
 	msg := s.PublishErrors()[nn]
-	if !strings.Contains(msg, "no/such/cluster") {
-		t.Fatalf("refusal not reported with the missing cluster: %q", msg)
+	if !strings.Contains(msg, "no-such-route-table") {
+		t.Fatalf("refusal not reported with the missing route table: %q", msg)
 	}
 	snap, _ = s.Snapshot(nn)
-	if v := snap.GetVersion(resourcev3.RouteType); v != good {
-		t.Fatalf("a refused config was published: route version %s, last good %s", v, good)
+	if v := snap.GetVersion(resourcev3.ListenerType); v != goodListeners {
+		t.Fatalf("a refused config was published: listener version %s, last good %s", v, goodListeners)
 	}
-	for name := range snap.GetResources(resourcev3.RouteType) {
-		r := snap.GetResources(resourcev3.RouteType)[name].(*routev3.RouteConfiguration)
-		for _, vh := range r.GetVirtualHosts() {
-			for _, rt := range vh.GetRoutes() {
-				if rt.GetRoute().GetCluster() == "no/such/cluster" {
-					t.Fatal("the broken route reached the published snapshot")
-				}
-			}
-		}
+	if _, ok := snap.GetResources(resourcev3.ListenerType)["broken.test"]; ok {
+		t.Fatal("the broken listener reached the published snapshot")
 	}
 
 	breakIt = false
@@ -229,4 +223,25 @@ func isPending(s *Server, group string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pending[group] != nil
+}
+
+// apiListener is what a proxyless gRPC client reads for xds:///<name>.
+func apiListener(t *testing.T, name, routeTable string) *listenerv3.Listener {
+	t.Helper()
+	router, err := anypb.New(&routerv3.Router{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hcm, err := anypb.New(&hcmv3.HttpConnectionManager{
+		StatPrefix: "grpc",
+		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
+			RouteConfigName: routeTable,
+			ConfigSource:    &core.ConfigSource{ConfigSourceSpecifier: &core.ConfigSource_Ads{Ads: &core.AggregatedConfigSource{}}},
+		}},
+		HttpFilters: []*hcmv3.HttpFilter{{Name: "router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: router}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &listenerv3.Listener{Name: name, ApiListener: &listenerv3.ApiListener{ApiListener: hcm}}
 }

@@ -1,0 +1,156 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	xdsserver "github.com/shardgate/shardgate/xds/server"
+)
+
+// quiet is how long a delta stream must stay silent to show that the server
+// sends nothing: a resend loop (go-control-plane's state-of-the-world
+// server resends a NACKed version thousands of times a second) or a resend
+// of unchanged resources would show up well within it.
+const quiet = 2 * time.Second
+
+// Envoy speaks the incremental protocol. The Gateway here has no API
+// listeners: the client gets the translated listeners.
+var _ = Describe("Delta ADS", func() {
+	It("orders clusters before routes, guards NACKs, removes, and resumes from initial resource versions", func(ctx SpecContext) {
+		ns := namespace(ctx, "delta")
+		gwName := gateway(ctx, ns, "gw")
+		service(ctx, ns, "svc-0")
+		cluster := func(i int) string { return fmt.Sprintf("%s/svc-%d/80", ns, i) }
+		r := httpRoute(ctx, gwName, "r", "delta", rule(prefix("/"), to("svc-0")))
+		Eventually(func(g Gomega) { g.Expect(routeTableText(g, gwName)).To(ContainSubstring(cluster(0))) }).Should(Succeed())
+
+		c, err := dialDelta(ctx, gwName, "delta-envoy", deltaOptions{reject: "/delta-nack"})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(c.close)
+		holds := func(typeURL string) func() []string { return func() []string { return c.names(typeURL) } }
+		Eventually(holds(resourcev3.ListenerType)).Should(ContainElement("http-80"))
+		Eventually(func() string { return c.routeText(httpRouteTable) }).Should(ContainSubstring(cluster(0)))
+		Expect(c.names(resourcev3.EndpointType)).To(ContainElement(cluster(0)))
+
+		By("sending each new cluster before the route configuration that uses it")
+		const flips = 5
+		for i := 1; i <= flips; i++ {
+			service(ctx, ns, fmt.Sprintf("svc-%d", i))
+			Expect(setBackend(ctx, r, fmt.Sprintf("svc-%d", i))).To(Succeed())
+			Eventually(func() string { return c.routeText(httpRouteTable) }).Should(ContainSubstring(cluster(i)))
+		}
+		Expect(c.danglingRoutes()).To(BeEmpty(), "responses in order: %v", c.log())
+		Expect(c.streamErr()).NotTo(HaveOccurred())
+		GinkgoWriter.Printf("delta responses, in order: %v\n", c.log())
+
+		By("removing what leaves the config: a listener and its route configuration")
+		setListeners := func(ls ...gatewayv1.Listener) {
+			GinkgoHelper()
+			patch, err := json.Marshal(map[string]any{"spec": map[string]any{"listeners": ls}})
+			Expect(err).NotTo(HaveOccurred())
+			gw := &gatewayv1.Gateway{ObjectMeta: objectMeta(gwName)}
+			Expect(env.Client.Patch(ctx, gw, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+		}
+		setListeners(httpListener("http", 80), httpListener("http-alt", 8080))
+		Eventually(holds(resourcev3.ListenerType)).Should(ConsistOf("http-80", "http-8080"))
+		Eventually(holds(resourcev3.RouteType)).Should(ConsistOf("http-80", "http-8080"))
+		setListeners(httpListener("http", 80))
+		Eventually(holds(resourcev3.ListenerType)).Should(ConsistOf("http-80"))
+		Eventually(holds(resourcev3.RouteType)).Should(ConsistOf("http-80"))
+		Expect(removed(c.log(), resourcev3.ListenerType)).To(ContainElement("http-8080"))
+		Expect(removed(c.log(), resourcev3.RouteType)).To(ContainElement("http-8080"))
+
+		By("removing the clusters (and load assignments) the route left, once their retention ends")
+		Eventually(holds(resourcev3.ClusterType)).WithTimeout(xdsserver.RetainRemoved + time.Minute).Should(ConsistOf(cluster(flips)))
+		Eventually(holds(resourcev3.EndpointType)).Should(ConsistOf(cluster(flips)))
+		for i := 0; i < flips; i++ {
+			Expect(removed(c.log(), resourcev3.ClusterType)).To(ContainElement(cluster(i)))
+			Expect(removed(c.log(), resourcev3.EndpointType)).To(ContainElement(cluster(i)))
+		}
+		Expect(c.danglingRoutes()).To(BeEmpty(), "responses in order: %v", c.log())
+
+		By("not resending a route configuration the client refused")
+		nacksBefore := nackMetric(resourcev3.RouteType)
+		Expect(setRules(ctx, r, rule(prefix("/"), to(fmt.Sprintf("svc-%d", flips))), rule(prefix("/delta-nack"), to(fmt.Sprintf("svc-%d", flips))))).To(Succeed())
+		Eventually(c.refused).Should(Equal(1))
+		sent := len(c.log())
+		Consistently(func() int { return len(c.log()) }).WithTimeout(quiet).WithPolling(50*time.Millisecond).Should(Equal(sent),
+			"responses after the NACK")
+		Expect(c.refused()).To(Equal(1))
+		Expect(nackMetric(resourcev3.RouteType) - nacksBefore).To(Equal(1.0))
+		Expect(c.routeText(httpRouteTable)).NotTo(ContainSubstring("/delta-nack"), "the client keeps the last configuration it accepted")
+
+		By("sending the next configuration after a NACK")
+		Expect(setRules(ctx, r, rule(prefix("/"), to(fmt.Sprintf("svc-%d", flips))), rule(prefix("/delta-fixed"), to(fmt.Sprintf("svc-%d", flips))))).To(Succeed())
+		Eventually(func() string { return c.routeText(httpRouteTable) }).Should(ContainSubstring("/delta-fixed"))
+		Expect(c.refused()).To(Equal(1))
+		Expect(c.streamErr()).NotTo(HaveOccurred())
+
+		By("reconnecting with initial resource versions: only what changed is sent")
+		held := c.held()
+		c.close()
+		initial := map[string]map[string]string{}
+		for typeURL, m := range held {
+			initial[typeURL] = m
+		}
+		// One route configuration at a version the server never sent,
+		// and one cluster that no longer exists.
+		initial[resourcev3.RouteType][httpRouteTable] = "stale"
+		gone := ns + "/gone/80"
+		initial[resourcev3.ClusterType][gone] = "old"
+		again, err := dialDelta(ctx, gwName, "delta-envoy", deltaOptions{initial: initial})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(again.close)
+		Eventually(func() string { return again.routeText(httpRouteTable) }).Should(ContainSubstring("/delta-fixed"))
+		Eventually(func() []string { return removed(again.log(), resourcev3.ClusterType) }).Should(ConsistOf(gone))
+		// Each subscription is answered once, in the order they were
+		// made (the route configurations last); a new wildcard
+		// subscription is answered even when it brings nothing, so that
+		// the client knows it is up to date. None of the answers may carry
+		// an unchanged resource.
+		got := again.log()
+		Consistently(func() []deltaResponse { return again.log() }).WithTimeout(quiet).WithPolling(50 * time.Millisecond).Should(HaveLen(len(got)))
+		GinkgoWriter.Printf("after reconnecting with initial resource versions: %v\n", got)
+		AddReportEntry("delta resume", fmt.Sprint(got))
+		sentAgain, removedAgain := map[string][]string{}, map[string][]string{}
+		for _, resp := range got {
+			Expect(resp.nacked).To(BeFalse())
+			if len(resp.added) > 0 {
+				sentAgain[shortType(resp.typeURL)] = append(sentAgain[shortType(resp.typeURL)], resp.added...)
+			}
+			if len(resp.removed) > 0 {
+				removedAgain[shortType(resp.typeURL)] = append(removedAgain[shortType(resp.typeURL)], resp.removed...)
+			}
+		}
+		// Only the stale route configuration: no unchanged cluster, load
+		// assignment or listener.
+		Expect(sentAgain).To(Equal(map[string][]string{shortType(resourcev3.RouteType): {httpRouteTable}}), "resources sent again: %v", got)
+		Expect(removedAgain).To(Equal(map[string][]string{shortType(resourcev3.ClusterType): {gone}}), "resources removed: %v", got)
+
+		By("sending only the route configuration for a route change")
+		Expect(setRules(ctx, r, rule(prefix("/"), to(fmt.Sprintf("svc-%d", flips))), rule(prefix("/delta-resumed"), to(fmt.Sprintf("svc-%d", flips))))).To(Succeed())
+		Eventually(func() string { return again.routeText(httpRouteTable) }).Should(ContainSubstring("/delta-resumed"))
+		Consistently(func() []deltaResponse { return again.log() }).WithTimeout(quiet).WithPolling(50 * time.Millisecond).Should(HaveLen(len(got) + 1))
+		Expect(again.log()[len(got)]).To(Equal(deltaResponse{typeURL: resourcev3.RouteType, added: []string{httpRouteTable}}))
+		Expect(again.streamErr()).NotTo(HaveOccurred())
+	})
+})
+
+// removed lists every resource of one type that responses removed.
+func removed(log []deltaResponse, typeURL string) []string {
+	var out []string
+	for _, r := range log {
+		if r.typeURL == typeURL {
+			out = append(out, r.removed...)
+		}
+	}
+	return out
+}
