@@ -68,7 +68,7 @@ func BenchmarkPipelineOneRouteChange(b *testing.B) {
 	in := pipelineInput(10_000)
 	tr := gatewayapi.NewTranslator()
 	s := New(Options{Log: logr.Discard()})
-	s.Publish(in, tr.Translate(in))
+	s.Publish(tr.Translate(in).Gateways)
 	if errs := s.PublishErrors(); len(errs) > 0 {
 		b.Fatal(errs)
 	}
@@ -83,7 +83,7 @@ func BenchmarkPipelineOneRouteChange(b *testing.B) {
 		path, prefix := fmt.Sprintf("/v%d", i), gatewayv1.PathMatchPathPrefix
 		r.Spec.Rules[0].Matches = []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: &prefix, Value: &path}}}
 		in.HTTPRoutes[k] = r
-		s.Publish(in, tr.Translate(in))
+		s.Publish(tr.Translate(in).Gateways)
 	}
 	b.StopTimer()
 	if errs := s.PublishErrors(); len(errs) > 0 {

@@ -54,7 +54,10 @@ func (s *Server) ConfigDump(gw k8stypes.NamespacedName) (*ConfigDump, error) {
 		return nil, ErrNoConfig{Gateway: group}
 	}
 	s.mu.Lock()
-	refused := s.refused[group]
+	var refused string
+	if st := s.gateways[group]; st != nil {
+		refused = st.refused
+	}
 	s.mu.Unlock()
 	out := &ConfigDump{Gateway: group, Refused: refused, Types: []ConfigDumpTypes{}}
 	marshal := protojson.MarshalOptions{UseProtoNames: false}

@@ -10,13 +10,13 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/go-logr/logr"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
-	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/ir"
 	"github.com/shardgate/shardgate/xds/translate"
 )
@@ -37,23 +37,15 @@ func gatewayIR(t *testing.T, file string) *ir.Gateway {
 }
 
 // A config that fails validation is never published: the last good one
-// stays, and the Gateway reports why.
+// stays, the Gateway reports why, and the outcome is handed over without a
+// new translation.
 func TestRefusedConfigKeepsTheLastGoodOne(t *testing.T) {
-	var breakIt bool
-	s := New(Options{Log: logr.Discard(), Decorate: func(_ string, res *translate.Resources) {
-		if breakIt && len(res.Routes) > 0 {
-			vh := res.Routes[0].VirtualHosts[0]
-			vh.Routes = append(vh.Routes, &routev3.Route{
-				Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/broken"}},
-				Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "no/such/cluster"}}},
-			})
-		}
-	}})
+	outcomes := make(chan struct{}, 16)
+	s := New(Options{Log: logr.Discard(), OnOutcome: func() { outcomes <- struct{}{} }})
 	gw := gatewayIR(t, "http-single-route.in.yaml")
 	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
-	out := &gatewayapi.Output{Gateways: []*ir.Gateway{gw}}
 
-	s.Publish(nil, out)
+	s.Publish([]*ir.Gateway{gw})
 	if errs := s.PublishErrors(); len(errs) != 0 {
 		t.Fatalf("good config refused: %v", errs)
 	}
@@ -63,19 +55,29 @@ func TestRefusedConfigKeepsTheLastGoodOne(t *testing.T) {
 	}
 	good := snap.GetVersion(resourcev3.RouteType)
 
-	breakIt = true
-	s.Publish(nil, out)
+	// IR whose route names a cluster the Gateway does not have: the
+	// referential check refuses it.
+	broken := gatewayIR(t, "http-single-route.in.yaml")
+	vh := &broken.Listeners[0].VirtualHosts[0]
+	vh.Routes = append(vh.Routes, ir.Route{Name: "HTTPRoute/default/broken/rule/0/match/0",
+		Match:    ir.Match{Path: &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/broken"}},
+		Backends: []ir.Backend{{Cluster: "no/such/cluster", Weight: 1}}})
+	s.Publish([]*ir.Gateway{broken})
 	msg := s.PublishErrors()[nn]
-	if !strings.Contains(msg, "no/such/cluster") {
+	if !strings.HasPrefix(msg, RefusedPrefix) || !strings.Contains(msg, "no/such/cluster") {
 		t.Fatalf("refusal not reported with the missing cluster: %q", msg)
+	}
+	select {
+	case <-outcomes:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the refusal was not reported through OnOutcome")
 	}
 	snap, _ = s.Snapshot(nn)
 	if v := snap.GetVersion(resourcev3.RouteType); v != good {
 		t.Fatalf("a refused config was published: route version %s, last good %s", v, good)
 	}
-	for name := range snap.GetResources(resourcev3.RouteType) {
-		r := snap.GetResources(resourcev3.RouteType)[name].(*routev3.RouteConfiguration)
-		for _, vh := range r.GetVirtualHosts() {
+	for _, r := range snap.GetResources(resourcev3.RouteType) {
+		for _, vh := range routeConfiguration(t, r).GetVirtualHosts() {
 			for _, rt := range vh.GetRoutes() {
 				if rt.GetRoute().GetCluster() == "no/such/cluster" {
 					t.Fatal("the broken route reached the published snapshot")
@@ -84,26 +86,40 @@ func TestRefusedConfigKeepsTheLastGoodOne(t *testing.T) {
 		}
 	}
 
-	breakIt = false
-	s.Publish(nil, out)
+	s.Publish([]*ir.Gateway{gw})
 	if errs := s.PublishErrors(); len(errs) != 0 {
 		t.Fatalf("recovery not recorded: %v", errs)
 	}
+	select {
+	case <-outcomes:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the recovery was not reported through OnOutcome")
+	}
+}
+
+// routeConfiguration is a published route table as a message.
+func routeConfiguration(t *testing.T, r types.Resource) *routev3.RouteConfiguration {
+	t.Helper()
+	rc, ok := r.(*routev3.RouteConfiguration)
+	if !ok {
+		t.Fatalf("route resource of type %T", r)
+	}
+	return rc
 }
 
 // Publishing an unchanged config keeps every type's version, so nothing is
-// sent again; a removed cluster stays for RetainRemoved, then goes.
+// sent again; a removed cluster stays for RetainRemoved, referenced by
+// routes that never match, then goes without a new Publish.
 func TestVersionsAndRetention(t *testing.T) {
 	old := RetainRemoved
 	RetainRemoved = 200 * time.Millisecond
 	defer func() { RetainRemoved = old }()
-	changed := make(chan struct{}, 16)
-	s := New(Options{Log: logr.Discard(), OnStatusChange: func() { changed <- struct{}{} }})
+	s := New(Options{Log: logr.Discard()})
 	two := gatewayIR(t, "weighted-two-backends.in.yaml")
 	nn := k8stypes.NamespacedName{Namespace: two.Namespace, Name: two.Name}
-	s.Publish(nil, &gatewayapi.Output{Gateways: []*ir.Gateway{two}})
+	s.Publish([]*ir.Gateway{two})
 	first, _ := s.Snapshot(nn)
-	s.Publish(nil, &gatewayapi.Output{Gateways: []*ir.Gateway{two}})
+	s.Publish([]*ir.Gateway{two})
 	again, _ := s.Snapshot(nn)
 	for _, typ := range typeOrder {
 		if first.GetVersion(typ) != again.GetVersion(typ) {
@@ -117,21 +133,33 @@ func TestVersionsAndRetention(t *testing.T) {
 
 	one := gatewayIR(t, "http-single-route.in.yaml")
 	one.Namespace, one.Name = two.Namespace, two.Name
-	s.Publish(nil, &gatewayapi.Output{Gateways: []*ir.Gateway{one}})
+	s.Publish([]*ir.Gateway{one})
+	if errs := s.PublishErrors(); len(errs) != 0 {
+		t.Fatalf("config with retained clusters refused: %v", errs)
+	}
 	kept, _ := s.Snapshot(nn)
 	if got := len(kept.GetResources(resourcev3.ClusterType)); got < clusters {
 		t.Fatalf("removed clusters were dropped at once: %d clusters, had %d", got, clusters)
 	}
-	select {
-	case <-changed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no re-translation was asked for when retention expired")
+	retainedRoutes := 0
+	for _, r := range kept.GetResources(resourcev3.RouteType) {
+		for _, vh := range routeConfiguration(t, r).GetVirtualHosts() {
+			for _, rt := range vh.GetRoutes() {
+				if strings.HasPrefix(rt.GetName(), translate.RetainedRoutePrefix) {
+					retainedRoutes++
+				}
+			}
+		}
 	}
-	s.Publish(nil, &gatewayapi.Output{Gateways: []*ir.Gateway{one}})
-	after, _ := s.Snapshot(nn)
+	if retainedRoutes == 0 {
+		t.Fatal("the retained clusters are not referenced from the route tables")
+	}
 	want := len(translateOrDie(t, one).Clusters)
-	if got := len(after.GetResources(resourcev3.ClusterType)); got != want {
-		t.Fatalf("after retention: %d clusters, want %d", got, want)
+	if err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		after, err := s.Snapshot(nn)
+		return err == nil && len(after.GetResources(resourcev3.ClusterType)) == want, nil
+	}); err != nil {
+		t.Fatalf("retained clusters not dropped after RetainRemoved: %v", err)
 	}
 }
 
@@ -162,7 +190,7 @@ func TestTwoPhaseOnlyForProxylessClients(t *testing.T) {
 			two.Namespace, two.Name = one.Namespace, one.Name
 			nn := k8stypes.NamespacedName{Namespace: one.Namespace, Name: one.Name}
 			group := NodeGroup(nn)
-			s.Publish(nil, &gatewayapi.Output{Gateways: []*ir.Gateway{one}})
+			s.Publish([]*ir.Gateway{one})
 			before, _ := s.Snapshot(nn)
 			oldRoutes := before.GetVersion(resourcev3.RouteType)
 			// A stream bound to the Gateway, as its open would bind it.
@@ -174,7 +202,7 @@ func TestTwoPhaseOnlyForProxylessClients(t *testing.T) {
 				TypeUrl: resourcev3.RouteType, VersionInfo: oldRoutes,
 			})
 
-			s.Publish(nil, &gatewayapi.Output{Gateways: []*ir.Gateway{two}})
+			s.Publish([]*ir.Gateway{two})
 			final := translateOrDie(t, two)
 			mid, _ := s.Snapshot(nn)
 			if !tc.twoPhase {
@@ -192,9 +220,9 @@ func TestTwoPhaseOnlyForProxylessClients(t *testing.T) {
 			}
 			placeholders := 0
 			for _, r := range mid.GetResources(resourcev3.RouteType) {
-				for _, vh := range r.(*routev3.RouteConfiguration).GetVirtualHosts() {
+				for _, vh := range routeConfiguration(t, r).GetVirtualHosts() {
 					for _, rt := range vh.GetRoutes() {
-						if strings.HasPrefix(rt.GetName(), "shardgate-retained/") {
+						if strings.HasPrefix(rt.GetName(), translate.RetainedRoutePrefix) {
 							placeholders++
 						}
 					}
@@ -228,5 +256,5 @@ func TestTwoPhaseOnlyForProxylessClients(t *testing.T) {
 func isPending(s *Server, group string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.pending[group] != nil
+	return s.gateways[group] != nil && s.gateways[group].pending != nil
 }

@@ -37,6 +37,7 @@ type Memo struct {
 	vhosts    map[vhostKey]memoVhost
 	clusters  map[string]memoCluster
 	websocket string // the WebSocket clusters the virtual hosts were built with
+	retained  string // the retained clusters the virtual hosts were built with
 }
 
 type memoVhost struct {
@@ -61,8 +62,11 @@ type memoCluster struct {
 	epoch     uint64
 }
 
-// Translate is Translate(gw), from memory where it can.
-func (m *Memo) Translate(gw *ir.Gateway) (*Resources, error) {
+// Translate is Translate(gw), from memory where it can. Every virtual host
+// also gets a RetainedRoute for each of the retained clusters, which the
+// caller keeps published for a while after they left gw (the caller adds
+// the clusters themselves).
+func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*Resources, error) {
 	// Route actions depend on whether their clusters speak WebSocket: a
 	// change there rebuilds every virtual host.
 	var ws []byte
@@ -72,15 +76,22 @@ func (m *Memo) Translate(gw *ir.Gateway) (*Resources, error) {
 			ws = append(ws, 0)
 		}
 	}
-	if string(ws) != m.websocket || m.vhosts == nil {
+	// So does a change of the retained clusters (rare: a cluster leaving
+	// the config, or its retention ending).
+	var kept []byte
+	for _, c := range retained {
+		kept = append(kept, c...)
+		kept = append(kept, 0)
+	}
+	if string(ws) != m.websocket || string(kept) != m.retained || m.vhosts == nil {
 		m.vhosts = map[vhostKey]memoVhost{}
-		m.websocket = string(ws)
+		m.websocket, m.retained = string(ws), string(kept)
 	}
 	if m.clusters == nil {
 		m.clusters = map[string]memoCluster{}
 	}
 	m.epoch++
-	t := translator{clusters: make(map[string]*ir.Cluster, len(gw.Clusters)), memo: m}
+	t := translator{clusters: make(map[string]*ir.Cluster, len(gw.Clusters)), memo: m, retained: retained}
 	res, err := t.translate(gw)
 	if err != nil {
 		return nil, err

@@ -66,6 +66,9 @@ func (t *translator) virtualHost(scheme string, v *ir.VirtualHost) (*routev3.Vir
 			return nil, fmt.Errorf("route %s: %w", v.Routes[i].Name, err)
 		}
 	}
+	for _, c := range t.retained {
+		vh.Routes = append(vh.Routes, RetainedRoute(c))
+	}
 	return vh, nil
 }
 

@@ -72,6 +72,9 @@ func (t *translator) translate(gw *ir.Gateway) (*Resources, error) {
 // translator carries the lookups one translation needs.
 type translator struct {
 	clusters map[string]*ir.Cluster
+	// retained clusters get a route that never matches in every virtual
+	// host (RetainedRoute).
+	retained []string
 	// memo, when set, remembers messages across translations (memo.go).
 	memo       *Memo
 	usedVhosts int

@@ -1,0 +1,351 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/xds/translate"
+)
+
+// gatewayState is everything the server keeps for one Gateway (node group).
+//
+// memo, checker, last, live and retired belong to the build lock
+// (Server.build); published, refused and pending are read by the streams'
+// callbacks too, and are guarded by Server.mu.
+type gatewayState struct {
+	group string
+	// memo and checker remember the previous translation and validation,
+	// so that a small change costs a small translation and check.
+	memo    *translate.Memo
+	checker *translate.Checker
+	// last is the IR last published, built again when a retained cluster
+	// expires.
+	last *ir.Gateway
+	// live are the clusters (with their endpoints) of the last config
+	// built; retired, those that left it less than RetainRemoved ago. A
+	// retired cluster stays published, referenced by routes that never
+	// match, so that no proxy sees a route still pointing at a deleted
+	// cluster (clusters reach proxies before the routes that stop using
+	// them) and proxyless clients keep its balancer.
+	live    map[string]keptCluster
+	retired map[string]keptCluster
+	// liveList is the cluster list of the last config built.
+	liveList []*clusterv3.Cluster
+	// expiry calls onExpire when the first retired cluster expires.
+	expiry   *time.Timer
+	onExpire func()
+
+	published *published      // the snapshot in force
+	refused   string          // why the latest config was refused ("" if it was not)
+	pending   *pendingPublish // phase two of a two-phase publish (twophase.go)
+	stopped   bool            // the Gateway is no longer served
+}
+
+type keptCluster struct {
+	cluster   *clusterv3.Cluster
+	endpoints *endpointv3.ClusterLoadAssignment
+	until     time.Time
+}
+
+type published struct {
+	versions map[string]string // type URL → version
+	snap     *cachev3.Snapshot
+	lists    map[string][]types.Resource // type URL → the resources, in order
+	at       time.Time
+}
+
+// built is a validated config, ready to publish: its snapshot holds exactly
+// the messages that were checked.
+type built struct {
+	snap       *cachev3.Snapshot
+	versions   map[string]string
+	lists      map[string][]types.Resource
+	res        *translate.Resources
+	introduced []string // clusters new to the Gateway's config
+}
+
+// stop ends the state's timers; call with Server.mu held.
+func (st *gatewayState) stop() {
+	st.stopped = true
+	st.pending = nil
+	if st.expiry != nil {
+		st.expiry.Stop()
+	}
+}
+
+// publishGateway builds gw and sets its snapshot, or records why it cannot.
+// Call with s.build held.
+func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
+	st.last = gw
+	b, err := s.buildGateway(st, gw)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.stopped {
+		return
+	}
+	if err != nil {
+		publishErrors.Inc()
+		st.refused = err.Error()
+		s.log.Error(err, "config refused; the last good config stays", "gateway", st.group)
+		return
+	}
+	st.refused = ""
+	if st.pending != nil {
+		// Phase two is waiting for proxyless clients to acknowledge phase
+		// one; it will publish this newer config instead.
+		st.pending.next = b
+		return
+	}
+	prev := st.published
+	if prev != nil && equalVersions(prev.versions, b.versions) {
+		return
+	}
+	if prev != nil && len(b.introduced) > 0 && s.hasProxyless(st.group) {
+		if s.startTwoPhase(st, b) {
+			return
+		}
+	}
+	s.setSnapshot(st, b.snap, b.versions, b.lists)
+}
+
+// setSnapshot publishes; call with s.mu held.
+func (s *Server) setSnapshot(st *gatewayState, snap *cachev3.Snapshot, versions map[string]string, lists map[string][]types.Resource) {
+	if err := s.cache.SetSnapshot(context.Background(), st.group, snap); err != nil {
+		st.refused = fmt.Sprintf("set snapshot: %v", err)
+		return
+	}
+	st.published = &published{versions: versions, snap: snap, lists: lists, at: time.Now()}
+}
+
+// buildGateway translates gw (with the retained clusters), validates the
+// result and versions it. Everything that shapes the published config
+// happens before the check, so the bytes sent are the bytes checked.
+func (s *Server) buildGateway(st *gatewayState, gw *ir.Gateway) (*built, error) {
+	kept, introduced := st.retention(gw)
+	res, err := st.memo.Translate(gw, kept...)
+	if err != nil {
+		return nil, fmt.Errorf("translate: %w", err)
+	}
+	if s.opts.Decorate != nil {
+		s.opts.Decorate(st.group, res)
+	}
+	st.addRetained(res, kept)
+	if err := st.checker.Check(res); err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
+	st.remember(res)
+	s.mu.Lock()
+	prev := st.published
+	s.mu.Unlock()
+	snap, versions, lists, err := snapshotOf(res, st.checker.Digest, prev)
+	if err != nil {
+		return nil, err
+	}
+	return &built{snap: snap, versions: versions, lists: lists, res: res, introduced: introduced}, nil
+}
+
+// retention updates the retired clusters for gw's clusters and returns the
+// names of those still retained and of the clusters gw introduces, both
+// sorted. It schedules a re-publish for when the first retained cluster
+// expires. Call with s.build held.
+func (st *gatewayState) retention(gw *ir.Gateway) (kept, introduced []string) {
+	now := time.Now()
+	current := make(map[string]bool, len(gw.Clusters))
+	for i := range gw.Clusters {
+		current[gw.Clusters[i].Name] = true
+	}
+	if st.retired == nil {
+		st.retired = map[string]keptCluster{}
+	}
+	for name, k := range st.live {
+		if !current[name] {
+			if _, already := st.retired[name]; !already {
+				k.until = now.Add(RetainRemoved)
+				st.retired[name] = k
+			}
+		}
+	}
+	var next time.Time
+	for name, k := range st.retired {
+		if current[name] || !now.Before(k.until) {
+			delete(st.retired, name)
+			continue
+		}
+		kept = append(kept, name)
+		if next.IsZero() || k.until.Before(next) {
+			next = k.until
+		}
+	}
+	if st.live != nil {
+		for name := range current {
+			if _, known := st.live[name]; !known {
+				introduced = append(introduced, name)
+			}
+		}
+	}
+	sort.Strings(kept)
+	sort.Strings(introduced)
+	if st.expiry != nil {
+		st.expiry.Stop()
+		st.expiry = nil
+	}
+	if !next.IsZero() {
+		st.expiry = time.AfterFunc(time.Until(next)+10*time.Millisecond, st.expire)
+	}
+	return kept, introduced
+}
+
+// expire runs when a retained cluster expires.
+func (st *gatewayState) expire() {
+	if st.onExpire != nil {
+		st.onExpire()
+	}
+}
+
+// addRetained adds the retained clusters and their endpoints to res, in
+// name order.
+func (st *gatewayState) addRetained(res *translate.Resources, kept []string) {
+	if len(kept) == 0 {
+		return
+	}
+	for _, name := range kept {
+		k := st.retired[name]
+		res.Clusters = append(res.Clusters, k.cluster)
+		if k.endpoints != nil {
+			res.Endpoints = append(res.Endpoints, k.endpoints)
+		}
+	}
+	slices.SortFunc(res.Clusters, func(a, b *clusterv3.Cluster) int { return compareStrings(a.GetName(), b.GetName()) })
+	slices.SortFunc(res.Endpoints, func(a, b *endpointv3.ClusterLoadAssignment) int {
+		return compareStrings(a.GetClusterName(), b.GetClusterName())
+	})
+}
+
+// remember records the clusters of a validated config as live (retained
+// ones excluded). The very same cluster list as last time (translate.Memo
+// shares unchanged messages) is not walked again.
+func (st *gatewayState) remember(res *translate.Resources) {
+	if len(st.retired) == 0 && st.live != nil && slices.Equal(st.liveList, res.Clusters) {
+		return
+	}
+	cla := make(map[string]*endpointv3.ClusterLoadAssignment, len(res.Endpoints))
+	for _, e := range res.Endpoints {
+		cla[e.GetClusterName()] = e
+	}
+	live := make(map[string]keptCluster, len(res.Clusters))
+	for _, c := range res.Clusters {
+		if _, retained := st.retired[c.GetName()]; retained {
+			continue
+		}
+		live[c.GetName()] = keptCluster{cluster: c, endpoints: cla[c.GetName()]}
+	}
+	st.live = live
+	st.liveList = slices.Clone(res.Clusters)
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// snapshotOf turns resources into a snapshot whose per-type versions are
+// content hashes.
+//
+// A type whose version equals prev's keeps prev's resource set (the same
+// content), sparing the index go-control-plane builds of it.
+//
+// A type whose resources are the very same messages, in the same order, as
+// prev's keeps its version without hashing them again.
+func snapshotOf(res *translate.Resources, digests func(proto.Message) (translate.Digest, bool), prev *published) (*cachev3.Snapshot, map[string]string, map[string][]types.Resource, error) {
+	byType := map[string][]types.Resource{}
+	for _, l := range res.Listeners {
+		byType[resourcev3.ListenerType] = append(byType[resourcev3.ListenerType], l)
+	}
+	for _, r := range res.Routes {
+		byType[resourcev3.RouteType] = append(byType[resourcev3.RouteType], r)
+	}
+	for _, c := range res.Clusters {
+		byType[resourcev3.ClusterType] = append(byType[resourcev3.ClusterType], c)
+	}
+	for _, e := range res.Endpoints {
+		byType[resourcev3.EndpointType] = append(byType[resourcev3.EndpointType], e)
+	}
+	for _, sec := range res.Secrets {
+		byType[resourcev3.SecretType] = append(byType[resourcev3.SecretType], sec)
+	}
+	snap := &cachev3.Snapshot{}
+	versions := map[string]string{}
+	for _, typ := range typeOrder {
+		i := cachev3.GetResponseType(typ)
+		if prev != nil && prev.snap != nil && prev.lists != nil && slices.Equal(prev.lists[typ], byType[typ]) {
+			versions[typ] = prev.versions[typ]
+			snap.Resources[i] = prev.snap.Resources[i]
+			continue
+		}
+		v, err := contentVersion(byType[typ], digests)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		versions[typ] = v
+		if prev != nil && prev.snap != nil && prev.snap.Resources[i].Version == v {
+			snap.Resources[i] = prev.snap.Resources[i]
+			continue
+		}
+		snap.Resources[i] = cachev3.NewResources(v, byType[typ])
+	}
+	// No snap.Consistent(): the checker's referential checks are a
+	// superset of it, and Consistent misses the route references of API
+	// listeners, so it refuses configs for proxyless gRPC clients.
+	return snap, versions, byType, nil
+}
+
+// contentVersion hashes the digests of items, taken from digests (may be
+// nil) where the checker computed them.
+func contentVersion(items []types.Resource, digests func(proto.Message) (translate.Digest, bool)) (string, error) {
+	h := sha256.New()
+	for _, r := range items {
+		var d translate.Digest
+		ok := false
+		if digests != nil {
+			d, ok = digests(r)
+		}
+		if !ok {
+			var err error
+			if d, err = translate.DigestOf(r); err != nil {
+				return "", fmt.Errorf("hash resource: %w", err)
+			}
+		}
+		h.Write(d[:])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+func equalVersions(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
