@@ -104,7 +104,11 @@ func routeConfiguration(t *testing.T, r types.Resource) *routev3.RouteConfigurat
 	if !ok {
 		t.Fatalf("route resource of type %T", r)
 	}
-	return rc
+	decoded, err := translate.DecodeRouteConfiguration(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decoded
 }
 
 // Publishing an unchanged config keeps every type's version, so nothing is

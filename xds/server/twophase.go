@@ -119,7 +119,11 @@ func (s *Server) startTwoPhase(st *gatewayState, b *built) bool {
 	for _, r := range sortedResources[*routev3.RouteConfiguration](prev.GetResources(resourcev3.RouteType)) {
 		// The previous route tables, each virtual host also referencing
 		// the introduced clusters through routes that never match.
-		rc := proto.Clone(r).(*routev3.RouteConfiguration)
+		decoded, err := translate.DecodeRouteConfiguration(r)
+		if err != nil {
+			return false
+		}
+		rc := proto.Clone(decoded).(*routev3.RouteConfiguration)
 		for _, vh := range rc.GetVirtualHosts() {
 			for _, name := range b.introduced {
 				vh.Routes = append(vh.Routes, translate.RetainedRoute(name))
