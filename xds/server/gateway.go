@@ -42,8 +42,10 @@ type gatewayState struct {
 	// them) and proxyless clients keep its balancer.
 	live    map[string]keptCluster
 	retired map[string]keptCluster
-	// liveList is the cluster list of the last config built.
-	liveList []*clusterv3.Cluster
+	// liveList is the cluster list of the last config built, and
+	// irClusters the IR cluster list it was built from.
+	liveList   []*clusterv3.Cluster
+	irClusters []ir.Cluster
 	// expiry calls onExpire when the first retired cluster expires.
 	expiry   *time.Timer
 	onExpire func()
@@ -61,6 +63,7 @@ type keptCluster struct {
 }
 
 type published struct {
+	res      *translate.Resources
 	versions map[string]string // type URL → version
 	snap     *cachev3.Snapshot
 	lists    map[string][]types.Resource // type URL → the resources, in order
@@ -98,6 +101,9 @@ func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
 	}
 	if err != nil {
 		publishErrors.Inc()
+		// The next config is compared with no IR rather than this
+		// refused one: it may introduce what this one did.
+		st.irClusters = nil
 		st.refused = err.Error()
 		s.log.Error(err, "config refused; the last good config stays", "gateway", st.group)
 		return
@@ -118,16 +124,16 @@ func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
 			return
 		}
 	}
-	s.setSnapshot(st, b.snap, b.versions, b.lists)
+	s.setSnapshot(st, b.res, b.snap, b.versions, b.lists)
 }
 
 // setSnapshot publishes; call with s.mu held.
-func (s *Server) setSnapshot(st *gatewayState, snap *cachev3.Snapshot, versions map[string]string, lists map[string][]types.Resource) {
+func (s *Server) setSnapshot(st *gatewayState, res *translate.Resources, snap *cachev3.Snapshot, versions map[string]string, lists map[string][]types.Resource) {
 	if err := s.cache.SetSnapshot(context.Background(), st.group, snap); err != nil {
 		st.refused = fmt.Sprintf("set snapshot: %v", err)
 		return
 	}
-	st.published = &published{versions: versions, snap: snap, lists: lists, at: time.Now()}
+	st.published = &published{res: res, versions: versions, snap: snap, lists: lists, at: time.Now()}
 }
 
 // buildGateway translates gw (with the retained clusters), validates the
@@ -161,26 +167,38 @@ func (s *Server) buildGateway(st *gatewayState, gw *ir.Gateway) (*built, error) 
 // names of those still retained and of the clusters gw introduces, both
 // sorted. It schedules a re-publish for when the first retained cluster
 // expires. Call with s.build held.
+//
+// The IR's cluster list is sorted by name and never modified once built:
+// the very same list as last time changes nothing, and another is compared
+// with the last one by a walk of both, not by a set of names.
 func (st *gatewayState) retention(gw *ir.Gateway) (kept, introduced []string) {
 	now := time.Now()
-	current := make(map[string]bool, len(gw.Clusters))
-	for i := range gw.Clusters {
-		current[gw.Clusters[i].Name] = true
+	sameIR := len(gw.Clusters) == len(st.irClusters) && (len(gw.Clusters) == 0 || &gw.Clusters[0] == &st.irClusters[0])
+	if sameIR && len(st.retired) == 0 {
+		return nil, nil
 	}
 	if st.retired == nil {
 		st.retired = map[string]keptCluster{}
 	}
-	for name, k := range st.live {
-		if !current[name] {
-			if _, already := st.retired[name]; !already {
-				k.until = now.Add(RetainRemoved)
-				st.retired[name] = k
+	if !sameIR {
+		var removed []string
+		removed, introduced = diffNames(st.irClusters, gw.Clusters)
+		if st.irClusters == nil && st.live == nil {
+			introduced = nil // a first config introduces nothing
+		}
+		for _, name := range removed {
+			if k, ok := st.live[name]; ok {
+				if _, already := st.retired[name]; !already {
+					k.until = now.Add(RetainRemoved)
+					st.retired[name] = k
+				}
 			}
 		}
+		st.irClusters = gw.Clusters
 	}
 	var next time.Time
 	for name, k := range st.retired {
-		if current[name] || !now.Before(k.until) {
+		if !now.Before(k.until) || hasCluster(gw.Clusters, name) {
 			delete(st.retired, name)
 			continue
 		}
@@ -189,15 +207,7 @@ func (st *gatewayState) retention(gw *ir.Gateway) (kept, introduced []string) {
 			next = k.until
 		}
 	}
-	if st.live != nil {
-		for name := range current {
-			if _, known := st.live[name]; !known {
-				introduced = append(introduced, name)
-			}
-		}
-	}
 	sort.Strings(kept)
-	sort.Strings(introduced)
 	if st.expiry != nil {
 		st.expiry.Stop()
 		st.expiry = nil
@@ -206,6 +216,34 @@ func (st *gatewayState) retention(gw *ir.Gateway) (kept, introduced []string) {
 		st.expiry = time.AfterFunc(time.Until(next)+10*time.Millisecond, st.expire)
 	}
 	return kept, introduced
+}
+
+// diffNames walks two cluster lists sorted by name and returns the names
+// only in a (removed) and only in b (introduced).
+func diffNames(a, b []ir.Cluster) (removed, introduced []string) {
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case i < len(a) && j < len(b) && a[i].Name == b[j].Name:
+			i++
+			j++
+		case j == len(b) || i < len(a) && a[i].Name < b[j].Name:
+			removed = append(removed, a[i].Name)
+			i++
+		default:
+			introduced = append(introduced, b[j].Name)
+			j++
+		}
+	}
+	sort.Strings(removed)
+	sort.Strings(introduced)
+	return removed, introduced
+}
+
+// hasCluster reports whether the sorted list cs holds name.
+func hasCluster(cs []ir.Cluster, name string) bool {
+	_, ok := slices.BinarySearchFunc(cs, name, func(c ir.Cluster, n string) int { return compareStrings(c.Name, n) })
+	return ok
 }
 
 // expire runs when a retained cluster expires.
@@ -238,7 +276,7 @@ func (st *gatewayState) addRetained(res *translate.Resources, kept []string) {
 // ones excluded). The very same cluster list as last time (translate.Memo
 // shares unchanged messages) is not walked again.
 func (st *gatewayState) remember(res *translate.Resources) {
-	if len(st.retired) == 0 && st.live != nil && slices.Equal(st.liveList, res.Clusters) {
+	if len(st.retired) == 0 && st.live != nil && translate.SameList(st.liveList, res.Clusters) {
 		return
 	}
 	cla := make(map[string]*endpointv3.ClusterLoadAssignment, len(res.Endpoints))
@@ -253,7 +291,7 @@ func (st *gatewayState) remember(res *translate.Resources) {
 		live[c.GetName()] = keptCluster{cluster: c, endpoints: cla[c.GetName()]}
 	}
 	st.live = live
-	st.liveList = slices.Clone(res.Clusters)
+	st.liveList = res.Clusters
 }
 
 func compareStrings(a, b string) int {
@@ -276,26 +314,37 @@ func compareStrings(a, b string) int {
 // prev's keeps its version without hashing them again.
 func snapshotOf(res *translate.Resources, digests func(proto.Message) (translate.Digest, bool), prev *published) (*cachev3.Snapshot, map[string]string, map[string][]types.Resource, error) {
 	byType := map[string][]types.Resource{}
-	for _, l := range res.Listeners {
-		byType[resourcev3.ListenerType] = append(byType[resourcev3.ListenerType], l)
+	// A list that is the very same as prev's (translate.Memo hands out
+	// the same cluster and endpoint lists while they do not change) keeps
+	// prev's resource list.
+	var same map[string]bool
+	if prev != nil && prev.res != nil {
+		same = map[string]bool{
+			resourcev3.ClusterType:  translate.SameList(res.Clusters, prev.res.Clusters),
+			resourcev3.EndpointType: translate.SameList(res.Endpoints, prev.res.Endpoints),
+		}
 	}
-	for _, r := range res.Routes {
-		byType[resourcev3.RouteType] = append(byType[resourcev3.RouteType], r)
+	list := func(typ string, n int, item func(int) types.Resource) {
+		if same[typ] {
+			byType[typ] = prev.lists[typ]
+			return
+		}
+		l := make([]types.Resource, n)
+		for i := range l {
+			l[i] = item(i)
+		}
+		byType[typ] = l
 	}
-	for _, c := range res.Clusters {
-		byType[resourcev3.ClusterType] = append(byType[resourcev3.ClusterType], c)
-	}
-	for _, e := range res.Endpoints {
-		byType[resourcev3.EndpointType] = append(byType[resourcev3.EndpointType], e)
-	}
-	for _, sec := range res.Secrets {
-		byType[resourcev3.SecretType] = append(byType[resourcev3.SecretType], sec)
-	}
+	list(resourcev3.ListenerType, len(res.Listeners), func(i int) types.Resource { return res.Listeners[i] })
+	list(resourcev3.RouteType, len(res.Routes), func(i int) types.Resource { return res.Routes[i] })
+	list(resourcev3.ClusterType, len(res.Clusters), func(i int) types.Resource { return res.Clusters[i] })
+	list(resourcev3.EndpointType, len(res.Endpoints), func(i int) types.Resource { return res.Endpoints[i] })
+	list(resourcev3.SecretType, len(res.Secrets), func(i int) types.Resource { return res.Secrets[i] })
 	snap := &cachev3.Snapshot{}
 	versions := map[string]string{}
 	for _, typ := range typeOrder {
 		i := cachev3.GetResponseType(typ)
-		if prev != nil && prev.snap != nil && prev.lists != nil && slices.Equal(prev.lists[typ], byType[typ]) {
+		if prev != nil && prev.snap != nil && prev.lists != nil && (same[typ] || translate.SameList(prev.lists[typ], byType[typ])) {
 			versions[typ] = prev.versions[typ]
 			snap.Resources[i] = prev.snap.Resources[i]
 			continue

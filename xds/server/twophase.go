@@ -168,7 +168,7 @@ func (s *Server) startTwoPhase(st *gatewayState, b *built) bool {
 	if err != nil {
 		return false
 	}
-	s.setSnapshot(st, snap, versions, lists)
+	s.setSnapshot(st, one, snap, versions, lists)
 	st.pending = &pendingPublish{rdsVersion: versions[resourcev3.RouteType], next: b}
 	go s.finishTwoPhase(st)
 	return true
@@ -195,7 +195,7 @@ func (s *Server) finishTwoPhase(st *gatewayState) {
 		return
 	}
 	st.pending = nil
-	s.setSnapshot(st, p.next.snap, p.next.versions, p.next.lists)
+	s.setSnapshot(st, p.next.res, p.next.snap, p.next.versions, p.next.lists)
 }
 
 func sortedResources[T interface{ GetName() string }](m map[string]types.Resource) []T {

@@ -37,10 +37,16 @@ import (
 // concurrent use.
 type Memo struct {
 	// tables: per route configuration name, its virtual hosts in order.
-	tables    map[string][]memoVhost
-	clusters  []memoCluster // in IR order
-	websocket string        // the WebSocket clusters the virtual hosts were built with
-	retained  string        // the retained clusters the virtual hosts were built with
+	tables   map[string][]memoVhost
+	clusters []memoCluster // in IR order
+	sorted   bool          // clusters are sorted by name
+	// irClusters is the IR cluster list last translated (its first
+	// element), and lastClusters and lastEndpoints its messages.
+	irClusters    *ir.Cluster
+	lastClusters  []*clusterv3.Cluster
+	lastEndpoints []*endpointv3.ClusterLoadAssignment
+	websocket     string // the WebSocket clusters the virtual hosts were built with
+	retained      string // the retained clusters the virtual hosts were built with
 }
 
 type memoVhost struct {
@@ -93,36 +99,67 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*Resources, error)
 
 // routeConfigurationMemo builds a route table, reusing the remembered
 // message of every virtual host whose IR is the same.
+//
+// The memory of the table is updated in place while the new IR keeps the
+// old one's positions (an edit of a virtual host); only an added or removed
+// host makes it a new list. (Each entry describes a real IR → message
+// mapping, so a translation that fails half-way leaves valid memory.)
 func (t *translator) routeConfigurationMemo(name, scheme string, vhosts []ir.VirtualHost) (*routev3.RouteConfiguration, error) {
 	prev := t.memo.tables[name]
-	cur := make([]memoVhost, 0, len(vhosts))
+	var cur []memoVhost
+	// While inPlace, the new list so far is prev[:i], and j == i.
+	inPlace := true
+	leave := func(i int) {
+		if inPlace {
+			inPlace = false
+			cur = append(make([]memoVhost, 0, len(vhosts)), prev[:i]...)
+		}
+	}
 	rc := &routev3.RouteConfiguration{
 		Name:                     name,
-		VirtualHosts:             make([]*routev3.VirtualHost, 0, len(vhosts)),
+		VirtualHosts:             make([]*routev3.VirtualHost, len(vhosts)),
 		IgnorePortInHostMatching: true,
 	}
 	j := 0
 	for i := range vhosts {
 		v := &vhosts[i]
+		if j < len(prev) && sameVhost(&prev[j], scheme, v) {
+			rc.VirtualHosts[i] = prev[j].vh
+			if !inPlace {
+				cur = append(cur, prev[j])
+			}
+			j++
+			continue
+		}
 		// Both lists are sorted by name: skip what was removed.
 		for j < len(prev) && prev[j].name < v.Name {
+			leave(i)
 			j++
 		}
-		var vh *routev3.VirtualHost
-		if j < len(prev) && sameVhost(&prev[j], scheme, v) {
-			vh = prev[j].vh
-			cur = append(cur, prev[j])
-			j++
-		} else {
-			var err error
-			if vh, err = t.virtualHost(scheme, v); err != nil {
-				return nil, fmt.Errorf("virtual host %s: %w", v.Name, err)
+		vh, err := t.virtualHost(scheme, v)
+		if err != nil {
+			return nil, fmt.Errorf("virtual host %s: %w", v.Name, err)
+		}
+		rc.VirtualHosts[i] = vh
+		e := memoVhost{routes: v.Routes, name: v.Name, domains: v.Domains, scheme: scheme, vh: vh}
+		if j < len(prev) && prev[j].name == v.Name {
+			if inPlace {
+				prev[j] = e // edited in its place
+			} else {
+				cur = append(cur, e)
 			}
-			cur = append(cur, memoVhost{routes: v.Routes, name: v.Name, domains: v.Domains, scheme: scheme, vh: vh})
+			j++
+			continue
 		}
-		rc.VirtualHosts = append(rc.VirtualHosts, vh)
+		leave(i)
+		cur = append(cur, e)
 	}
-	t.next[name] = cur
+	if inPlace {
+		n := len(vhosts)
+		t.next[name] = prev[:n:n]
+	} else {
+		t.next[name] = cur
+	}
 	return rc, nil
 }
 
@@ -134,28 +171,54 @@ func sameVhost(e *memoVhost, scheme string, v *ir.VirtualHost) bool {
 }
 
 // clustersMemo translates gw's clusters, reusing the remembered messages of
-// every cluster whose IR is the same.
+// every cluster whose IR is the same. IR is never modified once built, so
+// the very same IR cluster list as last time yields the very same lists of
+// messages (which callers must not modify).
 func (t *translator) clustersMemo(gw *ir.Gateway, r *Resources) {
-	prev := t.memo.clusters
+	m := t.memo
+	if len(gw.Clusters) > 0 && len(gw.Clusters) == len(m.clusters) && &gw.Clusters[0] == m.irClusters {
+		r.Clusters, r.Endpoints = m.lastClusters, m.lastEndpoints
+		t.clustersKept = true // sorted when they were built (by sort, if not before)
+		return
+	}
+	prev := m.clusters
 	cur := make([]memoCluster, 0, len(gw.Clusters))
+	// The list is sorted when the previous one was and every cluster not
+	// taken from it (in its order) sits between its neighbours.
+	sorted := m.sorted || len(prev) == 0
 	j := 0
 	for i := range gw.Clusters {
 		c := &gw.Clusters[i]
-		for j < len(prev) && prev[j].ir.Name < c.Name {
-			j++
-		}
 		var e memoCluster
 		if j < len(prev) && sameCluster(&prev[j].ir, c) {
 			e = prev[j]
 			j++
 		} else {
-			e = memoCluster{ir: *c, cluster: cluster(c), endpoints: loadAssignment(c)}
+			for j < len(prev) && prev[j].ir.Name < c.Name {
+				j++
+			}
+			if j < len(prev) && sameCluster(&prev[j].ir, c) {
+				e = prev[j]
+				j++
+			} else {
+				e = memoCluster{ir: *c, cluster: cluster(c), endpoints: loadAssignment(c)}
+				if i > 0 && gw.Clusters[i-1].Name >= c.Name || i+1 < len(gw.Clusters) && c.Name >= gw.Clusters[i+1].Name {
+					sorted = false
+				}
+			}
 		}
 		cur = append(cur, e)
 		r.Clusters = append(r.Clusters, e.cluster)
 		r.Endpoints = append(r.Endpoints, e.endpoints)
 	}
-	t.memo.clusters = cur
+	m.clusters, m.sorted = cur, sorted
+	t.clustersKept = sorted
+	m.irClusters = nil
+	if len(gw.Clusters) > 0 {
+		m.irClusters = &gw.Clusters[0]
+	}
+	r.Clusters, r.Endpoints = slices.Clip(r.Clusters), slices.Clip(r.Endpoints)
+	m.lastClusters, m.lastEndpoints = r.Clusters, r.Endpoints
 }
 
 func sameCluster(a, b *ir.Cluster) bool {

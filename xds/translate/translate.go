@@ -65,7 +65,7 @@ func (t *translator) translate(gw *ir.Gateway) (*Resources, error) {
 	for i := range gw.Secrets {
 		r.Secrets = append(r.Secrets, secret(&gw.Secrets[i]))
 	}
-	r.sort()
+	r.sort(t.clustersKept)
 	return r, nil
 }
 
@@ -82,6 +82,9 @@ type translator struct {
 	// next is what it remembers after this one.
 	memo *Memo
 	next map[string][]memoVhost
+	// clustersKept: the cluster and endpoint lists are the memo's, as
+	// built and sorted before.
+	clustersKept bool
 }
 
 // cluster returns gw's cluster named name, or nil.
@@ -108,13 +111,14 @@ func (t *translator) cluster(name string) *ir.Cluster {
 
 // sort orders every resource list by name. The IR is already sorted, but
 // listener names ("http-80", "https-443", ...) do not sort like ports, and
-// one listener can yield several route configurations.
-func (r *Resources) sort() {
+// one listener can yield several route configurations. clustersSorted says
+// the cluster and endpoint lists are known to be sorted.
+func (r *Resources) sort(clustersSorted bool) {
 	byName := func(a, b *clusterv3.Cluster) int { return cmp.Compare(a.GetName(), b.GetName()) }
 	byCluster := func(a, b *endpointv3.ClusterLoadAssignment) int {
 		return cmp.Compare(a.GetClusterName(), b.GetClusterName())
 	}
-	if slices.IsSortedFunc(r.Clusters, byName) && slices.IsSortedFunc(r.Endpoints, byCluster) {
+	if clustersSorted || slices.IsSortedFunc(r.Clusters, byName) && slices.IsSortedFunc(r.Endpoints, byCluster) {
 		// From IR sorted by name, as it should be: a check is cheaper
 		// than a sort.
 		slices.SortStableFunc(r.Listeners, func(a, b *listenerv3.Listener) int { return cmp.Compare(a.GetName(), b.GetName()) })

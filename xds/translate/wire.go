@@ -57,6 +57,9 @@ func DecodeRouteConfiguration(rc *routev3.RouteConfiguration) (*routev3.RouteCon
 type tableState struct {
 	shell  []byte // the serialization of the table without its virtual hosts
 	vhosts []*vhostState
+	// messages are the virtual hosts of vhosts, compared without
+	// reaching into each state.
+	messages []*routev3.VirtualHost
 	// names and domains count the virtual hosts per name and per
 	// (lowercased) domain; dups counts the names and domains counted more
 	// than once, problems the virtual hosts with problems of their own.
@@ -106,12 +109,12 @@ func (e *checkRun) table(rc *routev3.RouteConfiguration) *routev3.RouteConfigura
 
 	// The virtual hosts, in order: an unchanged one is the very same
 	// message at its place.
-	prev := ts.vhosts
+	prev, prevMsgs := ts.vhosts, ts.messages
 	next := make([]*vhostState, 0, len(vhs))
 	j := 0
 	for i := 0; i < len(vhs); {
 		v := vhs[i]
-		if j < len(prev) && prev[j].vh == v {
+		if j < len(prev) && prevMsgs[j] == v {
 			next = append(next, prev[j])
 			i++
 			j++
@@ -140,8 +143,8 @@ func (e *checkRun) table(rc *routev3.RouteConfiguration) *routev3.RouteConfigura
 		changed = true
 		c.unindex(ts, prev[j])
 	}
-	ts.vhosts = next
-	e.touched += 1
+	ts.vhosts, ts.messages = next, vhs
+	e.touched++
 	if ts.dups > 0 {
 		e.errs = append(e.errs, duplicates(name, next)...)
 	}
