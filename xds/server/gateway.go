@@ -11,6 +11,7 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -146,6 +147,11 @@ func (s *Server) buildGateway(st *gatewayState, gw *ir.Gateway) (*built, error) 
 		return nil, fmt.Errorf("translate: %w", err)
 	}
 	if s.opts.Decorate != nil {
+		// The hook may change the route tables: it gets copies, not the
+		// virtual hosts the memo shares between translations.
+		for i, rc := range res.Routes {
+			res.Routes[i] = proto.Clone(rc).(*routev3.RouteConfiguration)
+		}
 		s.opts.Decorate(st.group, res)
 	}
 	st.addRetained(res, kept)

@@ -44,10 +44,11 @@ type Options struct {
 	// them to the status writer. No translation is needed for it.
 	OnOutcome func()
 	// Decorate, when set, may add resources to a Gateway's config after
-	// translation and before validation; it must not modify the resources
-	// it is given, which are shared with earlier translations. Tests use
-	// it to add the API-listener wrapper that grpc-go's xDS client needs
-	// (grpc-go reads only API listeners); the controller leaves it nil.
+	// translation and before validation. It may change the route tables
+	// (it gets copies of them) but no other resource it is given, which
+	// are shared with earlier translations. Tests use it to add the
+	// API-listener wrapper that grpc-go's xDS client needs (grpc-go reads
+	// only API listeners); the controller leaves it nil.
 	Decorate func(group string, res *translate.Resources)
 }
 
