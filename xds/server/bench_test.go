@@ -82,9 +82,7 @@ func BenchmarkPipelineOneRouteChange(b *testing.B) {
 	if errs := s.PublishErrors(); len(errs) > 0 {
 		b.Fatal(errs)
 	}
-	group := NodeGroup(types.NamespacedName{Namespace: "default", Name: "gw"})
-	versions := publishedVersions(s, group)
-	var serialized, response int
+	m := newChangeMeter(b, s, NodeGroup(types.NamespacedName{Namespace: "default", Name: "gw"}))
 	b.ReportAllocs()
 	b.ResetTimer()
 	i := 0
@@ -97,11 +95,7 @@ func BenchmarkPipelineOneRouteChange(b *testing.B) {
 		r.Spec.Rules[0].Matches = []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: &prefix, Value: &path}}}
 		in.HTTPRoutes[k] = r
 		s.Publish(tr.Translate(in).Gateways)
-		serialized += s.gateways[group].checker.Encoded
-		var sent, shells int
-		versions, sent, shells = respond(b, s, group, versions)
-		response += sent
-		serialized += shells
+		m.respond()
 	}
 	b.StopTimer()
 	if errs := s.PublishErrors(); len(errs) > 0 {
@@ -110,8 +104,7 @@ func BenchmarkPipelineOneRouteChange(b *testing.B) {
 	if tr.Stats.Patched < b.N {
 		b.Fatalf("%d patches for %d changes: the change was not incremental (%+v)", tr.Stats.Patched, b.N, tr.Stats)
 	}
-	b.ReportMetric(float64(serialized)/float64(b.N), "serialized-B/op")
-	b.ReportMetric(float64(response)/float64(b.N), "response-B/op")
+	m.report()
 }
 
 // BenchmarkPublishOneRouteChange is the xDS half of the above: the IR of
@@ -125,9 +118,7 @@ func BenchmarkPublishOneRouteChange(b *testing.B) {
 	if errs := s.PublishErrors(); len(errs) > 0 {
 		b.Fatal(errs)
 	}
-	group := NodeGroup(types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name})
-	versions := publishedVersions(s, group)
-	var serialized, response int
+	m := newChangeMeter(b, s, NodeGroup(types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}))
 	b.ReportAllocs()
 	b.ResetTimer()
 	i := 0
@@ -146,52 +137,68 @@ func BenchmarkPublishOneRouteChange(b *testing.B) {
 		gw = &next
 		b.StartTimer()
 		s.Publish([]*ir.Gateway{gw})
-		serialized += s.gateways[group].checker.Encoded
-		var sent, shells int
-		versions, sent, shells = respond(b, s, group, versions)
-		response += sent
-		serialized += shells
+		m.respond()
 	}
 	b.StopTimer()
 	if errs := s.PublishErrors(); len(errs) > 0 {
 		b.Fatal(errs)
 	}
-	b.ReportMetric(float64(serialized)/float64(b.N), "serialized-B/op")
-	b.ReportMetric(float64(response)/float64(b.N), "response-B/op")
+	m.report()
 }
 
-func publishedVersions(s *Server, group string) map[string]string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return maps.Clone(s.gateways[group].published.versions)
+// changeMeter counts the bytes each change costs: serialized by the
+// checker, and sent in the responses go-control-plane builds for the types
+// whose version changed (of those, only a wire route table's own fields are
+// serialized; its virtual hosts are copied).
+type changeMeter struct {
+	b                    *testing.B
+	s                    *Server
+	group                string
+	versions             map[string]string
+	serialized, response int
+}
+
+func newChangeMeter(b *testing.B, s *Server, group string) *changeMeter {
+	m := &changeMeter{b: b, s: s, group: group}
+	m.versions = m.published()
+	return m
+}
+
+func (m *changeMeter) published() map[string]string {
+	m.s.mu.Lock()
+	defer m.s.mu.Unlock()
+	return maps.Clone(m.s.gateways[m.group].published.versions)
 }
 
 // respond serializes, as go-control-plane does for a response, every
-// resource of each type whose version changed since versions. It returns
-// the new versions, the bytes of the responses and, of those, the bytes
-// serialized rather than copied (a wire route table's own fields).
-func respond(b *testing.B, s *Server, group string, versions map[string]string) (map[string]string, int, int) {
-	now := publishedVersions(s, group)
-	snap, err := s.cache.GetSnapshot(group)
+// resource of each type whose version changed since the last call.
+func (m *changeMeter) respond() {
+	m.serialized += m.s.gateways[m.group].checker.Encoded
+	now := m.published()
+	snap, err := m.s.cache.GetSnapshot(m.group)
 	if err != nil {
-		b.Fatal(err)
+		m.b.Fatal(err)
 	}
-	var sent, serialized int
 	for _, typ := range typeOrder {
-		if now[typ] == versions[typ] {
+		if now[typ] == m.versions[typ] {
 			continue
 		}
 		for _, r := range snap.GetResources(typ) {
 			enc, err := cachev3.MarshalResource(r)
 			if err != nil {
-				b.Fatal(err)
+				m.b.Fatal(err)
 			}
-			sent += len(enc)
-			serialized += len(enc)
+			m.response += len(enc)
+			m.serialized += len(enc)
 			if rc, ok := r.(*routev3.RouteConfiguration); ok {
-				serialized -= len(rc.ProtoReflect().GetUnknown())
+				m.serialized -= len(rc.ProtoReflect().GetUnknown())
 			}
 		}
 	}
-	return now, sent, serialized
+	m.versions = now
+}
+
+func (m *changeMeter) report() {
+	m.b.ReportMetric(float64(m.serialized)/float64(m.b.N), "serialized-B/op")
+	m.b.ReportMetric(float64(m.response)/float64(m.b.N), "response-B/op")
 }

@@ -127,15 +127,14 @@ func (c *Checker) Check(r *Resources) error {
 	// Names, and EDS clusters without assignments: only when the lists
 	// changed.
 	if !sameClusters || !sameEndpoints {
-		e.errs = append(e.errs, c.clusterNames(r)...)
+		c.clusterSet = clusterReferences(r, e.fail)
 	}
 	// Route tables, virtual host by virtual host.
 	wires := make([]*routev3.RouteConfiguration, len(r.Routes))
 	live := make(map[string]bool, len(r.Routes))
 	for i, rc := range r.Routes {
 		if live[rc.GetName()] {
-			e.fail("route configuration %q: duplicate name", rc.GetName())
-			continue
+			continue // a duplicate name, reported below
 		}
 		live[rc.GetName()] = true
 		wires[i] = e.table(rc)
@@ -164,34 +163,11 @@ func (c *Checker) Check(r *Resources) error {
 		}
 	}
 	// Listeners, in full: they are few.
-	routes := make(map[string]bool, len(r.Routes))
-	for _, rc := range r.Routes {
-		routes[rc.GetName()] = true
-	}
-	secrets := make(map[string]bool, len(r.Secrets))
-	for _, s := range r.Secrets {
-		secrets[s.GetName()] = true
-	}
-	seen := make(map[string]bool, len(r.Listeners))
-	for i, l := range r.Listeners {
-		switch {
-		case l.GetName() == "":
-			e.fail("listener #%d: empty name", i)
-		case seen[l.GetName()]:
-			e.fail("listener %q: duplicate name", l.GetName())
-		}
-		seen[l.GetName()] = true
+	routes := uniqueNames("route configuration", len(r.Routes), func(i int) string { return r.Routes[i].GetName() }, e.fail)
+	secrets := uniqueNames("secret", len(r.Secrets), func(i int) string { return r.Secrets[i].GetName() }, e.fail)
+	uniqueNames("listener", len(r.Listeners), func(i int) string { return r.Listeners[i].GetName() }, e.fail)
+	for _, l := range r.Listeners {
 		e.errs = append(e.errs, listenerReferences(l, c.clusterSet, routes, secrets)...)
-	}
-	seenSecrets := make(map[string]bool, len(r.Secrets))
-	for i, s := range r.Secrets {
-		switch {
-		case s.GetName() == "":
-			e.fail("secret #%d: empty name", i)
-		case seenSecrets[s.GetName()]:
-			e.fail("secret %q: duplicate name", s.GetName())
-		}
-		seenSecrets[s.GetName()] = true
 	}
 	c.prune(e.touched + len(r.Clusters) + len(r.Endpoints))
 	if len(e.errs) > 0 {
@@ -257,35 +233,6 @@ func (c *Checker) prune(used int) {
 			}
 		}
 	}
-}
-
-// clusterNames rebuilds the cluster name set and checks the names of the
-// clusters and load assignments.
-func (c *Checker) clusterNames(r *Resources) []error {
-	var errs []error
-	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	names := func(kind string, n int, name func(int) string) map[string]bool {
-		seen := make(map[string]bool, n)
-		for i := 0; i < n; i++ {
-			switch nm := name(i); {
-			case nm == "":
-				fail("%s #%d: empty name", kind, i)
-			case seen[nm]:
-				fail("%s %q: duplicate name", kind, nm)
-			default:
-				seen[nm] = true
-			}
-		}
-		return seen
-	}
-	c.clusterSet = names("cluster", len(r.Clusters), func(i int) string { return r.Clusters[i].GetName() })
-	assignments := names("cluster load assignment", len(r.Endpoints), func(i int) string { return r.Endpoints[i].GetClusterName() })
-	for _, cl := range r.Clusters {
-		if cl.GetType() == clusterv3.Cluster_EDS && cl.GetName() != "" && !assignments[cl.GetName()] {
-			fail("cluster %q: no cluster load assignment", cl.GetName())
-		}
-	}
-	return errs
 }
 
 // Digest returns the digest of a resource of the last check.
