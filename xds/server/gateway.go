@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -369,7 +370,69 @@ func snapshotOf(res *translate.Resources, digests func(proto.Message) (translate
 	// No snap.Consistent(): the checker's referential checks are a
 	// superset of it, and Consistent misses the route references of API
 	// listeners, so it refuses configs for proxyless gRPC clients.
+	if err := setVersionMap(snap, byType, digests, prev); err != nil {
+		return nil, nil, nil, err
+	}
 	return snap, versions, byType, nil
+}
+
+// setVersionMap gives snap the per-resource versions delta xDS compares,
+// which go-control-plane would otherwise compute on the first delta request
+// by serializing and hashing every resource of the snapshot, for every
+// change. A type whose resources are prev's keeps prev's versions; in
+// another, only the resources that are not prev's very messages at the
+// same place get a version afresh, from the digest the checker computed.
+// A resource's version is go-control-plane's own (the hex SHA-256 of its
+// serialization), except a wire route table's, which is its checked
+// content's generation.
+func setVersionMap(snap *cachev3.Snapshot, byType map[string][]types.Resource, digests func(proto.Message) (translate.Digest, bool), prev *published) error {
+	snap.VersionMap = make(map[string]map[string]string, len(typeOrder))
+	for _, typ := range typeOrder {
+		i := cachev3.GetResponseType(typ)
+		list := byType[typ]
+		var old []types.Resource
+		var oldMap map[string]string
+		if prev != nil && prev.snap != nil && prev.snap.VersionMap != nil {
+			old, oldMap = prev.lists[typ], prev.snap.VersionMap[typ]
+			if oldMap != nil && prev.snap.Resources[i].Version == snap.Resources[i].Version {
+				snap.VersionMap[typ] = oldMap
+				continue
+			}
+		}
+		// In place of prev's map when the names are the same, at the
+		// same places.
+		samePlaces := oldMap != nil && len(old) == len(list)
+		for k := 0; samePlaces && k < len(list); k++ {
+			if list[k] != old[k] && cachev3.GetResourceName(list[k]) != cachev3.GetResourceName(old[k]) {
+				samePlaces = false
+			}
+		}
+		var m map[string]string
+		if samePlaces {
+			m = maps.Clone(oldMap)
+		} else {
+			m = make(map[string]string, len(list))
+		}
+		for k, r := range list {
+			if samePlaces && list[k] == old[k] {
+				continue
+			}
+			var d translate.Digest
+			ok := false
+			if digests != nil {
+				d, ok = digests(r)
+			}
+			if !ok {
+				var err error
+				if d, err = translate.DigestOf(r); err != nil {
+					return fmt.Errorf("version %s: %w", cachev3.GetResourceName(r), err)
+				}
+			}
+			m[cachev3.GetResourceName(r)] = hex.EncodeToString(d[:])
+		}
+		snap.VersionMap[typ] = m
+	}
+	return nil
 }
 
 // contentVersion hashes the digests of items, taken from digests (may be

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -338,4 +339,78 @@ func largeIR(n int) *ir.Gateway {
 	}
 	gw.Listeners = []ir.Listener{l}
 	return gw
+}
+
+// The per-resource versions delta xDS compares are set with the snapshot,
+// as go-control-plane would compute them (the hex SHA-256 of each
+// resource's serialization), except a route table's, which changes exactly
+// when the table does; and a change re-versions only what it changed.
+func TestDeltaVersionsAreSetWithTheSnapshot(t *testing.T) {
+	s := New(Options{Log: logr.Discard()})
+	gw := largeIR(50)
+	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
+	s.Publish([]*ir.Gateway{gw})
+	first, err := s.Snapshot(nn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := first.(*cachev3.Snapshot)
+	fresh := &cachev3.Snapshot{Resources: snap.Resources}
+	if err := fresh.ConstructVersionMap(); err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.ListenerType} {
+		if !maps.Equal(snap.GetVersionMap(typ), fresh.GetVersionMap(typ)) || len(snap.GetVersionMap(typ)) == 0 {
+			t.Fatalf("%s: versions %v, go-control-plane computes %v", typ, snap.GetVersionMap(typ), fresh.GetVersionMap(typ))
+		}
+	}
+	routesBefore := maps.Clone(snap.GetVersionMap(resourcev3.RouteType))
+	if len(routesBefore) != 1 {
+		t.Fatalf("route table versions %v", routesBefore)
+	}
+
+	// One cluster's endpoints change: only its load assignment gets a new
+	// version.
+	next := *gw
+	next.Clusters = slices.Clone(gw.Clusters)
+	next.Clusters[3].Endpoints = []ir.Endpoint{{IP: "10.250.0.1", Port: 8080, Ready: true}}
+	s.Publish([]*ir.Gateway{&next})
+	second, _ := s.Snapshot(nn)
+	after := second.(*cachev3.Snapshot)
+	before := snap.GetVersionMap(resourcev3.EndpointType)
+	changed := 0
+	for name, v := range after.GetVersionMap(resourcev3.EndpointType) {
+		if before[name] != v {
+			changed++
+			if name != next.Clusters[3].Name {
+				t.Fatalf("load assignment %s got a new version", name)
+			}
+		}
+	}
+	if changed != 1 {
+		t.Fatalf("%d load assignments got a new version, want 1", changed)
+	}
+	fresh = &cachev3.Snapshot{Resources: after.Resources}
+	if err := fresh.ConstructVersionMap(); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(after.GetVersionMap(resourcev3.EndpointType), fresh.GetVersionMap(resourcev3.EndpointType)) {
+		t.Fatal("load assignment versions differ from go-control-plane's after the change")
+	}
+	if !maps.Equal(after.GetVersionMap(resourcev3.RouteType), routesBefore) {
+		t.Fatal("the route table's version changed though the table did not")
+	}
+
+	// A route change re-versions the route table.
+	third := next
+	third.Listeners = slices.Clone(next.Listeners)
+	vhs := slices.Clone(third.Listeners[0].VirtualHosts)
+	vhs[1].Routes = slices.Clone(vhs[1].Routes)
+	vhs[1].Routes[0].Match.Path = &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/v2"}
+	third.Listeners[0].VirtualHosts = vhs
+	s.Publish([]*ir.Gateway{&third})
+	last, _ := s.Snapshot(nn)
+	if maps.Equal(last.(*cachev3.Snapshot).GetVersionMap(resourcev3.RouteType), routesBefore) {
+		t.Fatal("a changed route table kept its version")
+	}
 }
