@@ -109,26 +109,28 @@ func (c *Checker) Check(r *Resources) error {
 	for _, l := range r.Listeners {
 		e.one("listener", l.GetName(), l)
 	}
-	sameClusters := c.lastClusters != nil && SameList(r.Clusters, c.lastClusters)
-	sameEndpoints := c.lastEndpoints != nil && SameList(r.Endpoints, c.lastEndpoints)
-	if !sameClusters {
-		for _, cl := range r.Clusters {
+	// Clusters and load assignments: only the messages that are not the
+	// last check's, at their place, are checked; the name checks run
+	// again only when the names changed.
+	clusterNames := c.lastClusters != nil && SameList(r.Clusters, c.lastClusters)
+	if !clusterNames {
+		clusterNames = walkChanged(r.Clusters, c.lastClusters, (*clusterv3.Cluster).GetName, func(cl *clusterv3.Cluster) {
 			e.one("cluster", cl.GetName(), cl)
-		}
+		})
 	}
-	if !sameEndpoints {
-		for _, ep := range r.Endpoints {
+	assignmentNames := c.lastEndpoints != nil && SameList(r.Endpoints, c.lastEndpoints)
+	if !assignmentNames {
+		assignmentNames = walkChanged(r.Endpoints, c.lastEndpoints, (*endpointv3.ClusterLoadAssignment).GetClusterName, func(ep *endpointv3.ClusterLoadAssignment) {
 			e.one("cluster load assignment", ep.GetClusterName(), ep)
-		}
+		})
 	}
 	for _, s := range r.Secrets {
 		e.one("secret", s.GetName(), s)
 	}
-	// Names, and EDS clusters without assignments: only when the lists
-	// changed.
-	if !sameClusters || !sameEndpoints {
+	if !clusterNames || !assignmentNames {
 		c.clusterSet = clusterReferences(r, e.fail)
 	}
+	sameClusters := clusterNames // the names routes refer to
 	// Route tables, virtual host by virtual host.
 	wires := make([]*routev3.RouteConfiguration, len(r.Routes))
 	live := make(map[string]bool, len(r.Routes))
@@ -169,7 +171,7 @@ func (c *Checker) Check(r *Resources) error {
 	for _, l := range r.Listeners {
 		e.errs = append(e.errs, listenerReferences(l, c.clusterSet, routes, secrets)...)
 	}
-	c.prune(e.touched + len(r.Clusters) + len(r.Endpoints))
+	c.prune(r, e.touched+len(r.Clusters)+len(r.Endpoints))
 	if len(e.errs) > 0 {
 		c.reset()
 		return errors.Join(e.errs...)
@@ -191,6 +193,38 @@ func SameList[T comparable](a, b []T) bool {
 	return slices.Equal(a, b)
 }
 
+// walkChanged calls changed for each element of next that is not prev's
+// very message at its place (both lists sorted by name), and reports
+// whether next has prev's names at the same places. A nil prev (nothing
+// checked before) has no names.
+func walkChanged[T comparable](next, prev []T, name func(T) string, changed func(T)) (sameNames bool) {
+	if len(next) == len(prev) && prev != nil {
+		sameNames = true
+		for i := range next {
+			if next[i] != prev[i] {
+				changed(next[i])
+				sameNames = sameNames && name(next[i]) == name(prev[i])
+			}
+		}
+		return sameNames
+	}
+	j := 0
+	for i := range next {
+		if j < len(prev) && next[i] == prev[j] {
+			j++
+			continue
+		}
+		for j < len(prev) && name(prev[j]) < name(next[i]) {
+			j++
+		}
+		if j < len(prev) && name(prev[j]) == name(next[i]) {
+			j++
+		}
+		changed(next[i])
+	}
+	return false
+}
+
 // reset forgets everything incremental: the next check is a full one.
 func (c *Checker) reset() {
 	if c.passed == nil {
@@ -204,11 +238,19 @@ func (c *Checker) reset() {
 // prune forgets, once the maps hold more than twice what this check used,
 // what this check did not see. (After a refusal too: what passed stays
 // known, and the caller sends the last good config or a fix next.)
-func (c *Checker) prune(used int) {
+func (c *Checker) prune(r *Resources, used int) {
 	for _, ts := range c.tables {
 		used += len(ts.vhosts)
 	}
 	if len(c.known) > 2*used+1024 {
+		// The messages this check kept without looking at them are
+		// still in use: their digests stay.
+		for _, cl := range r.Clusters {
+			c.touch(cl)
+		}
+		for _, ep := range r.Endpoints {
+			c.touch(ep)
+		}
 		for m, k := range c.known {
 			if k.epoch != c.epoch {
 				delete(c.known, m)
@@ -232,6 +274,13 @@ func (c *Checker) prune(used int) {
 				delete(c.wires, w)
 			}
 		}
+	}
+}
+
+// touch marks a known message as used by this check.
+func (c *Checker) touch(m proto.Message) {
+	if k, ok := c.known[m]; ok && k.epoch != c.epoch {
+		c.known[m] = knownDigest{d: k.d, epoch: c.epoch}
 	}
 }
 

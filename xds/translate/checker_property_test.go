@@ -105,7 +105,7 @@ func propertyEdit(rng *rand.Rand, gw *ir.Gateway) *ir.Gateway {
 	if len(vhs) > 0 {
 		k = rng.IntN(len(vhs))
 	}
-	switch op := rng.IntN(9); {
+	switch op := rng.IntN(10); {
 	case op <= 2 && len(vhs) > 0: // a route edit: a new routes array for one host
 		vhs[k] = propertyVhost(vhs[k].Name, clusterName(), fmt.Sprintf("/p%d", rng.IntN(100)))
 	case op == 3 && len(vhs) > 1: // a host removed
@@ -151,6 +151,10 @@ func propertyEdit(rng *rand.Rand, gw *ir.Gateway) *ir.Gateway {
 		v := vhs[k]
 		v.Domains = []string{vhs[(k+1)%len(vhs)].Domains[0]}
 		vhs[k] = v
+	case op == 8 && len(gw.Clusters) > 0: // one cluster's endpoints changed
+		next.Clusters = slices.Clone(gw.Clusters)
+		i := rng.IntN(len(next.Clusters))
+		next.Clusters[i].Endpoints = []ir.Endpoint{{IP: fmt.Sprintf("10.0.2.%d", rng.IntN(200)+1), Port: 8080, Ready: true}}
 	default: // back to a valid config
 		return propertyBase(10 + rng.IntN(4))
 	}

@@ -197,10 +197,15 @@ func (t *translator) clustersMemo(gw *ir.Gateway, r *Resources) {
 			for j < len(prev) && prev[j].ir.Name < c.Name {
 				j++
 			}
-			if j < len(prev) && sameCluster(&prev[j].ir, c) {
+			switch {
+			case j < len(prev) && sameCluster(&prev[j].ir, c):
 				e = prev[j]
 				j++
-			} else {
+			case j < len(prev) && sameClusterConfig(&prev[j].ir, c):
+				// Only its endpoints changed: the same cluster.
+				e = memoCluster{ir: *c, cluster: prev[j].cluster, endpoints: loadAssignment(c)}
+				j++
+			default:
 				e = memoCluster{ir: *c, cluster: cluster(c), endpoints: loadAssignment(c)}
 				if i > 0 && gw.Clusters[i-1].Name >= c.Name || i+1 < len(gw.Clusters) && c.Name >= gw.Clusters[i+1].Name {
 					sorted = false
@@ -222,5 +227,11 @@ func (t *translator) clustersMemo(gw *ir.Gateway, r *Resources) {
 }
 
 func sameCluster(a, b *ir.Cluster) bool {
-	return a.Name == b.Name && a.Protocol == b.Protocol && a.WebSocket == b.WebSocket && slices.Equal(a.Endpoints, b.Endpoints)
+	return sameClusterConfig(a, b) && slices.Equal(a.Endpoints, b.Endpoints)
+}
+
+// sameClusterConfig: the same Cluster message (which does not carry the
+// endpoints).
+func sameClusterConfig(a, b *ir.Cluster) bool {
+	return a.Name == b.Name && a.Protocol == b.Protocol && a.WebSocket == b.WebSocket
 }
