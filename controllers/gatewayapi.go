@@ -30,6 +30,7 @@ import (
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/hostnames"
+	"github.com/shardgate/shardgate/internal/ir"
 	"github.com/shardgate/shardgate/internal/leasehosts"
 	"github.com/shardgate/shardgate/internal/status"
 	"github.com/shardgate/shardgate/internal/tenancy"
@@ -48,13 +49,15 @@ func init() { ctrlmetrics.Registry.MustRegister(translateSeconds) }
 // of the whole snapshot, and the queue folds a burst into one.
 var snapshotKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "snapshot"}}
 
-// Publisher receives every translation (the xDS server). It must not block.
+// Publisher receives the IR of every Gateway to serve (the xDS server). It
+// must not block.
 type Publisher interface {
-	Publish(in *gatewayapi.Input, out *gatewayapi.Output)
+	Publish(gateways []*ir.Gateway)
 }
 
 // RuntimeSource supplies the facts about Gateways that come from outside the
-// Gateway API objects: Envoy Service addresses and xDS publish results.
+// Gateway API objects: Envoy Service addresses. (xDS publish outcomes go
+// from the publisher to the status writer, not through translation.)
 type RuntimeSource interface {
 	Runtime() map[types.NamespacedName]gatewayapi.GatewayRuntime
 }
@@ -144,7 +147,7 @@ func (r *GatewayAPIReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 	out := r.translator.Translate(in)
 	translateSeconds.Observe(time.Since(start).Seconds())
 	if r.Publisher != nil {
-		r.Publisher.Publish(in, out)
+		r.Publisher.Publish(out.Gateways)
 	}
 	r.Status.Submit(in, out)
 	return reconcile.Result{}, nil

@@ -12,11 +12,14 @@ import (
 	xdsserver "github.com/shardgate/shardgate/xds/server"
 )
 
-// publishStatusChanged is the xDS server's OnStatusChange: the Gateway
-// re-translates (so its Programmed condition reports the problem) and gets
-// an Event for the refused config or the NACK.
-func (p *process) publishStatusChanged() {
-	p.triggerTranslation()
+// publishOutcomeChanged is the xDS server's OnOutcome: the status writer
+// merges the outcomes into the Gateways' Programmed conditions (no new
+// translation), and the Gateway gets an Event for the refused config or
+// the NACK.
+func (p *process) publishOutcomeChanged() {
+	if w := p.status.Load(); w != nil {
+		w.SetPublishErrors(p.xds.PublishErrors())
+	}
 	p.emitGatewayEvents()
 }
 

@@ -32,7 +32,6 @@ import (
 
 	"github.com/shardgate/shardgate/controllers"
 	"github.com/shardgate/shardgate/internal/config"
-	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/hostnames"
 	"github.com/shardgate/shardgate/internal/infra"
 	"github.com/shardgate/shardgate/internal/pki"
@@ -193,11 +192,11 @@ func Run(ctx context.Context, opts Options) error {
 		opts.OnXDSCredentials(xdsCreds)
 	}
 	p.xds = xdsserver.New(xdsserver.Options{
-		Address:        cfg.XDS.Address,
-		TLS:            xdsCreds.TLSConfig(),
-		Log:            log.WithName("xds"),
-		OnStatusChange: p.publishStatusChanged,
-		APIListeners:   opts.XDSAPIListeners,
+		Address:      cfg.XDS.Address,
+		TLS:          xdsCreds.TLSConfig(),
+		Log:          log.WithName("xds"),
+		OnOutcome:    p.publishOutcomeChanged,
+		APIListeners: opts.XDSAPIListeners,
 	})
 	p.xdsBuilt.Store(true) // after p.xds is set: the probes read it from now on
 	if opts.OnXDSServer != nil {
@@ -278,8 +277,11 @@ type process struct {
 	leaseHosts atomic.Pointer[controllers.LeaseHostReconciler]
 	// tenancy is the config's tenancy settings, shared by the controllers.
 	tenancy controllers.Tenancy
-	// trigger re-translates in the current manager (xDS status changes).
+	// trigger re-translates in the current manager.
 	trigger atomic.Pointer[func()]
+	// status is the current manager's status writer, which gets the xDS
+	// server's publish outcomes.
+	status atomic.Pointer[status.Writer]
 	// mgr is the current manager.
 	mgr atomic.Pointer[crmanager.Manager]
 	// synced: some manager of this process had its caches synced, so the
@@ -436,6 +438,8 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 	if err := mgr.Add(writer); err != nil {
 		return false, fmt.Errorf("add status writer: %w", err)
 	}
+	p.status.Store(writer)
+	writer.SetPublishErrors(p.xds.PublishErrors()) // outcomes from before this manager
 	gatewayAPI := &controllers.GatewayAPIReconciler{
 		Cache:          mgr.GetCache(),
 		ControllerName: cfg.ControllerName,
@@ -473,7 +477,7 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 		return false, fmt.Errorf("set up infra controller: %w", err)
 	}
 	gatewayAPI.Publisher = p.xds
-	gatewayAPI.Runtime = runtimeSource{addresses: gatewayRuntime, xds: p.xds}
+	gatewayAPI.Runtime = gatewayRuntime
 	if err := gatewayAPI.SetupWithManager(mgr); err != nil {
 		return false, fmt.Errorf("set up Gateway API controller: %w", err)
 	}
@@ -601,29 +605,6 @@ func cacheSynced(mgr crmanager.Manager) healthz.Checker {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// runtimeSource joins what the translator needs to know from outside the
-// Gateway API objects: Envoy Service addresses (addresses, may be nil) and
-// the xDS server's publish results.
-type runtimeSource struct {
-	addresses controllers.RuntimeSource
-	xds       *xdsserver.Server
-}
-
-func (r runtimeSource) Runtime() map[types.NamespacedName]gatewayapi.GatewayRuntime {
-	out := map[types.NamespacedName]gatewayapi.GatewayRuntime{}
-	if r.addresses != nil {
-		for k, v := range r.addresses.Runtime() {
-			out[k] = v
-		}
-	}
-	for k, msg := range r.xds.PublishErrors() {
-		rt := out[k]
-		rt.PublishError = msg
-		out[k] = rt
-	}
-	return out
-}
 
 // XDSCASecret holds the xDS CA, in the leader-election namespace.
 const XDSCASecret = "shardgate-xds-ca"

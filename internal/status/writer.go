@@ -68,6 +68,8 @@ type Writer struct {
 	// object older than that is the cache lagging behind our own write,
 	// not a status that needs writing again.
 	written map[Key]uint64
+	// publish: the xDS server's publish outcomes by Gateway (publish.go).
+	publish map[types.NamespacedName]string
 	// submitted: a translation has been submitted, so desired status is
 	// known.
 	submitted bool
@@ -242,7 +244,7 @@ func (w *Writer) differs(obj client.Object, now time.Time, submitting bool) (Key
 		if !ok || w.behind(k, o.ResourceVersion) {
 			return k, false
 		}
-		_, changed = MergeGateway(o.Status, desired, now)
+		_, changed = MergeGateway(o.Status, w.desiredGateway(nn, desired), now)
 	case *gatewayv1.HTTPRoute:
 		k = Key{Kind: KindHTTPRoute, NamespacedName: nn}
 		changed = w.routeDiffers(k, o, o.ResourceVersion, o.Status.Parents, now, submitting)
@@ -407,6 +409,7 @@ func (w *Writer) object(k Key) (client.Object, func(time.Time) bool) {
 		if !ok {
 			return nil, nil
 		}
+		desired = w.desiredGateway(k.NamespacedName, desired)
 		gw := &gatewayv1.Gateway{}
 		return gw, func(now time.Time) (changed bool) {
 			gw.Status, changed = MergeGateway(gw.Status, desired, now)

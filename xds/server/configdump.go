@@ -8,10 +8,13 @@ import (
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+
+	"github.com/shardgate/shardgate/xds/translate"
 )
 
 // Redacted replaces every private key in a config dump.
@@ -54,7 +57,10 @@ func (s *Server) ConfigDump(gw k8stypes.NamespacedName) (*ConfigDump, error) {
 		return nil, ErrNoConfig{Gateway: group}
 	}
 	s.mu.Lock()
-	refused := s.refused[group]
+	var refused string
+	if st := s.gateways[group]; st != nil {
+		refused = st.refused
+	}
 	s.mu.Unlock()
 	out := &ConfigDump{Gateway: group, Refused: refused, Types: []ConfigDumpTypes{}}
 	marshal := protojson.MarshalOptions{UseProtoNames: false}
@@ -80,6 +86,13 @@ func (s *Server) ConfigDump(gw k8stypes.NamespacedName) (*ConfigDump, error) {
 
 // redact returns m, or a copy of it without private keys.
 func redact(m proto.Message) proto.Message {
+	if rc, ok := m.(*routev3.RouteConfiguration); ok {
+		// A wire form carries its virtual hosts serialized: show them.
+		if decoded, err := translate.DecodeRouteConfiguration(rc); err == nil {
+			return decoded
+		}
+		return rc
+	}
 	sec, ok := m.(*tlsv3.Secret)
 	if !ok {
 		return m

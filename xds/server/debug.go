@@ -22,13 +22,15 @@ type TypeResource struct {
 // Resources lists what every Gateway's proxies are served now.
 func (s *Server) Resources() map[string]GroupResources {
 	s.mu.Lock()
-	groups := make([]string, 0, len(s.published))
-	for g := range s.published {
-		groups = append(groups, g)
-	}
+	groups := make([]string, 0, len(s.gateways))
 	refused := map[string]string{}
-	for g, msg := range s.refused {
-		refused[g] = msg
+	for g, st := range s.gateways {
+		if st.published != nil {
+			groups = append(groups, g)
+		}
+		if st.refused != "" {
+			refused[g] = st.refused
+		}
 	}
 	s.mu.Unlock()
 	out := map[string]GroupResources{}

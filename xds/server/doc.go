@@ -2,9 +2,19 @@
 // delta) over go-control-plane's snapshot cache, one node group per Gateway
 // (node.cluster = "<namespace>/<name>").
 //
-// Before anything is published it passes translate.Validate (every
-// resource's ValidateAll plus referential checks); a Gateway whose new
-// config fails keeps its last good snapshot and reports the error.
+// It takes IR per Gateway (internal/ir) and never the Gateway API objects:
+// it must not import internal/gatewayapi. Everything it keeps for a Gateway
+// lives in one gatewayState (gateway.go).
+//
+// Publish what was checked: retained clusters, the never-matching routes that
+// reference them, and phase one of a two-phase publish are all part of the
+// config before it is validated (every resource's ValidateAll plus
+// referential checks), so the messages published are the messages checked.
+// A Gateway whose new config fails keeps its last good snapshot.
+//
+// Publish outcomes (a refused config, a NACK, a recovery) are reported
+// through Options.OnOutcome and PublishErrors, which the controller hands to
+// the status writer: an outcome never costs a translation.
 //
 // NACK safety: go-control-plane answers a NACK (which carries the last
 // accepted version) with the same rejected snapshot at once, in a tight

@@ -2,25 +2,19 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
-	"encoding/hex"
 	"fmt"
+	"maps"
 	"net"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
@@ -28,10 +22,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/protobuf/proto"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
-	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/ir"
 	"github.com/shardgate/shardgate/xds/translate"
 )
@@ -47,13 +39,14 @@ type Options struct {
 	// methods are of use then).
 	TLS *tls.Config
 	Log logr.Logger
-	// OnStatusChange is called (without blocking the caller's locks) when a
-	// Gateway's publish status changes: a refused config, a NACK, or a
-	// recovery. The controller re-translates so the Gateway reports it.
-	OnStatusChange func()
+	// OnOutcome is called (without blocking the caller's locks) when a
+	// Gateway's publish outcome changes: a refused config, a NACK, or a
+	// recovery. PublishErrors gives the outcomes; the controller hands
+	// them to the status writer. No translation is needed for it.
+	OnOutcome func()
 	// APIListeners, when set, gives per node group the API listeners that
 	// proxyless gRPC clients of the group read (grpc-go's xDS client reads
-	// nothing else); the controller leaves it nil. They are validated with
+	// nothing else); the controller leaves it nil. They are checked with
 	// the group's translated config, and published as the group's
 	// listeners: go-control-plane's ADS cache answers a request that names
 	// listeners only when the names cover every listener of the snapshot,
@@ -69,27 +62,17 @@ type Server struct {
 	guard *nackGuard
 	log   logr.Logger
 
-	mu        sync.Mutex
-	published map[string]*published // node group → last good snapshot
-	refused   map[string]string     // node group → why its latest config was refused
-	// live and retired clusters per node group: a cluster that leaves a
-	// Gateway's config is kept, with its endpoints, for RetainRemoved, so
-	// that no proxy sees a route still pointing at a deleted cluster
-	// (clusters reach proxies before the routes that stop using them).
-	live map[string]map[string]keptCluster
-	// liveList is the live cluster messages of the last publish, in order.
-	liveList map[string][]*clusterv3.Cluster
-	retired  map[string]map[string]keptCluster
-	// pending: node groups whose new config waits for proxyless clients to
-	// acknowledge phase one of a two-phase publish (twophase.go).
-	pending map[string]*pendingPublish
+	// build serializes building and publishing (Publish, and the
+	// re-publish when a retained cluster expires): a Gateway's memory is
+	// not safe for concurrent use.
+	build sync.Mutex
+
+	mu sync.Mutex
+	// gateways: everything kept per Gateway, by node group.
+	gateways map[string]*gatewayState
 	// streams: every open ADS stream, keyed by its kind and ID (see
 	// streamKey), with the identity bound to it at open.
 	streams map[streamKey]*streamState
-	// checkers remember, per node group, what passed validation, so an
-	// unchanged resource is not validated again.
-	checkers map[string]*translate.Checker
-	memos    map[string]*translate.Memo
 
 	addr    atomic.Pointer[net.Addr]
 	serving atomic.Bool
@@ -97,19 +80,6 @@ type Server struct {
 
 // RetainRemoved is how long a removed cluster stays published.
 var RetainRemoved = 10 * time.Second
-
-type keptCluster struct {
-	cluster   *clusterv3.Cluster
-	endpoints *endpointv3.ClusterLoadAssignment
-	until     time.Time
-}
-
-type published struct {
-	versions map[string]string // type URL → version
-	snap     *cachev3.Snapshot
-	lists    map[string][]types.Resource // type URL → the resources, in order
-	at       time.Time
-}
 
 // typeOrder is the order resources are listed in a snapshot; with ordered
 // ADS, clusters and endpoints reach a proxy before the listeners and routes
@@ -125,412 +95,101 @@ func (clusterHash) ID(n *core.Node) string { return n.GetCluster() }
 
 // New returns a server; Start serves it.
 func New(opts Options) *Server {
-	s := &Server{opts: opts, log: opts.Log, published: map[string]*published{}, refused: map[string]string{},
-		live: map[string]map[string]keptCluster{}, retired: map[string]map[string]keptCluster{}, liveList: map[string][]*clusterv3.Cluster{},
-		pending: map[string]*pendingPublish{}, streams: map[streamKey]*streamState{},
-		checkers: map[string]*translate.Checker{}, memos: map[string]*translate.Memo{}}
+	s := &Server{opts: opts, log: opts.Log, gateways: map[string]*gatewayState{}, streams: map[streamKey]*streamState{}}
 	s.guard = newNACKGuard(cachev3.NewSnapshotCache(true, clusterHash{}, nil))
-	s.guard.onChange = s.statusChanged
+	s.guard.onChange = s.outcomeChanged
 	s.cache = s.guard
 	return s
 }
 
-func (s *Server) statusChanged() {
-	if s.opts.OnStatusChange != nil {
-		go s.opts.OnStatusChange()
+func (s *Server) outcomeChanged() {
+	if s.opts.OnOutcome != nil {
+		go s.opts.OnOutcome()
 	}
 }
 
-// Publish translates every Gateway's IR to Envoy resources, validates them
-// and sets the snapshots. It implements controllers.Publisher.
-func (s *Server) Publish(_ *gatewayapi.Input, out *gatewayapi.Output) {
+// Publish takes the IR of every Gateway to serve (a Gateway absent from
+// gateways is no longer served), and for each translates, validates and
+// sets its snapshot. It implements controllers.Publisher.
+func (s *Server) Publish(gateways []*ir.Gateway) {
+	s.build.Lock()
+	defer s.build.Unlock()
 	before := s.PublishErrors()
-	live := map[string]bool{}
-	for _, gw := range out.Gateways {
+	live := make(map[string]bool, len(gateways))
+	for _, gw := range gateways {
+		if gw == nil {
+			continue
+		}
 		group := NodeGroup(k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name})
 		live[group] = true
-		s.publishGateway(group, gw)
+		s.publishGateway(s.state(group), gw)
 	}
 	s.mu.Lock()
-	for group := range s.published {
+	for group, st := range s.gateways {
 		if !live[group] {
-			delete(s.published, group)
+			st.stop()
+			delete(s.gateways, group) // a pending phase two must not revive it
 			s.cache.ClearSnapshot(group)
 		}
 	}
-	for group := range s.refused {
-		if !live[group] {
-			delete(s.refused, group)
-		}
-	}
-	for group := range s.live {
-		if !live[group] {
-			delete(s.live, group)
-			delete(s.liveList, group)
-			delete(s.retired, group)
-			delete(s.pending, group) // a pending phase two must not revive it
-		}
-	}
-	for group := range s.checkers {
-		if !live[group] {
-			delete(s.checkers, group)
-		}
-	}
-	for group := range s.memos {
-		if !live[group] {
-			delete(s.memos, group)
-		}
-	}
 	s.mu.Unlock()
-	// A refusal, a NACK of what is now published, or a recovery from
-	// either changes what the Gateway must report. (The translation this
-	// triggers publishes the same versions, so it does not loop.)
-	if !equalErrors(before, s.PublishErrors()) {
-		s.statusChanged()
+	s.reportIfChanged(before)
+}
+
+// reportIfChanged calls OnOutcome when the publish outcomes differ from
+// before.
+func (s *Server) reportIfChanged(before map[k8stypes.NamespacedName]string) {
+	if !maps.Equal(before, s.PublishErrors()) {
+		s.outcomeChanged()
 	}
 }
 
-func equalErrors(a, b map[k8stypes.NamespacedName]string) bool {
-	if len(a) != len(b) {
-		return false
+// republish builds a Gateway's last IR again, when a retained cluster has
+// expired: no translation of the Gateway API objects is needed for it.
+func (s *Server) republish(st *gatewayState) {
+	s.build.Lock()
+	defer s.build.Unlock()
+	s.mu.Lock()
+	stopped := st.stopped
+	s.mu.Unlock()
+	if stopped || st.last == nil {
+		return
 	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
+	before := s.PublishErrors()
+	s.publishGateway(st, st.last)
+	s.reportIfChanged(before)
 }
 
-// publishGateway sets one Gateway's snapshot, or records why it cannot.
-func (s *Server) publishGateway(group string, gw *ir.Gateway) {
-	b, err := s.build(group, gw)
+// state returns group's state, creating it.
+func (s *Server) state(group string) *gatewayState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err != nil {
-		publishErrors.Inc()
-		s.refused[group] = err.Error()
-		s.log.Error(err, "config refused; the last good config stays", "gateway", group)
-		return
+	st := s.gateways[group]
+	if st == nil {
+		st = &gatewayState{group: group, memo: &translate.Memo{}, checker: &translate.Checker{}}
+		st.onExpire = func() { s.republish(st) }
+		s.gateways[group] = st
 	}
-	delete(s.refused, group)
-	if p := s.pending[group]; p != nil {
-		// Phase two is waiting for proxyless clients to acknowledge phase
-		// one; it will publish this newer config instead.
-		p.next = b
-		return
-	}
-	prev := s.published[group]
-	if prev != nil && equalVersions(prev.versions, b.versions) {
-		return
-	}
-	if prev != nil && len(b.introduced) > 0 && s.hasProxyless(group) {
-		if s.startTwoPhase(group, b) {
-			return
-		}
-	}
-	s.setSnapshot(group, b.snap, b.versions, b.lists)
-}
-
-// setSnapshot publishes; call with s.mu held.
-func (s *Server) setSnapshot(group string, snap *cachev3.Snapshot, versions map[string]string, lists map[string][]types.Resource) {
-	if err := s.cache.SetSnapshot(context.Background(), group, snap); err != nil {
-		s.refused[group] = err.Error()
-		return
-	}
-	s.published[group] = &published{versions: versions, snap: snap, lists: lists, at: time.Now()}
-}
-
-// keepReferenced adds to every virtual host one route per retained cluster
-// that can never match (":method" both present and absent). Proxyless gRPC
-// clients build a balancer only for clusters their route table references;
-// without the reference, each flip of a route between two backends would
-// tear one down and build it again, and RPCs picked in between fail. No
-// request can reach a retained cluster through these routes.
-func keepReferenced(res *translate.Resources, names []string) {
-	if len(names) == 0 {
-		return
-	}
-	for i, rc := range res.Routes {
-		// The messages may be shared with earlier translations (see
-		// translate.Memo): change copies.
-		rc = proto.Clone(rc).(*routev3.RouteConfiguration)
-		res.Routes[i] = rc
-		for _, vh := range rc.GetVirtualHosts() {
-			for _, name := range names {
-				vh.Routes = append(vh.Routes, &routev3.Route{
-					Name: "shardgate-retained/" + name,
-					Match: &routev3.RouteMatch{
-						PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"},
-						Headers: []*routev3.HeaderMatcher{
-							{Name: ":method", HeaderMatchSpecifier: &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}},
-							{Name: ":method", HeaderMatchSpecifier: &routev3.HeaderMatcher_PresentMatch{PresentMatch: false}},
-						},
-					},
-					Action: &routev3.Route_Route{Route: &routev3.RouteAction{
-						ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: name},
-					}},
-				})
-			}
-		}
-	}
-}
-
-// retain adds to res the clusters (and endpoints) that recently left this
-// Gateway's config, and schedules a re-translation for when the first of
-// them expires so it is dropped then.
-func (s *Server) retain(group string, res *translate.Resources) (introduced []string) {
-	s.mu.Lock()
-	if len(s.retired[group]) == 0 && slices.Equal(s.liveList[group], res.Clusters) && s.live[group] != nil {
-		// The very same cluster messages as last time (translate.Memo
-		// shares unchanged ones): nothing was removed or introduced.
-		s.mu.Unlock()
-		return nil
-	}
-	s.liveList[group] = slices.Clone(res.Clusters)
-	s.mu.Unlock()
-	now := time.Now()
-	current := map[string]keptCluster{}
-	cla := map[string]*endpointv3.ClusterLoadAssignment{}
-	for _, e := range res.Endpoints {
-		cla[e.GetClusterName()] = e
-	}
-	for _, c := range res.Clusters {
-		current[c.GetName()] = keptCluster{cluster: c, endpoints: cla[c.GetName()]}
-	}
-	s.mu.Lock()
-	retired := s.retired[group]
-	if retired == nil {
-		retired = map[string]keptCluster{}
-	}
-	for name, k := range s.live[group] {
-		if _, still := current[name]; !still {
-			if _, already := retired[name]; !already {
-				k.until = now.Add(RetainRemoved)
-				retired[name] = k
-			}
-		}
-	}
-	var next time.Time
-	for name, k := range retired {
-		if _, back := current[name]; back || !now.Before(k.until) {
-			delete(retired, name)
-			continue
-		}
-		res.Clusters = append(res.Clusters, k.cluster)
-		if k.endpoints != nil {
-			res.Endpoints = append(res.Endpoints, k.endpoints)
-		}
-		if next.IsZero() || k.until.Before(next) {
-			next = k.until
-		}
-	}
-	if prev, ok := s.live[group]; ok {
-		for name := range current {
-			if _, known := prev[name]; !known {
-				if _, kept := retired[name]; !kept {
-					introduced = append(introduced, name)
-				}
-			}
-		}
-	}
-	s.retired[group] = retired
-	s.live[group] = current
-	s.mu.Unlock()
-	sort.Strings(introduced)
-	kept := retiredNames(retired)
-	keepReferenced(res, kept)
-	sort.Slice(res.Clusters, func(i, j int) bool { return res.Clusters[i].GetName() < res.Clusters[j].GetName() })
-	sort.Slice(res.Endpoints, func(i, j int) bool { return res.Endpoints[i].GetClusterName() < res.Endpoints[j].GetClusterName() })
-	if !next.IsZero() {
-		time.AfterFunc(time.Until(next)+10*time.Millisecond, s.statusChanged)
-	}
-	return introduced
-}
-
-func retiredNames(retired map[string]keptCluster) []string {
-	names := make([]string, 0, len(retired))
-	for name := range retired {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// memo returns the group's translation memory.
-func (s *Server) memo(group string) *translate.Memo {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.memos[group]
-	if m == nil {
-		m = &translate.Memo{}
-		s.memos[group] = m
-	}
-	return m
-}
-
-// checker returns the group's validation memory.
-func (s *Server) checker(group string) *translate.Checker {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.checkers[group]
-	if c == nil {
-		c = &translate.Checker{}
-		s.checkers[group] = c
-	}
-	return c
-}
-
-// build translates and validates a Gateway's config and gives each type a
-// version that is a hash of its content, so a type whose resources did not
-// change keeps its version and is not sent again.
-func (s *Server) build(group string, gw *ir.Gateway) (*built, error) {
-	res, err := s.memo(group).Translate(gw)
-	if err != nil {
-		return nil, fmt.Errorf("translate: %w", err)
-	}
-	var api []*listenerv3.Listener
-	if s.opts.APIListeners != nil {
-		api = s.opts.APIListeners(group)
-	}
-	checked := res
-	if len(api) > 0 {
-		// The translated listeners are checked too; the published
-		// ones (the API listeners) are a part of what was checked.
-		c := *res
-		c.Listeners = append(slices.Clone(res.Listeners), api...)
-		checked = &c
-	}
-	checker := s.checker(group)
-	if err := checker.Check(checked); err != nil {
-		return nil, fmt.Errorf("validate: %w", err)
-	}
-	if len(api) > 0 {
-		c := *res
-		c.Listeners = api
-		res = &c
-	}
-	// Retention may replace route configurations (with copies): those
-	// have no digest yet and are hashed afresh.
-	introduced := s.retain(group, res)
-	s.mu.Lock()
-	prev := s.published[group]
-	s.mu.Unlock()
-	snap, versions, lists, err := snapshotOf(res, checker.Digest, prev)
-	if err != nil {
-		return nil, err
-	}
-	return &built{snap: snap, versions: versions, lists: lists, res: res, introduced: introduced}, nil
-}
-
-// built is a validated config, ready to publish.
-type built struct {
-	snap       *cachev3.Snapshot
-	versions   map[string]string
-	lists      map[string][]types.Resource
-	res        *translate.Resources
-	introduced []string // clusters new to the Gateway's config
-}
-
-// snapshotOf turns resources into a snapshot whose per-type versions are
-// content hashes.
-//
-// A type whose version equals prev's keeps prev's resource set (the same
-// content), sparing the index go-control-plane builds of it.
-//
-// A type whose resources are the very same messages, in the same order, as
-// prev's keeps its version without hashing them again.
-func snapshotOf(res *translate.Resources, digests func(proto.Message) (translate.Digest, bool), prev *published) (*cachev3.Snapshot, map[string]string, map[string][]types.Resource, error) {
-	byType := map[string][]types.Resource{}
-	for _, l := range res.Listeners {
-		byType[resourcev3.ListenerType] = append(byType[resourcev3.ListenerType], l)
-	}
-	for _, r := range res.Routes {
-		byType[resourcev3.RouteType] = append(byType[resourcev3.RouteType], r)
-	}
-	for _, c := range res.Clusters {
-		byType[resourcev3.ClusterType] = append(byType[resourcev3.ClusterType], c)
-	}
-	for _, e := range res.Endpoints {
-		byType[resourcev3.EndpointType] = append(byType[resourcev3.EndpointType], e)
-	}
-	for _, sec := range res.Secrets {
-		byType[resourcev3.SecretType] = append(byType[resourcev3.SecretType], sec)
-	}
-	snap := &cachev3.Snapshot{}
-	versions := map[string]string{}
-	for _, typ := range typeOrder {
-		i := cachev3.GetResponseType(typ)
-		if prev != nil && prev.snap != nil && prev.lists != nil && slices.Equal(prev.lists[typ], byType[typ]) {
-			versions[typ] = prev.versions[typ]
-			snap.Resources[i] = prev.snap.Resources[i]
-			continue
-		}
-		v, err := contentVersion(byType[typ], digests)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		versions[typ] = v
-		if prev != nil && prev.snap != nil && prev.snap.Resources[i].Version == v {
-			snap.Resources[i] = prev.snap.Resources[i]
-			continue
-		}
-		snap.Resources[i] = cachev3.NewResources(v, byType[typ])
-	}
-	// No snap.Consistent(): translate.Validate's referential checks (run
-	// above) are a superset of it, and Consistent misses the route
-	// references of API listeners, so it refuses configs for proxyless
-	// gRPC clients. Retained clusters keep their endpoints with them.
-	return snap, versions, byType, nil
-}
-
-// contentVersion hashes the digests of items, taken from digests (may be
-// nil) where the checker computed them.
-func contentVersion(items []types.Resource, digests func(proto.Message) (translate.Digest, bool)) (string, error) {
-	h := sha256.New()
-	for _, r := range items {
-		var d translate.Digest
-		ok := false
-		if digests != nil {
-			d, ok = digests(r)
-		}
-		if !ok {
-			var err error
-			if d, err = translate.DigestOf(r); err != nil {
-				return "", fmt.Errorf("hash resource: %w", err)
-			}
-		}
-		h.Write(d[:])
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16], nil
-}
-
-func equalVersions(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
+	return st
 }
 
 // PublishErrors returns, per Gateway, why its current config is not in
 // force: refused before publishing, or NACKed by a proxy at the version now
-// published. It is the PublishError of gatewayapi.GatewayRuntime.
+// published. The status writer reports it as the Gateway's Programmed
+// condition.
 func (s *Server) PublishErrors() map[k8stypes.NamespacedName]string {
 	out := map[k8stypes.NamespacedName]string{}
 	s.mu.Lock()
-	for group, msg := range s.refused {
-		if nn, ok := parseGroup(group); ok {
-			out[nn] = RefusedPrefix + msg
-		}
-	}
 	current := map[string]map[string]string{}
-	for group, p := range s.published {
-		current[group] = p.versions
+	for group, st := range s.gateways {
+		if st.refused != "" {
+			if nn, ok := parseGroup(group); ok {
+				out[nn] = RefusedPrefix + st.refused
+			}
+		}
+		if st.published != nil {
+			current[group] = st.published.versions
+		}
 	}
 	s.mu.Unlock()
 	nacks := s.guard.NACKs()
@@ -628,7 +287,10 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) responded(group, typeURL, version string) {
 	pushesTotal.WithLabelValues(typeURL).Inc()
 	s.mu.Lock()
-	p := s.published[group]
+	var p *published
+	if st := s.gateways[group]; st != nil {
+		p = st.published
+	}
 	s.mu.Unlock()
 	if p != nil && p.versions[typeURL] == version {
 		pushLatency.Observe(time.Since(p.at).Seconds())

@@ -2,25 +2,26 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
-	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/go-logr/logr"
-	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/proto"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
-	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/ir"
 	"github.com/shardgate/shardgate/xds/translate"
 )
@@ -41,20 +42,15 @@ func gatewayIR(t *testing.T, file string) *ir.Gateway {
 }
 
 // A config that fails validation is never published: the last good one
-// stays, and the Gateway reports why.
+// stays, the Gateway reports why, and the outcome is handed over without a
+// new translation.
 func TestRefusedConfigKeepsTheLastGoodOne(t *testing.T) {
-	var breakIt bool
-	s := New(Options{Log: logr.Discard(), APIListeners: func(string) []*listenerv3.Listener {
-		if !breakIt {
-			return nil
-		}
-		return []*listenerv3.Listener{apiListener(t, "broken.test", "no-such-route-table")}
-	}})
+	outcomes := make(chan struct{}, 16)
+	s := New(Options{Log: logr.Discard(), OnOutcome: func() { outcomes <- struct{}{} }})
 	gw := gatewayIR(t, "http-single-route.in.yaml")
 	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
-	out := &gatewayapi.Output{Gateways: []*ir.Gateway{gw}}
 
-	s.Publish(nil, out)
+	s.Publish([]*ir.Gateway{gw})
 	if errs := s.PublishErrors(); len(errs) != 0 {
 		t.Fatalf("good config refused: %v", errs)
 	}
@@ -62,42 +58,77 @@ func TestRefusedConfigKeepsTheLastGoodOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	goodListeners := snap.GetVersion(resourcev3.ListenerType)
+	good := snap.GetVersion(resourcev3.RouteType)
 
-	breakIt = true
-	s.Publish(nil, out)
+	// IR whose route names a cluster the Gateway does not have: the
+	// referential check refuses it.
+	broken := gatewayIR(t, "http-single-route.in.yaml")
+	vh := &broken.Listeners[0].VirtualHosts[0]
+	vh.Routes = append(vh.Routes, ir.Route{Name: "HTTPRoute/default/broken/rule/0/match/0",
+		Match:    ir.Match{Path: &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/broken"}},
+		Backends: []ir.Backend{{Cluster: "no/such/cluster", Weight: 1}}})
+	s.Publish([]*ir.Gateway{broken})
 	msg := s.PublishErrors()[nn]
-	if !strings.Contains(msg, "no-such-route-table") {
-		t.Fatalf("refusal not reported with the missing route table: %q", msg)
+	if !strings.HasPrefix(msg, RefusedPrefix) || !strings.Contains(msg, "no/such/cluster") {
+		t.Fatalf("refusal not reported with the missing cluster: %q", msg)
+	}
+	select {
+	case <-outcomes:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the refusal was not reported through OnOutcome")
 	}
 	snap, _ = s.Snapshot(nn)
-	if v := snap.GetVersion(resourcev3.ListenerType); v != goodListeners {
-		t.Fatalf("a refused config was published: listener version %s, last good %s", v, goodListeners)
+	if v := snap.GetVersion(resourcev3.RouteType); v != good {
+		t.Fatalf("a refused config was published: route version %s, last good %s", v, good)
 	}
-	if _, ok := snap.GetResources(resourcev3.ListenerType)["broken.test"]; ok {
-		t.Fatal("the broken listener reached the published snapshot")
+	for _, r := range snap.GetResources(resourcev3.RouteType) {
+		for _, vh := range routeConfiguration(t, r).GetVirtualHosts() {
+			for _, rt := range vh.GetRoutes() {
+				if rt.GetRoute().GetCluster() == "no/such/cluster" {
+					t.Fatal("the broken route reached the published snapshot")
+				}
+			}
+		}
 	}
 
-	breakIt = false
-	s.Publish(nil, out)
+	s.Publish([]*ir.Gateway{gw})
 	if errs := s.PublishErrors(); len(errs) != 0 {
 		t.Fatalf("recovery not recorded: %v", errs)
 	}
+	select {
+	case <-outcomes:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the recovery was not reported through OnOutcome")
+	}
+}
+
+// routeConfiguration is a published route table as a message.
+func routeConfiguration(t *testing.T, r types.Resource) *routev3.RouteConfiguration {
+	t.Helper()
+	rc, ok := r.(*routev3.RouteConfiguration)
+	if !ok {
+		t.Fatalf("route resource of type %T", r)
+	}
+	decoded, err := translate.DecodeRouteConfiguration(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decoded
 }
 
 // Publishing an unchanged config keeps every type's version, so nothing is
-// sent again; a removed cluster stays for RetainRemoved, then goes.
+// sent again; a removed cluster stays for RetainRemoved, referenced by
+// routes that never match, then goes without a new Publish.
 func TestVersionsAndRetention(t *testing.T) {
 	old := RetainRemoved
 	RetainRemoved = 200 * time.Millisecond
 	defer func() { RetainRemoved = old }()
-	changed := make(chan struct{}, 16)
-	s := New(Options{Log: logr.Discard(), OnStatusChange: func() { changed <- struct{}{} }})
+	s := New(Options{Log: logr.Discard()})
 	two := gatewayIR(t, "weighted-two-backends.in.yaml")
 	nn := k8stypes.NamespacedName{Namespace: two.Namespace, Name: two.Name}
-	s.Publish(nil, &gatewayapi.Output{Gateways: []*ir.Gateway{two}})
+	s.Publish([]*ir.Gateway{two})
 	first, _ := s.Snapshot(nn)
-	s.Publish(nil, &gatewayapi.Output{Gateways: []*ir.Gateway{two}})
+	s.Publish([]*ir.Gateway{two})
 	again, _ := s.Snapshot(nn)
 	for _, typ := range typeOrder {
 		if first.GetVersion(typ) != again.GetVersion(typ) {
@@ -111,21 +142,33 @@ func TestVersionsAndRetention(t *testing.T) {
 
 	one := gatewayIR(t, "http-single-route.in.yaml")
 	one.Namespace, one.Name = two.Namespace, two.Name
-	s.Publish(nil, &gatewayapi.Output{Gateways: []*ir.Gateway{one}})
+	s.Publish([]*ir.Gateway{one})
+	if errs := s.PublishErrors(); len(errs) != 0 {
+		t.Fatalf("config with retained clusters refused: %v", errs)
+	}
 	kept, _ := s.Snapshot(nn)
 	if got := len(kept.GetResources(resourcev3.ClusterType)); got < clusters {
 		t.Fatalf("removed clusters were dropped at once: %d clusters, had %d", got, clusters)
 	}
-	select {
-	case <-changed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no re-translation was asked for when retention expired")
+	retainedRoutes := 0
+	for _, r := range kept.GetResources(resourcev3.RouteType) {
+		for _, vh := range routeConfiguration(t, r).GetVirtualHosts() {
+			for _, rt := range vh.GetRoutes() {
+				if strings.HasPrefix(rt.GetName(), translate.RetainedRoutePrefix) {
+					retainedRoutes++
+				}
+			}
+		}
 	}
-	s.Publish(nil, &gatewayapi.Output{Gateways: []*ir.Gateway{one}})
-	after, _ := s.Snapshot(nn)
+	if retainedRoutes == 0 {
+		t.Fatal("the retained clusters are not referenced from the route tables")
+	}
 	want := len(translateOrDie(t, one).Clusters)
-	if got := len(after.GetResources(resourcev3.ClusterType)); got != want {
-		t.Fatalf("after retention: %d clusters, want %d", got, want)
+	if err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		after, err := s.Snapshot(nn)
+		return err == nil && len(after.GetResources(resourcev3.ClusterType)) == want, nil
+	}); err != nil {
+		t.Fatalf("retained clusters not dropped after RetainRemoved: %v", err)
 	}
 }
 
@@ -156,7 +199,7 @@ func TestTwoPhaseOnlyForProxylessClients(t *testing.T) {
 			two.Namespace, two.Name = one.Namespace, one.Name
 			nn := k8stypes.NamespacedName{Namespace: one.Namespace, Name: one.Name}
 			group := NodeGroup(nn)
-			s.Publish(nil, &gatewayapi.Output{Gateways: []*ir.Gateway{one}})
+			s.Publish([]*ir.Gateway{one})
 			before, _ := s.Snapshot(nn)
 			oldRoutes := before.GetVersion(resourcev3.RouteType)
 			// A stream bound to the Gateway, as its open would bind it.
@@ -168,7 +211,7 @@ func TestTwoPhaseOnlyForProxylessClients(t *testing.T) {
 				TypeUrl: resourcev3.RouteType, VersionInfo: oldRoutes,
 			})
 
-			s.Publish(nil, &gatewayapi.Output{Gateways: []*ir.Gateway{two}})
+			s.Publish([]*ir.Gateway{two})
 			final := translateOrDie(t, two)
 			mid, _ := s.Snapshot(nn)
 			if !tc.twoPhase {
@@ -186,9 +229,9 @@ func TestTwoPhaseOnlyForProxylessClients(t *testing.T) {
 			}
 			placeholders := 0
 			for _, r := range mid.GetResources(resourcev3.RouteType) {
-				for _, vh := range r.(*routev3.RouteConfiguration).GetVirtualHosts() {
+				for _, vh := range routeConfiguration(t, r).GetVirtualHosts() {
 					for _, rt := range vh.GetRoutes() {
-						if strings.HasPrefix(rt.GetName(), "shardgate-retained/") {
+						if strings.HasPrefix(rt.GetName(), translate.RetainedRoutePrefix) {
 							placeholders++
 						}
 					}
@@ -222,26 +265,152 @@ func TestTwoPhaseOnlyForProxylessClients(t *testing.T) {
 func isPending(s *Server, group string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.pending[group] != nil
+	return s.gateways[group] != nil && s.gateways[group].pending != nil
 }
 
-// apiListener is what a proxyless gRPC client reads for xds:///<name>.
-func apiListener(t *testing.T, name, routeTable string) *listenerv3.Listener {
-	t.Helper()
-	router, err := anypb.New(&routerv3.Router{})
+// What go-control-plane sends for a published route table (its
+// MarshalResource of the wire form) reads back as the table Translate
+// builds, before and after a one-route change, and the change serializes
+// one virtual host, not the table.
+func TestPublishedRouteTablesReadBackAsTranslated(t *testing.T) {
+	s := New(Options{Log: logr.Discard()})
+	gw := largeIR(300)
+	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
+	check := func(gw *ir.Gateway) {
+		t.Helper()
+		s.Publish([]*ir.Gateway{gw})
+		if errs := s.PublishErrors(); len(errs) != 0 {
+			t.Fatal(errs)
+		}
+		snap, err := s.Snapshot(nn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := translateOrDie(t, gw)
+		routes := snap.GetResources(resourcev3.RouteType)
+		if len(routes) != len(want.Routes) {
+			t.Fatalf("%d route tables published, want %d", len(routes), len(want.Routes))
+		}
+		for _, rc := range want.Routes {
+			enc, err := cachev3.MarshalResource(routes[rc.GetName()])
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := &routev3.RouteConfiguration{}
+			if err := proto.Unmarshal(enc, got); err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(got, rc) {
+				t.Fatalf("route table %s as sent differs from the translated one", rc.GetName())
+			}
+		}
+	}
+	check(gw)
+	full := s.gateways[NodeGroup(nn)].checker.Encoded
+
+	next := *gw
+	next.Listeners = slices.Clone(gw.Listeners)
+	vhs := slices.Clone(next.Listeners[0].VirtualHosts)
+	vhs[7].Routes = slices.Clone(vhs[7].Routes)
+	vhs[7].Routes[0].Match.Path = &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/changed"}
+	next.Listeners[0].VirtualHosts = vhs
+	check(&next)
+	one := s.gateways[NodeGroup(nn)].checker.Encoded
+	if one <= 0 || one*50 > full {
+		t.Fatalf("a one-route change serialized %d bytes; the whole config was %d", one, full)
+	}
+}
+
+// largeIR is one HTTP listener with n virtual hosts, each routing to its
+// own cluster.
+func largeIR(n int) *ir.Gateway {
+	gw := &ir.Gateway{Namespace: "default", Name: "gw"}
+	l := ir.Listener{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP}
+	for i := range n {
+		host := fmt.Sprintf("app-%04d.example.com", i)
+		cluster := fmt.Sprintf("default/app-%04d/80", i)
+		l.VirtualHosts = append(l.VirtualHosts, ir.VirtualHost{Name: host, Domains: []string{host}, Routes: []ir.Route{{
+			Name:     fmt.Sprintf("HTTPRoute/default/app-%04d/rule/0/match/0", i),
+			Match:    ir.Match{Path: &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/"}},
+			Backends: []ir.Backend{{Cluster: cluster, Weight: 1}},
+		}}})
+		gw.Clusters = append(gw.Clusters, ir.Cluster{Name: cluster, Protocol: ir.ClusterHTTP1,
+			Endpoints: []ir.Endpoint{{IP: fmt.Sprintf("10.244.%d.%d", i/250, i%250+1), Port: 8080, Ready: true}}})
+	}
+	gw.Listeners = []ir.Listener{l}
+	return gw
+}
+
+// The per-resource versions delta xDS compares are set with the snapshot,
+// as go-control-plane would compute them (the hex SHA-256 of each
+// resource's serialization), except a route table's, which changes exactly
+// when the table does; and a change re-versions only what it changed.
+func TestDeltaVersionsAreSetWithTheSnapshot(t *testing.T) {
+	s := New(Options{Log: logr.Discard()})
+	gw := largeIR(50)
+	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
+	s.Publish([]*ir.Gateway{gw})
+	first, err := s.Snapshot(nn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hcm, err := anypb.New(&hcmv3.HttpConnectionManager{
-		StatPrefix: "grpc",
-		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
-			RouteConfigName: routeTable,
-			ConfigSource:    &core.ConfigSource{ConfigSourceSpecifier: &core.ConfigSource_Ads{Ads: &core.AggregatedConfigSource{}}},
-		}},
-		HttpFilters: []*hcmv3.HttpFilter{{Name: "router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: router}}},
-	})
-	if err != nil {
+	snap := first.(*cachev3.Snapshot)
+	fresh := &cachev3.Snapshot{Resources: snap.Resources}
+	if err := fresh.ConstructVersionMap(); err != nil {
 		t.Fatal(err)
 	}
-	return &listenerv3.Listener{Name: name, ApiListener: &listenerv3.ApiListener{ApiListener: hcm}}
+	for _, typ := range []string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.ListenerType} {
+		if !maps.Equal(snap.GetVersionMap(typ), fresh.GetVersionMap(typ)) || len(snap.GetVersionMap(typ)) == 0 {
+			t.Fatalf("%s: versions %v, go-control-plane computes %v", typ, snap.GetVersionMap(typ), fresh.GetVersionMap(typ))
+		}
+	}
+	routesBefore := maps.Clone(snap.GetVersionMap(resourcev3.RouteType))
+	if len(routesBefore) != 1 {
+		t.Fatalf("route table versions %v", routesBefore)
+	}
+
+	// One cluster's endpoints change: only its load assignment gets a new
+	// version.
+	next := *gw
+	next.Clusters = slices.Clone(gw.Clusters)
+	next.Clusters[3].Endpoints = []ir.Endpoint{{IP: "10.250.0.1", Port: 8080, Ready: true}}
+	s.Publish([]*ir.Gateway{&next})
+	second, _ := s.Snapshot(nn)
+	after := second.(*cachev3.Snapshot)
+	before := snap.GetVersionMap(resourcev3.EndpointType)
+	changed := 0
+	for name, v := range after.GetVersionMap(resourcev3.EndpointType) {
+		if before[name] != v {
+			changed++
+			if name != next.Clusters[3].Name {
+				t.Fatalf("load assignment %s got a new version", name)
+			}
+		}
+	}
+	if changed != 1 {
+		t.Fatalf("%d load assignments got a new version, want 1", changed)
+	}
+	fresh = &cachev3.Snapshot{Resources: after.Resources}
+	if err := fresh.ConstructVersionMap(); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(after.GetVersionMap(resourcev3.EndpointType), fresh.GetVersionMap(resourcev3.EndpointType)) {
+		t.Fatal("load assignment versions differ from go-control-plane's after the change")
+	}
+	if !maps.Equal(after.GetVersionMap(resourcev3.RouteType), routesBefore) {
+		t.Fatal("the route table's version changed though the table did not")
+	}
+
+	// A route change re-versions the route table.
+	third := next
+	third.Listeners = slices.Clone(next.Listeners)
+	vhs := slices.Clone(third.Listeners[0].VirtualHosts)
+	vhs[1].Routes = slices.Clone(vhs[1].Routes)
+	vhs[1].Routes[0].Match.Path = &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/v2"}
+	third.Listeners[0].VirtualHosts = vhs
+	s.Publish([]*ir.Gateway{&third})
+	last, _ := s.Snapshot(nn)
+	if maps.Equal(last.(*cachev3.Snapshot).GetVersionMap(resourcev3.RouteType), routesBefore) {
+		t.Fatal("a changed route table kept its version")
+	}
 }

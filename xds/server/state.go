@@ -26,7 +26,12 @@ type State struct {
 func (s *Server) State() State {
 	var st State
 	s.mu.Lock()
-	st.Streams, st.Pending = len(s.streams), len(s.pending)
+	st.Streams = len(s.streams)
+	for _, g := range s.gateways {
+		if g.pending != nil {
+			st.Pending++
+		}
+	}
 	for _, ss := range s.streams {
 		if ss.identity != "" {
 			st.Identities++

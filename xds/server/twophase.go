@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -102,20 +103,33 @@ func (s *Server) acknowledged(group, v string) bool {
 	return true
 }
 
-// startTwoPhase publishes phase one of b and schedules phase two. It
-// reports false when there is no previous config to build phase one from.
-// Call with s.mu held.
-func (s *Server) startTwoPhase(group string, b *built) bool {
-	prev, err := s.cache.GetSnapshot(group)
+// startTwoPhase publishes phase one of b and schedules phase two. Phase one
+// is validated like any config before it is published; it reports false
+// (publish b in one step) when there is no previous config to build phase
+// one from, or when phase one does not pass. Call with s.mu held.
+func (s *Server) startTwoPhase(st *gatewayState, b *built) bool {
+	prev, err := s.cache.GetSnapshot(st.group)
 	if err != nil {
 		return false
 	}
-	one := &translate.Resources{Clusters: b.res.Clusters, Endpoints: b.res.Endpoints}
+	one := &translate.Resources{Clusters: slices.Clone(b.res.Clusters), Endpoints: slices.Clone(b.res.Endpoints)}
 	for _, r := range sortedResources[*listenerv3.Listener](prev.GetResources(resourcev3.ListenerType)) {
 		one.Listeners = append(one.Listeners, r)
 	}
 	for _, r := range sortedResources[*routev3.RouteConfiguration](prev.GetResources(resourcev3.RouteType)) {
-		one.Routes = append(one.Routes, proto.Clone(r).(*routev3.RouteConfiguration))
+		// The previous route tables, each virtual host also referencing
+		// the introduced clusters through routes that never match.
+		decoded, err := translate.DecodeRouteConfiguration(r)
+		if err != nil {
+			return false
+		}
+		rc := proto.Clone(decoded).(*routev3.RouteConfiguration)
+		for _, vh := range rc.GetVirtualHosts() {
+			for _, name := range b.introduced {
+				vh.Routes = append(vh.Routes, translate.RetainedRoute(name))
+			}
+		}
+		one.Routes = append(one.Routes, rc)
 	}
 	// The previous listeners may still use secrets the new config dropped.
 	secrets := map[string]*tlsv3.Secret{}
@@ -144,24 +158,29 @@ func (s *Server) startTwoPhase(group string, b *built) bool {
 			}
 		}
 	}
-	keepReferenced(one, b.introduced)
+	sort.Slice(one.Clusters, func(i, j int) bool { return one.Clusters[i].GetName() < one.Clusters[j].GetName() })
+	sort.Slice(one.Endpoints, func(i, j int) bool { return one.Endpoints[i].GetClusterName() < one.Endpoints[j].GetClusterName() })
+	if err := translate.Validate(one); err != nil {
+		s.log.Error(err, "phase one of a two-phase publish refused; publishing in one step", "gateway", st.group)
+		return false
+	}
 	snap, versions, lists, err := snapshotOf(one, nil, nil)
 	if err != nil {
 		return false
 	}
-	s.setSnapshot(group, snap, versions, lists)
-	s.pending[group] = &pendingPublish{rdsVersion: versions[resourcev3.RouteType], next: b}
-	go s.finishTwoPhase(group)
+	s.setSnapshot(st, one, snap, versions, lists)
+	st.pending = &pendingPublish{rdsVersion: versions[resourcev3.RouteType], next: b}
+	go s.finishTwoPhase(st)
 	return true
 }
 
 // finishTwoPhase publishes phase two once phase one is acknowledged.
-func (s *Server) finishTwoPhase(group string) {
+func (s *Server) finishTwoPhase(st *gatewayState) {
 	deadline := time.Now().Add(PhaseTwoTimeout)
 	for {
 		s.mu.Lock()
-		p := s.pending[group]
-		done := p == nil || s.acknowledged(group, p.rdsVersion) || time.Now().After(deadline)
+		p := st.pending
+		done := p == nil || s.acknowledged(st.group, p.rdsVersion) || time.Now().After(deadline)
 		s.mu.Unlock()
 		if done {
 			break
@@ -171,12 +190,12 @@ func (s *Server) finishTwoPhase(group string) {
 	time.Sleep(phaseTwoSettle)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.pending[group]
-	if p == nil {
+	p := st.pending
+	if p == nil || st.stopped {
 		return
 	}
-	delete(s.pending, group)
-	s.setSnapshot(group, p.next.snap, p.next.versions, p.next.lists)
+	st.pending = nil
+	s.setSnapshot(st, p.next.res, p.next.snap, p.next.versions, p.next.lists)
 }
 
 func sortedResources[T interface{ GetName() string }](m map[string]types.Resource) []T {

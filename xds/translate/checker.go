@@ -5,10 +5,13 @@ Copyright The shardgate Authors.
 package translate
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -17,42 +20,62 @@ import (
 )
 
 // Digest identifies a resource's content: the SHA-256 of its deterministic
-// serialization (for a route configuration, of its own fields and of its
-// virtual hosts' digests).
+// serialization. A route configuration that passed a Checker is identified
+// by the content generation of its table instead (see Checker).
 type Digest [sha256.Size]byte
 
 // Checker is Validate with a memory, for a config that is published again
-// and again with small changes. Each resource is serialized once per check;
-// a resource (for route configurations: each virtual host, since one route
-// configuration holds every route of a port) whose bytes passed the
-// previous check is not validated again, so a one-route change validates
-// one virtual host. The referential checks always run over everything. The
-// digests it returns let the caller version its snapshot without
-// serializing again.
+// and again with small changes. It checks what changed since its last
+// successful check and keeps the rest, so a one-route change costs one
+// virtual host's validation and serialization, whatever the size of the
+// config:
 //
-// A Checker keeps what its recent checks saw, in maps it updates in place
-// (a check of an unchanged config allocates nothing per resource) and
-// prunes when they grow past twice what the last check used, so its memory
-// is bounded by about two configs. It is not safe for concurrent use.
+//   - Each resource is validated once per content: a message whose
+//     serialization passed before is not validated again.
+//   - Route configurations are checked per virtual host. A table's virtual
+//     hosts are compared with the previous check's by identity (in order,
+//     as the IR sorts them; translate.Memo returns the very same message
+//     for an unchanged host), and only new ones are serialized, validated
+//     and indexed.
+//   - The referential checks are kept incrementally: route references to
+//     clusters are counted, so a new reference is looked up once and a
+//     changed cluster list is checked against the referenced names; the
+//     duplicate-name and duplicate-domain checks keep counts per table.
+//     Listeners (few) are checked in full.
+//
+// A check that passes replaces each route configuration in the Resources
+// with its wire form (WireRouteConfiguration): the checked serialization of
+// its virtual hosts, concatenated, so that publishing never serializes a
+// table again and the bytes sent are the bytes checked.
+//
+// A refused check forgets the incremental state: the next check is a full
+// one. A Checker is not safe for concurrent use.
 type Checker struct {
 	epoch uint64
 	// passed: digests that passed validation, with the check that last
 	// saw them.
 	passed map[Digest]uint64
-	// known is the digest of every message seen, by message: messages are
-	// never modified once built (translate.Memo shares them between
-	// translations), so a message seen again is not serialized again.
+	// known is the digest of every message (other than route tables)
+	// seen, by message: messages are never modified once built
+	// (translate.Memo shares them between translations).
 	known map[proto.Message]knownDigest
-	// full is the digest of each route configuration of the last check
-	// (its own fields and its virtual hosts' digests).
-	full map[proto.Message]Digest
+	// tables: the state of each route configuration, by name.
+	tables map[string]*tableState
+	// refs counts, per cluster name, the route references to it.
+	refs map[string]int
+	// clusterSet is the names of the last check's clusters.
+	clusterSet map[string]bool
+	// wires: the digest of each wire route configuration published.
+	wires map[*routev3.RouteConfiguration]Digest
+
 	// Validated is how many messages the last check validated (the rest
 	// passed before).
 	Validated int
+	// Encoded is how many bytes the last check serialized.
+	Encoded int
 
 	// The clusters and load assignments of the last check, when it
-	// passed: the same list again (translate.Memo returns the very same
-	// messages when nothing changed) is not walked message by message.
+	// passed: the same list again is not walked message by message.
 	lastClusters  []*clusterv3.Cluster
 	lastEndpoints []*endpointv3.ClusterLoadAssignment
 }
@@ -62,190 +85,293 @@ type knownDigest struct {
 	epoch uint64
 }
 
-// Check validates r like Validate. Afterwards Digest gives the digest of
-// every resource in r.
+// generation numbers every content of every route table of the process, so
+// that a table's version changes exactly when its content does; nonce sets
+// this process apart from others serving the same Gateway.
+var (
+	generation atomic.Uint64
+	nonce      = func() (b [8]byte) {
+		_, _ = rand.Read(b[:])
+		return b
+	}()
+)
+
+// Check validates r like Validate. On success each route configuration of
+// r is replaced by its wire form, and Digest gives the digest of every
+// resource in r.
 func (c *Checker) Check(r *Resources) error {
-	if c.known == nil {
-		c.passed, c.known = map[Digest]uint64{}, map[proto.Message]knownDigest{}
+	if c.known == nil || c.tables == nil {
+		c.reset()
 	}
 	c.epoch++
-	c.Validated = 0
-	c.full = make(map[proto.Message]Digest, len(r.Routes))
-	var (
-		errs    []error
-		buf     []byte
-		opts    = proto.MarshalOptions{Deterministic: true}
-		touched int
-	)
-	digest := func(m proto.Message) (Digest, error) {
-		touched++
-		if k, ok := c.known[m]; ok {
-			if k.epoch != c.epoch {
-				c.known[m] = knownDigest{d: k.d, epoch: c.epoch}
-			}
-			return k.d, nil
-		}
-		var err error
-		buf, err = opts.MarshalAppend(buf[:0], m)
-		if err != nil {
-			return Digest{}, err
-		}
-		d := sha256.Sum256(buf)
-		c.known[m] = knownDigest{d: d, epoch: c.epoch}
-		return d, nil
-	}
-	// check validates m unless its digest passed before.
-	check := func(kind string, name func() string, m proto.Message) (Digest, bool) {
-		d, err := digest(m)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s %q: serialize: %w", kind, name(), err))
-			return d, false
-		}
-		if ep, ok := c.passed[d]; !ok {
-			c.Validated++
-			if err := validateMessage(m); err != nil {
-				errs = append(errs, fmt.Errorf("%s %q: %w", kind, name(), err))
-				return d, false
-			}
-			c.passed[d] = c.epoch
-		} else if ep != c.epoch {
-			c.passed[d] = c.epoch
-		}
-		return d, true
-	}
-	one := func(kind, name string, m proto.Message) {
-		check(kind, func() string { return name }, m)
-	}
+	c.Validated, c.Encoded = 0, 0
+	e := &checkRun{c: c, opts: proto.MarshalOptions{Deterministic: true}}
 	for _, l := range r.Listeners {
-		one("listener", l.GetName(), l)
+		e.one("listener", l.GetName(), l)
 	}
-	for _, rc := range r.Routes {
-		if d, ok := c.routeConfiguration(rc, check); ok {
-			c.full[rc] = d
-		}
+	// Clusters and load assignments: only the messages that are not the
+	// last check's, at their place, are checked; the name checks run
+	// again only when the names changed.
+	clusterNames := c.lastClusters != nil && SameList(r.Clusters, c.lastClusters)
+	if !clusterNames {
+		clusterNames = walkChanged(r.Clusters, c.lastClusters, (*clusterv3.Cluster).GetName, func(cl *clusterv3.Cluster) {
+			e.one("cluster", cl.GetName(), cl)
+		})
 	}
-	sameClusters := c.lastClusters != nil && slices.Equal(r.Clusters, c.lastClusters)
-	sameEndpoints := c.lastEndpoints != nil && slices.Equal(r.Endpoints, c.lastEndpoints)
-	if !sameClusters {
-		for _, cl := range r.Clusters {
-			one("cluster", cl.GetName(), cl)
-		}
-	}
-	if !sameEndpoints {
-		for _, e := range r.Endpoints {
-			one("cluster load assignment", e.GetClusterName(), e)
-		}
+	assignmentNames := c.lastEndpoints != nil && SameList(r.Endpoints, c.lastEndpoints)
+	if !assignmentNames {
+		assignmentNames = walkChanged(r.Endpoints, c.lastEndpoints, (*endpointv3.ClusterLoadAssignment).GetClusterName, func(ep *endpointv3.ClusterLoadAssignment) {
+			e.one("cluster load assignment", ep.GetClusterName(), ep)
+		})
 	}
 	for _, s := range r.Secrets {
-		one("secret", s.GetName(), s)
+		e.one("secret", s.GetName(), s)
 	}
-	if err := CheckReferences(r); err != nil {
-		errs = append(errs, err)
+	if !clusterNames || !assignmentNames {
+		c.clusterSet = clusterReferences(r, e.fail)
 	}
-	// Forget what recent checks did not see once the maps hold more than
-	// twice what this one used. (After a refusal too: what passed stays
-	// known, and the caller sends the last good config or a fix next.)
-	// The lists skipped above are touched first, so that they stay.
-	n := touched
-	if sameClusters {
-		n += len(r.Clusters)
-	}
-	if sameEndpoints {
-		n += len(r.Endpoints)
-	}
-	if len(c.known) > 2*n+1024 || len(c.passed) > 2*n+1024 {
-		if sameClusters {
-			for _, cl := range r.Clusters {
-				c.touch(cl)
-			}
+	sameClusters := clusterNames // the names routes refer to
+	// Route tables, virtual host by virtual host.
+	wires := make([]*routev3.RouteConfiguration, len(r.Routes))
+	live := make(map[string]bool, len(r.Routes))
+	for i, rc := range r.Routes {
+		if live[rc.GetName()] {
+			continue // a duplicate name, reported below
 		}
-		if sameEndpoints {
-			for _, e := range r.Endpoints {
-				c.touch(e)
+		live[rc.GetName()] = true
+		wires[i] = e.table(rc)
+	}
+	for name, ts := range c.tables {
+		if !live[name] {
+			for _, vs := range ts.vhosts {
+				c.unindex(ts, vs)
 			}
+			delete(c.tables, name)
 		}
 	}
-	if len(c.known) > 2*n+1024 {
+	// Route references to clusters: every newly referenced name, or all
+	// of them when the clusters changed.
+	if !sameClusters {
+		for name, n := range c.refs {
+			if n > 0 && !clusterExists(c.clusterSet, name) {
+				e.fail("%s: cluster %q not found", c.referrer(name), name)
+			}
+		}
+	} else {
+		for _, name := range e.newRefs {
+			if c.refs[name] > 0 && !clusterExists(c.clusterSet, name) {
+				e.fail("%s: cluster %q not found", c.referrer(name), name)
+			}
+		}
+	}
+	// Listeners, in full: they are few.
+	routes := uniqueNames("route configuration", len(r.Routes), func(i int) string { return r.Routes[i].GetName() }, e.fail)
+	secrets := uniqueNames("secret", len(r.Secrets), func(i int) string { return r.Secrets[i].GetName() }, e.fail)
+	uniqueNames("listener", len(r.Listeners), func(i int) string { return r.Listeners[i].GetName() }, e.fail)
+	for _, l := range r.Listeners {
+		e.errs = append(e.errs, listenerReferences(l, c.clusterSet, routes, secrets)...)
+	}
+	c.prune(r, e.touched+len(r.Clusters)+len(r.Endpoints))
+	if len(e.errs) > 0 {
+		c.reset()
+		return errors.Join(e.errs...)
+	}
+	copy(r.Routes, wires)
+	c.lastClusters, c.lastEndpoints = r.Clusters, r.Endpoints
+	return nil
+}
+
+// SameList reports whether a and b hold the same messages in the same
+// order; the very same list is recognised without a walk.
+func SameList[T comparable](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	return slices.Equal(a, b)
+}
+
+// walkChanged calls changed for each element of next that is not prev's
+// very message at its place (both lists sorted by name), and reports
+// whether next has prev's names at the same places. A nil prev (nothing
+// checked before) has no names.
+func walkChanged[T comparable](next, prev []T, name func(T) string, changed func(T)) (sameNames bool) {
+	if len(next) == len(prev) && prev != nil {
+		sameNames = true
+		for i := range next {
+			if next[i] != prev[i] {
+				changed(next[i])
+				sameNames = sameNames && name(next[i]) == name(prev[i])
+			}
+		}
+		return sameNames
+	}
+	j := 0
+	for i := range next {
+		if j < len(prev) && next[i] == prev[j] {
+			j++
+			continue
+		}
+		for j < len(prev) && name(prev[j]) < name(next[i]) {
+			j++
+		}
+		if j < len(prev) && name(prev[j]) == name(next[i]) {
+			j++
+		}
+		changed(next[i])
+	}
+	return false
+}
+
+// reset forgets everything incremental: the next check is a full one.
+func (c *Checker) reset() {
+	if c.passed == nil {
+		c.passed, c.known = map[Digest]uint64{}, map[proto.Message]knownDigest{}
+	}
+	c.tables, c.refs, c.clusterSet = map[string]*tableState{}, map[string]int{}, map[string]bool{}
+	c.wires = map[*routev3.RouteConfiguration]Digest{}
+	c.lastClusters, c.lastEndpoints = nil, nil
+}
+
+// prune forgets, once the maps hold more than twice what this check used,
+// what this check did not see. (After a refusal too: what passed stays
+// known, and the caller sends the last good config or a fix next.)
+func (c *Checker) prune(r *Resources, used int) {
+	for _, ts := range c.tables {
+		used += len(ts.vhosts)
+	}
+	if len(c.known) > 2*used+1024 {
+		// The messages this check kept without looking at them are
+		// still in use: their digests stay.
+		for _, cl := range r.Clusters {
+			c.touch(cl)
+		}
+		for _, ep := range r.Endpoints {
+			c.touch(ep)
+		}
 		for m, k := range c.known {
 			if k.epoch != c.epoch {
 				delete(c.known, m)
 			}
 		}
 	}
-	if len(c.passed) > 2*n+1024 {
+	if len(c.passed) > 2*used+1024 {
 		for d, ep := range c.passed {
 			if ep != c.epoch {
 				delete(c.passed, d)
 			}
 		}
 	}
-	if len(errs) > 0 {
-		c.lastClusters, c.lastEndpoints = nil, nil
-		return errors.Join(errs...)
+	if len(c.wires) > 2*len(c.tables)+16 {
+		live := make(map[*routev3.RouteConfiguration]bool, len(c.tables))
+		for _, ts := range c.tables {
+			live[ts.wire] = true
+		}
+		for w := range c.wires {
+			if !live[w] {
+				delete(c.wires, w)
+			}
+		}
 	}
-	c.lastClusters, c.lastEndpoints = r.Clusters, r.Endpoints
-	return nil
 }
 
-// touch marks a known message (and its digest) as used by this check.
+// touch marks a known message as used by this check.
 func (c *Checker) touch(m proto.Message) {
-	if k, ok := c.known[m]; ok {
+	if k, ok := c.known[m]; ok && k.epoch != c.epoch {
 		c.known[m] = knownDigest{d: k.d, epoch: c.epoch}
-		if _, ok := c.passed[k.d]; ok {
-			c.passed[k.d] = c.epoch
-		}
 	}
 }
 
 // Digest returns the digest of a resource of the last check.
 func (c *Checker) Digest(m proto.Message) (Digest, bool) {
-	if d, ok := c.full[m]; ok {
-		return d, true
-	}
-	if _, isRC := m.(*routev3.RouteConfiguration); isRC {
-		return Digest{}, false // only full digests version a route configuration
+	if rc, ok := m.(*routev3.RouteConfiguration); ok {
+		d, ok := c.wires[rc]
+		return d, ok // only the wire forms of checked tables are known
 	}
 	k, ok := c.known[m]
 	return k.d, ok
 }
 
-// routeConfiguration checks a route configuration's own fields (with its
-// virtual hosts taken out for the moment) and each virtual host on its own.
-func (c *Checker) routeConfiguration(rc *routev3.RouteConfiguration, check func(kind string, name func() string, m proto.Message) (Digest, bool)) (Digest, bool) {
-	vhs := rc.VirtualHosts
-	rc.VirtualHosts = nil
-	shell, ok := check("route configuration", rc.GetName, rc)
-	rc.VirtualHosts = vhs
-	h := sha256.New()
-	h.Write(shell[:])
-	for _, vh := range vhs {
-		d, vok := check("route configuration", func() string { return rc.GetName() + " virtual host " + vh.GetName() }, vh)
-		ok = ok && vok
-		h.Write(d[:])
-	}
-	var d Digest
-	h.Sum(d[:0])
-	return d, ok
+// checkRun is one Check's working state.
+type checkRun struct {
+	c       *Checker
+	opts    proto.MarshalOptions
+	buf     []byte
+	errs    []error
+	touched int
+	newRefs []string
 }
 
-// DigestOf computes a resource's digest as Check does.
-func DigestOf(m proto.Message) (Digest, error) {
-	var c Checker
-	if rc, ok := m.(*routev3.RouteConfiguration); ok {
-		var err error
-		d, _ := c.routeConfiguration(rc, func(_ string, _ func() string, m proto.Message) (Digest, bool) {
-			b, merr := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-			if merr != nil {
-				err = merr
-				return Digest{}, false
-			}
-			return sha256.Sum256(b), true
-		})
-		return d, err
+func (e *checkRun) fail(format string, args ...any) {
+	e.errs = append(e.errs, fmt.Errorf(format, args...))
+}
+
+// digest serializes m (unless it is known) and returns its digest.
+func (e *checkRun) digest(m proto.Message) (Digest, error) {
+	c := e.c
+	e.touched++
+	if k, ok := c.known[m]; ok {
+		if k.epoch != c.epoch {
+			c.known[m] = knownDigest{d: k.d, epoch: c.epoch}
+		}
+		return k.d, nil
 	}
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	var err error
+	e.buf, err = e.opts.MarshalAppend(e.buf[:0], m)
 	if err != nil {
 		return Digest{}, err
+	}
+	c.Encoded += len(e.buf)
+	d := sha256.Sum256(e.buf)
+	c.known[m] = knownDigest{d: d, epoch: c.epoch}
+	return d, nil
+}
+
+// validate validates m, whose serialization has digest d, unless d passed
+// before.
+func (e *checkRun) validate(d Digest, m proto.Message) error {
+	c := e.c
+	if ep, ok := c.passed[d]; ok {
+		if ep != c.epoch {
+			c.passed[d] = c.epoch
+		}
+		return nil
+	}
+	c.Validated++
+	if err := validateMessage(m); err != nil {
+		return err
+	}
+	c.passed[d] = c.epoch
+	return nil
+}
+
+func (e *checkRun) one(kind, name string, m proto.Message) {
+	d, err := e.digest(m)
+	if err != nil {
+		e.fail("%s %q: serialize: %w", kind, name, err)
+		return
+	}
+	if err := e.validate(d, m); err != nil {
+		e.fail("%s %q: %w", kind, name, err)
+	}
+}
+
+// wireDigest identifies a table content generation.
+func wireDigest(gen uint64) Digest {
+	var b [16]byte
+	copy(b[:8], nonce[:])
+	binary.BigEndian.PutUint64(b[8:], gen)
+	return sha256.Sum256(b[:])
+}
+
+// DigestOf computes a resource's digest: the SHA-256 of its deterministic
+// serialization (for a wire route configuration, of what is sent).
+func DigestOf(m proto.Message) (Digest, error) {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return Digest{}, fmt.Errorf("serialize: %w", err)
 	}
 	return sha256.Sum256(b), nil
 }

@@ -14,6 +14,16 @@ Copyright The shardgate Authors.
 // calls, or decide policy: the IR producer (internal/gatewayapi) decides, this
 // package only translates.
 //
+// Incremental use (a Gateway published again and again with small changes)
+// is a layer over the pure functions, owned by the caller: Memo returns the
+// very same messages for the IR that did not change, and Checker validates
+// and serializes only what changed, keeping each virtual host's checked
+// bytes. A route configuration that passed a Checker is published in its
+// wire form (wire.go): its virtual hosts are the concatenation of their
+// checked serializations, so a one-route change costs that virtual host's
+// encoding plus a copy of the table's bytes, and the bytes sent are the
+// bytes checked.
+//
 // Naming scheme (all names come from the IR, never from pointers):
 //
 //   - Listener: the IR listener name, "<protocol>-<port>" (e.g. "http-80").

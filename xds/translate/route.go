@@ -33,13 +33,16 @@ const retryOn = "connect-failure,refused-stream,reset"
 // virtual host "foo.example.com" without ":*" domain variants, and without
 // rewriting the Host header sent upstream (as strip_any_host_port would).
 func (t *translator) routeConfiguration(name, scheme string, vhosts []ir.VirtualHost) (*routev3.RouteConfiguration, error) {
+	if t.memo != nil {
+		return t.routeConfigurationMemo(name, scheme, vhosts)
+	}
 	rc := &routev3.RouteConfiguration{
 		Name:                     name,
 		VirtualHosts:             make([]*routev3.VirtualHost, 0, len(vhosts)),
 		IgnorePortInHostMatching: true,
 	}
 	for i := range vhosts {
-		vh, err := t.virtualHostMemo(scheme, &vhosts[i])
+		vh, err := t.virtualHost(scheme, &vhosts[i])
 		if err != nil {
 			return nil, fmt.Errorf("virtual host %s: %w", vhosts[i].Name, err)
 		}
@@ -65,6 +68,9 @@ func (t *translator) virtualHost(scheme string, v *ir.VirtualHost) (*routev3.Vir
 		if vh.Routes, err = t.appendRoutes(vh.Routes, scheme, &v.Routes[i]); err != nil {
 			return nil, fmt.Errorf("route %s: %w", v.Routes[i].Name, err)
 		}
+	}
+	for _, c := range t.retained {
+		vh.Routes = append(vh.Routes, RetainedRoute(c))
 	}
 	return vh, nil
 }
@@ -320,7 +326,7 @@ func weightedClusters(ws []weighted) *routev3.WeightedCluster {
 // wantsWebSocket is true when any backend's Service speaks WebSocket.
 func (t *translator) wantsWebSocket(ws []weighted) bool {
 	for _, w := range ws {
-		if c := t.clusters[w.cluster]; c != nil && c.WebSocket {
+		if c := t.cluster(w.cluster); c != nil && c.WebSocket {
 			return true
 		}
 	}

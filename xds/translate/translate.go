@@ -32,15 +32,12 @@ type Resources struct {
 // not modify gw. It fails only on IR it cannot express (an unknown protocol
 // or redirect code); referential problems are left to Validate.
 func Translate(gw *ir.Gateway) (*Resources, error) {
-	t := translator{clusters: make(map[string]*ir.Cluster, len(gw.Clusters))}
+	var t translator
 	return t.translate(gw)
 }
 
 func (t *translator) translate(gw *ir.Gateway) (*Resources, error) {
-	for i := range gw.Clusters {
-		t.clusters[gw.Clusters[i].Name] = &gw.Clusters[i]
-	}
-
+	t.gw = gw
 	r := &Resources{
 		Clusters:  make([]*clusterv3.Cluster, 0, len(gw.Clusters)),
 		Endpoints: make([]*endpointv3.ClusterLoadAssignment, 0, len(gw.Clusters)),
@@ -57,30 +54,78 @@ func (t *translator) translate(gw *ir.Gateway) (*Resources, error) {
 		}
 		r.Routes = append(r.Routes, routes...)
 	}
-	for i := range gw.Clusters {
-		cl, e := t.clusterMemo(&gw.Clusters[i])
-		r.Clusters = append(r.Clusters, cl)
-		r.Endpoints = append(r.Endpoints, e)
+	if t.memo != nil {
+		t.clustersMemo(gw, r)
+	} else {
+		for i := range gw.Clusters {
+			r.Clusters = append(r.Clusters, cluster(&gw.Clusters[i]))
+			r.Endpoints = append(r.Endpoints, loadAssignment(&gw.Clusters[i]))
+		}
 	}
 	for i := range gw.Secrets {
 		r.Secrets = append(r.Secrets, secret(&gw.Secrets[i]))
 	}
-	r.sort()
+	r.sort(t.clustersKept)
 	return r, nil
 }
 
 // translator carries the lookups one translation needs.
 type translator struct {
-	clusters map[string]*ir.Cluster
-	// memo, when set, remembers messages across translations (memo.go).
-	memo       *Memo
-	usedVhosts int
+	gw *ir.Gateway
+	// byName indexes gw.Clusters when they are not sorted by name (the
+	// IR promises they are; then a binary search finds one).
+	byName map[string]*ir.Cluster
+	// retained clusters get a route that never matches in every virtual
+	// host (RetainedRoute).
+	retained []string
+	// memo, when set, remembers messages across translations (memo.go);
+	// next is what it remembers after this one.
+	memo *Memo
+	next map[string][]memoVhost
+	// clustersKept: the cluster and endpoint lists are the memo's, as
+	// built and sorted before.
+	clustersKept bool
+}
+
+// cluster returns gw's cluster named name, or nil.
+func (t *translator) cluster(name string) *ir.Cluster {
+	cs := t.gw.Clusters
+	if t.byName == nil {
+		if slices.IsSortedFunc(cs, func(a, b ir.Cluster) int { return cmp.Compare(a.Name, b.Name) }) {
+			t.byName = map[string]*ir.Cluster{} // sorted: search
+		} else {
+			t.byName = make(map[string]*ir.Cluster, len(cs))
+			for i := range cs {
+				t.byName[cs[i].Name] = &cs[i]
+			}
+		}
+	}
+	if len(t.byName) > 0 {
+		return t.byName[name]
+	}
+	if i, ok := slices.BinarySearchFunc(cs, name, func(c ir.Cluster, n string) int { return cmp.Compare(c.Name, n) }); ok {
+		return &cs[i]
+	}
+	return nil
 }
 
 // sort orders every resource list by name. The IR is already sorted, but
 // listener names ("http-80", "https-443", ...) do not sort like ports, and
-// one listener can yield several route configurations.
-func (r *Resources) sort() {
+// one listener can yield several route configurations. clustersSorted says
+// the cluster and endpoint lists are known to be sorted.
+func (r *Resources) sort(clustersSorted bool) {
+	byName := func(a, b *clusterv3.Cluster) int { return cmp.Compare(a.GetName(), b.GetName()) }
+	byCluster := func(a, b *endpointv3.ClusterLoadAssignment) int {
+		return cmp.Compare(a.GetClusterName(), b.GetClusterName())
+	}
+	if clustersSorted || slices.IsSortedFunc(r.Clusters, byName) && slices.IsSortedFunc(r.Endpoints, byCluster) {
+		// From IR sorted by name, as it should be: a check is cheaper
+		// than a sort.
+		slices.SortStableFunc(r.Listeners, func(a, b *listenerv3.Listener) int { return cmp.Compare(a.GetName(), b.GetName()) })
+		slices.SortStableFunc(r.Routes, func(a, b *routev3.RouteConfiguration) int { return cmp.Compare(a.GetName(), b.GetName()) })
+		slices.SortStableFunc(r.Secrets, func(a, b *tlsv3.Secret) int { return cmp.Compare(a.GetName(), b.GetName()) })
+		return
+	}
 	slices.SortStableFunc(r.Listeners, func(a, b *listenerv3.Listener) int { return cmp.Compare(a.GetName(), b.GetName()) })
 	slices.SortStableFunc(r.Routes, func(a, b *routev3.RouteConfiguration) int { return cmp.Compare(a.GetName(), b.GetName()) })
 	slices.SortStableFunc(r.Clusters, func(a, b *clusterv3.Cluster) int { return cmp.Compare(a.GetName(), b.GetName()) })

@@ -122,31 +122,11 @@ func CheckReferences(r *Resources) error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
-	names := func(kind string, n int, name func(int) string) map[string]bool {
-		seen := make(map[string]bool, n)
-		for i := 0; i < n; i++ {
-			switch nm := name(i); {
-			case nm == "":
-				fail("%s #%d: empty name", kind, i)
-			case seen[nm]:
-				fail("%s %q: duplicate name", kind, nm)
-			default:
-				seen[nm] = true
-			}
-		}
-		return seen
-	}
-	clusters := names("cluster", len(r.Clusters), func(i int) string { return r.Clusters[i].GetName() })
-	assignments := names("cluster load assignment", len(r.Endpoints), func(i int) string { return r.Endpoints[i].GetClusterName() })
-	routes := names("route configuration", len(r.Routes), func(i int) string { return r.Routes[i].GetName() })
-	secrets := names("secret", len(r.Secrets), func(i int) string { return r.Secrets[i].GetName() })
-	names("listener", len(r.Listeners), func(i int) string { return r.Listeners[i].GetName() })
+	clusters := clusterReferences(r, fail)
+	routes := uniqueNames("route configuration", len(r.Routes), func(i int) string { return r.Routes[i].GetName() }, fail)
+	secrets := uniqueNames("secret", len(r.Secrets), func(i int) string { return r.Secrets[i].GetName() }, fail)
+	uniqueNames("listener", len(r.Listeners), func(i int) string { return r.Listeners[i].GetName() }, fail)
 
-	for _, c := range r.Clusters {
-		if c.GetType() == clusterv3.Cluster_EDS && c.GetName() != "" && !assignments[c.GetName()] {
-			fail("cluster %q: no cluster load assignment", c.GetName())
-		}
-	}
 	for _, l := range r.Listeners {
 		errs = append(errs, listenerReferences(l, clusters, routes, secrets)...)
 	}
@@ -154,6 +134,37 @@ func CheckReferences(r *Resources) error {
 		errs = append(errs, routeReferences(rc, clusters)...)
 	}
 	return errors.Join(errs...)
+}
+
+// uniqueNames returns the set of n names, failing each empty or duplicate
+// one.
+func uniqueNames(kind string, n int, name func(int) string, fail func(string, ...any)) map[string]bool {
+	seen := make(map[string]bool, n)
+	for i := 0; i < n; i++ {
+		switch nm := name(i); {
+		case nm == "":
+			fail("%s #%d: empty name", kind, i)
+		case seen[nm]:
+			fail("%s %q: duplicate name", kind, nm)
+		default:
+			seen[nm] = true
+		}
+	}
+	return seen
+}
+
+// clusterReferences checks the names of r's clusters and load assignments,
+// and that every EDS cluster has an assignment. It returns the cluster
+// names.
+func clusterReferences(r *Resources, fail func(string, ...any)) map[string]bool {
+	clusters := uniqueNames("cluster", len(r.Clusters), func(i int) string { return r.Clusters[i].GetName() }, fail)
+	assignments := uniqueNames("cluster load assignment", len(r.Endpoints), func(i int) string { return r.Endpoints[i].GetClusterName() }, fail)
+	for _, c := range r.Clusters {
+		if c.GetType() == clusterv3.Cluster_EDS && c.GetName() != "" && !assignments[c.GetName()] {
+			fail("cluster %q: no cluster load assignment", c.GetName())
+		}
+	}
+	return clusters
 }
 
 func listenerReferences(l *listenerv3.Listener, clusters, routes, secrets map[string]bool) []error {

@@ -1,0 +1,478 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/xds/translate"
+)
+
+// gatewayState is everything the server keeps for one Gateway (node group).
+//
+// memo, checker, last, live and retired belong to the build lock
+// (Server.build); published, refused and pending are read by the streams'
+// callbacks too, and are guarded by Server.mu.
+type gatewayState struct {
+	group string
+	// memo and checker remember the previous translation and validation,
+	// so that a small change costs a small translation and check.
+	memo    *translate.Memo
+	checker *translate.Checker
+	// last is the IR last published, built again when a retained cluster
+	// expires.
+	last *ir.Gateway
+	// live are the clusters (with their endpoints) of the last config
+	// built; retired, those that left it less than RetainRemoved ago. A
+	// retired cluster stays published, referenced by routes that never
+	// match, so that no proxy sees a route still pointing at a deleted
+	// cluster (clusters reach proxies before the routes that stop using
+	// them) and proxyless clients keep its balancer.
+	live    map[string]keptCluster
+	retired map[string]keptCluster
+	// liveList is the cluster list of the last config built, and
+	// irClusters the IR cluster list it was built from.
+	liveList   []*clusterv3.Cluster
+	irClusters []ir.Cluster
+	// expiry calls onExpire when the first retired cluster expires.
+	expiry   *time.Timer
+	onExpire func()
+
+	published *published      // the snapshot in force
+	refused   string          // why the latest config was refused ("" if it was not)
+	pending   *pendingPublish // phase two of a two-phase publish (twophase.go)
+	stopped   bool            // the Gateway is no longer served
+}
+
+type keptCluster struct {
+	cluster   *clusterv3.Cluster
+	endpoints *endpointv3.ClusterLoadAssignment
+	until     time.Time
+}
+
+type published struct {
+	res      *translate.Resources
+	versions map[string]string // type URL → version
+	snap     *cachev3.Snapshot
+	lists    map[string][]types.Resource // type URL → the resources, in order
+	at       time.Time
+}
+
+// built is a validated config, ready to publish: its snapshot holds exactly
+// the messages that were checked.
+type built struct {
+	snap       *cachev3.Snapshot
+	versions   map[string]string
+	lists      map[string][]types.Resource
+	res        *translate.Resources
+	introduced []string // clusters new to the Gateway's config
+}
+
+// stop ends the state's timers; call with Server.mu held.
+func (st *gatewayState) stop() {
+	st.stopped = true
+	st.pending = nil
+	if st.expiry != nil {
+		st.expiry.Stop()
+	}
+}
+
+// publishGateway builds gw and sets its snapshot, or records why it cannot.
+// Call with s.build held.
+func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
+	st.last = gw
+	b, err := s.buildGateway(st, gw)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.stopped {
+		return
+	}
+	if err != nil {
+		publishErrors.Inc()
+		// The next config is compared with no IR rather than this
+		// refused one: it may introduce what this one did.
+		st.irClusters = nil
+		st.refused = err.Error()
+		s.log.Error(err, "config refused; the last good config stays", "gateway", st.group)
+		return
+	}
+	st.refused = ""
+	if st.pending != nil {
+		// Phase two is waiting for proxyless clients to acknowledge phase
+		// one; it will publish this newer config instead.
+		st.pending.next = b
+		return
+	}
+	prev := st.published
+	if prev != nil && equalVersions(prev.versions, b.versions) {
+		return
+	}
+	if prev != nil && len(b.introduced) > 0 && s.hasProxyless(st.group) {
+		if s.startTwoPhase(st, b) {
+			return
+		}
+	}
+	s.setSnapshot(st, b.res, b.snap, b.versions, b.lists)
+}
+
+// setSnapshot publishes; call with s.mu held.
+func (s *Server) setSnapshot(st *gatewayState, res *translate.Resources, snap *cachev3.Snapshot, versions map[string]string, lists map[string][]types.Resource) {
+	if err := s.cache.SetSnapshot(context.Background(), st.group, snap); err != nil {
+		st.refused = fmt.Sprintf("set snapshot: %v", err)
+		return
+	}
+	st.published = &published{res: res, versions: versions, snap: snap, lists: lists, at: time.Now()}
+}
+
+// buildGateway translates gw (with the retained clusters), validates the
+// result and versions it. Everything that shapes the published config
+// happens before the check, so the bytes sent are the bytes checked.
+func (s *Server) buildGateway(st *gatewayState, gw *ir.Gateway) (*built, error) {
+	kept, introduced := st.retention(gw)
+	res, err := st.memo.Translate(gw, kept...)
+	if err != nil {
+		return nil, fmt.Errorf("translate: %w", err)
+	}
+	st.addRetained(res, kept)
+	var api []*listenerv3.Listener
+	if s.opts.APIListeners != nil {
+		api = s.opts.APIListeners(st.group)
+	}
+	checked := res
+	if len(api) > 0 {
+		// The translated listeners are checked too; the published ones
+		// (the API listeners) are a part of what was checked.
+		c := *res
+		c.Listeners = append(slices.Clone(res.Listeners), api...)
+		checked = &c
+	}
+	if err := st.checker.Check(checked); err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
+	if len(api) > 0 {
+		c := *res
+		c.Listeners = api
+		res = &c
+	}
+	st.remember(res)
+	s.mu.Lock()
+	prev := st.published
+	s.mu.Unlock()
+	snap, versions, lists, err := snapshotOf(res, st.checker.Digest, prev)
+	if err != nil {
+		return nil, err
+	}
+	return &built{snap: snap, versions: versions, lists: lists, res: res, introduced: introduced}, nil
+}
+
+// retention updates the retired clusters for gw's clusters and returns the
+// names of those still retained and of the clusters gw introduces, both
+// sorted. It schedules a re-publish for when the first retained cluster
+// expires. Call with s.build held.
+//
+// The IR's cluster list is sorted by name and never modified once built:
+// the very same list as last time changes nothing, and another is compared
+// with the last one by a walk of both, not by a set of names.
+func (st *gatewayState) retention(gw *ir.Gateway) (kept, introduced []string) {
+	now := time.Now()
+	sameIR := len(gw.Clusters) == len(st.irClusters) && (len(gw.Clusters) == 0 || &gw.Clusters[0] == &st.irClusters[0])
+	if sameIR && len(st.retired) == 0 {
+		return nil, nil
+	}
+	if st.retired == nil {
+		st.retired = map[string]keptCluster{}
+	}
+	if !sameIR {
+		var removed []string
+		removed, introduced = diffNames(st.irClusters, gw.Clusters)
+		if st.irClusters == nil && st.live == nil {
+			introduced = nil // a first config introduces nothing
+		}
+		for _, name := range removed {
+			if k, ok := st.live[name]; ok {
+				if _, already := st.retired[name]; !already {
+					k.until = now.Add(RetainRemoved)
+					st.retired[name] = k
+				}
+			}
+		}
+		st.irClusters = gw.Clusters
+	}
+	var next time.Time
+	for name, k := range st.retired {
+		if !now.Before(k.until) || hasCluster(gw.Clusters, name) {
+			delete(st.retired, name)
+			continue
+		}
+		kept = append(kept, name)
+		if next.IsZero() || k.until.Before(next) {
+			next = k.until
+		}
+	}
+	sort.Strings(kept)
+	if st.expiry != nil {
+		st.expiry.Stop()
+		st.expiry = nil
+	}
+	if !next.IsZero() {
+		st.expiry = time.AfterFunc(time.Until(next)+10*time.Millisecond, st.expire)
+	}
+	return kept, introduced
+}
+
+// diffNames walks two cluster lists sorted by name and returns the names
+// only in a (removed) and only in b (introduced).
+func diffNames(a, b []ir.Cluster) (removed, introduced []string) {
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case i < len(a) && j < len(b) && a[i].Name == b[j].Name:
+			i++
+			j++
+		case j == len(b) || i < len(a) && a[i].Name < b[j].Name:
+			removed = append(removed, a[i].Name)
+			i++
+		default:
+			introduced = append(introduced, b[j].Name)
+			j++
+		}
+	}
+	sort.Strings(removed)
+	sort.Strings(introduced)
+	return removed, introduced
+}
+
+// hasCluster reports whether the sorted list cs holds name.
+func hasCluster(cs []ir.Cluster, name string) bool {
+	_, ok := slices.BinarySearchFunc(cs, name, func(c ir.Cluster, n string) int { return compareStrings(c.Name, n) })
+	return ok
+}
+
+// expire runs when a retained cluster expires.
+func (st *gatewayState) expire() {
+	if st.onExpire != nil {
+		st.onExpire()
+	}
+}
+
+// addRetained adds the retained clusters and their endpoints to res, in
+// name order.
+func (st *gatewayState) addRetained(res *translate.Resources, kept []string) {
+	if len(kept) == 0 {
+		return
+	}
+	for _, name := range kept {
+		k := st.retired[name]
+		res.Clusters = append(res.Clusters, k.cluster)
+		if k.endpoints != nil {
+			res.Endpoints = append(res.Endpoints, k.endpoints)
+		}
+	}
+	slices.SortFunc(res.Clusters, func(a, b *clusterv3.Cluster) int { return compareStrings(a.GetName(), b.GetName()) })
+	slices.SortFunc(res.Endpoints, func(a, b *endpointv3.ClusterLoadAssignment) int {
+		return compareStrings(a.GetClusterName(), b.GetClusterName())
+	})
+}
+
+// remember records the clusters of a validated config as live (retained
+// ones excluded). The very same cluster list as last time (translate.Memo
+// shares unchanged messages) is not walked again.
+func (st *gatewayState) remember(res *translate.Resources) {
+	if len(st.retired) == 0 && st.live != nil && translate.SameList(st.liveList, res.Clusters) {
+		return
+	}
+	cla := make(map[string]*endpointv3.ClusterLoadAssignment, len(res.Endpoints))
+	for _, e := range res.Endpoints {
+		cla[e.GetClusterName()] = e
+	}
+	live := make(map[string]keptCluster, len(res.Clusters))
+	for _, c := range res.Clusters {
+		if _, retained := st.retired[c.GetName()]; retained {
+			continue
+		}
+		live[c.GetName()] = keptCluster{cluster: c, endpoints: cla[c.GetName()]}
+	}
+	st.live = live
+	st.liveList = res.Clusters
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// snapshotOf turns resources into a snapshot whose per-type versions are
+// content hashes.
+//
+// A type whose version equals prev's keeps prev's resource set (the same
+// content), sparing the index go-control-plane builds of it.
+//
+// A type whose resources are the very same messages, in the same order, as
+// prev's keeps its version without hashing them again.
+func snapshotOf(res *translate.Resources, digests func(proto.Message) (translate.Digest, bool), prev *published) (*cachev3.Snapshot, map[string]string, map[string][]types.Resource, error) {
+	byType := map[string][]types.Resource{}
+	// A list that is the very same as prev's (translate.Memo hands out
+	// the same cluster and endpoint lists while they do not change) keeps
+	// prev's resource list.
+	var same map[string]bool
+	if prev != nil && prev.res != nil {
+		same = map[string]bool{
+			resourcev3.ClusterType:  translate.SameList(res.Clusters, prev.res.Clusters),
+			resourcev3.EndpointType: translate.SameList(res.Endpoints, prev.res.Endpoints),
+		}
+	}
+	list := func(typ string, n int, item func(int) types.Resource) {
+		if same[typ] {
+			byType[typ] = prev.lists[typ]
+			return
+		}
+		l := make([]types.Resource, n)
+		for i := range l {
+			l[i] = item(i)
+		}
+		byType[typ] = l
+	}
+	list(resourcev3.ListenerType, len(res.Listeners), func(i int) types.Resource { return res.Listeners[i] })
+	list(resourcev3.RouteType, len(res.Routes), func(i int) types.Resource { return res.Routes[i] })
+	list(resourcev3.ClusterType, len(res.Clusters), func(i int) types.Resource { return res.Clusters[i] })
+	list(resourcev3.EndpointType, len(res.Endpoints), func(i int) types.Resource { return res.Endpoints[i] })
+	list(resourcev3.SecretType, len(res.Secrets), func(i int) types.Resource { return res.Secrets[i] })
+	snap := &cachev3.Snapshot{}
+	versions := map[string]string{}
+	for _, typ := range typeOrder {
+		i := cachev3.GetResponseType(typ)
+		if prev != nil && prev.snap != nil && prev.lists != nil && (same[typ] || translate.SameList(prev.lists[typ], byType[typ])) {
+			versions[typ] = prev.versions[typ]
+			snap.Resources[i] = prev.snap.Resources[i]
+			continue
+		}
+		v, err := contentVersion(byType[typ], digests)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		versions[typ] = v
+		if prev != nil && prev.snap != nil && prev.snap.Resources[i].Version == v {
+			snap.Resources[i] = prev.snap.Resources[i]
+			continue
+		}
+		snap.Resources[i] = cachev3.NewResources(v, byType[typ])
+	}
+	// No snap.Consistent(): the checker's referential checks are a
+	// superset of it, and Consistent misses the route references of API
+	// listeners, so it refuses configs for proxyless gRPC clients.
+	if err := setVersionMap(snap, byType, digests, prev); err != nil {
+		return nil, nil, nil, err
+	}
+	return snap, versions, byType, nil
+}
+
+// setVersionMap gives snap the per-resource versions delta xDS compares,
+// which go-control-plane would otherwise compute on the first delta request
+// by serializing and hashing every resource of the snapshot, for every
+// change. A type whose resources are prev's keeps prev's versions; in
+// another, only the resources that are not prev's very messages at the
+// same place get a version afresh, from the digest the checker computed.
+// A resource's version is go-control-plane's own (the hex SHA-256 of its
+// serialization), except a wire route table's, which is its checked
+// content's generation.
+func setVersionMap(snap *cachev3.Snapshot, byType map[string][]types.Resource, digests func(proto.Message) (translate.Digest, bool), prev *published) error {
+	snap.VersionMap = make(map[string]map[string]string, len(typeOrder))
+	for _, typ := range typeOrder {
+		i := cachev3.GetResponseType(typ)
+		list := byType[typ]
+		var old []types.Resource
+		var oldMap map[string]string
+		if prev != nil && prev.snap != nil && prev.snap.VersionMap != nil {
+			old, oldMap = prev.lists[typ], prev.snap.VersionMap[typ]
+			if oldMap != nil && prev.snap.Resources[i].Version == snap.Resources[i].Version {
+				snap.VersionMap[typ] = oldMap
+				continue
+			}
+		}
+		// In place of prev's map when the names are the same, at the
+		// same places.
+		samePlaces := oldMap != nil && len(old) == len(list)
+		for k := 0; samePlaces && k < len(list); k++ {
+			if list[k] != old[k] && cachev3.GetResourceName(list[k]) != cachev3.GetResourceName(old[k]) {
+				samePlaces = false
+			}
+		}
+		var m map[string]string
+		if samePlaces {
+			m = maps.Clone(oldMap)
+		} else {
+			m = make(map[string]string, len(list))
+		}
+		for k, r := range list {
+			if samePlaces && list[k] == old[k] {
+				continue
+			}
+			var d translate.Digest
+			ok := false
+			if digests != nil {
+				d, ok = digests(r)
+			}
+			if !ok {
+				var err error
+				if d, err = translate.DigestOf(r); err != nil {
+					return fmt.Errorf("version %s: %w", cachev3.GetResourceName(r), err)
+				}
+			}
+			m[cachev3.GetResourceName(r)] = hex.EncodeToString(d[:])
+		}
+		snap.VersionMap[typ] = m
+	}
+	return nil
+}
+
+// contentVersion hashes the digests of items, taken from digests (may be
+// nil) where the checker computed them.
+func contentVersion(items []types.Resource, digests func(proto.Message) (translate.Digest, bool)) (string, error) {
+	h := sha256.New()
+	for _, r := range items {
+		var d translate.Digest
+		ok := false
+		if digests != nil {
+			d, ok = digests(r)
+		}
+		if !ok {
+			var err error
+			if d, err = translate.DigestOf(r); err != nil {
+				return "", fmt.Errorf("hash resource: %w", err)
+			}
+		}
+		h.Write(d[:])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+func equalVersions(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}

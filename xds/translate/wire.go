@@ -1,0 +1,298 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package translate
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"strings"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// Wire route configurations.
+//
+// A repeated protobuf field is the concatenation of its encoded elements,
+// each a tag, a length and the element's bytes. A route table's virtual
+// hosts (RouteConfiguration field 2) can therefore be kept serialized, one
+// by one, and a table with one changed virtual host encoded as the
+// concatenation of the kept bytes and the new host's, instead of
+// serializing every host again.
+//
+// The wire form of a table is a RouteConfiguration holding its own fields
+// as usual and its virtual hosts as those concatenated bytes, in the
+// message's unknown fields. Serializing it writes its own fields and copies
+// the bytes; whoever reads the serialization (Envoy, a gRPC client,
+// DecodeRouteConfiguration) gets the virtual hosts as field 2, as if they
+// had been serialized with the table. It needs nothing from go-control-plane
+// but its own marshalling of a resource.
+
+// virtualHostsField is RouteConfiguration.virtual_hosts.
+const virtualHostsField protowire.Number = 2
+
+// DecodeRouteConfiguration returns rc with its virtual hosts as messages:
+// rc itself unless it is a wire form, else a new message.
+func DecodeRouteConfiguration(rc *routev3.RouteConfiguration) (*routev3.RouteConfiguration, error) {
+	if len(rc.ProtoReflect().GetUnknown()) == 0 {
+		return rc, nil
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(rc)
+	if err != nil {
+		return nil, fmt.Errorf("route configuration %q: serialize: %w", rc.GetName(), err)
+	}
+	out := &routev3.RouteConfiguration{}
+	if err := proto.Unmarshal(b, out); err != nil {
+		return nil, fmt.Errorf("route configuration %q: decode: %w", rc.GetName(), err)
+	}
+	return out, nil
+}
+
+// tableState is what a Checker keeps of one route configuration.
+type tableState struct {
+	shell  []byte // the serialization of the table without its virtual hosts
+	vhosts []*vhostState
+	// messages are the virtual hosts of vhosts, compared without
+	// reaching into each state.
+	messages []*routev3.VirtualHost
+	// names and domains count the virtual hosts per name and per
+	// (lowercased) domain; dups counts the names and domains counted more
+	// than once, problems the virtual hosts with problems of their own.
+	names    map[string]int
+	domains  map[string]int
+	dups     int
+	problems int
+	wire     *routev3.RouteConfiguration
+}
+
+// vhostState is a checked virtual host.
+type vhostState struct {
+	vh       *routev3.VirtualHost
+	name     string
+	field    []byte // its element of field 2: tag, length, serialization
+	domains  []string
+	refs     []string // the clusters its routes send to
+	problems []error
+}
+
+// table checks one route configuration against the state of the previous
+// check and returns its wire form.
+func (e *checkRun) table(rc *routev3.RouteConfiguration) *routev3.RouteConfiguration {
+	c := e.c
+	name := rc.GetName()
+	ts := c.tables[name]
+	if ts == nil {
+		ts = &tableState{names: map[string]int{}, domains: map[string]int{}}
+		c.tables[name] = ts
+	}
+	// The table's own fields, with its virtual hosts taken out for the
+	// moment.
+	vhs := rc.VirtualHosts
+	rc.VirtualHosts = nil
+	shell, err := e.opts.Marshal(rc)
+	if err == nil {
+		c.Encoded += len(shell)
+		if verr := e.validate(sha256.Sum256(shell), rc); verr != nil {
+			e.fail("route configuration %q: %w", name, verr)
+		}
+	} else {
+		e.fail("route configuration %q: serialize: %w", name, err)
+	}
+	rc.VirtualHosts = vhs
+	changed := ts.wire == nil || !bytes.Equal(shell, ts.shell)
+	ts.shell = shell
+
+	// The virtual hosts, in order: an unchanged one is the very same
+	// message at its place.
+	prev, prevMsgs := ts.vhosts, ts.messages
+	next := make([]*vhostState, 0, len(vhs))
+	j := 0
+	for i := 0; i < len(vhs); {
+		v := vhs[i]
+		if j < len(prev) && prevMsgs[j] == v {
+			next = append(next, prev[j])
+			i++
+			j++
+			continue
+		}
+		if j < len(prev) && prev[j].name < v.GetName() {
+			changed = true
+			c.unindex(ts, prev[j])
+			j++
+			continue
+		}
+		vs := e.vhost(name, v)
+		if j < len(prev) && prev[j].name == v.GetName() {
+			// Rebuilt in its place: a change only if its bytes differ.
+			changed = changed || !bytes.Equal(vs.field, prev[j].field)
+			c.unindex(ts, prev[j])
+			j++
+		} else {
+			changed = true
+		}
+		c.index(ts, vs, e)
+		next = append(next, vs)
+		i++
+	}
+	for ; j < len(prev); j++ {
+		changed = true
+		c.unindex(ts, prev[j])
+	}
+	ts.vhosts, ts.messages = next, vhs
+	e.touched++
+	if ts.dups > 0 {
+		e.errs = append(e.errs, duplicates(name, next)...)
+	}
+	if ts.problems > 0 {
+		for _, vs := range next {
+			e.errs = append(e.errs, vs.problems...)
+		}
+	}
+	if !changed {
+		return ts.wire
+	}
+	// A new content: concatenate the kept elements.
+	n := 0
+	for _, vs := range next {
+		n += len(vs.field)
+	}
+	fields := make([]byte, 0, n)
+	for _, vs := range next {
+		fields = append(fields, vs.field...)
+	}
+	wire := &routev3.RouteConfiguration{}
+	if err := proto.Unmarshal(shell, wire); err != nil {
+		e.fail("route configuration %q: decode: %w", name, err)
+		return rc
+	}
+	wire.ProtoReflect().SetUnknown(protoreflect.RawFields(fields))
+	ts.wire = wire
+	c.wires[wire] = wireDigest(generation.Add(1))
+	return wire
+}
+
+// vhost serializes, validates and indexes one virtual host of table.
+func (e *checkRun) vhost(table string, v *routev3.VirtualHost) *vhostState {
+	vs := &vhostState{vh: v, name: v.GetName()}
+	where := func() string { return fmt.Sprintf("route configuration %q virtual host %s", table, v.GetName()) }
+	size := e.opts.Size(v)
+	field := protowire.AppendTag(make([]byte, 0, size+16), virtualHostsField, protowire.BytesType)
+	field = protowire.AppendVarint(field, uint64(size))
+	start := len(field)
+	field, err := e.opts.MarshalAppend(field, v)
+	if err != nil {
+		e.fail("%s: serialize: %w", where(), err)
+		return vs
+	}
+	if len(field)-start != size {
+		// The size was computed for another content (the message must
+		// not be modified while checked): encode the length afresh.
+		enc := field[start:]
+		field = protowire.AppendTag(nil, virtualHostsField, protowire.BytesType)
+		field = protowire.AppendBytes(field, enc)
+		start = len(field) - len(enc)
+	}
+	vs.field = field
+	e.c.Encoded += len(field)
+	if err := e.validate(sha256.Sum256(field[start:]), v); err != nil {
+		e.fail("%s: %w", where(), err)
+	}
+	for _, d := range v.GetDomains() {
+		vs.domains = append(vs.domains, strings.ToLower(d))
+	}
+	for _, r := range v.GetRoutes() {
+		vs.refs = append(vs.refs, routeClusters(r.GetRoute())...)
+		for _, h := range headerNames(r) {
+			if !isModifiable(h) {
+				vs.problems = append(vs.problems, fmt.Errorf("route configuration %q: virtual host %q route %q: header %q cannot be modified",
+					table, v.GetName(), r.GetName(), h))
+			}
+		}
+	}
+	return vs
+}
+
+// index adds a virtual host's names, domains and references to the counts.
+func (c *Checker) index(ts *tableState, vs *vhostState, e *checkRun) {
+	if ts.names[vs.name]++; ts.names[vs.name] == 2 {
+		ts.dups++
+	}
+	for _, d := range vs.domains {
+		if ts.domains[d]++; ts.domains[d] == 2 {
+			ts.dups++
+		}
+	}
+	for _, name := range vs.refs {
+		if c.refs[name]++; c.refs[name] == 1 {
+			e.newRefs = append(e.newRefs, name)
+		}
+	}
+	if len(vs.problems) > 0 {
+		ts.problems++
+	}
+}
+
+// unindex takes a virtual host out of the counts.
+func (c *Checker) unindex(ts *tableState, vs *vhostState) {
+	if ts.names[vs.name]--; ts.names[vs.name] == 1 {
+		ts.dups--
+	} else if ts.names[vs.name] == 0 {
+		delete(ts.names, vs.name)
+	}
+	for _, d := range vs.domains {
+		if ts.domains[d]--; ts.domains[d] == 1 {
+			ts.dups--
+		} else if ts.domains[d] == 0 {
+			delete(ts.domains, d)
+		}
+	}
+	for _, name := range vs.refs {
+		if c.refs[name]--; c.refs[name] <= 0 {
+			delete(c.refs, name)
+		}
+	}
+	if len(vs.problems) > 0 {
+		ts.problems--
+	}
+}
+
+// duplicates reports the duplicate virtual host names and domains of a
+// table, as CheckReferences does.
+func duplicates(table string, vhosts []*vhostState) []error {
+	var errs []error
+	names := map[string]bool{}
+	domains := map[string]string{}
+	for _, vs := range vhosts {
+		if names[vs.name] {
+			errs = append(errs, fmt.Errorf("route configuration %q: duplicate virtual host name %q", table, vs.name))
+		}
+		names[vs.name] = true
+		for _, d := range vs.domains {
+			if prev, ok := domains[d]; ok {
+				errs = append(errs, fmt.Errorf("route configuration %q: virtual hosts %q and %q both serve domain %q", table, prev, vs.name, d))
+				continue
+			}
+			domains[d] = vs.name
+		}
+	}
+	return errs
+}
+
+// referrer names a virtual host that references cluster (for errors).
+func (c *Checker) referrer(cluster string) string {
+	for table, ts := range c.tables {
+		for _, vs := range ts.vhosts {
+			for _, r := range vs.refs {
+				if r == cluster {
+					return fmt.Sprintf("route configuration %q: virtual host %q", table, vs.name)
+				}
+			}
+		}
+	}
+	return "a route"
+}
