@@ -48,8 +48,8 @@ func TestConditionsTransitionTimes(t *testing.T) {
 		cond("ResolvedRefs", metav1.ConditionTrue, "ResolvedRefs", t0),
 	}
 	desired := []metav1.Condition{
-		cond("Accepted", metav1.ConditionTrue, "Accepted", time.Time{}),                // same status: time kept
-		cond("ResolvedRefs", metav1.ConditionFalse, "BackendNotFound", time.Time{}),    // flipped: now
+		cond("Accepted", metav1.ConditionTrue, "Accepted", time.Time{}),                 // same status: time kept
+		cond("ResolvedRefs", metav1.ConditionFalse, "BackendNotFound", time.Time{}),     // flipped: now
 		cond("PartiallyInvalid", metav1.ConditionTrue, "UnsupportedValue", time.Time{}), // new: now
 	}
 	got := conditions(existing, desired, now)
