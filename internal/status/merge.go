@@ -49,13 +49,14 @@ func MergeParents(existing, desired []gatewayv1.RouteParentStatus, controllerNam
 			continue
 		}
 		i := slices.IndexFunc(desired, func(d gatewayv1.RouteParentStatus) bool {
-			return equality.Semantic.DeepEqual(d.ParentRef, p.ParentRef)
+			return equality.Semantic.DeepEqual(defaultParentRef(d.ParentRef), defaultParentRef(p.ParentRef))
 		})
 		if i < 0 || used[i] {
 			continue // no longer desired, or a duplicate of ours
 		}
 		used[i] = true
 		d := desired[i]
+		d.ParentRef = defaultParentRef(d.ParentRef)
 		d.ControllerName = ctrl
 		d.Conditions = conditions(p.Conditions, d.Conditions, t)
 		out = append(out, d)
@@ -64,6 +65,7 @@ func MergeParents(existing, desired []gatewayv1.RouteParentStatus, controllerNam
 		if used[i] {
 			continue
 		}
+		d.ParentRef = defaultParentRef(d.ParentRef)
 		d.ControllerName = ctrl
 		d.Conditions = conditions(nil, d.Conditions, t)
 		out = append(out, d)
@@ -73,6 +75,22 @@ func MergeParents(existing, desired []gatewayv1.RouteParentStatus, controllerNam
 	}
 	changed := !equality.Semantic.DeepEqual(stripNil(existing), out)
 	return out, changed
+}
+
+// defaultParentRef fills in what the apiserver defaults in a stored
+// parentRef (the CRD's group and kind defaults), so that what we write
+// compares equal to what we read back: otherwise every comparison would
+// see a change, and every write would be followed by another.
+func defaultParentRef(ref gatewayv1.ParentReference) gatewayv1.ParentReference {
+	if ref.Group == nil {
+		g := gatewayv1.Group(gatewayv1.GroupName)
+		ref.Group = &g
+	}
+	if ref.Kind == nil {
+		k := gatewayv1.Kind("Gateway")
+		ref.Kind = &k
+	}
+	return ref
 }
 
 func stripNil(p []gatewayv1.RouteParentStatus) []gatewayv1.RouteParentStatus {
@@ -88,6 +106,22 @@ func MergeGateway(existing, desired gatewayv1.GatewayStatus, now time.Time) (gat
 	t := metav1.NewTime(now.Truncate(time.Second))
 	out := *desired.DeepCopy()
 	out.Conditions = conditions(existing.Conditions, desired.Conditions, t)
+	// The apiserver's defaults, so that what we write compares equal to
+	// what we read back.
+	for i := range out.Addresses {
+		if out.Addresses[i].Type == nil {
+			ip := gatewayv1.IPAddressType
+			out.Addresses[i].Type = &ip
+		}
+	}
+	for i := range out.Listeners {
+		for j := range out.Listeners[i].SupportedKinds {
+			if out.Listeners[i].SupportedKinds[j].Group == nil {
+				g := gatewayv1.Group(gatewayv1.GroupName)
+				out.Listeners[i].SupportedKinds[j].Group = &g
+			}
+		}
+	}
 	for i := range out.Listeners {
 		var prev []metav1.Condition
 		for _, l := range existing.Listeners {

@@ -23,9 +23,11 @@ func cond(typ string, st metav1.ConditionStatus, reason string, at time.Time) me
 	return metav1.Condition{Type: typ, Status: st, Reason: reason, Message: reason, LastTransitionTime: metav1.NewTime(at)}
 }
 
+// parent is an entry as the apiserver stores it (parentRef defaults filled
+// in).
 func parent(ctrl, gw string, conds ...metav1.Condition) gatewayv1.RouteParentStatus {
 	return gatewayv1.RouteParentStatus{
-		ParentRef:      gatewayv1.ParentReference{Name: gatewayv1.ObjectName(gw)},
+		ParentRef:      defaultParentRef(gatewayv1.ParentReference{Name: gatewayv1.ObjectName(gw)}),
 		ControllerName: gatewayv1.GatewayController(ctrl),
 		Conditions:     conds,
 	}
@@ -35,6 +37,7 @@ func parent(ctrl, gw string, conds ...metav1.Condition) gatewayv1.RouteParentSta
 // transition times.
 func desiredParent(gw string, conds ...metav1.Condition) gatewayv1.RouteParentStatus {
 	p := parent("", gw, conds...)
+	p.ParentRef = gatewayv1.ParentReference{Name: gatewayv1.ObjectName(gw)}
 	for i := range p.Conditions {
 		p.Conditions[i].LastTransitionTime = metav1.Time{}
 	}
