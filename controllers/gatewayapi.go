@@ -167,6 +167,7 @@ func (r *GatewayAPIReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 		r.Publisher.Publish(in, out)
 	}
 	r.Status.Submit(in, out)
+	r.limit.done(time.Since(start))
 	return reconcile.Result{}, nil
 }
 

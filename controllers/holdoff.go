@@ -23,13 +23,24 @@ const DefaultMinInterval = 20 * time.Millisecond
 // quiet spell. A new lease creates a Service, an EndpointSlice and a route
 // one after the other; each is translated and pushed as it arrives instead
 // of the route waiting for the interval.
-const translateBurst = 3
+const translateBurst = 4
+
+// maxTranslateDebt caps what a long translation costs beyond its token, in
+// intervals: a slow full translation delays the next one by at most this
+// many intervals more.
+const maxTranslateDebt = 5
 
 // translateLimiter spaces translations with a token bucket: it holds up to
 // translateBurst tokens and earns one per interval. A change after a quiet
 // spell finds a token and is translated at once; under sustained churn
 // translations start at most once per interval on average, and the events
 // of each interval are folded into one translation.
+//
+// A translation also pays for the time it took (done): one token per
+// interval of it, up to maxTranslateDebt. So under sustained churn the
+// controller spends at most about half its time translating, however slow
+// a translation is, and leaves the rest of the machine to the apiserver
+// whose events it is following.
 type translateLimiter struct {
 	interval time.Duration
 	now      func() time.Time
@@ -87,6 +98,17 @@ func (l *translateLimiter) take() time.Duration {
 	}
 	l.tokens--
 	return 0
+}
+
+// done charges the translation that took d.
+func (l *translateLimiter) done(d time.Duration) {
+	if l == nil || d <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refill()
+	l.tokens -= min(float64(d)/float64(l.interval), maxTranslateDebt)
 }
 
 // holdOffHandler maps every event that can change the translation to the

@@ -61,6 +61,42 @@ func TestTranslateLimiter(t *testing.T) {
 		t.Errorf("tokens were not capped at %d", translateBurst)
 	}
 
+	// A slow translation pays for its time: after one of 40 ms (two
+	// intervals) on a full bucket, the next ones find 4-1-2 = 1 token.
+	c.add(time.Hour)
+	if l.take() != 0 {
+		t.Fatal("no token after an hour")
+	}
+	l.done(40 * time.Millisecond)
+	if l.take() != 0 {
+		t.Fatal("the token left after a slow translation was refused")
+	}
+	if d := l.take(); d <= 0 || d > 20*time.Millisecond+time.Millisecond {
+		t.Errorf("after a slow translation: wait %s, want about 20ms", d)
+	}
+	// The charge is capped: a translation of a minute waits at most
+	// maxTranslateDebt intervals more.
+	c.add(time.Hour)
+	l.take()
+	l.done(time.Minute)
+	if d := l.wait(); d > time.Duration(maxTranslateDebt+1)*20*time.Millisecond {
+		t.Errorf("after a one-minute translation: wait %s, want ≤ %d intervals", d, maxTranslateDebt+1)
+	}
+	// Under sustained churn of 10 ms translations, the controller
+	// translates at most about half the time.
+	c.add(time.Hour)
+	busy := time.Duration(0)
+	for range 1000 {
+		c.add(time.Millisecond)
+		if l.take() == 0 {
+			l.done(10 * time.Millisecond)
+			busy += 10 * time.Millisecond
+		}
+	}
+	if busy > 600*time.Millisecond {
+		t.Errorf("%s of 10 ms translations in 1 s of churn, want at most about half", busy)
+	}
+
 	if (*translateLimiter)(nil).take() != 0 {
 		t.Errorf("a nil limiter must never wait")
 	}
