@@ -135,7 +135,7 @@ func rows(cfg Config, r *Results) []row {
 			extra = fmt.Sprintf(" (%d timed out)", ph.set.Late)
 		}
 		p50Target := 5 * time.Millisecond
-		if ph.set.Routes > 3000 {
+		if ph.set.Routes > 5000 {
 			p50Target = 10 * time.Millisecond
 		}
 		out = append(out,
