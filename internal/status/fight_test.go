@@ -1,6 +1,7 @@
 package status
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -67,5 +68,45 @@ func TestRestoreDelays(t *testing.T) {
 	now = now.Add(fightMemory + time.Second)
 	if d := delay(true); d != 0 {
 		t.Errorf("after %s of quiet: delay %s, want 0", fightMemory, d)
+	}
+}
+
+// While routes are arriving, at most floodWriters writes are in flight;
+// once they stop arriving, writes are not held.
+func TestFloodSlots(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := New(nil, nil, ours, logr.Discard())
+	w.now = func() time.Time { return now }
+	w.lastRoutes = now
+	ctx, cancel := context.WithCancel(context.Background())
+	var releases []func()
+	for range floodWriters {
+		releases = append(releases, w.floodSlot(ctx))
+	}
+	if len(w.floodSlots) != floodWriters {
+		t.Fatalf("%d slots taken, want %d", len(w.floodSlots), floodWriters)
+	}
+	// One more waits; a cancelled context lets it go without a slot.
+	got := make(chan func())
+	go func() { got <- w.floodSlot(ctx) }()
+	select {
+	case <-got:
+		t.Fatal("a write beyond floodWriters went ahead during a flood")
+	default:
+	}
+	cancel()
+	(<-got)()
+	for _, r := range releases {
+		r()
+	}
+	if len(w.floodSlots) != 0 {
+		t.Errorf("%d slots still taken after release", len(w.floodSlots))
+	}
+	now = now.Add(floodQuiet)
+	for range 2 * floodWriters {
+		w.floodSlot(context.Background())
+	}
+	if len(w.floodSlots) != 0 {
+		t.Errorf("writes after the flood took slots")
 	}
 }

@@ -78,8 +78,23 @@ type Writer struct {
 	// submitted: a translation has been submitted, so desired status is
 	// known.
 	submitted bool
-	queue     workqueue.TypedRateLimitingInterface[Key]
+	// lastRoutes is when a Submit last queued a route: routes are still
+	// arriving (see floodWriters).
+	lastRoutes time.Time
+	floodSlots chan struct{}
+	queue      workqueue.TypedRateLimitingInterface[Key]
 }
+
+const (
+	// floodWriters is how many status writes may be in flight while
+	// routes are still arriving (a Submit queued routes in the last
+	// floodQuiet). During a flood of Creates the apiserver's writes are
+	// what everyone waits for: a few writers keep the routes' status
+	// moving without taking the apiserver from the Creates; when the
+	// flood stops, every worker writes what is left.
+	floodWriters = 4
+	floodQuiet   = 200 * time.Millisecond
+)
 
 // New returns a writer with 32 workers: status writes are apiserver
 // round trips, and a burst of new routes should not queue behind each other.
@@ -87,11 +102,12 @@ func New(c client.Client, reader client.Reader, controllerName string, log logr.
 	return &Writer{
 		client: c, reader: reader, controllerName: controllerName, log: log,
 		workers: 32, now: time.Now,
-		classes:  map[string]gatewayv1.GatewayClassStatus{},
-		gateways: map[types.NamespacedName]gatewayv1.GatewayStatus{},
-		checked:  map[Key]checkedRoute{},
-		written:  map[Key]uint64{},
-		fights:   map[Key]fight{},
+		classes:    map[string]gatewayv1.GatewayClassStatus{},
+		gateways:   map[types.NamespacedName]gatewayv1.GatewayStatus{},
+		checked:    map[Key]checkedRoute{},
+		written:    map[Key]uint64{},
+		fights:     map[Key]fight{},
+		floodSlots: make(chan struct{}, floodWriters),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[Key](),
 			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "status"}),
@@ -140,6 +156,12 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 		w.forgetGone(in)
 	}
 	delays := w.restoreDelays(dirty, false)
+	for _, k := range dirty {
+		if k.Kind != KindGateway && k.Kind != KindGatewayClass {
+			w.lastRoutes = now
+			break
+		}
+	}
 	w.mu.Unlock()
 	w.enqueue(dirty, delays)
 }
@@ -478,8 +500,10 @@ func (w *Writer) write(ctx context.Context, k Key) error {
 		if !merge(w.now()) {
 			return nil
 		}
+		release := w.floodSlot(ctx)
 		writesTotal.WithLabelValues(string(k.Kind)).Inc()
 		err := w.client.Status().Update(ctx, obj)
+		release()
 		if err == nil {
 			w.recordWrite(k, obj.GetResourceVersion())
 			return nil
@@ -493,6 +517,23 @@ func (w *Writer) write(ctx context.Context, k Key) error {
 		reader = w.reader
 	}
 	return fmt.Errorf("write status of %s %s: conflicts persisted", k.Kind, k.NamespacedName)
+}
+
+// floodSlot waits, while routes are still arriving, for one of the
+// floodWriters slots, and returns its release.
+func (w *Writer) floodSlot(ctx context.Context) func() {
+	w.mu.Lock()
+	flooding := w.now().Sub(w.lastRoutes) < floodQuiet
+	w.mu.Unlock()
+	if !flooding {
+		return func() {}
+	}
+	select {
+	case w.floodSlots <- struct{}{}:
+		return func() { <-w.floodSlots }
+	case <-ctx.Done():
+		return func() {}
+	}
 }
 
 // object returns an empty object of k's kind and a function that merges the
