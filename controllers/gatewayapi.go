@@ -14,13 +14,11 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -75,7 +73,11 @@ type GatewayAPIReconciler struct {
 	// HoldOff delays a translation after the first event of a burst, so
 	// that the burst is translated once (Contour holds 100 ms; we hold less).
 	HoldOff time.Duration
-	Log     logr.Logger
+	// MinInterval spaces translations, and so xDS pushes and status
+	// batches, under sustained churn (see translateLimiter); zero means
+	// DefaultMinInterval.
+	MinInterval time.Duration
+	Log         logr.Logger
 	// Tenancy says where shards may live (nil: the safe defaults); a
 	// Gateway with shard parameters elsewhere is not Accepted.
 	Tenancy *Tenancy
@@ -85,6 +87,7 @@ type GatewayAPIReconciler struct {
 
 	trigger    chan event.GenericEvent
 	once       sync.Once
+	limit      *translateLimiter
 	translator *gatewayapi.Translator
 	// ownership: the last translation's ownership facts, which the next
 	// one's handover reads; ownershipOf memoises them (see ownershipFor).
@@ -109,7 +112,8 @@ type ownershipInputs struct {
 func (r *GatewayAPIReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.once.Do(func() { r.trigger = make(chan event.GenericEvent, 1) })
 	r.translator = gatewayapi.NewTranslator()
-	h := holdOffHandler{d: r.HoldOff, recheck: r.Status.Recheck}
+	r.limit = newTranslateLimiter(r.MinInterval, time.Now)
+	h := holdOffHandler{d: r.HoldOff, limit: r.limit, recheck: r.Status.Recheck}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("gatewayapi").
 		WatchesRawSource(source.Channel(r.trigger, h)).
@@ -139,6 +143,11 @@ func (r *GatewayAPIReconciler) Trigger() {
 // Reconcile builds the snapshot from the cache, translates it, hands the
 // status to the writer and the IR to the publisher.
 func (r *GatewayAPIReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	// Events that arrived during the last translation put the key back at
+	// once; the limiter decides whether it is time yet.
+	if wait := r.limit.take(); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
 	start := time.Now()
 	in, err := r.snapshot(ctx)
 	if err != nil {
@@ -150,6 +159,7 @@ func (r *GatewayAPIReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 		r.Publisher.Publish(out.Gateways)
 	}
 	r.Status.Submit(in, out)
+	r.limit.done(time.Since(start))
 	return reconcile.Result{}, nil
 }
 
@@ -322,46 +332,3 @@ func storeList[T any, PT interface {
 	}
 	return out, nil
 }
-
-// holdOffHandler maps every event that can change the translation to the
-// snapshot key, delayed by d. The delaying queue keeps the earliest deadline
-// of a key, so a burst waits at most d after its first event; with d = 0 a
-// lone change is translated at once and the events of a burst that arrive
-// during a translation are folded into the next one.
-//
-// Updates that cannot change the translation (status written by us or by
-// another controller, resyncs) are not translated: recheck compares such an
-// object's status with its desired status instead.
-type holdOffHandler struct {
-	d       time.Duration
-	recheck func(client.Object)
-}
-
-func (h holdOffHandler) add(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if h.d <= 0 {
-		q.Add(snapshotKey)
-		return
-	}
-	q.AddAfter(snapshotKey, h.d)
-}
-
-func (h holdOffHandler) Create(_ context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.add(q)
-}
-func (h holdOffHandler) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if gatewayapi.Relevant(e.ObjectOld, e.ObjectNew) {
-		h.add(q)
-		return
-	}
-	if h.recheck != nil {
-		h.recheck(e.ObjectNew)
-	}
-}
-func (h holdOffHandler) Delete(_ context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.add(q)
-}
-func (h holdOffHandler) Generic(_ context.Context, _ event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.add(q)
-}
-
-var _ handler.EventHandler = holdOffHandler{}

@@ -29,27 +29,42 @@ func TestSmoke(t *testing.T) {
 	if len(res.Errors) > 0 {
 		t.Fatalf("phases failed: %v", res.Errors)
 	}
-	n := cfg.AttachRoutes
+	n := cfg.FloodRoutes
+	if len(res.FloodWithout) != cfg.FloodRounds || len(res.FloodWith) != cfg.FloodRounds || len(res.FloodAccepted) != cfg.FloodRounds {
+		t.Errorf("flood: %d/%d/%d rounds timed, want %d", len(res.FloodWithout), len(res.FloodWith), len(res.FloodAccepted), cfg.FloodRounds)
+	}
 	if res.Attached != n || res.Accepted != n {
-		t.Errorf("attach: attached %d, accepted %d, want %d", res.Attached, res.Accepted, n)
+		t.Errorf("flood: attached %d, accepted %d, want %d", res.Attached, res.Accepted, n)
 	}
-	if res.AttachTotal <= 0 || res.AttachCreate <= 0 || res.Teardown <= 0 {
-		t.Errorf("attach: times not measured: %+v", res)
+	for _, w := range res.FloodWrites {
+		if w < float64(n) {
+			t.Errorf("flood: %.0f status writes counted for %d new routes", w, n)
+		}
 	}
-	if res.StatusWrites <= 0 || res.WritesPerRoute <= 0 {
-		t.Errorf("attach: no status writes counted")
+	// Memory at N, P and M routes, each route with its own Service (the
+	// samples taken in between add routes before M).
+	wantSizes := []int{n, cfg.PropagationRoutes, cfg.MemoryRoutes}
+	if len(res.Memory) != len(wantSizes) {
+		t.Fatalf("memory: %d figures, want %d", len(res.Memory), len(wantSizes))
 	}
-	if res.MemoryRoutes < cfg.MemoryObjects || res.MemoryServices < cfg.MemoryObjects {
-		t.Errorf("memory: %d routes, %d Services loaded, want ≥ %d", res.MemoryRoutes, res.MemoryServices, cfg.MemoryObjects)
+	for i, m := range res.Memory {
+		if m.Routes < wantSizes[i] || (i < 2 && m.Routes != wantSizes[i]) || m.Services < m.Routes+cfg.ExtraServices || m.RSS <= 0 || m.HeapInuse <= 0 {
+			t.Errorf("memory %d: %+v, want %d routes and ≥ %d Services", i, m, wantSizes[i], wantSizes[i]+cfg.ExtraServices)
+		}
 	}
-	if res.RSS <= 0 || res.HeapInuse <= 0 {
-		t.Errorf("memory: RSS %d, heap %d", res.RSS, res.HeapInuse)
+	sets := append([]SampleSet{res.Propagation, res.Churn}, res.Tenant...)
+	if len(res.Tenant) != 2 {
+		t.Errorf("tenant flow: %d phases, want 2", len(res.Tenant))
 	}
-	if len(res.Propagation) != cfg.Samples || len(res.Churn) != cfg.Samples {
-		t.Errorf("propagation: %d and %d samples, want %d each", len(res.Propagation), len(res.Churn), cfg.Samples)
+	for i, s := range sets {
+		if len(s.Samples) != cfg.Samples || s.Late > 0 {
+			t.Errorf("sample set %d: %d samples (%d timed out), want %d", i, len(s.Samples), s.Late, cfg.Samples)
+		}
 	}
-	if res.PropagationLate > 0 || res.ChurnLate > 0 {
-		t.Errorf("propagation: %d and %d samples timed out", res.PropagationLate, res.ChurnLate)
+	for _, s := range res.Tenant {
+		if len(s.FromService) != cfg.Samples {
+			t.Errorf("tenant flow: %d Service → RDS samples, want %d", len(s.FromService), cfg.Samples)
+		}
 	}
 	if res.ChurnUpdates == 0 {
 		t.Errorf("churn: no route updates made")

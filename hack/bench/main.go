@@ -25,14 +25,15 @@ import (
 
 func main() {
 	cfg := fullConfig()
-	smoke := flag.Bool("smoke", false, "small sizes (N=50, M=100, P=100, 20 samples, 5 s churn)")
-	n := flag.Int("attach-routes", 0, "N: HTTPRoutes applied at once for the attach figure (default 1000; smoke 50)")
-	m := flag.Int("memory-objects", 0, "M: HTTPRoutes and Services loaded for the memory figure (default 10000; smoke 100)")
-	p := flag.Int("propagation-routes", 0, "P: HTTPRoutes present during propagation (default 3000; smoke 100)")
-	s := flag.Int("samples", 0, "propagation samples per phase (default 100; smoke 20)")
+	smoke := flag.Bool("smoke", false, "small sizes (N=50, P=100, M=250, 20 samples, 5 s churn, one flood round)")
+	n := flag.Int("flood-routes", 0, "N: HTTPRoutes created at once for the flood figures; memory and tenant flow are measured there too (default 1000; smoke 50)")
+	rounds := flag.Int("flood-rounds", 0, "flood rounds, each timed with shardgate stopped and running (default 2; smoke 1)")
+	p := flag.Int("propagation-routes", 0, "P: HTTPRoutes present during propagation and the second tenant flow (default 3000; smoke 100)")
+	m := flag.Int("memory-routes", -1, "M: HTTPRoutes, each with its own Service and EndpointSlice, for the last memory figure; 0 skips it (default 10000; smoke 250)")
+	s := flag.Int("samples", 0, "samples per propagation and tenant-flow phase (default 100; smoke 20)")
 	churn := flag.Duration("churn", 0, "minimum length of the churn phase (default 20s; smoke 5s)")
-	phases := flag.String("phases", "", "comma-separated phases to run: attach, propagation, memory (default all)")
-	heap := flag.String("heap-profile", "", "save shardgate's heap profile after the memory phase to this file")
+	phases := flag.String("phases", "", "comma-separated phases to run: flood, memory, tenant, propagation (default all; sizes grow whichever run)")
+	heap := flag.String("heap-profile", "", "save shardgate's heap profile after the largest memory figure to this file")
 	flag.Parse()
 	if *smoke {
 		cfg = smokeConfig()
@@ -40,10 +41,13 @@ func main() {
 	for _, o := range []struct {
 		v   int
 		dst *int
-	}{{*n, &cfg.AttachRoutes}, {*m, &cfg.MemoryObjects}, {*p, &cfg.PropagationRoutes}, {*s, &cfg.Samples}} {
+	}{{*n, &cfg.FloodRoutes}, {*rounds, &cfg.FloodRounds}, {*p, &cfg.PropagationRoutes}, {*s, &cfg.Samples}} {
 		if o.v > 0 {
 			*o.dst = o.v
 		}
+	}
+	if *m >= 0 {
+		cfg.MemoryRoutes = *m
 	}
 	if *churn > 0 {
 		cfg.ChurnDuration = *churn

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -27,18 +25,27 @@ import (
 
 // Config sizes one run.
 type Config struct {
-	// AttachRoutes (N) are applied at once for the attach figure.
-	AttachRoutes int
-	// AttachWorkers create them concurrently.
-	AttachWorkers int
-	// MemoryObjects (M) HTTPRoutes and Services (each with an
-	// EndpointSlice) are loaded for the memory figure.
-	MemoryObjects int
-	// LoadWorkers create them concurrently.
+	// FloodRoutes (N) are created at once, FloodWorkers at a time, for
+	// the flood figures; the memory and tenant-flow figures are then
+	// taken at N routes.
+	FloodRoutes  int
+	FloodWorkers int
+	// FloodRounds: the flood is timed this many times with shardgate
+	// stopped and as many with it running, alternately.
+	FloodRounds int
+	// ExtraServices, each with an EndpointSlice, are named by no route
+	// (a provider's other workloads): N routes come with N+ExtraServices
+	// Services.
+	ExtraServices int
+	// LoadWorkers create the objects of a growth step concurrently.
 	LoadWorkers int
-	// PropagationRoutes (P) are present while propagation is sampled.
+	// PropagationRoutes (P) are present while propagation and the second
+	// tenant flow are sampled; memory is measured there too.
 	PropagationRoutes int
-	// Samples per propagation phase.
+	// MemoryRoutes (M), each with its own Service and EndpointSlice, are
+	// loaded for the last memory figure; 0 skips it.
+	MemoryRoutes int
+	// Samples per propagation or tenant-flow phase.
 	Samples int
 	// ChurnDuration is the least time the churn phase lasts; its samples
 	// are spread over it.
@@ -47,18 +54,20 @@ type Config struct {
 	ChurnRate int
 	// SampleTimeout bounds the wait for one propagation sample.
 	SampleTimeout time.Duration
-	// Phases run, of "attach", "propagation" and "memory"; empty runs all.
+	// Phases run, of "flood", "memory", "tenant" and "propagation"; empty
+	// runs all. Sizes grow whichever run.
 	Phases []string
-	// HeapProfile, when set, is where the memory phase saves shardgate's
-	// heap profile (from its /debug/pprof/heap).
+	// HeapProfile, when set, is where the last memory figure saves
+	// shardgate's heap profile (from its /debug/pprof/heap).
 	HeapProfile string
 }
 
 func fullConfig() Config {
 	return Config{
-		AttachRoutes: 1000, AttachWorkers: 32,
-		MemoryObjects: 10000, LoadWorkers: 64,
-		PropagationRoutes: 3000, Samples: 100,
+		FloodRoutes: 1000, FloodWorkers: 32, FloodRounds: 2, ExtraServices: 100,
+		LoadWorkers:       32,
+		PropagationRoutes: 3000, MemoryRoutes: 10000,
+		Samples:       100,
 		ChurnDuration: 20 * time.Second, ChurnRate: 10,
 		SampleTimeout: 10 * time.Second,
 	}
@@ -66,51 +75,65 @@ func fullConfig() Config {
 
 func smokeConfig() Config {
 	c := fullConfig()
-	c.AttachRoutes, c.MemoryObjects, c.PropagationRoutes, c.Samples = 50, 100, 100, 20
+	c.FloodRoutes, c.FloodRounds, c.ExtraServices = 50, 1, 5
+	c.PropagationRoutes, c.MemoryRoutes, c.Samples = 100, 250, 20
 	c.ChurnDuration = 5 * time.Second
 	return c
 }
 
 // Results are the figures of one run. A zero figure was not measured.
 type Results struct {
-	// Attach.
-	Attached       int           // attachedRoutes when settled
-	Accepted       int           // routes with our Accepted=True parent status
-	AttachCreate   time.Duration // creating the N routes
-	AttachTotal    time.Duration // first create → all Accepted and attachedRoutes=N
-	StatusWrites   float64       // shardgate_status_writes_total delta
-	WritesPerRoute float64
-	Teardown       time.Duration // delete → attachedRoutes=0
+	// Flood, per round.
+	FloodWithout []time.Duration // N Creates, shardgate stopped
+	FloodWith    []time.Duration // N Creates, shardgate running
+	// FloodAccepted: from the last Create returning to every route
+	// Accepted by us and attachedRoutes = N.
+	FloodAccepted []time.Duration
+	FloodWrites   []float64 // shardgate_status_writes_total delta
+	Attached      int       // attachedRoutes when settled (last round)
+	Accepted      int       // routes with our Accepted=True (last round)
 
-	// Propagation.
-	Propagation      []time.Duration
-	PropagationLate  int // samples that timed out (counted as SampleTimeout)
-	Churn            []time.Duration
-	ChurnLate        int
+	Memory []MemoryFigure
+
+	Tenant []SampleSet
+
+	// Propagation (route only, each route's Service already present).
+	Propagation      SampleSet
+	Churn            SampleSet
 	ChurnUpdates     int64 // route updates made by the churn goroutine
 	ChurnUpdateError int64
-	// Translations (shardgate_translate_duration_seconds) during each
-	// sampling phase: how many, and their mean duration.
-	PropagationTranslations, ChurnTranslations   int
-	PropagationTranslateMean, ChurnTranslateMean time.Duration
-
-	// Memory.
-	MemoryRoutes   int
-	MemoryServices int
-	MemoryLoad     time.Duration
-	RSS            int64 // VmRSS, bytes
-	PeakRSS        int64 // VmHWM, bytes
-	HeapInuse      int64 // go_memstats_heap_inuse_bytes
 
 	// Errors of phases that could not finish.
 	Errors []string
+}
+
+// MemoryFigure is shardgate's memory with Routes HTTPRoutes and Services
+// Services (each with an EndpointSlice) present.
+type MemoryFigure struct {
+	Routes, Services int
+	RSS              int64 // VmRSS, bytes
+	PeakRSS          int64 // VmHWM, bytes
+	HeapInuse        int64 // go_memstats_heap_inuse_bytes
+}
+
+// SampleSet is one sampling phase: create → RDS received.
+type SampleSet struct {
+	Routes  int // routes present when it began
+	Samples []time.Duration
+	// FromService: for tenant-flow samples, from the Service's Create
+	// (the first of the three) to RDS received.
+	FromService []time.Duration
+	Late        int // samples that timed out (counted as SampleTimeout)
+	// Translations (shardgate_translate_duration_seconds) during the
+	// phase: how many, and their mean duration.
+	Translations  int
+	TranslateMean time.Duration
 }
 
 const (
 	benchNS  = "bench"
 	gwName   = "bench"
 	domain   = "bench.test"
-	svcName  = "web"
 	phaseKey = "bench.shardgate.io/phase"
 )
 
@@ -125,8 +148,11 @@ type bench struct {
 	xdsAddr string
 	gw      types.NamespacedName
 	res     *Results
-	// routes is the number of HTTPRoutes of the Gateway now present.
-	routes int
+	rds     *rdsWatch // connected to proc, or nil
+	// routes is the number of HTTPRoutes of the Gateway now present:
+	// r-0 … r-(routes-1), each on Service s-<same index>. services counts
+	// the Services present (s-* and x-*).
+	routes, services int
 }
 
 func (b *bench) logf(format string, args ...any) {
@@ -146,9 +172,7 @@ func run(ctx context.Context, cfg Config, out io.Writer) (*Results, error) {
 		return nil, err
 	}
 	defer func() {
-		if b.proc != nil {
-			_ = b.proc.Stop(10 * time.Second)
-		}
+		b.stopShardgate()
 		if err := env.Stop(); err != nil {
 			b.logf("stopping the harness: %v", err)
 		}
@@ -160,26 +184,52 @@ func run(ctx context.Context, cfg Config, out io.Writer) (*Results, error) {
 	if err := b.setup(ctx); err != nil {
 		return b.res, err
 	}
-	// Sizes grow from phase to phase: N routes come and go, then P routes
-	// stay for propagation, then the total is topped up to M for memory.
-	phases := []struct {
-		name string
-		f    func(context.Context) error
-	}{
-		{"attach", b.attach},
-		{"propagation", b.propagation},
-		{"memory", b.memory},
+	// Sizes only grow: N routes (flood, memory, tenant flow), then P
+	// (memory, propagation, tenant flow), then M (memory). A phase left
+	// out still has its sizes loaded for the phases after it.
+	n, p, m := cfg.FloodRoutes, max(cfg.PropagationRoutes, cfg.FloodRoutes), cfg.MemoryRoutes
+	type step struct {
+		phase string
+		f     func(context.Context) error
 	}
-	for _, p := range phases {
+	steps := []step{
+		{"flood", b.flood},
+		{"", func(ctx context.Context) error { return b.growTo(ctx, n) }},
+		{"memory", b.measureMemory},
+		{"tenant", b.tenantFlow},
+		{"", func(ctx context.Context) error { return b.growTo(ctx, p) }},
+		{"memory", b.measureMemory},
+		{"propagation", b.propagation},
+		{"tenant", b.tenantFlow},
+	}
+	if m > p {
+		steps = append(steps,
+			step{"", func(ctx context.Context) error { return b.growTo(ctx, m) }},
+			step{"memory", b.measureMemory})
+	}
+	if len(cfg.Phases) > 0 && !slices.Contains(cfg.Phases, "memory") && !slices.Contains(cfg.Phases, "propagation") && !slices.Contains(cfg.Phases, "tenant") {
+		steps = steps[:1] // nothing after the flood needs the larger sizes
+	}
+	for _, st := range steps {
 		if err := ctx.Err(); err != nil {
 			return b.res, err
 		}
-		if len(cfg.Phases) > 0 && !slices.Contains(cfg.Phases, p.name) {
+		if st.phase != "" && len(cfg.Phases) > 0 && !slices.Contains(cfg.Phases, st.phase) {
 			continue
 		}
-		if err := p.f(ctx); err != nil {
-			b.res.Errors = append(b.res.Errors, p.name+": "+err.Error())
-			b.logf("%s: %v", p.name, err)
+		if err := st.f(ctx); err != nil {
+			name := st.phase
+			if name == "" {
+				name = "load"
+			}
+			b.res.Errors = append(b.res.Errors, name+": "+err.Error())
+			b.logf("%s: %v", name, err)
+			if st.phase == "" {
+				return b.res, nil // later phases need the sizes
+			}
+		}
+		if b.proc == nil {
+			return b.res, errors.New("shardgate is not running")
 		}
 		if exited, werr := b.proc.Exited(); exited {
 			return b.res, fmt.Errorf("shardgate exited (%v); log tail:\n%s", werr, b.proc.Tail(30))
@@ -188,6 +238,8 @@ func run(ctx context.Context, cfg Config, out io.Writer) (*Results, error) {
 	return b.res, nil
 }
 
+// startShardgate runs the built binary as its own process, with no
+// GOMEMLIMIT and the default GOGC, and waits for its metrics endpoint.
 func (b *bench) startShardgate(ctx context.Context) error {
 	mport, err := testenv.FreePort()
 	if err != nil {
@@ -201,16 +253,21 @@ func (b *bench) startShardgate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	bin, err := testenv.BuildShardgate()
+	if err != nil {
+		return err
+	}
 	b.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)
 	b.pprof = fmt.Sprintf("http://127.0.0.1:%d", pport)
 	b.xdsAddr = fmt.Sprintf("127.0.0.1:%d", xport)
-	b.proc, err = b.env.StartShardgate("shardgate",
+	b.proc, err = b.env.StartProcess("shardgate", bin, []string{"controller",
+		"--kubeconfig=" + b.env.Kubeconfig,
 		fmt.Sprintf("--metrics-address=127.0.0.1:%d", mport),
 		"--metrics-secure=false",
 		"--health-address=0",
-		"--xds-address="+b.xdsAddr,
+		"--xds-address=" + b.xdsAddr,
 		fmt.Sprintf("--pprof-address=127.0.0.1:%d", pport),
-		"--log-format=text")
+		"--log-format=text"}, []string{"GOMEMLIMIT=off", "GOGC=100"})
 	if err != nil {
 		return err
 	}
@@ -221,8 +278,22 @@ func (b *bench) startShardgate(ctx context.Context) error {
 	})
 }
 
+// stopShardgate stops the process and closes the xDS client of it.
+func (b *bench) stopShardgate() {
+	if b.rds != nil {
+		b.rds.Close()
+		b.rds = nil
+	}
+	if b.proc != nil {
+		if err := b.proc.Stop(10 * time.Second); err != nil {
+			b.logf("stopping shardgate: %v", err)
+		}
+		b.proc = nil
+	}
+}
+
 // setup creates the GatewayClass, the Gateway (one HTTP listener on port
-// 80), the Service every small route points at, and waits for the Gateway's
+// 80) and the Services no route names, and waits for the Gateway's
 // listener status.
 func (b *bench) setup(ctx context.Context) error {
 	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNS}}); err != nil {
@@ -250,15 +321,62 @@ func (b *bench) setup(ctx context.Context) error {
 	if err := b.c.Create(ctx, gw); err != nil {
 		return err
 	}
-	if err := b.c.Create(ctx, service(svcName, 0)); err != nil {
+	if err := parallel(ctx, b.cfg.ExtraServices, b.cfg.LoadWorkers, func(ctx context.Context, i int) error {
+		return b.createBackend(ctx, fmt.Sprintf("x-%d", i), 100000+i)
+	}, nil); err != nil {
 		return err
 	}
-	if err := b.c.Create(ctx, endpointSlice(svcName, 0)); err != nil {
-		return err
-	}
+	b.services += b.cfg.ExtraServices
 	return b.waitFor(ctx, 60*time.Second, "Gateway listener status", func() (bool, error) {
 		n, ok, err := b.attached(ctx)
 		return ok && n == 0, err
+	})
+}
+
+// createBackend creates Service name with its EndpointSlice.
+func (b *bench) createBackend(ctx context.Context, name string, i int) error {
+	if err := b.c.Create(ctx, service(name)); err != nil {
+		return fmt.Errorf("create Service %s: %w", name, err)
+	}
+	if err := b.c.Create(ctx, endpointSlice(name, i)); err != nil {
+		return fmt.Errorf("create EndpointSlice of %s: %w", name, err)
+	}
+	return nil
+}
+
+// routeName, serviceName and hostName name route k, its Service and its
+// hostname.
+func routeName(k int) string   { return fmt.Sprintf("r-%d", k) }
+func serviceName(k int) string { return fmt.Sprintf("s-%d", k) }
+func hostName(k int) string    { return fmt.Sprintf("r-%d.%s", k, domain) }
+
+// growTo creates routes up to n, each with its own Service and
+// EndpointSlice (created first), and waits for attachedRoutes = n.
+func (b *bench) growTo(ctx context.Context, n int) error {
+	if n <= b.routes {
+		return nil
+	}
+	base, more := b.routes, n-b.routes
+	progress := func(what string) func(int) {
+		return func(done int) { b.logf("load: %s %d/%d", what, done, more) }
+	}
+	b.logf("load: %d routes present; creating %d Services, EndpointSlices and routes", base, more)
+	if err := parallel(ctx, more, b.cfg.LoadWorkers, func(ctx context.Context, i int) error {
+		return b.createBackend(ctx, serviceName(base+i), base+i)
+	}, progress("Services+EndpointSlices")); err != nil {
+		return err
+	}
+	b.services += more
+	if err := parallel(ctx, more, b.cfg.LoadWorkers, func(ctx context.Context, i int) error {
+		k := base + i
+		return b.c.Create(ctx, route(routeName(k), "load", hostName(k), serviceName(k)))
+	}, progress("HTTPRoutes")); err != nil {
+		return err
+	}
+	b.routes = n
+	return b.poll(ctx, 10*time.Minute, 100*time.Millisecond, fmt.Sprintf("attachedRoutes=%d", n), func() (bool, error) {
+		got, _, err := b.attached(ctx)
+		return err == nil && got == n, err
 	})
 }
 
@@ -291,7 +409,9 @@ func (b *bench) poll(ctx context.Context, timeout, every time.Duration, what str
 		if err != nil {
 			last = err
 		}
-		if exited, werr := b.proc.Exited(); exited {
+		if b.proc == nil {
+			// shardgate is stopped on purpose (the flood's baseline).
+		} else if exited, werr := b.proc.Exited(); exited {
 			return fmt.Errorf("waiting for %s: shardgate exited (%v); log tail:\n%s", what, werr, b.proc.Tail(30))
 		}
 		if time.Now().After(deadline) {
@@ -374,7 +494,7 @@ func route(name, phase, host, svc string) *gatewayv1.HTTPRoute {
 	}
 }
 
-func service(name string, _ int) *corev1.Service {
+func service(name string) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNS},
 		Spec: corev1.ServiceSpec{
@@ -444,169 +564,4 @@ func (b *bench) settledWrites(ctx context.Context) (float64, error) {
 		}
 	}
 	return last, nil
-}
-
-// attach applies N routes with AttachWorkers concurrent creates, times
-// until attachedRoutes=N and every route is Accepted by us, counts status
-// writes, then deletes them and times until attachedRoutes=0.
-func (b *bench) attach(ctx context.Context) error {
-	n := b.cfg.AttachRoutes
-	before, err := b.settledWrites(ctx)
-	if err != nil {
-		return err
-	}
-	b.logf("attach: creating %d HTTPRoutes with %d workers", n, b.cfg.AttachWorkers)
-	start := time.Now()
-	if err := parallel(ctx, n, b.cfg.AttachWorkers, func(ctx context.Context, i int) error {
-		return b.c.Create(ctx, route(fmt.Sprintf("a-%d", i), "attach", fmt.Sprintf("a-%d.%s", i, domain), svcName))
-	}, nil); err != nil {
-		return err
-	}
-	b.res.AttachCreate = time.Since(start)
-	b.logf("attach: created in %s; waiting for attachedRoutes=%d and all Accepted", b.res.AttachCreate.Round(time.Millisecond), n)
-	allAccepted := false
-	err = b.poll(ctx, 120*time.Second, 10*time.Millisecond, "attachedRoutes and Accepted", func() (bool, error) {
-		got, _, err := b.attached(ctx)
-		if err != nil || got != n {
-			return false, err
-		}
-		if !allAccepted {
-			var list gatewayv1.HTTPRouteList
-			if err := b.c.List(ctx, &list, client.InNamespace(benchNS), client.MatchingLabels{phaseKey: "attach"}); err != nil {
-				return false, err
-			}
-			accepted := 0
-			for i := range list.Items {
-				if ourAccepted(&list.Items[i]) {
-					accepted++
-				}
-			}
-			b.res.Accepted = accepted
-			allAccepted = accepted == n
-		}
-		if allAccepted {
-			b.res.Attached = got
-		}
-		return allAccepted, nil
-	})
-	if err != nil {
-		return err
-	}
-	b.res.AttachTotal = time.Since(start)
-	b.logf("attach: all %d Accepted and attached after %s", n, b.res.AttachTotal.Round(time.Millisecond))
-	after, err := b.settledWrites(ctx)
-	if err != nil {
-		return err
-	}
-	b.res.StatusWrites = after - before
-	b.res.WritesPerRoute = b.res.StatusWrites / float64(n)
-	b.logf("attach: %.0f status writes (%.3f per route)", b.res.StatusWrites, b.res.WritesPerRoute)
-
-	start = time.Now()
-	if err := b.c.DeleteAllOf(ctx, &gatewayv1.HTTPRoute{}, client.InNamespace(benchNS), client.MatchingLabels{phaseKey: "attach"}); err != nil {
-		return err
-	}
-	if err := b.poll(ctx, 120*time.Second, 10*time.Millisecond, "attachedRoutes=0", func() (bool, error) {
-		got, _, err := b.attached(ctx)
-		return err == nil && got == 0, err
-	}); err != nil {
-		return err
-	}
-	b.res.Teardown = time.Since(start)
-	b.logf("attach: teardown (delete all → attachedRoutes=0) %s", b.res.Teardown.Round(time.Millisecond))
-	return nil
-}
-
-// memory tops the Gateway's routes up to M, adds M Services with one
-// EndpointSlice each, waits until attachedRoutes says all are in, lets the
-// process settle and reads its RSS and Go heap.
-func (b *bench) memory(ctx context.Context) error {
-	m := b.cfg.MemoryObjects
-	start := time.Now()
-	progress := func(what string, total int) func(int) {
-		return func(done int) { b.logf("memory: %s %d/%d", what, done, total) }
-	}
-	b.logf("memory: creating %d Services and EndpointSlices with %d workers", m, b.cfg.LoadWorkers)
-	if err := parallel(ctx, m, b.cfg.LoadWorkers, func(ctx context.Context, i int) error {
-		name := fmt.Sprintf("svc-%d", i)
-		if err := b.c.Create(ctx, service(name, i)); err != nil {
-			return err
-		}
-		return b.c.Create(ctx, endpointSlice(name, i))
-	}, progress("Services+EndpointSlices", m)); err != nil {
-		return err
-	}
-	b.res.MemoryServices = m + 1
-	more := max(m-b.routes, 0)
-	base := b.routes
-	b.logf("memory: %d routes present; creating %d more, each to its own Service", base, more)
-	if err := parallel(ctx, more, b.cfg.LoadWorkers, func(ctx context.Context, i int) error {
-		k := base + i
-		return b.c.Create(ctx, route(fmt.Sprintf("m-%d", k), "memory", fmt.Sprintf("m-%d.%s", k, domain), fmt.Sprintf("svc-%d", k)))
-	}, progress("HTTPRoutes", more)); err != nil {
-		return err
-	}
-	b.routes += more
-	b.res.MemoryRoutes = b.routes
-	if err := b.poll(ctx, 10*time.Minute, 250*time.Millisecond, fmt.Sprintf("attachedRoutes=%d", b.routes), func() (bool, error) {
-		got, _, err := b.attached(ctx)
-		return err == nil && got == b.routes, err
-	}); err != nil {
-		return err
-	}
-	b.res.MemoryLoad = time.Since(start)
-	b.logf("memory: %d routes, %d Services loaded and attached in %s; settling 5 s", b.routes, b.res.MemoryServices, b.res.MemoryLoad.Round(time.Second))
-	if _, err := b.settledWrites(ctx); err != nil {
-		return err
-	}
-	time.Sleep(5 * time.Second)
-	rss, hwm, err := procMemory(b.proc.PID())
-	if err != nil {
-		return err
-	}
-	mets, err := scrape(ctx, b.metrics)
-	if err != nil {
-		return err
-	}
-	b.res.RSS, b.res.PeakRSS, b.res.HeapInuse = rss, hwm, int64(mets["go_memstats_heap_inuse_bytes"])
-	b.logf("memory: RSS %s (peak %s), Go heap in use %s", mib(b.res.RSS), mib(b.res.PeakRSS), mib(b.res.HeapInuse))
-	if b.cfg.HeapProfile != "" {
-		if err := b.saveHeapProfile(ctx); err != nil {
-			b.logf("memory: heap profile: %v", err)
-		}
-	}
-	if b.res.HeapInuse == 0 {
-		return errors.New("go_memstats_heap_inuse_bytes missing from shardgate's metrics")
-	}
-	return nil
-}
-
-func mib(v int64) string { return fmt.Sprintf("%.1f MiB", float64(v)/(1<<20)) }
-
-// saveHeapProfile fetches shardgate's heap profile (after a GC) into
-// cfg.HeapProfile.
-func (b *bench) saveHeapProfile(ctx context.Context) error {
-	url := b.pprof + "/debug/pprof/heap?gc=1"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	f, err := os.Create(b.cfg.HeapProfile)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	b.logf("memory: heap profile saved to %s", b.cfg.HeapProfile)
-	return f.Close()
 }

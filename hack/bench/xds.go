@@ -166,52 +166,64 @@ func (w *rdsWatch) receive() {
 	}
 }
 
-// propagation creates P routes, connects the RDS client, then measures
-// route create → RouteConfiguration with its hostname received, first
-// quietly, then while ChurnRate other routes are updated per second.
-func (b *bench) propagation(ctx context.Context) error {
-	p := b.cfg.PropagationRoutes
-	b.logf("propagation: creating %d HTTPRoutes with %d workers", p, b.cfg.LoadWorkers)
-	if err := parallel(ctx, p, b.cfg.LoadWorkers, func(ctx context.Context, i int) error {
-		return b.c.Create(ctx, route(fmt.Sprintf("p-%d", i), "propagation", fmt.Sprintf("p-%d.%s", i, domain), svcName))
-	}, func(done int) { b.logf("propagation: %d/%d created", done, p) }); err != nil {
-		return err
-	}
-	b.routes += p
-	if err := b.poll(ctx, 5*time.Minute, 100*time.Millisecond, fmt.Sprintf("attachedRoutes=%d", b.routes), func() (bool, error) {
-		got, _, err := b.attached(ctx)
-		return err == nil && got == b.routes, err
-	}); err != nil {
-		return err
-	}
-	if _, err := b.settledWrites(ctx); err != nil {
-		return err
+// rdsClient returns an xDS client of the running shardgate, dialling one
+// when there is none, and waits until its route table holds every route
+// present.
+func (b *bench) rdsClient(ctx context.Context) (*rdsWatch, error) {
+	if b.rds != nil {
+		select {
+		case <-b.rds.done:
+			b.rds = nil
+		default:
+			return b.rds, nil
+		}
 	}
 	w, err := b.dialRDS(ctx)
 	if err != nil {
-		return fmt.Errorf("xDS client: %w", err)
+		return nil, fmt.Errorf("xDS client: %w", err)
 	}
-	defer w.Close()
-	last := w.expect(fmt.Sprintf("p-%d.%s", p-1, domain))
-	select {
-	case <-last:
-	case <-w.done:
-		return fmt.Errorf("xDS stream ended: %w", w.err)
-	case <-time.After(60 * time.Second):
-		return fmt.Errorf("xDS client saw no RouteConfiguration %q with all %d routes in 60 s (%d responses)", routeTable, p, w.responses.Load())
+	if b.routes > 0 {
+		last := w.expect(hostName(b.routes - 1))
+		select {
+		case <-last:
+		case <-w.done:
+			return nil, fmt.Errorf("xDS stream ended: %w", w.err)
+		case <-time.After(60 * time.Second):
+			w.Close()
+			return nil, fmt.Errorf("xDS client saw no RouteConfiguration %q with all %d routes in 60 s (%d responses)", routeTable, b.routes, w.responses.Load())
+		}
 	}
-	b.logf("propagation: xDS client connected as %s; RouteConfiguration %q has %d virtual hosts", b.gw, routeTable, w.vhosts.Load())
+	b.logf("xDS client connected as %s; RouteConfiguration %q has %d virtual hosts", b.gw, routeTable, w.vhosts.Load())
+	b.rds = w
+	return w, nil
+}
 
-	tr := b.translations(ctx)
-	samples, late, err := b.sample(ctx, w, "s", b.cfg.Samples, 20*time.Millisecond)
-	b.res.Propagation, b.res.PropagationLate = samples, late
-	b.res.PropagationTranslations, b.res.PropagationTranslateMean = tr()
+// propagation measures route create → RouteConfiguration with its hostname
+// received, with each new route's Service and EndpointSlice created
+// beforehand: first quietly, then while ChurnRate other routes are updated
+// per second.
+func (b *bench) propagation(ctx context.Context) error {
+	w, err := b.rdsClient(ctx)
 	if err != nil {
 		return err
 	}
-	b.logf("propagation: %s; %d translations, mean %s", summary(samples), b.res.PropagationTranslations, ms(b.res.PropagationTranslateMean))
+	n, base := b.cfg.Samples, b.routes
+	if err := parallel(ctx, 2*n, b.cfg.LoadWorkers, func(ctx context.Context, i int) error {
+		return b.createBackend(ctx, serviceName(base+i), base+i)
+	}, nil); err != nil {
+		return err
+	}
+	b.services += 2 * n
+	if _, err := b.settledWrites(ctx); err != nil {
+		return err
+	}
+	b.res.Propagation, err = b.sample(ctx, w, n, 20*time.Millisecond, false)
+	if err != nil {
+		return err
+	}
+	b.logf("propagation: %s", b.res.Propagation)
 
-	// Churn: ChurnRate updates per second, round-robin over 10 of the P
+	// Churn: ChurnRate updates per second, round-robin over 10 of the
 	// routes, each changing the route's path (so its xDS content changes).
 	churnCtx, stopChurn := context.WithCancel(ctx)
 	var churnDone sync.WaitGroup
@@ -224,11 +236,12 @@ func (b *bench) propagation(ctx context.Context) error {
 				return
 			case <-t.C:
 			}
+			j := k % min(10, base)
 			r := &gatewayv1.HTTPRoute{}
-			r.Namespace, r.Name = benchNS, fmt.Sprintf("p-%d", k%min(10, p))
+			r.Namespace, r.Name = benchNS, routeName(j)
 			patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"rules": []any{map[string]any{
 				"matches":     []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": fmt.Sprintf("/churn-%d", k)}}},
-				"backendRefs": []any{map[string]any{"name": svcName, "port": 80}},
+				"backendRefs": []any{map[string]any{"name": serviceName(j), "port": 80}},
 			}}}})
 			if err := b.c.Patch(churnCtx, r, client.RawPatch(types.MergePatchType, patch)); err != nil {
 				if churnCtx.Err() == nil {
@@ -239,57 +252,96 @@ func (b *bench) propagation(ctx context.Context) error {
 			b.res.ChurnUpdates++
 		}
 	})
-	gap := b.cfg.ChurnDuration / time.Duration(max(b.cfg.Samples, 1))
-	b.logf("propagation: churn (%d route updates/s), %d samples %s apart", b.cfg.ChurnRate, b.cfg.Samples, gap)
-	tr = b.translations(ctx)
-	samples, late, err = b.sample(ctx, w, "c", b.cfg.Samples, gap)
+	gap := b.cfg.ChurnDuration / time.Duration(max(n, 1))
+	b.logf("propagation: churn (%d route updates/s), %d samples %s apart", b.cfg.ChurnRate, n, gap)
+	b.res.Churn, err = b.sample(ctx, w, n, gap, false)
 	stopChurn()
 	churnDone.Wait()
-	b.res.Churn, b.res.ChurnLate = samples, late
-	b.res.ChurnTranslations, b.res.ChurnTranslateMean = tr()
 	if err != nil {
 		return err
 	}
-	b.logf("propagation under churn: %s; %d churn updates (%d failed); %d translations, mean %s", summary(samples),
-		b.res.ChurnUpdates, b.res.ChurnUpdateError, b.res.ChurnTranslations, ms(b.res.ChurnTranslateMean))
+	b.logf("propagation under churn: %s; %d churn updates (%d failed)", b.res.Churn, b.res.ChurnUpdates, b.res.ChurnUpdateError)
 	return nil
 }
 
+// tenantGap separates tenant-flow samples: ten new leases a second.
+const tenantGap = 100 * time.Millisecond
+
+// tenantFlow measures what a new lease does: its Service, EndpointSlice and
+// route created one after the other, route create → RouteConfiguration
+// with its hostname received.
+func (b *bench) tenantFlow(ctx context.Context) error {
+	w, err := b.rdsClient(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := b.settledWrites(ctx); err != nil {
+		return err
+	}
+	set, err := b.sample(ctx, w, b.cfg.Samples, tenantGap, true)
+	b.res.Tenant = append(b.res.Tenant, set)
+	if err != nil {
+		return err
+	}
+	b.logf("tenant flow: %s", set)
+	return nil
+}
+
+func (s SampleSet) String() string {
+	out := fmt.Sprintf("%d routes present, %s", s.Routes, summary(s.Samples))
+	if len(s.FromService) > 0 {
+		out += "; from the Service's Create: " + summary(s.FromService)
+	}
+	return out + fmt.Sprintf("; %d translations, mean %s", s.Translations, ms(s.TranslateMean))
+}
+
 // sample creates n routes one at a time, each time measuring from the
-// create returning to the RouteConfiguration with its hostname arriving.
-// Each sample starts gap after the previous one started (at least).
-func (b *bench) sample(ctx context.Context, w *rdsWatch, prefix string, n int, gap time.Duration) ([]time.Duration, int, error) {
-	var out []time.Duration
-	late := 0
-	for i := range n {
+// route's create returning to the RouteConfiguration with its hostname
+// arriving. With tenant set, each route's Service and EndpointSlice are
+// created just before it; otherwise they exist already. Each sample starts
+// gap after the previous one started (at least).
+func (b *bench) sample(ctx context.Context, w *rdsWatch, n int, gap time.Duration, tenant bool) (set SampleSet, err error) {
+	set = SampleSet{Routes: b.routes}
+	tr := b.translations(ctx)
+	defer func() { set.Translations, set.TranslateMean = tr() }()
+	for range n {
 		began := time.Now()
-		host := fmt.Sprintf("%s-%d.%s", prefix, i, domain)
-		seen := w.expect(host)
-		if err := b.c.Create(ctx, route(fmt.Sprintf("%s-%d", prefix, i), "propagation", host, svcName)); err != nil {
-			return out, late, err
+		k := b.routes
+		seen := w.expect(hostName(k))
+		if tenant {
+			if err := b.createBackend(ctx, serviceName(k), k); err != nil {
+				return set, err
+			}
+			b.services++
+		}
+		if err := b.c.Create(ctx, route(routeName(k), "sample", hostName(k), serviceName(k))); err != nil {
+			return set, err
 		}
 		created := time.Now()
 		b.routes++
 		select {
 		case at := <-seen:
 			// The response can beat the create's HTTP answer home.
-			out = append(out, max(at.Sub(created), 0))
+			set.Samples = append(set.Samples, max(at.Sub(created), 0))
+			if tenant {
+				set.FromService = append(set.FromService, at.Sub(began))
+			}
 		case <-w.done:
-			return out, late, fmt.Errorf("xDS stream ended: %w", w.err)
+			return set, fmt.Errorf("xDS stream ended: %w", w.err)
 		case <-time.After(b.cfg.SampleTimeout):
-			late++
-			out = append(out, b.cfg.SampleTimeout)
+			set.Late++
+			set.Samples = append(set.Samples, b.cfg.SampleTimeout)
 		case <-ctx.Done():
-			return out, late, ctx.Err()
+			return set, ctx.Err()
 		}
 		if rest := gap - time.Since(began); rest > 0 {
 			time.Sleep(rest)
 		}
 	}
 	if w.err != nil {
-		return out, late, w.err
+		return set, w.err
 	}
-	return out, late, nil
+	return set, nil
 }
 
 // translations starts counting shardgate's translations; the returned

@@ -8,6 +8,13 @@
 // on the elected leader; other replicas keep their latest desired status
 // queued so that a new leader starts writing at once.
 //
+// Our entries keep their place in status.parents, so that two controllers
+// appending their own entries never reorder each other's. A status that
+// someone else overwrites is restored, the first time at once and then
+// with growing delays, so the writer never loops against another
+// controller. While routes are still arriving, few writes are in flight at
+// a time, leaving the apiserver to the Creates.
+//
 // It must never write an object whose status already matches, and never
 // touch another controller's status.parents entry.
 package status

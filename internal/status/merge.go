@@ -32,33 +32,65 @@ func conditions(existing, desired []metav1.Condition, now metav1.Time) []metav1.
 
 // MergeParents replaces controllerName's entries in existing with desired
 // (conditions' transition times preserved) and keeps every other
-// controller's entry as it is, in place. It reports whether the result
-// differs from existing.
+// controller's entry as it is, in place. An entry of ours whose parentRef is
+// still desired keeps its position; entries of ours no longer desired are
+// dropped; new ones are appended in desired's order. Keeping positions
+// matters: another controller that appends its own entries must not see
+// its entries move, or the two controllers would reorder the list in turn
+// forever. It reports whether the result differs from existing.
 func MergeParents(existing, desired []gatewayv1.RouteParentStatus, controllerName string, now time.Time) ([]gatewayv1.RouteParentStatus, bool) {
 	t := metav1.NewTime(now.Truncate(time.Second))
-	var ours []gatewayv1.RouteParentStatus
-	var out []gatewayv1.RouteParentStatus
+	ctrl := gatewayv1.GatewayController(controllerName)
+	used := make([]bool, len(desired))
+	out := make([]gatewayv1.RouteParentStatus, 0, len(existing)+len(desired))
 	for _, p := range existing {
-		if string(p.ControllerName) == controllerName {
-			ours = append(ours, p)
+		if p.ControllerName != ctrl {
+			out = append(out, p)
 			continue
 		}
-		out = append(out, p)
-	}
-	for _, d := range desired {
-		d.ControllerName = gatewayv1.GatewayController(controllerName)
-		var prev []metav1.Condition
-		for _, o := range ours {
-			if equality.Semantic.DeepEqual(o.ParentRef, d.ParentRef) {
-				prev = o.Conditions
-				break
-			}
+		i := slices.IndexFunc(desired, func(d gatewayv1.RouteParentStatus) bool {
+			return equality.Semantic.DeepEqual(defaultParentRef(d.ParentRef), defaultParentRef(p.ParentRef))
+		})
+		if i < 0 || used[i] {
+			continue // no longer desired, or a duplicate of ours
 		}
-		d.Conditions = conditions(prev, d.Conditions, t)
+		used[i] = true
+		d := desired[i]
+		d.ParentRef = defaultParentRef(d.ParentRef)
+		d.ControllerName = ctrl
+		d.Conditions = conditions(p.Conditions, d.Conditions, t)
 		out = append(out, d)
 	}
-	changed := !equality.Semantic.DeepEqual(stripNil(existing), stripNil(out))
+	for i, d := range desired {
+		if used[i] {
+			continue
+		}
+		d.ParentRef = defaultParentRef(d.ParentRef)
+		d.ControllerName = ctrl
+		d.Conditions = conditions(nil, d.Conditions, t)
+		out = append(out, d)
+	}
+	if len(out) == 0 {
+		out = nil
+	}
+	changed := !equality.Semantic.DeepEqual(stripNil(existing), out)
 	return out, changed
+}
+
+// defaultParentRef fills in what the apiserver defaults in a stored
+// parentRef (the CRD's group and kind defaults), so that what we write
+// compares equal to what we read back: otherwise every comparison would
+// see a change, and every write would be followed by another.
+func defaultParentRef(ref gatewayv1.ParentReference) gatewayv1.ParentReference {
+	if ref.Group == nil {
+		g := gatewayv1.Group(gatewayv1.GroupName)
+		ref.Group = &g
+	}
+	if ref.Kind == nil {
+		k := gatewayv1.Kind("Gateway")
+		ref.Kind = &k
+	}
+	return ref
 }
 
 func stripNil(p []gatewayv1.RouteParentStatus) []gatewayv1.RouteParentStatus {
@@ -74,6 +106,22 @@ func MergeGateway(existing, desired gatewayv1.GatewayStatus, now time.Time) (gat
 	t := metav1.NewTime(now.Truncate(time.Second))
 	out := *desired.DeepCopy()
 	out.Conditions = conditions(existing.Conditions, desired.Conditions, t)
+	// The apiserver's defaults, so that what we write compares equal to
+	// what we read back.
+	for i := range out.Addresses {
+		if out.Addresses[i].Type == nil {
+			ip := gatewayv1.IPAddressType
+			out.Addresses[i].Type = &ip
+		}
+	}
+	for i := range out.Listeners {
+		for j := range out.Listeners[i].SupportedKinds {
+			if out.Listeners[i].SupportedKinds[j].Group == nil {
+				g := gatewayv1.Group(gatewayv1.GroupName)
+				out.Listeners[i].SupportedKinds[j].Group = &g
+			}
+		}
+	}
 	for i := range out.Listeners {
 		var prev []metav1.Condition
 		for _, l := range existing.Listeners {

@@ -36,7 +36,7 @@ func (w *Writer) SetPublishErrors(errs map[types.NamespacedName]string) {
 	}
 	w.publish = next
 	w.mu.Unlock()
-	w.enqueue(dirty...)
+	w.enqueue(dirty, nil)
 }
 
 // desiredGateway is the translation's desired status of nn with its publish

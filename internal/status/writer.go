@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -70,22 +71,45 @@ type Writer struct {
 	written map[Key]uint64
 	// publish: the xDS server's publish outcomes by Gateway (publish.go).
 	publish map[types.NamespacedName]string
+	// fights counts, per object, the times its status had to be restored
+	// after someone else changed it while its desired status stayed the
+	// same. Each restore after the first waits longer, so a controller
+	// that insists on writing our entries is answered at a falling rate
+	// instead of in a tight loop.
+	fights map[Key]fight
 	// submitted: a translation has been submitted, so desired status is
 	// known.
 	submitted bool
-	queue     workqueue.TypedRateLimitingInterface[Key]
+	// lastRoutes is when a Submit last queued a route: routes are still
+	// arriving (see floodWriters).
+	lastRoutes time.Time
+	floodSlots chan struct{}
+	queue      workqueue.TypedRateLimitingInterface[Key]
 }
 
-// New returns a writer with 8 workers: status writes are apiserver
+const (
+	// floodWriters is how many status writes may be in flight while
+	// routes are still arriving (a Submit queued routes in the last
+	// floodQuiet). During a flood of Creates the apiserver's writes are
+	// what everyone waits for: a few writers keep the routes' status
+	// moving without taking the apiserver from the Creates; when the
+	// flood stops, every worker writes what is left.
+	floodWriters = 4
+	floodQuiet   = 200 * time.Millisecond
+)
+
+// New returns a writer with 32 workers: status writes are apiserver
 // round trips, and a burst of new routes should not queue behind each other.
 func New(c client.Client, reader client.Reader, controllerName string, log logr.Logger) *Writer {
 	return &Writer{
 		client: c, reader: reader, controllerName: controllerName, log: log,
 		workers: 32, now: time.Now,
-		classes:  map[string]gatewayv1.GatewayClassStatus{},
-		gateways: map[types.NamespacedName]gatewayv1.GatewayStatus{},
-		checked:  map[Key]checkedRoute{},
-		written:  map[Key]uint64{},
+		classes:    map[string]gatewayv1.GatewayClassStatus{},
+		gateways:   map[types.NamespacedName]gatewayv1.GatewayStatus{},
+		checked:    map[Key]checkedRoute{},
+		written:    map[Key]uint64{},
+		fights:     map[Key]fight{},
+		floodSlots: make(chan struct{}, floodWriters),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[Key](),
 			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "status"}),
@@ -101,6 +125,7 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 	var dirty []Key
 	w.mu.Lock()
 	w.submitted = true
+	w.forgiveFights(out)
 	w.classes = out.GatewayClasses
 	w.gateways = out.GatewayStatus
 	w.http, w.grpc, w.tls = out.HTTPRouteStatus, out.GRPCRouteStatus, out.TLSRouteStatus
@@ -132,8 +157,98 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 	if routes := len(in.HTTPRoutes) + len(in.GRPCRoutes) + len(in.TLSRoutes); len(w.written) > 2*routes+64 || len(w.checked) > routes+64 {
 		w.forgetGone(in)
 	}
+	delays := w.restoreDelays(dirty, false)
+	for _, k := range dirty {
+		if k.Kind != KindGateway && k.Kind != KindGatewayClass {
+			w.lastRoutes = now
+			break
+		}
+	}
 	w.mu.Unlock()
-	w.enqueue(dirty...)
+	w.enqueue(dirty, delays)
+}
+
+// fight is how often, and when last, an object's status was restored.
+type fight struct {
+	n    int
+	last time.Time
+}
+
+const (
+	// restoreBackoff is the wait before the second restore of an
+	// object's status; each further restore waits twice as long, up to
+	// maxRestoreBackoff.
+	restoreBackoff    = time.Second
+	maxRestoreBackoff = 5 * time.Minute
+	// fightMemory: an object whose status was left alone this long is
+	// restored at once again.
+	fightMemory = 10 * time.Minute
+)
+
+// restoreDelays returns, for each key, how long its write waits because of
+// earlier restores (zero for most). restoring counts this as a restore.
+// Call with w.mu held.
+func (w *Writer) restoreDelays(keys []Key, restoring bool) []time.Duration {
+	var out []time.Duration
+	now := w.now()
+	for i, k := range keys {
+		f, ok := w.fights[k]
+		if ok && now.Sub(f.last) > fightMemory {
+			f, ok = fight{}, false
+		}
+		if !ok && !restoring {
+			continue
+		}
+		var d time.Duration
+		if f.n > 0 {
+			d = min(restoreBackoff<<min(f.n-1, 20), maxRestoreBackoff)
+		}
+		if restoring {
+			f.n++
+			f.last = now
+			w.fights[k] = f
+		}
+		if d > 0 {
+			if out == nil {
+				out = make([]time.Duration, len(keys))
+			}
+			out[i] = d
+		}
+	}
+	return out
+}
+
+// forgiveFights forgets the restores of objects whose desired status out
+// changes: a new desired status is a new question, answered at once. Call
+// with w.mu held, before out replaces the current desired status.
+func (w *Writer) forgiveFights(out *gatewayapi.Output) {
+	for k := range w.fights {
+		var same bool
+		switch k.Kind {
+		case KindGatewayClass:
+			a, okA := w.classes[k.Name]
+			b, okB := out.GatewayClasses[k.Name]
+			same = okA == okB && equality.Semantic.DeepEqual(a, b)
+		case KindGateway:
+			a, okA := w.gateways[k.NamespacedName]
+			b, okB := out.GatewayStatus[k.NamespacedName]
+			same = okA == okB && equality.Semantic.DeepEqual(a, b)
+		default:
+			var next map[types.NamespacedName][]gatewayv1.RouteParentStatus
+			switch k.Kind {
+			case KindHTTPRoute:
+				next = out.HTTPRouteStatus
+			case KindGRPCRoute:
+				next = out.GRPCRouteStatus
+			case KindTLSRoute:
+				next = out.TLSRouteStatus
+			}
+			same = equality.Semantic.DeepEqual(w.desiredRoute(k), next[k.NamespacedName])
+		}
+		if !same {
+			delete(w.fights, k)
+		}
+	}
 }
 
 // forgetGone drops what the writer remembers of objects no longer in the
@@ -165,6 +280,11 @@ func (w *Writer) forgetGone(in *gatewayapi.Input) {
 			delete(w.checked, k)
 		}
 	}
+	for k := range w.fights {
+		if !live[k] {
+			delete(w.fights, k)
+		}
+	}
 }
 
 // desiredRoute is the desired status.parents entries of ours for k.
@@ -194,27 +314,39 @@ type checkedRoute struct {
 func (w *Writer) Recheck(obj client.Object) {
 	w.mu.Lock()
 	var (
-		k     Key
-		dirty bool
+		k      Key
+		dirty  bool
+		delays []time.Duration
 	)
 	if w.submitted { // before the first translation nothing is desired yet
 		k, dirty = w.differs(obj, w.now(), false)
 	}
+	if dirty {
+		delays = w.restoreDelays([]Key{k}, true)
+	}
 	w.mu.Unlock()
 	if dirty {
-		w.enqueue(k)
+		w.enqueue([]Key{k}, delays)
 	}
 }
 
-func (w *Writer) enqueue(keys ...Key) {
-	for _, k := range keys {
-		switch k.Kind {
-		case KindGateway, KindGatewayClass:
+// enqueue queues keys for writing; delays, when not nil, holds a least
+// wait per key.
+func (w *Writer) enqueue(keys []Key, delays []time.Duration) {
+	for i, k := range keys {
+		var d time.Duration
+		if delays != nil {
+			d = delays[i]
+		}
+		if k.Kind == KindGateway || k.Kind == KindGatewayClass {
 			// attachedRoutes changes with every batch of a burst of
 			// routes; the delaying queue keeps the first deadline, so a
 			// Gateway is written at most once per window.
-			w.queue.AddAfter(k, GatewayWriteWindow)
-		default:
+			d = max(d, GatewayWriteWindow)
+		}
+		if d > 0 {
+			w.queue.AddAfter(k, d)
+		} else {
 			w.queue.Add(k)
 		}
 	}
@@ -370,8 +502,10 @@ func (w *Writer) write(ctx context.Context, k Key) error {
 		if !merge(w.now()) {
 			return nil
 		}
+		release := w.floodSlot(ctx)
 		writesTotal.WithLabelValues(string(k.Kind)).Inc()
 		err := w.client.Status().Update(ctx, obj)
+		release()
 		if err == nil {
 			w.recordWrite(k, obj.GetResourceVersion())
 			return nil
@@ -385,6 +519,23 @@ func (w *Writer) write(ctx context.Context, k Key) error {
 		reader = w.reader
 	}
 	return fmt.Errorf("write status of %s %s: conflicts persisted", k.Kind, k.NamespacedName)
+}
+
+// floodSlot waits, while routes are still arriving, for one of the
+// floodWriters slots, and returns its release.
+func (w *Writer) floodSlot(ctx context.Context) func() {
+	w.mu.Lock()
+	flooding := w.now().Sub(w.lastRoutes) < floodQuiet
+	w.mu.Unlock()
+	if !flooding {
+		return func() {}
+	}
+	select {
+	case w.floodSlots <- struct{}{}:
+		return func() { <-w.floodSlots }
+	case <-ctx.Done():
+		return func() {}
+	}
 }
 
 // object returns an empty object of k's kind and a function that merges the

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// flood times N route Creates (FloodWorkers at a time, each route on its
+// own Service and EndpointSlice, created beforehand) with shardgate stopped
+// and with it running, FloodRounds times each, alternately. With shardgate
+// running it also times, from the last Create returning, until every route
+// is Accepted by us and attachedRoutes = N, and counts the status writes.
+// The last round's routes stay: they are routes r-0 … r-(N-1).
+func (b *bench) flood(ctx context.Context) error {
+	n := b.cfg.FloodRoutes
+	b.logf("flood: creating %d Services and EndpointSlices", n)
+	if err := parallel(ctx, n, b.cfg.LoadWorkers, func(ctx context.Context, i int) error {
+		return b.createBackend(ctx, serviceName(i), i)
+	}, nil); err != nil {
+		return err
+	}
+	b.services += n
+	for round := range max(b.cfg.FloodRounds, 1) {
+		last := round == max(b.cfg.FloodRounds, 1)-1
+
+		// Baseline: shardgate stopped, nothing else watching routes.
+		b.stopShardgate()
+		d, err := b.floodCreates(ctx)
+		if err != nil {
+			return err
+		}
+		b.res.FloodWithout = append(b.res.FloodWithout, d)
+		b.logf("flood %d: %d Creates with shardgate stopped took %s", round+1, n, ms(d))
+		if err := b.deleteFlood(ctx, false); err != nil {
+			return err
+		}
+
+		if err := b.startShardgate(ctx); err != nil {
+			return err
+		}
+		if err := b.waitFor(ctx, 60*time.Second, "attachedRoutes=0 after the restart", func() (bool, error) {
+			got, ok, err := b.attached(ctx)
+			return ok && got == 0, err
+		}); err != nil {
+			return err
+		}
+		before, err := b.settledWrites(ctx)
+		if err != nil {
+			return err
+		}
+		d, err = b.floodCreates(ctx)
+		if err != nil {
+			return err
+		}
+		created := time.Now()
+		b.res.FloodWith = append(b.res.FloodWith, d)
+		b.logf("flood %d: %d Creates with shardgate running took %s", round+1, n, ms(d))
+		if err := b.waitAccepted(ctx, n); err != nil {
+			return err
+		}
+		lag := time.Since(created)
+		b.res.FloodAccepted = append(b.res.FloodAccepted, lag)
+		after, err := b.settledWrites(ctx)
+		if err != nil {
+			return err
+		}
+		b.res.FloodWrites = append(b.res.FloodWrites, after-before)
+		b.logf("flood %d: all Accepted and attached %s after the last Create; %.0f status writes (%.3f per route)",
+			round+1, ms(lag), after-before, (after-before)/float64(n))
+		if last {
+			b.routes = n
+			return nil
+		}
+		if err := b.deleteFlood(ctx, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// floodCreates creates routes r-0 … r-(N-1) and returns how long that took.
+func (b *bench) floodCreates(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	err := parallel(ctx, b.cfg.FloodRoutes, b.cfg.FloodWorkers, func(ctx context.Context, i int) error {
+		return b.c.Create(ctx, route(routeName(i), "flood", hostName(i), serviceName(i)))
+	}, nil)
+	return time.Since(start), err
+}
+
+// waitAccepted waits until attachedRoutes = n and every flood route has our
+// Accepted=True.
+func (b *bench) waitAccepted(ctx context.Context, n int) error {
+	allAccepted := false
+	return b.poll(ctx, 120*time.Second, 10*time.Millisecond, "attachedRoutes and Accepted", func() (bool, error) {
+		got, _, err := b.attached(ctx)
+		if err != nil || got != n {
+			return false, err
+		}
+		if !allAccepted {
+			var list gatewayv1.HTTPRouteList
+			if err := b.c.List(ctx, &list, client.InNamespace(benchNS), client.MatchingLabels{phaseKey: "flood"}); err != nil {
+				return false, err
+			}
+			accepted := 0
+			for i := range list.Items {
+				if ourAccepted(&list.Items[i]) {
+					accepted++
+				}
+			}
+			b.res.Accepted = accepted
+			allAccepted = accepted == n
+		}
+		if allAccepted {
+			b.res.Attached = got
+		}
+		return allAccepted, nil
+	})
+}
+
+// deleteFlood deletes the flood's routes and waits until they are gone
+// (and, with shardgate running, until attachedRoutes = 0).
+func (b *bench) deleteFlood(ctx context.Context, running bool) error {
+	if err := b.c.DeleteAllOf(ctx, &gatewayv1.HTTPRoute{}, client.InNamespace(benchNS), client.MatchingLabels{phaseKey: "flood"}); err != nil {
+		return fmt.Errorf("delete the flood's routes: %w", err)
+	}
+	return b.poll(ctx, 2*time.Minute, 50*time.Millisecond, "the flood's routes gone", func() (bool, error) {
+		var list gatewayv1.HTTPRouteList
+		if err := b.c.List(ctx, &list, client.InNamespace(benchNS), client.MatchingLabels{phaseKey: "flood"}); err != nil || len(list.Items) > 0 {
+			return false, err
+		}
+		if !running {
+			return true, nil
+		}
+		got, _, err := b.attached(ctx)
+		return err == nil && got == 0, err
+	})
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+)
+
+// memoryTarget is the RSS target (no GOMEMLIMIT) for a number of routes:
+// 60 MiB at 1000 routes + 1100 Services, 90 MiB at 3000, 150 MiB at 10k.
+func memoryTarget(routes int) int64 {
+	switch {
+	case routes <= 1000:
+		return 60 << 20
+	case routes <= 3000:
+		return 90 << 20
+	default:
+		return 150 << 20
+	}
+}
+
+// measureMemory lets shardgate settle (status writes still for 1 s, then
+// 5 s) and reads its RSS and Go heap with the routes and Services now
+// present. After the largest size it saves the heap profile when asked.
+func (b *bench) measureMemory(ctx context.Context) error {
+	if _, err := b.settledWrites(ctx); err != nil {
+		return err
+	}
+	time.Sleep(5 * time.Second)
+	rss, hwm, err := procMemory(b.proc.PID())
+	if err != nil {
+		return err
+	}
+	mets, err := scrape(ctx, b.metrics)
+	if err != nil {
+		return err
+	}
+	f := MemoryFigure{Routes: b.routes, Services: b.services, RSS: rss, PeakRSS: hwm, HeapInuse: int64(mets["go_memstats_heap_inuse_bytes"])}
+	b.res.Memory = append(b.res.Memory, f)
+	b.logf("memory: %d routes, %d Services: RSS %s (peak %s), Go heap in use %s", f.Routes, f.Services, mib(f.RSS), mib(f.PeakRSS), mib(f.HeapInuse))
+	largest := b.routes >= max(b.cfg.MemoryRoutes, b.cfg.PropagationRoutes, b.cfg.FloodRoutes)
+	if b.cfg.HeapProfile != "" && largest {
+		if err := b.saveHeapProfile(ctx); err != nil {
+			b.logf("memory: heap profile: %v", err)
+		}
+	}
+	if f.HeapInuse == 0 {
+		return errors.New("go_memstats_heap_inuse_bytes missing from shardgate's metrics")
+	}
+	return nil
+}
+
+func mib(v int64) string { return fmt.Sprintf("%.1f MiB", float64(v)/(1<<20)) }
+
+// saveHeapProfile fetches shardgate's heap profile (after a GC) into
+// cfg.HeapProfile.
+func (b *bench) saveHeapProfile(ctx context.Context) error {
+	url := b.pprof + "/debug/pprof/heap?gc=1"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(b.cfg.HeapProfile)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	b.logf("memory: heap profile saved to %s", b.cfg.HeapProfile)
+	return f.Close()
+}

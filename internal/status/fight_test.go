@@ -1,0 +1,112 @@
+package status
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/shardgate/shardgate/internal/gatewayapi"
+)
+
+// The restore back-off: the first restore is at once, then 1 s, 2 s, 4 s,
+// up to the cap; a new desired status, or a long quiet spell, starts over.
+func TestRestoreDelays(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := New(nil, nil, ours, logr.Discard())
+	w.now = func() time.Time { return now }
+	k := Key{Kind: KindHTTPRoute, NamespacedName: types.NamespacedName{Namespace: "ns", Name: "r"}}
+	delay := func(restoring bool) time.Duration {
+		d := w.restoreDelays([]Key{k}, restoring)
+		if d == nil {
+			return 0
+		}
+		return d[0]
+	}
+	if d := delay(false); d != 0 {
+		t.Fatalf("no fight yet: delay %s", d)
+	}
+	want := []time.Duration{0, time.Second, 2 * time.Second, 4 * time.Second}
+	for i, wd := range want {
+		if d := delay(true); d != wd {
+			t.Errorf("restore %d: delay %s, want %s", i+1, d, wd)
+		}
+	}
+	if d := delay(false); d != 8*time.Second {
+		t.Errorf("a write found by a translation while fighting: delay %s, want 8s", d)
+	}
+	for range 30 {
+		delay(true)
+	}
+	if d := delay(true); d != maxRestoreBackoff {
+		t.Errorf("after many restores: delay %s, want the cap %s", d, maxRestoreBackoff)
+	}
+
+	// The same desired status in a new translation keeps the back-off.
+	desired := map[types.NamespacedName][]gatewayv1.RouteParentStatus{k.NamespacedName: {{ParentRef: gatewayv1.ParentReference{Name: "gw"}}}}
+	w.http = desired
+	w.forgiveFights(&gatewayapi.Output{HTTPRouteStatus: map[types.NamespacedName][]gatewayv1.RouteParentStatus{
+		k.NamespacedName: {{ParentRef: gatewayv1.ParentReference{Name: "gw"}}},
+	}})
+	if d := delay(false); d != maxRestoreBackoff {
+		t.Errorf("same desired status: delay %s, want the back-off kept", d)
+	}
+	// A changed desired status is answered at once.
+	w.forgiveFights(&gatewayapi.Output{HTTPRouteStatus: map[types.NamespacedName][]gatewayv1.RouteParentStatus{
+		k.NamespacedName: {{ParentRef: gatewayv1.ParentReference{Name: "other"}}},
+	}})
+	if d := delay(false); d != 0 {
+		t.Errorf("changed desired status: delay %s, want 0", d)
+	}
+	// A long quiet spell forgets the fight.
+	for range 5 {
+		delay(true)
+	}
+	now = now.Add(fightMemory + time.Second)
+	if d := delay(true); d != 0 {
+		t.Errorf("after %s of quiet: delay %s, want 0", fightMemory, d)
+	}
+}
+
+// While routes are arriving, at most floodWriters writes are in flight;
+// once they stop arriving, writes are not held.
+func TestFloodSlots(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := New(nil, nil, ours, logr.Discard())
+	w.now = func() time.Time { return now }
+	w.lastRoutes = now
+	ctx, cancel := context.WithCancel(context.Background())
+	var releases []func()
+	for range floodWriters {
+		releases = append(releases, w.floodSlot(ctx))
+	}
+	if len(w.floodSlots) != floodWriters {
+		t.Fatalf("%d slots taken, want %d", len(w.floodSlots), floodWriters)
+	}
+	// One more waits; a cancelled context lets it go without a slot.
+	got := make(chan func())
+	go func() { got <- w.floodSlot(ctx) }()
+	select {
+	case <-got:
+		t.Fatal("a write beyond floodWriters went ahead during a flood")
+	default:
+	}
+	cancel()
+	(<-got)()
+	for _, r := range releases {
+		r()
+	}
+	if len(w.floodSlots) != 0 {
+		t.Errorf("%d slots still taken after release", len(w.floodSlots))
+	}
+	now = now.Add(floodQuiet)
+	for range 2 * floodWriters {
+		w.floodSlot(context.Background())
+	}
+	if len(w.floodSlots) != 0 {
+		t.Errorf("writes after the flood took slots")
+	}
+}

@@ -1,0 +1,515 @@
+package status_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/shardgate/shardgate/internal/gatewayapi"
+	"github.com/shardgate/shardgate/internal/status"
+	"github.com/shardgate/shardgate/internal/testenv"
+)
+
+// writerEnv is one real apiserver with an informer cache, shared by the
+// writer's integration tests; each test works in its own namespace with
+// its own Writer.
+type writerEnv struct {
+	ctx   context.Context
+	env   *testenv.Env
+	api   client.Client // the apiserver, uncached: what "another controller" writes with
+	cache cache.Cache
+}
+
+func startWriterEnv(t *testing.T) *writerEnv {
+	env := testenv.StartT(t, testenv.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // informers stop before the apiserver does
+	ca, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []client.Object{&gatewayv1.HTTPRoute{}, &gatewayv1.Gateway{}} {
+		if _, err := ca.GetInformer(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() { _ = ca.Start(ctx) }()
+	if !ca.WaitForCacheSync(ctx) {
+		t.Fatal("informer cache did not sync")
+	}
+	return &writerEnv{ctx: ctx, env: env, api: env.Client, cache: ca}
+}
+
+// cachedClient reads from the informer cache and writes to the apiserver,
+// as the manager's client does.
+func (e *writerEnv) cachedClient(t *testing.T) client.WithWatch {
+	c, err := client.NewWithWatch(e.env.Config, client.Options{Scheme: e.env.Scheme, Cache: &client.CacheOptions{Reader: e.cache}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// writer returns a Writer over c, not yet started. Every update the
+// informers deliver goes to Recheck, as the controller's event handler
+// sends status-only updates there.
+func (e *writerEnv) writer(t *testing.T, c client.Client) *status.Writer {
+	w := status.New(c, e.api, ours, logr.Discard())
+	for _, o := range []client.Object{&gatewayv1.HTTPRoute{}, &gatewayv1.Gateway{}} {
+		inf, err := e.cache.GetInformer(e.ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(_, obj any) {
+				if o, ok := obj.(client.Object); ok {
+					w.Recheck(o)
+				}
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = inf.RemoveEventHandler(reg) })
+	}
+	return w
+}
+
+// start runs w until the test ends.
+func (e *writerEnv) start(t *testing.T, w *status.Writer) {
+	ctx, stop := context.WithCancel(e.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = w.Start(ctx)
+	}()
+	t.Cleanup(func() { stop(); <-done })
+}
+
+func (e *writerEnv) namespace(t *testing.T, name string) string {
+	if err := e.api.Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func (e *writerEnv) route(t *testing.T, ns, name string) types.NamespacedName {
+	r := &gatewayv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: gatewayv1.HTTPRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{
+			ParentRefs: []gatewayv1.ParentReference{{Name: "gw"}},
+		}},
+	}
+	if err := e.api.Create(e.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	e.cached(t, key, func(*gatewayv1.HTTPRoute) bool { return true })
+	return key
+}
+
+// cached waits until the cache's copy of route key satisfies ok.
+func (e *writerEnv) cached(t *testing.T, key types.NamespacedName, ok func(*gatewayv1.HTTPRoute) bool) {
+	t.Helper()
+	NewWithT(t).Eventually(func() bool {
+		var r gatewayv1.HTTPRoute
+		return e.cache.Get(e.ctx, key, &r) == nil && ok(&r)
+	}).WithTimeout(30*time.Second).Should(BeTrue(), "the cache's copy of %s", key)
+}
+
+// snapshot is the input a translation of namespace ns would see: the
+// cache's routes and Gateways there.
+func (e *writerEnv) snapshot(t *testing.T, ns string) *gatewayapi.Input {
+	var routes gatewayv1.HTTPRouteList
+	var gws gatewayv1.GatewayList
+	if err := e.cache.List(e.ctx, &routes, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cache.List(e.ctx, &gws, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	in := &gatewayapi.Input{ControllerName: ours}
+	for i := range routes.Items {
+		in.HTTPRoutes = append(in.HTTPRoutes, &routes.Items[i])
+	}
+	for i := range gws.Items {
+		in.Gateways = append(in.Gateways, &gws.Items[i])
+	}
+	return in
+}
+
+// acceptedBy is the desired status a translation hands over for a route
+// attached to Gateway "gw", with msg as the Accepted message.
+func acceptedBy(msg string) []gatewayv1.RouteParentStatus {
+	return []gatewayv1.RouteParentStatus{{
+		ParentRef: gatewayv1.ParentReference{Name: "gw"},
+		Conditions: []metav1.Condition{{
+			Type: string(gatewayv1.RouteConditionAccepted), Status: metav1.ConditionTrue,
+			Reason: string(gatewayv1.RouteReasonAccepted), Message: msg, ObservedGeneration: 1,
+		}},
+	}}
+}
+
+func output(routes map[types.NamespacedName][]gatewayv1.RouteParentStatus) *gatewayapi.Output {
+	if routes == nil {
+		routes = map[types.NamespacedName][]gatewayv1.RouteParentStatus{}
+	}
+	return &gatewayapi.Output{
+		GatewayClasses:  map[string]gatewayv1.GatewayClassStatus{},
+		GatewayStatus:   map[types.NamespacedName]gatewayv1.GatewayStatus{},
+		HTTPRouteStatus: routes,
+		GRPCRouteStatus: map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
+		TLSRouteStatus:  map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
+	}
+}
+
+const (
+	ours   = "shardgate.io/gateway-controller"
+	theirs = "example.com/other-controller"
+)
+
+// writes reads shardgate_status_writes_total{kind} from the registry the
+// controller's metrics endpoint serves.
+func writes(kind status.Kind) int {
+	mfs, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "shardgate_status_writes_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" && l.GetValue() == string(kind) {
+					return int(m.GetCounter().GetValue())
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// parents reads route key's status.parents from the apiserver.
+func (e *writerEnv) parents(key types.NamespacedName) func() ([]gatewayv1.RouteParentStatus, error) {
+	return func() ([]gatewayv1.RouteParentStatus, error) {
+		var r gatewayv1.HTTPRoute
+		err := e.api.Get(e.ctx, key, &r)
+		return r.Status.Parents, err
+	}
+}
+
+func ourMessage(parents []gatewayv1.RouteParentStatus) string {
+	for _, p := range parents {
+		if p.ControllerName == ours && len(p.Conditions) > 0 {
+			return p.Conditions[0].Message
+		}
+	}
+	return ""
+}
+
+// quietly is how long a test watches for writes that must not happen.
+const quietly = 2 * time.Second
+
+func TestWriter(t *testing.T) {
+	e := startWriterEnv(t)
+
+	t.Run("many submits before a worker runs become one write per object", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := e.namespace(t, "coalesce")
+		var keys []types.NamespacedName
+		for i := range 10 {
+			keys = append(keys, e.route(t, ns, fmt.Sprintf("r-%d", i)))
+		}
+		w := e.writer(t, e.cachedClient(t))
+		before := writes(status.KindHTTPRoute)
+		for round := range 20 {
+			desired := map[types.NamespacedName][]gatewayv1.RouteParentStatus{}
+			for _, k := range keys {
+				desired[k] = acceptedBy(fmt.Sprintf("round %d", round))
+			}
+			w.Submit(e.snapshot(t, ns), output(desired))
+		}
+		e.start(t, w)
+		for _, k := range keys {
+			g.Eventually(e.parents(k)).WithTimeout(30*time.Second).Should(WithTransform(ourMessage, Equal("round 19")), "route %s", k)
+		}
+		g.Consistently(func() int { return writes(status.KindHTTPRoute) - before }).WithTimeout(quietly).Should(Equal(len(keys)),
+			"20 submits of 10 routes must give one write per route")
+	})
+
+	t.Run("writes only what changed", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := e.namespace(t, "on-change")
+		a, b := e.route(t, ns, "a"), e.route(t, ns, "b")
+		w := e.writer(t, e.cachedClient(t))
+		e.start(t, w)
+		before := writes(status.KindHTTPRoute)
+		w.Submit(e.snapshot(t, ns), output(map[types.NamespacedName][]gatewayv1.RouteParentStatus{a: acceptedBy("one"), b: acceptedBy("one")}))
+		g.Eventually(e.parents(a)).WithTimeout(30 * time.Second).Should(WithTransform(ourMessage, Equal("one")))
+		g.Eventually(e.parents(b)).WithTimeout(30 * time.Second).Should(WithTransform(ourMessage, Equal("one")))
+		e.cached(t, a, func(r *gatewayv1.HTTPRoute) bool { return ourMessage(r.Status.Parents) == "one" })
+		e.cached(t, b, func(r *gatewayv1.HTTPRoute) bool { return ourMessage(r.Status.Parents) == "one" })
+		g.Expect(writes(status.KindHTTPRoute) - before).To(Equal(2))
+
+		// The same content again, in new slices, and an update that
+		// touches no status: nothing to write.
+		for range 5 {
+			w.Submit(e.snapshot(t, ns), output(map[types.NamespacedName][]gatewayv1.RouteParentStatus{a: acceptedBy("one"), b: acceptedBy("one")}))
+		}
+		var r gatewayv1.HTTPRoute
+		g.Expect(e.api.Get(e.ctx, a, &r)).To(Succeed())
+		r.Labels = map[string]string{"touched": "yes"}
+		g.Expect(e.api.Update(e.ctx, &r)).To(Succeed())
+		e.cached(t, a, func(r *gatewayv1.HTTPRoute) bool { return r.Labels["touched"] == "yes" })
+		g.Consistently(func() int { return writes(status.KindHTTPRoute) - before }).WithTimeout(quietly).Should(Equal(2),
+			"unchanged desired status must not be written again")
+
+		// One route changes: one write, to that route only.
+		w.Submit(e.snapshot(t, ns), output(map[types.NamespacedName][]gatewayv1.RouteParentStatus{a: acceptedBy("one"), b: acceptedBy("two")}))
+		g.Eventually(e.parents(b)).WithTimeout(30 * time.Second).Should(WithTransform(ourMessage, Equal("two")))
+		g.Consistently(func() int { return writes(status.KindHTTPRoute) - before }).WithTimeout(quietly).Should(Equal(3))
+		g.Expect(e.parents(a)()).To(WithTransform(ourMessage, Equal("one")))
+	})
+
+	t.Run("Gateway status is written once per change", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := e.namespace(t, "gateway")
+		gw := &gatewayv1.Gateway{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gw"},
+			Spec: gatewayv1.GatewaySpec{GatewayClassName: "shardgate", Listeners: []gatewayv1.Listener{{
+				Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80,
+			}}},
+		}
+		g.Expect(e.api.Create(e.ctx, gw)).To(Succeed())
+		key := types.NamespacedName{Namespace: ns, Name: "gw"}
+		g.Eventually(func() error { return e.cache.Get(e.ctx, key, &gatewayv1.Gateway{}) }).WithTimeout(30 * time.Second).Should(Succeed())
+		w := e.writer(t, e.cachedClient(t))
+		e.start(t, w)
+		desired := func(attached int32) *gatewayapi.Output {
+			out := output(nil)
+			out.GatewayStatus[key] = gatewayv1.GatewayStatus{
+				Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", ObservedGeneration: 1}},
+				Listeners: []gatewayv1.ListenerStatus{{
+					Name: "http", AttachedRoutes: attached, SupportedKinds: []gatewayv1.RouteGroupKind{{Kind: "HTTPRoute"}},
+					Conditions: []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed", ObservedGeneration: 1}},
+				}},
+			}
+			return out
+		}
+		attached := func() (int32, error) {
+			var gw gatewayv1.Gateway
+			if err := e.api.Get(e.ctx, key, &gw); err != nil || len(gw.Status.Listeners) == 0 {
+				return -1, err
+			}
+			return gw.Status.Listeners[0].AttachedRoutes, nil
+		}
+		before := writes(status.KindGateway)
+		// A burst of batches, each with one more route attached: the
+		// Gateway's write window folds them.
+		for n := range int32(10) {
+			w.Submit(e.snapshot(t, ns), desired(n+1))
+		}
+		g.Eventually(attached).WithTimeout(30 * time.Second).Should(Equal(int32(10)))
+		g.Eventually(func() (int32, error) {
+			var gw gatewayv1.Gateway
+			err := e.cache.Get(e.ctx, key, &gw)
+			if err != nil || len(gw.Status.Listeners) == 0 {
+				return -1, err
+			}
+			return gw.Status.Listeners[0].AttachedRoutes, nil
+		}).WithTimeout(30 * time.Second).Should(Equal(int32(10)))
+		n := writes(status.KindGateway) - before
+		g.Expect(n).To(BeNumerically("<", 10), "ten batches inside one write window must not give ten writes")
+		for range 5 {
+			w.Submit(e.snapshot(t, ns), desired(10))
+		}
+		g.Consistently(func() int { return writes(status.KindGateway) - before }).WithTimeout(quietly).Should(Equal(n))
+	})
+
+	t.Run("a conflict is retried against the apiserver", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := e.namespace(t, "conflict")
+		key := e.route(t, ns, "r")
+		// Another writer changes the route between our read and our
+		// update, once: the apiserver answers 409 Conflict.
+		var raced atomic.Bool
+		c := interceptor.NewClient(e.cachedClient(t), interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				if !raced.Swap(true) {
+					var r gatewayv1.HTTPRoute
+					if err := e.api.Get(ctx, key, &r); err != nil {
+						return err
+					}
+					r.Labels = map[string]string{"raced": "yes"}
+					if err := e.api.Update(ctx, &r); err != nil {
+						return err
+					}
+				}
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			},
+		})
+		w := e.writer(t, c)
+		e.start(t, w)
+		before := writes(status.KindHTTPRoute)
+		w.Submit(e.snapshot(t, ns), output(map[types.NamespacedName][]gatewayv1.RouteParentStatus{key: acceptedBy("after a conflict")}))
+		g.Eventually(e.parents(key)).WithTimeout(30 * time.Second).Should(WithTransform(ourMessage, Equal("after a conflict")))
+		g.Expect(raced.Load()).To(BeTrue())
+		var r gatewayv1.HTTPRoute
+		g.Expect(e.api.Get(e.ctx, key, &r)).To(Succeed())
+		g.Expect(r.Labels).To(HaveKeyWithValue("raced", "yes"), "the other writer's change must stay")
+		g.Consistently(func() int { return writes(status.KindHTTPRoute) - before }).WithTimeout(quietly).Should(Equal(2),
+			"one refused write and one retry")
+	})
+
+	t.Run("another controller's entries are never touched", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := e.namespace(t, "others")
+		key := e.route(t, ns, "r")
+		theirEntry := func(msg string) gatewayv1.RouteParentStatus {
+			return gatewayv1.RouteParentStatus{
+				ParentRef: gatewayv1.ParentReference{
+					Group: ptr(gatewayv1.Group(gatewayv1.GroupName)), Kind: ptr(gatewayv1.Kind("Gateway")),
+					Name: "their-gw", SectionName: ptr(gatewayv1.SectionName("web")),
+				},
+				ControllerName: theirs,
+				Conditions: []metav1.Condition{{
+					Type: "Accepted", Status: metav1.ConditionFalse, Reason: "TheirReason", Message: msg,
+					LastTransitionTime: metav1.NewTime(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)),
+				}, {
+					Type: "example.com/Custom", Status: metav1.ConditionUnknown, Reason: "Pending",
+					LastTransitionTime: metav1.NewTime(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)),
+				}},
+			}
+		}
+		setTheirs := func(msg string) {
+			g.Eventually(func() error {
+				var r gatewayv1.HTTPRoute
+				if err := e.api.Get(e.ctx, key, &r); err != nil {
+					return err
+				}
+				var kept []gatewayv1.RouteParentStatus
+				for _, p := range r.Status.Parents {
+					if p.ControllerName != theirs {
+						kept = append(kept, p)
+					}
+				}
+				r.Status.Parents = append(kept, theirEntry(msg))
+				return e.api.Status().Update(e.ctx, &r)
+			}).WithTimeout(30 * time.Second).Should(Succeed())
+		}
+		theirsIn := func(parents []gatewayv1.RouteParentStatus) *gatewayv1.RouteParentStatus {
+			for i := range parents {
+				if parents[i].ControllerName == theirs {
+					return &parents[i]
+				}
+			}
+			return nil
+		}
+		setTheirs("first")
+		e.cached(t, key, func(r *gatewayv1.HTTPRoute) bool { return theirsIn(r.Status.Parents) != nil })
+
+		w := e.writer(t, e.cachedClient(t))
+		e.start(t, w)
+		w.Submit(e.snapshot(t, ns), output(map[types.NamespacedName][]gatewayv1.RouteParentStatus{key: acceptedBy("ours")}))
+		g.Eventually(e.parents(key)).WithTimeout(30 * time.Second).Should(WithTransform(ourMessage, Equal("ours")))
+		got, err := e.parents(key)()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got).To(HaveLen(2))
+		want := theirEntry("first")
+		g.Expect(equality.Semantic.DeepEqual(*theirsIn(got), want)).To(BeTrue(), "their entry changed: %+v", theirsIn(got))
+
+		// They change their entry: it is theirs, nothing for us to write.
+		before := writes(status.KindHTTPRoute)
+		setTheirs("second")
+		e.cached(t, key, func(r *gatewayv1.HTTPRoute) bool {
+			p := theirsIn(r.Status.Parents)
+			return p != nil && p.Conditions[0].Message == "second"
+		})
+		g.Consistently(func() int { return writes(status.KindHTTPRoute) - before }).WithTimeout(quietly).Should(Equal(0))
+
+		// The route is no longer ours: our entry goes, theirs stays.
+		w.Submit(e.snapshot(t, ns), output(nil))
+		g.Eventually(e.parents(key)).WithTimeout(30 * time.Second).Should(HaveLen(1))
+		got, err = e.parents(key)()
+		g.Expect(err).NotTo(HaveOccurred())
+		want = theirEntry("second")
+		g.Expect(equality.Semantic.DeepEqual(got[0], want)).To(BeTrue(), "their entry changed: %+v", got[0])
+	})
+
+	t.Run("a status-only update that undoes ours is restored once", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := e.namespace(t, "recheck")
+		key := e.route(t, ns, "r")
+		w := e.writer(t, e.cachedClient(t))
+		e.start(t, w)
+		before := writes(status.KindHTTPRoute)
+		w.Submit(e.snapshot(t, ns), output(map[types.NamespacedName][]gatewayv1.RouteParentStatus{key: acceptedBy("ours")}))
+		g.Eventually(e.parents(key)).WithTimeout(30 * time.Second).Should(WithTransform(ourMessage, Equal("ours")))
+
+		tamper(g, e, key, "overwritten")
+		// No new translation: the informer's update alone brings it back.
+		g.Eventually(e.parents(key)).WithTimeout(30 * time.Second).Should(WithTransform(ourMessage, Equal("ours")))
+		g.Consistently(func() int { return writes(status.KindHTTPRoute) - before }).WithTimeout(quietly).Should(Equal(2),
+			"one write, one restore, and our own write landing must not cause another")
+	})
+
+	t.Run("a controller that keeps overwriting ours is answered ever more slowly", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := e.namespace(t, "fight")
+		key := e.route(t, ns, "r")
+		w := e.writer(t, e.cachedClient(t))
+		e.start(t, w)
+		w.Submit(e.snapshot(t, ns), output(map[types.NamespacedName][]gatewayv1.RouteParentStatus{key: acceptedBy("ours")}))
+		g.Eventually(e.parents(key)).WithTimeout(30 * time.Second).Should(WithTransform(ourMessage, Equal("ours")))
+
+		// First overwrite: restored at once. Second: after status.RestoreBackoff.
+		tamper(g, e, key, "fight 1")
+		g.Eventually(e.parents(key)).WithTimeout(30 * time.Second).Should(WithTransform(ourMessage, Equal("ours")))
+		tamper(g, e, key, "fight 2")
+		tampered := time.Now()
+		g.Eventually(e.parents(key)).WithTimeout(30 * time.Second).Should(WithTransform(ourMessage, Equal("ours")))
+		g.Expect(time.Since(tampered)).To(BeNumerically(">=", status.RestoreBackoff), "the second restore must wait")
+
+		// Third: it waits twice as long; a new translation that changes
+		// the desired status answers at once.
+		tamper(g, e, key, "fight 3")
+		g.Consistently(e.parents(key)).WithTimeout(status.RestoreBackoff).Should(WithTransform(ourMessage, Equal("fight 3")))
+		w.Submit(e.snapshot(t, ns), output(map[types.NamespacedName][]gatewayv1.RouteParentStatus{key: acceptedBy("new desired")}))
+		g.Eventually(e.parents(key)).WithTimeout(status.RestoreBackoff).Should(WithTransform(ourMessage, Equal("new desired")))
+	})
+}
+
+// tamper overwrites our Accepted message on route key, as another
+// controller would, and waits for the cache to see it.
+func tamper(g Gomega, e *writerEnv, key types.NamespacedName, msg string) {
+	g.Eventually(func() error {
+		var r gatewayv1.HTTPRoute
+		if err := e.api.Get(e.ctx, key, &r); err != nil {
+			return err
+		}
+		for i := range r.Status.Parents {
+			if r.Status.Parents[i].ControllerName == ours {
+				r.Status.Parents[i].Conditions[0].Message = msg
+			}
+		}
+		return e.api.Status().Update(e.ctx, &r)
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+func ptr[T any](v T) *T { return &v }
