@@ -512,7 +512,9 @@ func (r *LeaseHostReconciler) EnsureRebuilt(ctx context.Context) error { return 
 
 // Shards are the shards as the LeaseHost controller sees them (reserving
 // their names in the engine's block list).
-func (r *LeaseHostReconciler) Shards(ctx context.Context) ([]sharding.Shard, error) { return r.shards(ctx) }
+func (r *LeaseHostReconciler) Shards(ctx context.Context) ([]sharding.Shard, error) {
+	return r.shards(ctx)
+}
 
 // EnqueueChanged reconciles every LeaseHost whose decision is among changes
 // (the engine's other claimants' changes that touch LeaseHosts).
