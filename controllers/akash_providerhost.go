@@ -518,3 +518,43 @@ func normalisedOrRaw(h string) string {
 	}
 	return h
 }
+
+// akashClaim is a ProviderHost's claim as the translation's ownership facts
+// see it: the LeaseHost-shaped claim and whether its generated route exists
+// (the cold-start hint, as in the ProviderHost controller).
+type akashClaim struct {
+	lh      *shardgatev1alpha1.LeaseHost
+	holding bool
+}
+
+// akashClaims are the claims of the valid ProviderHosts of the Akash
+// namespace, memoised by object (the informer's objects are immutable).
+func (r *GatewayAPIReconciler) akashClaims(ctx context.Context, routes []*gatewayv1.HTTPRoute) ([]*shardgatev1alpha1.LeaseHost, error) {
+	phs, err := storeList[akashv1.ProviderHost](ctx, r.Cache)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[types.NamespacedName]*gatewayv1.HTTPRoute)
+	for _, rt := range routes {
+		if rt.Labels[akash.LabelManaged] == "true" {
+			byName[types.NamespacedName{Namespace: rt.Namespace, Name: rt.Name}] = rt
+		}
+	}
+	next := make(map[*akashv1.ProviderHost]akashClaim, len(phs))
+	out := make([]*shardgatev1alpha1.LeaseHost, 0, len(phs))
+	for _, ph := range phs {
+		if ph.Namespace != r.AkashNamespace || ph.DeletionTimestamp != nil || akash.ValidateHost(ph) != nil {
+			continue
+		}
+		rt := byName[types.NamespacedName{Namespace: akash.HostLease(ph).Namespace(), Name: akash.RouteName(normalisedOrRaw(ph.Spec.Hostname))}]
+		holding := akash.IsGeneratedRoute(rt, ph)
+		c, ok := r.akashHosts[ph]
+		if !ok || c.holding != holding {
+			c = akashClaim{lh: akash.AsLeaseHost(ph, holding), holding: holding}
+		}
+		next[ph] = c
+		out = append(out, c.lh)
+	}
+	r.akashHosts = next
+	return out, nil
+}

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -153,7 +154,7 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 		Expect(cfg.Akash.Namespace).To(Equal("lease"))
 		Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lease"}})).To(Succeed())
 		Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "akash-edge"}})).To(Succeed())
-		shard(ctx, c, "akash-edge", "edge", "edge.example")
+		shard(ctx, c, "akash-edge", "edge", "example.com")
 	})
 	AfterAll(func() {
 		if stop != nil {
@@ -206,6 +207,15 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 		Expect(*r.Spec.Rules[0].Retry.Attempts).To(Equal(2))
 		Expect(r.OwnerReferences).To(BeEmpty())
 		Eventually(events("a-web")).Should(HaveKey("Normal/Reserved/Reserve"))
+		// The shard serves it: the ownership facts know the ProviderHost.
+		Eventually(func(g Gomega) {
+			r, err := route(nsA, "web.example.com")()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(r.Status.Parents).To(HaveLen(1))
+			accepted := meta.FindStatusCondition(r.Status.Parents[0].Conditions, "Accepted")
+			g.Expect(accepted).NotTo(BeNil())
+			g.Expect(accepted.Status).To(Equal(metav1.ConditionTrue), accepted.Message)
+		}).Should(Succeed())
 	})
 
 	It("refuses another owner, withholds from the same owner's other deployment, and names nobody", func() {
@@ -344,10 +354,20 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 		Expect(c.Get(ctx, types.NamespacedName{Namespace: "lease", Name: "a-web"}, &ph)).To(Succeed())
 		Expect(c.Delete(ctx, &ph)).To(Succeed())
 		Eventually(notFound(nsA, "web.example.com")).Should(BeTrue())
-		// b-web (another owner) waited longer than a2-web.
-		Eventually(func() error { _, err := route(nsB, "web.example.com")(); return err }).Should(Succeed())
-		Eventually(events("b-web")).Should(HaveKey("Normal/Reserved/Reserve"))
-		Consistently(notFound(nsA2, "web.example.com"), "2s").Should(BeTrue())
+		// The oldest waiter (creationTimestamp, then UID), of whichever
+		// owner, is promoted; the other keeps waiting.
+		var b, a2 akashv1.ProviderHost
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: "lease", Name: "b-web"}, &b)).To(Succeed())
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: "lease", Name: "a2-web"}, &a2)).To(Succeed())
+		winner, winnerNS, loserNS, loserReason := "b-web", nsB, nsA2, "Warning/Withheld/Reserve"
+		if a2.CreationTimestamp.Before(&b.CreationTimestamp) || (a2.CreationTimestamp.Equal(&b.CreationTimestamp) && a2.UID < b.UID) {
+			winner, winnerNS, loserNS, loserReason = "a2-web", nsA2, nsB, "Warning/HostnameInUse/Reserve"
+		}
+		Eventually(func() error { _, err := route(winnerNS, "web.example.com")(); return err }).Should(Succeed())
+		Eventually(events(winner)).Should(HaveKey("Normal/Reserved/Reserve"))
+		Consistently(notFound(loserNS, "web.example.com"), "2s").Should(BeTrue())
+		loser := map[string]string{"b-web": "a2-web", "a2-web": "b-web"}[winner]
+		Expect(events(loser)(Default)).To(HaveKey(loserReason))
 	})
 
 	It("writes leased-IP Services in Akash's shape; deleting one removes only its own; an IP never crosses owners", func() {

@@ -49,14 +49,14 @@ func RouteName(host string) string { return host }
 // AsLeaseHost is the claim ph makes, in the shape of a LeaseHost, so that it
 // goes through exactly the planning, shard selection and hostname engine a
 // LeaseHost goes through. It lives in the lease namespace, is named after
-// the hostname and keeps ph's UID, creation time and labels (shards'
+// the (normalised) hostname, like its route, and keeps ph's UID, creation time and labels (shards'
 // leaseSelectors select ProviderHosts by their labels). holding is the
 // cold-start hint: the route generated for the name exists.
 func AsLeaseHost(ph *akashv1.ProviderHost, holding bool) *shardgatev1alpha1.LeaseHost {
 	l := HostLease(ph)
 	lh := &shardgatev1alpha1.LeaseHost{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:              ph.Spec.Hostname,
+			Name:              RouteName(normalised(ph.Spec.Hostname)),
 			Namespace:         l.Namespace(),
 			UID:               ph.UID,
 			CreationTimestamp: ph.CreationTimestamp,
@@ -100,6 +100,13 @@ func RouteFor(ph *akashv1.ProviderHost, p leasehosts.Plan, decisions map[string]
 	rule.Timeouts = opts.Timeouts()
 	rule.Retry = opts.Retry()
 	return r
+}
+
+func normalised(h string) string {
+	if n, err := hostnames.Normalise(h); err == nil {
+		return n
+	}
+	return h
 }
 
 // HeldHost is the normalised name ph holds according to decisions, or "".

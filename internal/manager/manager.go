@@ -454,6 +454,9 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 		Tenancy:        &p.tenancy,
 		Blocked:        p.blocked.Load,
 	}
+	if cfg.Akash.Enabled {
+		gatewayAPI.AkashNamespace = cfg.Akash.Namespace
+	}
 	trigger := gatewayAPI.Trigger
 	p.trigger.Store(&trigger)
 	gatewayAPI.MutateInput = opts.MutateInput
