@@ -17,6 +17,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +34,7 @@ import (
 	akashv1 "github.com/shardgate/shardgate/internal/akash/v2beta2"
 	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/manager"
+	"github.com/shardgate/shardgate/internal/statuscli"
 	"github.com/shardgate/shardgate/internal/tenancy"
 	"github.com/shardgate/shardgate/internal/testenv"
 )
@@ -324,6 +326,29 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 		}
 		Expect(string(entry["namespace"])).To(Equal(fmt.Sprintf("%q", nsA)))
 		Expect(string(entry["hostnames"])).To(ContainSubstring("nosvc.example.com"))
+	})
+
+	It("shows ProviderHosts in shardgate status (SOURCE ProviderHost)", func() {
+		Eventually(func(g Gomega) {
+			var out bytes.Buffer
+			_, err := statuscli.Run(ctx, c, statuscli.Options{Namespace: "lease", Format: statuscli.FormatJSON}, &out)
+			g.Expect(err).NotTo(HaveOccurred())
+			var doc statuscli.Document
+			g.Expect(json.Unmarshal(out.Bytes(), &doc)).To(Succeed())
+			byName := map[string]statuscli.Row{}
+			for _, r := range doc.Items {
+				g.Expect(r.Source).To(Equal(statuscli.SourceProviderHost))
+				byName[r.LeaseHost] = r
+			}
+			g.Expect(byName["a-web"]).To(MatchFields(IgnoreExtras, Fields{
+				"Owner": Equal(akashAlice), "DSeq": Equal(uint64(1)), "Shard": Equal("edge"), "Gateway": Equal("akash-edge/edge"),
+				"Host": Equal("web.example.com"), "Route": Equal("web.example.com"), "Reserved": Equal("True"), "Admitted": Equal("True"),
+			}))
+			g.Expect(byName["b-web"]).To(MatchFields(IgnoreExtras, Fields{"Reason": Equal("HostnameInUse"), "Admitted": Equal("False")}))
+			g.Expect(byName["b-web"].Message).NotTo(ContainSubstring(akashAlice))
+			g.Expect(byName["a-blocked"]).To(MatchFields(IgnoreExtras, Fields{"Reason": Equal("Blocked")}))
+			g.Expect(byName["a-nosvc"].Reserved).To(Equal("False"))
+		}).Should(Succeed())
 	})
 
 	It("comes back after a restart with the same holders and rewrites nothing", func() {
