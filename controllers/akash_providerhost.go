@@ -143,7 +143,16 @@ func (r *ProviderHostReconciler) Reconcile(ctx context.Context, req reconcile.Re
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	r.mu.Lock()
+	previous, hadRoute := r.routes[ph.UID]
+	r.mu.Unlock()
 	decisions, changes := r.claim(&ph, plan)
+	// The hostname was edited: the route of the old name goes.
+	if hadRoute && previous != r.routeOf(&ph) {
+		if err := r.deleteRoute(ctx, previous); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	if err := r.write(ctx, &ph, plan, decisions); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -328,23 +337,37 @@ func (r *ProviderHostReconciler) release(ctx context.Context, nn types.Namespace
 		changes = append(changes, r.LeaseHosts.Engine.ReleaseObject(string(u))...)
 	}
 	for _, rt := range routes {
-		var route gatewayv1.HTTPRoute
-		if err := r.Client.Get(ctx, rt, &route); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return fmt.Errorf("get route %s: %w", rt, err)
-		}
-		if route.Labels[akash.LabelManaged] != "true" || r.heldByLive(rt) {
-			continue
-		}
-		if err := r.Client.Delete(ctx, &route, client.Preconditions{UID: &route.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete route %s: %w", rt, err)
+		if err := r.deleteRoute(ctx, rt); err != nil {
+			return err
 		}
 	}
 	r.propagate(changes, nn)
 	r.LeaseHosts.observeMetrics()
 	return nil
+}
+
+// deleteRoute deletes the generated route rt, unless a live ProviderHost
+// holds its name.
+func (r *ProviderHostReconciler) deleteRoute(ctx context.Context, rt types.NamespacedName) error {
+	var route gatewayv1.HTTPRoute
+	if err := r.Client.Get(ctx, rt, &route); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("get route %s: %w", rt, err)
+	}
+	if route.Labels[akash.LabelManaged] != "true" || r.heldByLive(rt) {
+		return nil
+	}
+	if err := r.Client.Delete(ctx, &route, client.Preconditions{UID: &route.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete route %s: %w", rt, err)
+	}
+	return nil
+}
+
+// routeOf is the name of ph's route.
+func (r *ProviderHostReconciler) routeOf(ph *akashv1.ProviderHost) types.NamespacedName {
+	return types.NamespacedName{Namespace: akash.HostLease(ph).Namespace(), Name: akash.RouteName(normalisedOrRaw(ph.Spec.Hostname))}
 }
 
 // heldByLive: a live ProviderHost of the route's lease namespace holds the

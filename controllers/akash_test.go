@@ -298,6 +298,45 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 		}).Should(Succeed())
 	})
 
+	It("adopts a route Akash's own hostname operator wrote, in place", func() {
+		leaseD := akash.Lease{Owner: akashAlice, DSeq: 6, GSeq: 1, OSeq: 1, Provider: akashProvider}
+		nsD := leaseNS(leaseD, akashAlice)
+		service(nsD, "web", 80)
+		labels := leaseD.Labels()
+		labels[akash.LabelManaged] = "true"
+		old := &gatewayv1.HTTPRoute{
+			ObjectMeta: metav1.ObjectMeta{Name: "old.example.com", Namespace: nsD, Labels: labels,
+				Annotations: map[string]string{"nginx.org/proxy-read-timeout": "60"}},
+			Spec: gatewayv1.HTTPRouteSpec{
+				CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{
+					Namespace: new(gatewayv1.Namespace("akash-gateway")), Name: "akash-gateway"}}},
+				Hostnames: []gatewayv1.Hostname{"old.example.com"},
+				Rules: []gatewayv1.HTTPRouteRule{{
+					Matches:     []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: new(gatewayv1.PathMatchPathPrefix), Value: new("/")}}},
+					BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "web", Port: new(gatewayv1.PortNumber(80))}}}},
+				}},
+			},
+		}
+		Expect(c.Create(ctx, old)).To(Succeed())
+		providerHost("d-old", "old.example.com", leaseD, "web", 80)
+		Eventually(func(g Gomega) {
+			r, err := route(nsD, "old.example.com")()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(r.UID).To(Equal(old.UID), "adopted in place, not re-created")
+			g.Expect(r.Spec.ParentRefs).To(HaveLen(1))
+			g.Expect(string(r.Spec.ParentRefs[0].Name)).To(Equal("edge"))
+			g.Expect(r.Spec.Rules[0].Timeouts).NotTo(BeNil())
+		}).Should(Succeed())
+		Eventually(events("d-old")).Should(HaveKey("Normal/Reserved/Reserve"))
+
+		// The provider edits the hostname: the old name's route goes.
+		var ph akashv1.ProviderHost
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: "lease", Name: "d-old"}, &ph)).To(Succeed())
+		update(ctx, c, &ph, func(p *akashv1.ProviderHost) { p.Spec.Hostname = "renamed.example.com" })
+		Eventually(func() error { _, err := route(nsD, "renamed.example.com")(); return err }).Should(Succeed())
+		Eventually(notFound(nsD, "old.example.com")).Should(BeTrue())
+	})
+
 	It("answers the hostname operator's API with Akash's JSON", func() {
 		var hosts map[string]map[string]json.RawMessage
 		Eventually(func(g Gomega) {
