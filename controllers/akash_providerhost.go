@@ -428,11 +428,13 @@ func (r *ProviderHostReconciler) restoreClaimants(ctx context.Context, shards []
 		return nil, fmt.Errorf("rebuild ProviderHost claims: %w", err)
 	}
 	var out []hostnames.Claimant
+	wanted := map[types.NamespacedName]bool{}
 	for i := range list.Items {
 		ph := &list.Items[i]
 		if ph.DeletionTimestamp != nil || akash.ValidateHost(ph) != nil {
 			continue
 		}
+		wanted[r.routeOf(ph)] = true
 		plan, err := r.plan(ctx, ph, shards)
 		if err != nil {
 			return nil, err
@@ -451,8 +453,38 @@ func (r *ProviderHostReconciler) restoreClaimants(ctx context.Context, shards []
 		}
 		out = append(out, leasehosts.Claimants(akash.AsLeaseHost(ph, holding), plan)...)
 	}
+	// With no ProviderHost at all, akash.namespace may simply be wrong:
+	// sweep nothing rather than every route of the provider.
+	if len(list.Items) > 0 {
+		if err := r.sweepRoutes(ctx, wanted); err != nil {
+			return nil, err
+		}
+	}
 	r.Log.Info("rebuilt ProviderHost claims", "providerHosts", len(list.Items))
 	return out, nil
+}
+
+// sweepRoutes deletes the generated routes (akash.network: "true", with
+// lease labels) that no live ProviderHost asks for: leases that ended while
+// no controller ran, whose delete events nobody saw. Without it the route
+// would stay listed by the provider's recovery code and /managed-hostnames.
+func (r *ProviderHostReconciler) sweepRoutes(ctx context.Context, wanted map[types.NamespacedName]bool) error {
+	var routes gatewayv1.HTTPRouteList
+	if err := r.Client.List(ctx, &routes, client.MatchingLabels{akash.LabelManaged: "true"}); err != nil {
+		return fmt.Errorf("list generated routes: %w", err)
+	}
+	for i := range routes.Items {
+		rt := &routes.Items[i]
+		nn := types.NamespacedName{Namespace: rt.Namespace, Name: rt.Name}
+		if _, ok := akash.LeaseFromLabels(rt.Labels); !ok || wanted[nn] {
+			continue
+		}
+		r.Log.Info("deleting the route of a ProviderHost that is gone", "route", nn)
+		if err := r.Client.Delete(ctx, rt, client.Preconditions{UID: &rt.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete route %s: %w", nn, err)
+		}
+	}
+	return nil
 }
 
 func (r *ProviderHostReconciler) startQueue(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {

@@ -395,6 +395,10 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(stop()).To(Succeed())
 		stop = nil
+		// A lease ends while no controller runs: its route goes on start.
+		var gone akashv1.ProviderHost
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: "lease", Name: "c-api"}, &gone)).To(Succeed())
+		Expect(c.Delete(ctx, &gone)).To(Succeed())
 		start(GinkgoLogr)
 		// A new ProviderHost is routed only after the rebuild; the
 		// earlier ones were queued before it.
@@ -411,6 +415,9 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 			g.Expect(notFound(nsB, "web.example.com")()).To(BeTrue())
 			g.Expect(notFound(nsA2, "web.example.com")()).To(BeTrue())
 		}, "3s").Should(Succeed())
+		var routes gatewayv1.HTTPRouteList
+		Expect(c.List(ctx, &routes, client.MatchingLabels{akash.LabelManaged: "true", akash.LabelLeaseDSeq: "4"})).To(Succeed())
+		Expect(routes.Items).To(BeEmpty(), "the ended lease's route")
 	})
 
 	It("promotes the oldest waiter when the lease ends", func() {
