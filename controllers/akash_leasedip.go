@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -68,6 +69,11 @@ func (r *ProviderLeasedIPReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return fmt.Errorf("index ProviderLeasedIPs by Service: %w", err)
 	}
+	// Once per start, on the leader: Services of ProviderLeasedIPs deleted
+	// while no controller ran.
+	if err := mgr.Add(manager.RunnableFunc(r.sweep)); err != nil {
+		return fmt.Errorf("add leased-IP Service sweep: %w", err)
+	}
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.Namespace })
 	ipServices := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetLabels()[akash.LabelServiceTarget] == akash.ServiceTargetMetalLB
@@ -78,6 +84,42 @@ func (r *ProviderLeasedIPReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.byService), builder.WithPredicates(ipServices)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.all), builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Complete(r)
+}
+
+// sweep deletes the leased-IP Services (akash.network: "true",
+// service-target metal-lb, lease labels) that no ProviderLeasedIP produces.
+// With no ProviderLeasedIP at all it deletes nothing: akash.namespace may
+// simply be wrong.
+func (r *ProviderLeasedIPReconciler) sweep(ctx context.Context) error {
+	var lips akashv1.ProviderLeasedIPList
+	if err := r.Client.List(ctx, &lips, client.InNamespace(r.Namespace)); err != nil {
+		return fmt.Errorf("sweep leased-IP Services: list ProviderLeasedIPs: %w", err)
+	}
+	if len(lips.Items) == 0 {
+		return nil
+	}
+	wanted := map[types.NamespacedName]bool{}
+	for i := range lips.Items {
+		if nn, ok := ipServiceOf(&lips.Items[i]); ok && lips.Items[i].DeletionTimestamp == nil {
+			wanted[nn] = true
+		}
+	}
+	var svcs corev1.ServiceList
+	if err := r.Client.List(ctx, &svcs, client.MatchingLabels{akash.LabelManaged: "true", akash.LabelServiceTarget: akash.ServiceTargetMetalLB}); err != nil {
+		return fmt.Errorf("sweep leased-IP Services: list Services: %w", err)
+	}
+	for i := range svcs.Items {
+		s := &svcs.Items[i]
+		nn := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+		if _, ok := akash.LeaseFromLabels(s.Labels); !ok || wanted[nn] {
+			continue
+		}
+		r.Log.Info("deleting the Service of a ProviderLeasedIP that is gone", "service", nn)
+		if err := r.Client.Delete(ctx, s, client.Preconditions{UID: &s.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("sweep leased-IP Services: delete %s: %w", nn, err)
+		}
+	}
+	return nil
 }
 
 func ipServiceOf(lip *akashv1.ProviderLeasedIP) (types.NamespacedName, bool) {

@@ -532,6 +532,17 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 		Expect(c.Delete(ctx, udp)).To(Succeed())
 		Eventually(func() bool { _, err := svc(nsA2, "web-ip-80-udp")(); return apierrors.IsNotFound(err) }).Should(BeTrue())
 		Consistently(ipOf(nsA2, "web-ip-80-tcp"), "2s").ShouldNot(BeEmpty())
+
+		// One deleted while no controller runs: its Service goes on start,
+		// the others stay.
+		other := lip("a-other", leaseA2, "api", 9000, 9000, "TCP", akashAlice+"-ip-myip")
+		Eventually(ipOf(nsA2, "api-ip-9000-tcp")).ShouldNot(BeEmpty())
+		Expect(stop()).To(Succeed())
+		stop = nil
+		Expect(c.Delete(ctx, other)).To(Succeed())
+		start(GinkgoLogr)
+		Eventually(func() bool { _, err := svc(nsA2, "api-ip-9000-tcp")(); return apierrors.IsNotFound(err) }).Should(BeTrue())
+		Consistently(ipOf(nsA2, "web-ip-80-tcp"), "2s").ShouldNot(BeEmpty())
 	})
 })
 
