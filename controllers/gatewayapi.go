@@ -26,6 +26,7 @@ import (
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	akashv1 "github.com/shardgate/shardgate/internal/akash/v2beta2"
 	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/hostnames"
 	"github.com/shardgate/shardgate/internal/ir"
@@ -84,6 +85,14 @@ type GatewayAPIReconciler struct {
 	// Blocked is the provider's block list (nil: none); shards serve no
 	// route for a blocked name.
 	Blocked func() *hostnames.BlockList
+	// AkashNamespace, when set (Akash mode), is where the provider writes
+	// ProviderHosts: their names are claims in the ownership facts, so the
+	// shards serve the routes generated for them.
+	AkashNamespace string
+
+	// akashHosts memoises each ProviderHost's claim, so that unchanged
+	// ones keep their pointers (ownershipOf compares pointers).
+	akashHosts map[*akashv1.ProviderHost]akashClaim
 
 	trigger    chan event.GenericEvent
 	once       sync.Once
@@ -100,6 +109,7 @@ type GatewayAPIReconciler struct {
 // objects.
 type ownershipInputs struct {
 	leaseHosts map[*shardgatev1alpha1.LeaseHost]struct{}
+	providers  map[*shardgatev1alpha1.LeaseHost]struct{}
 	namespaces map[*corev1.Namespace]struct{}
 	shards     []sharding.Shard
 	refused    []types.NamespacedName
@@ -126,6 +136,9 @@ func (r *GatewayAPIReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		&shardgatev1alpha1.LeaseHost{},
 	} {
 		b = b.Watches(o, h)
+	}
+	if r.AkashNamespace != "" {
+		b = b.Watches(&akashv1.ProviderHost{}, h)
 	}
 	return b.Complete(r)
 }
@@ -211,7 +224,13 @@ func (r *GatewayAPIReconciler) snapshot(ctx context.Context) (*gatewayapi.Input,
 	}
 	shards, problems := sharding.Discover(r.ControllerName, in.GatewayClasses, in.Gateways, in.GatewayParameters, r.Tenancy.Placement(in.Namespaces))
 	in.ShardRefusals = shardRefusals(problems)
-	in.Ownership = r.ownershipFor(in, leaseHosts, shards, problems)
+	var providers []*shardgatev1alpha1.LeaseHost
+	if r.AkashNamespace != "" {
+		if providers, err = r.akashClaims(ctx, in.HTTPRoutes); err != nil {
+			return nil, err
+		}
+	}
+	in.Ownership = r.ownershipFor(in, leaseHosts, providers, shards, problems)
 	return in, nil
 }
 
@@ -227,7 +246,7 @@ func (r *GatewayAPIReconciler) snapshot(ctx context.Context) (*gatewayapi.Input,
 // a Namespace, the shards, the block list or the owner policy changed, and
 // a changed result makes the translator translate everything again
 // (reusing the routes' compilations).
-func (r *GatewayAPIReconciler) ownershipFor(in *gatewayapi.Input, leaseHosts []*shardgatev1alpha1.LeaseHost, shards []sharding.Shard, problems []sharding.Problem) *gatewayapi.Ownership {
+func (r *GatewayAPIReconciler) ownershipFor(in *gatewayapi.Input, leaseHosts, providers []*shardgatev1alpha1.LeaseHost, shards []sharding.Shard, problems []sharding.Problem) *gatewayapi.Ownership {
 	var refused []types.NamespacedName
 	for _, p := range problems {
 		if p.Reason != sharding.ReasonInvalidParameters && !slices.Contains(refused, p.Gateway) {
@@ -241,10 +260,11 @@ func (r *GatewayAPIReconciler) ownershipFor(in *gatewayapi.Input, leaseHosts []*
 	policy := r.Tenancy.Policy()
 	key := ownershipInputs{shards: shards, refused: refused, blocked: blocked, policy: policy}
 	base := r.ownershipOf.computed
-	if base == nil || !r.ownershipOf.same(&key, leaseHosts, in.Namespaces) {
-		key.leaseHosts, key.namespaces = set(leaseHosts), set(in.Namespaces)
+	if base == nil || !r.ownershipOf.same(&key, leaseHosts, in.Namespaces) || !sameSet(r.ownershipOf.providers, providers) {
+		key.leaseHosts, key.namespaces, key.providers = set(leaseHosts), set(in.Namespaces), set(providers)
 		base = leasehosts.Ownership(leasehosts.OwnershipInput{
 			LeaseHosts: leaseHosts, Namespaces: in.Namespaces, Shards: shards, Policy: policy, Blocked: blocked,
+			ProviderHosts: providers,
 		})
 		for _, gw := range refused {
 			if _, ok := base.Shards[gw]; !ok {
@@ -254,8 +274,8 @@ func (r *GatewayAPIReconciler) ownershipFor(in *gatewayapi.Input, leaseHosts []*
 		key.computed = base
 		r.ownershipOf = key
 	}
-	live := make(map[types.UID]bool, len(leaseHosts))
-	for _, lh := range leaseHosts {
+	live := make(map[types.UID]bool, len(leaseHosts)+len(providers))
+	for _, lh := range append(slices.Clip(leaseHosts), providers...) {
 		if lh.DeletionTimestamp == nil {
 			live[lh.UID] = true
 		}

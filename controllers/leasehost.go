@@ -61,6 +61,7 @@ type LeaseHostReconciler struct {
 	reserved map[string]string
 
 	mu      sync.Mutex
+	rmu     sync.Mutex // one rebuild at a time
 	rebuilt bool
 	// objects: LeaseHost name → the UIDs of the objects of that name that
 	// have claims in the engine: one, or two for as long as it takes to
@@ -83,6 +84,13 @@ type LeaseHostReconciler struct {
 	// emitted keeps a reconcile from a stale cached copy from repeating
 	// an Event.
 	emitted shardgateevents.Memory
+
+	// Other claimants share the engine (Akash ProviderHosts). ExtraClaimants
+	// adds theirs to the one cold-start Restore, so that the holders come
+	// back the same whatever the source; OtherChanges receives every engine
+	// change, to pick its own claimants' out.
+	ExtraClaimants func(ctx context.Context, shards []sharding.Shard) ([]hostnames.Claimant, error)
+	OtherChanges   func(changes []hostnames.Change)
 }
 
 // SetupWithManager registers the controller and its watches.
@@ -122,6 +130,7 @@ func (r *LeaseHostReconciler) SetBlockList(b *hostnames.BlockList) {
 	changes := r.Engine.SetBlockList(b.WithReserved(r.reserved))
 	r.bmu.Unlock()
 	r.Log.Info("block list changed", "entries", b.Len(), "claimsChanged", len(changes))
+	r.forward(changes)
 	for _, obj := range r.changedLeaseHosts(changes, types.NamespacedName{}) {
 		r.enqueue(obj.NamespacedName)
 	}
@@ -216,6 +225,8 @@ func (r *LeaseHostReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 // place status is read as one: Engine.Restore), so that a restarted
 // controller comes back with exactly the same holders.
 func (r *LeaseHostReconciler) ensureRebuilt(ctx context.Context) error {
+	r.rmu.Lock()
+	defer r.rmu.Unlock()
 	r.mu.Lock()
 	done := r.rebuilt
 	r.mu.Unlock()
@@ -254,6 +265,13 @@ func (r *LeaseHostReconciler) ensureRebuilt(ctx context.Context) error {
 		}
 		// The status hint (Holding) counts here, on a cold start, only.
 		claimants = append(claimants, leasehosts.Claimants(lh, plan)...)
+	}
+	if r.ExtraClaimants != nil {
+		extra, err := r.ExtraClaimants(ctx, shards)
+		if err != nil {
+			return err
+		}
+		claimants = append(claimants, extra...)
 	}
 	r.Engine.Restore(claimants)
 	r.mu.Lock()
@@ -324,6 +342,7 @@ func (r *LeaseHostReconciler) reserveShardNames(shards []sharding.Shard) {
 	changes := r.Engine.SetBlockList(r.blocked.WithReserved(names))
 	r.bmu.Unlock()
 	r.Log.Info("names reserved for the shards changed", "names", len(names), "claimsChanged", len(changes))
+	r.forward(changes)
 	for _, obj := range r.changedLeaseHosts(changes, types.NamespacedName{}) {
 		r.enqueue(obj.NamespacedName)
 	}
@@ -442,6 +461,7 @@ func (r *LeaseHostReconciler) release(ctx context.Context, nn types.NamespacedNa
 // writeChanged writes the route and status of every LeaseHost other than
 // self whose decision changed, in this same pass. A failure is requeued.
 func (r *LeaseHostReconciler) writeChanged(ctx context.Context, changes []hostnames.Change, self types.NamespacedName) {
+	r.forward(changes)
 	for _, obj := range r.changedLeaseHosts(changes, self) {
 		nn := obj.NamespacedName
 		var lh shardgatev1alpha1.LeaseHost
@@ -476,6 +496,31 @@ func (r *LeaseHostReconciler) writeChanged(ctx context.Context, changes []hostna
 			r.Log.Error(err, "write changed LeaseHost; requeued", "leasehost", nn)
 			r.enqueue(nn)
 		}
+	}
+}
+
+// forward hands changes to the engine's other claimants (OtherChanges).
+func (r *LeaseHostReconciler) forward(changes []hostnames.Change) {
+	if r.OtherChanges != nil && len(changes) > 0 {
+		r.OtherChanges(changes)
+	}
+}
+
+// EnsureRebuilt rebuilds the engine's claims on first use (ensureRebuilt);
+// the engine's other claimants call it before their first admission.
+func (r *LeaseHostReconciler) EnsureRebuilt(ctx context.Context) error { return r.ensureRebuilt(ctx) }
+
+// Shards are the shards as the LeaseHost controller sees them (reserving
+// their names in the engine's block list).
+func (r *LeaseHostReconciler) Shards(ctx context.Context) ([]sharding.Shard, error) {
+	return r.shards(ctx)
+}
+
+// EnqueueChanged reconciles every LeaseHost whose decision is among changes
+// (the engine's other claimants' changes that touch LeaseHosts).
+func (r *LeaseHostReconciler) EnqueueChanged(changes []hostnames.Change) {
+	for _, obj := range r.changedLeaseHosts(changes, types.NamespacedName{}) {
+		r.enqueue(obj.NamespacedName)
 	}
 }
 

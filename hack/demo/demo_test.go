@@ -148,6 +148,12 @@ func checkStory(t *testing.T, text string) {
 		"TransferredAway",
 		"test-pool",
 		"shardgate-system/shard-a RouteConfiguration",
+		// The Akash act: dave's ProviderHost routed in his lease namespace,
+		// erin refused for the same name, dave's leased IP reported.
+		"gddvmti9n5v4kgribprdjhra78e53v1ol2jrss3lqciju/shop.akash.example.test shop.akash.example.test web:80",
+		"erin-shop.akash.example.test Warning/HostnameInUse",
+		"ProviderHost lease shop.akash.example.test akash1dave00000000000000000000000000000000 500 shard-a shop.akash.example.test True Admitted",
+		`"Protocol": "TCP", "ServiceName": "web"`,
 	} {
 		if !strings.Contains(flat, strings.Join(strings.Fields(want), " ")) {
 			t.Errorf("demo output lacks %q:\n%s", want, text)

@@ -68,7 +68,13 @@ func demo(ctx context.Context, binary, examples string, exitAfter time.Duration)
 
 	step("booting the embedded control plane (cluster mode)")
 	start := time.Now()
-	env, err := testenv.Start(ctx, testenv.Options{Mode: testenv.Cluster, DefaultPool: true})
+	root, err := testenv.Root()
+	if err != nil {
+		return err
+	}
+	// The Akash CRDs, for the Akash act (Akash drop-in mode).
+	env, err := testenv.Start(ctx, testenv.Options{Mode: testenv.Cluster, DefaultPool: true,
+		ExtraCRDPaths: []string{filepath.Join(root, "crds", "akash")}})
 	if err != nil {
 		return err
 	}
@@ -91,8 +97,17 @@ func demo(ctx context.Context, binary, examples string, exitAfter time.Duration)
 		return err
 	}
 	metrics := fmt.Sprintf("127.0.0.1:%d", metricsPort)
+	akashPort, err := testenv.FreePort()
+	if err != nil {
+		return err
+	}
+	akashAPI := fmt.Sprintf("127.0.0.1:%d", akashPort)
+	cfgPath := filepath.Join(env.Dir, "shardgate-config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf("akash:\n  enabled: true\n  namespace: lease\n  apiAddress: %q\n", akashAPI)), 0o644); err != nil {
+		return err
+	}
 	proc, err := env.StartProcess("shardgate", bin, []string{
-		"controller", "--kubeconfig=" + env.Kubeconfig,
+		"controller", "--kubeconfig=" + env.Kubeconfig, "--config=" + cfgPath,
 		// Plain HTTP: the demo reads /debug/xds with no token.
 		"--metrics-address=" + metrics, "--metrics-secure=false", "--health-address=127.0.0.1:0", "--xds-address=127.0.0.1:0",
 		"--enable-debug-xds",
@@ -111,6 +126,9 @@ func demo(ctx context.Context, binary, examples string, exitAfter time.Duration)
 		return err
 	}
 	if err := report(ctx, env.Client); err != nil {
+		return err
+	}
+	if err := akashAct(ctx, env.Client, filepath.Join(examples, "akash"), akashAPI); err != nil {
 		return err
 	}
 	if err := printXDS(metrics); err != nil {

@@ -23,6 +23,8 @@ const (
 	DefaultHealthAddress           = ":8081"
 	DefaultLeaderElectionNamespace = "shardgate-system"
 	DefaultLeaderElectionID        = "shardgate.io-leader"
+	DefaultAkashNamespace          = "lease"
+	DefaultAkashAPIAddress         = ":8086"
 )
 
 // Config is the controller configuration file. The JSON/YAML keys are a
@@ -64,17 +66,27 @@ type Config struct {
 	// Gateways may be shards. Empty allows any namespace that carries no
 	// owner marking; a namespace with an owner marking never holds a shard.
 	ShardNamespaces []string `json:"shardNamespaces,omitempty"`
-	// Akash is the Akash drop-in mode. Only its owner marking exists today.
+	// Akash is the Akash drop-in mode.
 	Akash AkashConfig `json:"akash"`
 }
 
 // AkashConfig is the Akash drop-in mode's configuration.
 type AkashConfig struct {
-	// Enabled makes Akash's lease namespace label
-	// (akash.network/lease.id.owner) count as an owner marking. The rest of
-	// Akash drop-in mode (its ProviderHost and ProviderLeasedIP objects) is
-	// not implemented yet.
+	// Enabled consumes the Akash provider's ProviderHost, ProviderLeasedIP
+	// and Manifest objects (akash.network/v2beta2), writes the HTTPRoutes
+	// and LoadBalancer Services Akash's hostname and IP operators would
+	// write, serves their HTTP API on APIAddress, and makes Akash's lease
+	// namespace label (akash.network/lease.id.owner) count as an owner
+	// marking. The Akash CRDs must be installed: without them, start-up
+	// fails with an error saying so. Default false.
 	Enabled bool `json:"enabled"`
+	// Namespace is where the provider writes ProviderHosts,
+	// ProviderLeasedIPs and Manifests (its manifest namespace). Default
+	// "lease".
+	Namespace string `json:"namespace"`
+	// APIAddress is the host:port of the Akash operators' HTTP API ("0"
+	// disables it). Default ":8086".
+	APIAddress string `json:"apiAddress"`
 }
 
 // NamespaceOwnerRequired is RequireNamespaceOwner with its default (true).
@@ -149,6 +161,7 @@ func Default() Config {
 			Namespace: DefaultLeaderElectionNamespace,
 			ID:        DefaultLeaderElectionID,
 		},
+		Akash: AkashConfig{Namespace: DefaultAkashNamespace, APIAddress: DefaultAkashAPIAddress},
 	}
 }
 
@@ -242,6 +255,8 @@ func (c *Config) applyDefaults() {
 	setDefault(&c.HealthAddress, d.HealthAddress)
 	setDefault(&c.LeaderElection.Namespace, d.LeaderElection.Namespace)
 	setDefault(&c.LeaderElection.ID, d.LeaderElection.ID)
+	setDefault(&c.Akash.Namespace, d.Akash.Namespace)
+	setDefault(&c.Akash.APIAddress, d.Akash.APIAddress)
 }
 
 func setDefault(s *string, def string) {

@@ -25,6 +25,7 @@ func TestDefault(t *testing.T) {
 			Namespace: "shardgate-system",
 			ID:        "shardgate.io-leader",
 		},
+		Akash: AkashConfig{Enabled: false, Namespace: "lease", APIAddress: ":8086"},
 	}
 	if got := Default(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Default() = %+v, want %+v", got, want)
@@ -80,6 +81,8 @@ requireNamespaceOwner: false
 shardNamespaces: [shardgate-system, Edge-Shards ]
 akash:
   enabled: true
+  namespace: akash-manifests
+  apiAddress: "127.0.0.1:18086"
 `
 
 var fullConfig = Config{
@@ -99,7 +102,7 @@ var fullConfig = Config{
 	NamespaceOwnerAnnotation: "akash.network/owner",
 	RequireNamespaceOwner:    new(false),
 	ShardNamespaces:          []string{"edge-shards", "shardgate-system"},
-	Akash:                    AkashConfig{Enabled: true},
+	Akash:                    AkashConfig{Enabled: true, Namespace: "akash-manifests", APIAddress: "127.0.0.1:18086"},
 }
 
 func TestParseEveryKey(t *testing.T) {

@@ -59,6 +59,13 @@ func (c *Config) normalizeAndValidate() Errors {
 			a, "shardgate.io/owner"))
 	}
 
+	if ns := c.Akash.Namespace; !isDNS1123Label(ns) {
+		errs = append(errs, fmt.Errorf("akash.namespace: %q is not a valid namespace name (RFC 1123 label)", ns))
+	}
+	if err := validateListenAddress(c.Akash.APIAddress, true); err != nil {
+		errs = append(errs, fmt.Errorf("akash.apiAddress: %w", err))
+	}
+
 	var shardNS []string
 	for i, ns := range c.ShardNamespaces {
 		ns = strings.ToLower(strings.TrimSpace(ns))

@@ -62,6 +62,11 @@ type GeneratedRoute struct {
 	LeaseHost types.UID
 	// Hosts are the names the LeaseHost holds on each shard.
 	Hosts map[types.NamespacedName][]string
+	// Unowned: the route carries no controller reference (Akash mode
+	// writes its routes in the lease namespace, apart from the
+	// ProviderHost in the provider's namespace); LeaseHost is then the
+	// ProviderHost's UID, and the route must have no controller.
+	Unowned bool
 }
 
 // shardAdmits says why cr may not serve hosts (the hostnames it would
@@ -72,7 +77,8 @@ func (o *Ownership) shardAdmits(gw types.NamespacedName, cr *compiledRoute, host
 	if !shard {
 		return "", ""
 	}
-	if g, ok := o.Generated[cr.key.NN]; ok && cr.key.Kind == kindHTTPRoute && cr.controller != "" && cr.controller == g.LeaseHost {
+	if g, ok := o.Generated[cr.key.NN]; ok && cr.key.Kind == kindHTTPRoute &&
+		((cr.controller != "" && cr.controller == g.LeaseHost) || (g.Unowned && cr.controller == "")) {
 		held := g.Hosts[gw]
 		var foreign []string
 		for _, h := range hosts {

@@ -25,6 +25,11 @@ type OwnershipInput struct {
 	Routes  map[types.NamespacedName]gatewayapi.ShardRoutes
 	Policy  tenancy.Policy
 	Blocked *hostnames.BlockList
+	// ProviderHosts are claims made for the provider's own objects (Akash
+	// ProviderHosts, as LeaseHosts in their lease namespaces, see
+	// internal/akash): an unmarked namespace does not refuse them, and
+	// their routes carry no controller reference.
+	ProviderHosts []*shardgatev1alpha1.LeaseHost
 }
 
 // Ownership computes the translator's ownership facts: which shards there
@@ -67,18 +72,27 @@ func Ownership(in OwnershipInput) *gatewayapi.Ownership {
 	// config's, plus the names every shard keeps for the provider.
 	engine := hostnames.New(in.Blocked.WithReserved(ProviderNames(in.Shards)))
 	type planned struct {
-		lh   *shardgatev1alpha1.LeaseHost
-		plan Plan
+		lh       *shardgatev1alpha1.LeaseHost
+		plan     Plan
+		provider bool
 	}
 	var plans []planned
 	var claimants []hostnames.Claimant
-	for _, lh := range in.LeaseHosts {
-		if lh == nil || lh.DeletionTimestamp != nil {
-			continue
+	providerPolicy := in.Policy
+	providerPolicy.RequireOwner = false
+	for i, list := range [][]*shardgatev1alpha1.LeaseHost{in.LeaseHosts, in.ProviderHosts} {
+		policy := in.Policy
+		if i == 1 {
+			policy = providerPolicy
 		}
-		p := PlanIn(lh, in.Shards, namespaces[lh.Namespace], in.Policy)
-		claimants = append(claimants, Claimants(lh, p)...)
-		plans = append(plans, planned{lh, p})
+		for _, lh := range list {
+			if lh == nil || lh.DeletionTimestamp != nil {
+				continue
+			}
+			p := PlanIn(lh, in.Shards, namespaces[lh.Namespace], policy)
+			claimants = append(claimants, Claimants(lh, p)...)
+			plans = append(plans, planned{lh, p, i == 1})
+		}
 	}
 	// Decided as a cold start is: at once, with each LeaseHost's status
 	// hint, so the result does not depend on the order of in.LeaseHosts.
@@ -95,7 +109,7 @@ func Ownership(in OwnershipInput) *gatewayapi.Ownership {
 		if len(held) == 0 {
 			continue
 		}
-		g := gatewayapi.GeneratedRoute{LeaseHost: pl.lh.UID, Hosts: map[types.NamespacedName][]string{}}
+		g := gatewayapi.GeneratedRoute{LeaseHost: pl.lh.UID, Hosts: map[types.NamespacedName][]string{}, Unowned: pl.provider}
 		for _, sh := range pl.plan.Shards {
 			if h := normalised(sh.Host); sh.Err == nil && held[h] && !slices.Contains(g.Hosts[sh.Shard.Gateway], h) {
 				g.Hosts[sh.Shard.Gateway] = append(g.Hosts[sh.Shard.Gateway], h)
@@ -131,8 +145,10 @@ func Handover(prev, next *gatewayapi.Ownership, routes []*gatewayv1.HTTPRoute, l
 	type moved struct {
 		route types.NamespacedName
 		uid   types.UID
-		shard types.NamespacedName
-		host  string
+		// unowned: an Akash route (GeneratedRoute.Unowned).
+		unowned bool
+		shard   types.NamespacedName
+		host    string
 	}
 	var kept []moved
 	var holders map[shardHost]types.NamespacedName // lazily: who holds each name per shard now
@@ -170,10 +186,10 @@ func Handover(prev, next *gatewayapi.Ownership, routes []*gatewayv1.HTTPRoute, l
 				if !held || r2 == r1 {
 					continue // nobody generates it on this shard now
 				}
-				if carries(stored[r2], next.Generated[r2].LeaseHost, h) {
+				if carries(stored[r2], next.Generated[r2], h) {
 					continue // the new holder's route serves it: hand over
 				}
-				kept = append(kept, moved{route: r1, uid: g1.LeaseHost, shard: gw, host: h})
+				kept = append(kept, moved{route: r1, uid: g1.LeaseHost, unowned: g1.Unowned, shard: gw, host: h})
 			}
 		}
 	}
@@ -188,7 +204,7 @@ func Handover(prev, next *gatewayapi.Ownership, routes []*gatewayv1.HTTPRoute, l
 	for _, m := range kept {
 		g, ok := out.Generated[m.route]
 		if !ok {
-			g = gatewayapi.GeneratedRoute{LeaseHost: m.uid}
+			g = gatewayapi.GeneratedRoute{LeaseHost: m.uid, Unowned: m.unowned}
 		}
 		hosts := make(map[types.NamespacedName][]string, len(g.Hosts)+1)
 		for gw, hs := range g.Hosts {
@@ -223,13 +239,19 @@ func generatedHolders(o *gatewayapi.Ownership) map[shardHost]types.NamespacedNam
 	return out
 }
 
-// carries: r is the route shardgate generated for LeaseHost uid and lists
-// host among its hostnames.
-func carries(r *gatewayv1.HTTPRoute, uid types.UID, host string) bool {
-	if r == nil || uid == "" {
+// carries: r is the route shardgate generated as g (controlled by g's
+// LeaseHost, or without a controller when g is Unowned) and lists host
+// among its hostnames.
+func carries(r *gatewayv1.HTTPRoute, g gatewayapi.GeneratedRoute, host string) bool {
+	if r == nil || g.LeaseHost == "" {
 		return false
 	}
-	if ref := metav1.GetControllerOf(r); ref == nil || ref.UID != uid {
+	ref := metav1.GetControllerOf(r)
+	if g.Unowned {
+		if ref != nil {
+			return false
+		}
+	} else if ref == nil || ref.UID != g.LeaseHost {
 		return false
 	}
 	for _, h := range r.Spec.Hostnames {

@@ -188,6 +188,9 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return abort(err)
 	}
+	if err := p.waitForAkash(ctx); err != nil {
+		return abort(err)
+	}
 	if opts.OnXDSCredentials != nil {
 		opts.OnXDSCredentials(xdsCreds)
 	}
@@ -422,6 +425,11 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 		leaseHosts.SetBlockList(b) // a reload raced with the set-up
 	}
 	p.mu.Unlock()
+	if cfg.Akash.Enabled {
+		if err := p.setUpAkash(mgr, leaseHosts); err != nil {
+			return false, err
+		}
+	}
 	if err := (&controllers.LeasedIPReconciler{
 		Client:   mgr.GetClient(),
 		Log:      log.WithName("leasedip"),
@@ -448,6 +456,9 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 		Log:            log.WithName("gatewayapi"),
 		Tenancy:        &p.tenancy,
 		Blocked:        p.blocked.Load,
+	}
+	if cfg.Akash.Enabled {
+		gatewayAPI.AkashNamespace = cfg.Akash.Namespace
 	}
 	trigger := gatewayAPI.Trigger
 	p.trigger.Store(&trigger)

@@ -57,12 +57,14 @@ func retriable(err error) bool {
 	var netErr net.Error
 	var urlErr *url.Error
 	var status apierrors.APIStatus
-	return errors.As(err, &netErr) || errors.As(err, &urlErr) || errors.As(err, &status)
+	return errors.As(err, &netErr) || errors.As(err, &urlErr) || errors.As(err, &status) || errors.Is(err, errAkashCRDs)
 }
 
 // startHint says, in one phrase, what start-up waits for.
 func startHint(err error, namespace, host string) string {
 	switch {
+	case errors.Is(err, errAkashCRDs):
+		return err.Error()
 	case apierrors.IsNotFound(err):
 		return fmt.Sprintf("namespace %s does not exist: create it, or set leaderElection.namespace", namespace)
 	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):

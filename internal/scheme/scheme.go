@@ -14,10 +14,12 @@ import (
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	akashv2beta2 "github.com/shardgate/shardgate/internal/akash/v2beta2"
 )
 
 // New returns a scheme with the Kubernetes core types, CRDs, the Gateway API
-// (every served version), MetalLB's v1beta1 types and shardgate's own API.
+// (every served version), MetalLB's v1beta1 types, shardgate's own API and
+// the Akash provider's objects that Akash mode reads.
 func New() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
@@ -28,5 +30,6 @@ func New() *runtime.Scheme {
 	utilruntime.Must(gatewayv1alpha3.Install(s))
 	utilruntime.Must(metallbv1beta1.AddToScheme(s))
 	utilruntime.Must(shardgatev1alpha1.AddToScheme(s))
+	utilruntime.Must(akashv2beta2.AddToScheme(s))
 	return s
 }

@@ -7,7 +7,11 @@ LeaseHost's status.shards[], or one row with SHARD "-" for a LeaseHost that no
 shard serves (yet).
 
 Columns:
-  NAMESPACE, LEASEHOST  the LeaseHost
+  SOURCE                LeaseHost, or ProviderHost for an Akash ProviderHost
+                        (Akash mode; it has no status: a name it holds is
+                        one whose generated route exists, and REASON is that
+                        of its latest Reserve Event otherwise)
+  NAMESPACE, LEASEHOST  the LeaseHost (or ProviderHost)
   OWNER, DSEQ           its lease (spec.lease.owner and dseq)
   SHARD                 the shard's name (its Gateway's name)
   HOST                  the host that shard serves: the explicit hostname, or
@@ -29,7 +33,8 @@ Ready reason (NoShards, ...) when Ready is False and Reserved is not.
 
 -o json and -o yaml print {"items": [...]} with these fields, always all
 present ("" means none). Tools may rely on them; fields are only ever added:
-  namespace, leaseHost       the LeaseHost
+  source                     "LeaseHost" or "ProviderHost"
+  namespace, leaseHost       the LeaseHost (or ProviderHost)
   owner, dseq, gseq, oseq    its lease (numbers for the sequences)
   shard                      shard name ("" when the LeaseHost has no entries)
   gateway                    the shard's Gateway, "namespace/name"

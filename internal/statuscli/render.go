@@ -76,7 +76,7 @@ type Document struct {
 }
 
 var (
-	tableColumns = []string{"NAMESPACE", "LEASEHOST", "OWNER", "DSEQ", "SHARD", "HOST", "ADMITTED", "REASON"}
+	tableColumns = []string{"SOURCE", "NAMESPACE", "LEASEHOST", "OWNER", "DSEQ", "SHARD", "HOST", "ADMITTED", "REASON"}
 	wideColumns  = []string{"CANONICAL", "ROUTE", "GATEWAY", "RESERVED"}
 )
 
@@ -244,7 +244,7 @@ func rowTable(rows []Row) *metav1.Table {
 		t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: c, Type: "string", Priority: 1})
 	}
 	for _, r := range rows {
-		cells := []string{r.Namespace, r.LeaseHost, r.Owner, strconv.FormatUint(r.DSeq, 10), r.Shard, r.Host, r.Admitted, r.Reason,
+		cells := []string{r.Source, r.Namespace, r.LeaseHost, r.Owner, strconv.FormatUint(r.DSeq, 10), r.Shard, r.Host, r.Admitted, r.Reason,
 			r.CanonicalHostname, r.Route, r.Gateway, r.Reserved}
 		t.Rows = append(t.Rows, metav1.TableRow{Cells: cellValues(cells)})
 	}

@@ -16,6 +16,10 @@ import (
 // added, never renamed or removed, within a major version. Every field is
 // always present; "" means "none".
 type Row struct {
+	// Source is the kind of the row's object: "LeaseHost", or
+	// "ProviderHost" for an Akash ProviderHost (Akash mode), whose
+	// namespace, name and lease fill the LeaseHost fields.
+	Source string `json:"source"`
 	// Namespace and LeaseHost name the LeaseHost.
 	Namespace string `json:"namespace"`
 	LeaseHost string `json:"leaseHost"`
@@ -77,6 +81,7 @@ func RowsFor(items []shardgatev1alpha1.LeaseHost) []Row {
 	for i := range items {
 		lh := &items[i]
 		base := Row{
+			Source:    SourceLeaseHost,
 			Namespace: lh.Namespace,
 			LeaseHost: lh.Name,
 			Owner:     lh.Spec.Lease.Owner,
@@ -119,6 +124,12 @@ func RowsFor(items []shardgatev1alpha1.LeaseHost) []Row {
 			rows = append(rows, r)
 		}
 	}
+	sortRows(rows)
+	return rows
+}
+
+// sortRows sorts by namespace, object name, shard and source.
+func sortRows(rows []Row) {
 	sort.SliceStable(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]
 		if a.Namespace != b.Namespace {
@@ -127,9 +138,11 @@ func RowsFor(items []shardgatev1alpha1.LeaseHost) []Row {
 		if a.LeaseHost != b.LeaseHost {
 			return a.LeaseHost < b.LeaseHost
 		}
-		return a.Shard < b.Shard
+		if a.Shard != b.Shard {
+			return a.Shard < b.Shard
+		}
+		return a.Source < b.Source
 	})
-	return rows
 }
 
 // Filter is the row filter of `shardgate status`.

@@ -71,7 +71,16 @@ func run(ctx context.Context, c client.Client, opts Options, w io.Writer) (unadm
 	if err != nil {
 		return 0, 0, err
 	}
-	rows := opts.Filter.Apply(RowsFor(items))
+	all := RowsFor(items)
+	akashRows, err := providerHostRows(ctx, c, opts)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(akashRows) > 0 {
+		all = append(all, akashRows...)
+		sortRows(all)
+	}
+	rows := opts.Filter.Apply(all)
 	return countUnadmitted(rows), len(items), p.Print(rows, w)
 }
 

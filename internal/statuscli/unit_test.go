@@ -159,16 +159,16 @@ func TestRenderEmpty(t *testing.T) {
 
 func TestRenderTemplates(t *testing.T) {
 	rows := []Row{
-		{Namespace: "t", LeaseHost: "web", Shard: "shard-a", Host: "web.a.test", Admitted: "True", Reason: "Admitted"},
-		{Namespace: "t", LeaseHost: "web", Shard: "shard-b", Host: "web.b.test", Admitted: "False", Reason: "HostnameInUse"},
+		{Source: "LeaseHost", Namespace: "t", LeaseHost: "web", Shard: "shard-a", Host: "web.a.test", Admitted: "True", Reason: "Admitted"},
+		{Source: "ProviderHost", Namespace: "t", LeaseHost: "web", Shard: "shard-b", Host: "web.b.test", Admitted: "False", Reason: "HostnameInUse"},
 	}
 	for format, want := range map[Format]string{
 		JSONPathPrefix + `{range .items[*]}{.shard}={.admitted}{"\n"}{end}`: "shard-a=True\nshard-b=False\n",
 		JSONPathPrefix + "{.items[1].reason}":                               "HostnameInUse",
 		CustomColumnsPrefix + "SHARD:.shard,HOST:{.host},GW:gateway":        "SHARD     HOST         GW\nshard-a   web.a.test   -\nshard-b   web.b.test   -\n",
-		FormatTable: "NAMESPACE   LEASEHOST   OWNER   DSEQ   SHARD     HOST         ADMITTED   REASON\n" +
-			"t           web         -       0      shard-a   web.a.test   True       Admitted\n" +
-			"t           web         -       0      shard-b   web.b.test   False      HostnameInUse\n",
+		FormatTable: "SOURCE         NAMESPACE   LEASEHOST   OWNER   DSEQ   SHARD     HOST         ADMITTED   REASON\n" +
+			"LeaseHost      t           web         -       0      shard-a   web.a.test   True       Admitted\n" +
+			"ProviderHost   t           web         -       0      shard-b   web.b.test   False      HostnameInUse\n",
 	} {
 		if _, err := ParseFormat(string(format)); err != nil {
 			t.Fatalf("ParseFormat(%q): %v", format, err)
@@ -242,7 +242,7 @@ func TestHelpNamesEveryJSONField(t *testing.T) {
 	if err := json.Unmarshal(b, &fields); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"namespace", "leaseHost", "owner", "dseq", "gseq", "oseq", "shard", "gateway", "host",
+	want := []string{"source", "namespace", "leaseHost", "owner", "dseq", "gseq", "oseq", "shard", "gateway", "host",
 		"canonicalHostname", "route", "reserved", "admitted", "reason", "message"}
 	if len(fields) != len(want) {
 		t.Errorf("Row has %d JSON fields, the contract %d: %v", len(fields), len(want), fields)

@@ -1,0 +1,113 @@
+package shardgate_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/shardgate/shardgate/internal/config"
+)
+
+// TestAkashMode: the chart's Akash mode turns Akash mode on in the config,
+// exposes the API port, and creates the Services the Akash provider
+// discovers its operators by: operator-hostname and operator-ip in
+// akash-services, each with a TCP port named "rest" leading to the API.
+func TestAkashMode(t *testing.T) {
+	rel, err := render("shardgate", "akash-services", map[string]any{"akash": map[string]any{"enabled": true, "namespace": "manifests"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfgData string
+	services := map[string]corev1.Service{}
+	apiPort := false
+	akashRead := false
+	for _, o := range rel.objects {
+		switch o.GetKind() {
+		case "ConfigMap":
+			if data, ok, _ := unstructuredString(o.Object, "data", "config.yaml"); ok {
+				cfgData = data
+			}
+		case "Service":
+			var s corev1.Service
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &s); err != nil {
+				t.Fatal(err)
+			}
+			services[s.Name] = s
+		case "Deployment":
+			apiPort = strings.Contains(mustJSON(t, o.Object), `"name":"akash-api"`)
+		case "ClusterRole":
+			if strings.Contains(mustJSON(t, o.Object), `"providerhosts"`) {
+				akashRead = true
+			}
+		}
+	}
+	cfg, err := config.Parse([]byte(cfgData))
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, cfgData)
+	}
+	if !cfg.Akash.Enabled || cfg.Akash.Namespace != "manifests" || cfg.Akash.APIAddress != ":8086" {
+		t.Fatalf("config akash = %+v", cfg.Akash)
+	}
+	if !apiPort || !akashRead {
+		t.Fatalf("container port akash-api: %v; ClusterRole reads Akash objects: %v", apiPort, akashRead)
+	}
+	for _, name := range []string{"operator-hostname", "operator-ip"} {
+		s, ok := services[name]
+		if !ok {
+			t.Fatalf("no Service %s (have %v)", name, keys(services))
+		}
+		if s.Namespace != "akash-services" || len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Name != "rest" ||
+			s.Spec.Ports[0].Protocol != corev1.ProtocolTCP || s.Spec.Ports[0].TargetPort.String() != "akash-api" {
+			t.Fatalf("Service %s: namespace %s ports %+v", name, s.Namespace, s.Spec.Ports)
+		}
+	}
+
+	// Elsewhere, the provider would not find them: a clear error.
+	if _, err := render("shardgate", "shardgate-system", map[string]any{"akash": map[string]any{"enabled": true}}); err == nil || !strings.Contains(err.Error(), "akash-services") {
+		t.Fatalf("render in shardgate-system = %v, want an error naming akash-services", err)
+	}
+	rel, err = render("shardgate", "shardgate-system", map[string]any{"akash": map[string]any{"enabled": true, "operatorServices": false}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range rel.objects {
+		if o.GetKind() == "Service" && strings.HasPrefix(o.GetName(), "operator-") {
+			t.Fatalf("operatorServices=false still renders %s", o.GetName())
+		}
+	}
+	// Off by default: no akash key in the config.
+	rel, err = render("shardgate", "shardgate-system", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range rel.objects {
+		if data, ok, _ := unstructuredString(o.Object, "data", "config.yaml"); ok && strings.Contains(data, "akash") {
+			t.Fatalf("default config mentions akash:\n%s", data)
+		}
+	}
+}
+
+func unstructuredString(obj map[string]any, fields ...string) (string, bool, error) {
+	return unstructured.NestedString(obj, fields...)
+}
+
+func mustJSON(t *testing.T, obj map[string]any) string {
+	t.Helper()
+	b, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

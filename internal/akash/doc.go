@@ -1,0 +1,12 @@
+// Package akash owns what shardgate's Akash drop-in mode produces from the
+// Akash provider's objects (internal/akash/v2beta2), as pure functions: the
+// lease namespace of a lease, the LeaseHost-shaped claim a ProviderHost makes
+// in the hostname engine, the HTTPRoute and the LoadBalancer Service written
+// in the shapes Akash's own hostname and IP operators write, the route
+// settings derived from a Manifest's http_options, and the JSON bodies of the
+// operators' HTTP API (api.go).
+//
+// It never talks to the apiserver and never decides ownership: the hostname
+// engine (internal/hostnames) decides, through the same leasehosts planning
+// a LeaseHost goes through. It never writes an Akash object.
+package akash

@@ -1,0 +1,134 @@
+package akash
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	akashv1 "github.com/shardgate/shardgate/internal/akash/v2beta2"
+)
+
+// RouteOptions are an expose's http_options (milliseconds and bytes, as in
+// the Manifest), the settings of its route.
+type RouteOptions struct {
+	ReadTimeout uint32
+	SendTimeout uint32
+	NextTimeout uint32
+	MaxBodySize uint32
+	NextTries   uint32
+	NextCases   []string
+}
+
+// DefaultRouteOptions are Akash's defaults for an expose without
+// http_options (or without a Manifest): 60 s timeouts, a 1 MiB body, 3 tries
+// on error or timeout.
+func DefaultRouteOptions() RouteOptions {
+	return RouteOptions{
+		ReadTimeout: 60_000, SendTimeout: 60_000, NextTimeout: 60_000,
+		MaxBodySize: 1 << 20, NextTries: 3, NextCases: []string{"error", "timeout"},
+	}
+}
+
+// OptionsFor finds the expose of serviceName on externalPort in m, as
+// Akash's hostname operator does (a global expose of a service with a
+// non-zero count, whose external port, or port when it has none, is
+// externalPort), and returns its options. Like Akash, an expose whose
+// max_body_size is zero (written before http_options existed) gets the
+// defaults, and so does a ProviderHost without a Manifest or expose (found
+// is then false).
+func OptionsFor(m *akashv1.Manifest, serviceName string, externalPort uint32) (opts RouteOptions, found bool) {
+	if m == nil {
+		return DefaultRouteOptions(), false
+	}
+	for _, svc := range m.Spec.Group.Services {
+		if svc.Name != serviceName || svc.Count == 0 {
+			continue
+		}
+		for _, e := range svc.Expose {
+			ext := uint32(e.ExternalPort)
+			if ext == 0 {
+				ext = uint32(e.Port)
+			}
+			if !e.Global || ext != externalPort {
+				continue
+			}
+			o := e.HTTPOptions
+			if o.MaxBodySize == 0 {
+				return DefaultRouteOptions(), true
+			}
+			return RouteOptions{
+				ReadTimeout: o.ReadTimeout, SendTimeout: o.SendTimeout, NextTimeout: o.NextTimeout,
+				MaxBodySize: o.MaxBodySize, NextTries: o.NextTries, NextCases: slices.Clone(o.NextCases),
+			}, true
+		}
+	}
+	return DefaultRouteOptions(), false
+}
+
+// Timeouts are the rule timeouts: backendRequest (one try) is the longer
+// of read_timeout and send_timeout; request (the whole exchange, retries
+// included) is next_timeout, or backendRequest times the tries when
+// next_timeout is 0 (unlimited in NGINX), and never shorter than
+// backendRequest. Zero timeouts leave the rule without timeouts.
+func (o RouteOptions) Timeouts() *gatewayv1.HTTPRouteTimeouts {
+	per := uint64(max(o.ReadTimeout, o.SendTimeout))
+	if per == 0 {
+		return nil
+	}
+	total := uint64(o.NextTimeout)
+	if total == 0 {
+		total = per * uint64(max(o.NextTries, 1))
+	}
+	total = max(total, per)
+	return &gatewayv1.HTTPRouteTimeouts{
+		Request:        new(gatewayv1.Duration(FormatDuration(total))),
+		BackendRequest: new(gatewayv1.Duration(FormatDuration(per))),
+	}
+}
+
+// Retry is the rule's retry policy: next_tries counts the first attempt, so
+// it allows next_tries-1 retries. next_cases "error" and "timeout" are the
+// translator's connection failures and resets, which every retry policy
+// retries on; a status code ("500" or "http_500") adds that code; "off", or
+// fewer than two tries, means no retries. Other cases (invalid_header,
+// non_idempotent) have no Gateway API equivalent and are ignored.
+func (o RouteOptions) Retry() *gatewayv1.HTTPRouteRetry {
+	if o.NextTries < 2 || slices.Contains(o.NextCases, "off") {
+		return nil
+	}
+	r := &gatewayv1.HTTPRouteRetry{Attempts: new(int(o.NextTries - 1))}
+	for _, c := range o.NextCases {
+		n, err := strconv.Atoi(strings.TrimPrefix(c, "http_"))
+		if err != nil || n < 400 || n > 599 {
+			continue
+		}
+		code := gatewayv1.HTTPRouteRetryStatusCode(n)
+		if !slices.Contains(r.Codes, code) {
+			r.Codes = append(r.Codes, code)
+		}
+	}
+	slices.Sort(r.Codes)
+	return r
+}
+
+// FormatDuration writes ms milliseconds as a Gateway API duration (at most
+// five digits per unit): "60s", "1m30s", "1500ms".
+func FormatDuration(ms uint64) string {
+	if ms == 0 {
+		return "0s"
+	}
+	var b strings.Builder
+	for _, u := range []struct {
+		n    uint64
+		unit string
+	}{{3_600_000, "h"}, {60_000, "m"}, {1000, "s"}, {1, "ms"}} {
+		if v := ms / u.n; v > 0 {
+			fmt.Fprintf(&b, "%d%s", v, u.unit)
+			ms -= v * u.n
+		}
+	}
+	return b.String()
+}
