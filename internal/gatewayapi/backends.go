@@ -136,14 +136,11 @@ func protoRank(p ir.ClusterProtocol) int {
 // endpointsFor lists the ready endpoints of a Service port from its
 // EndpointSlices, matching the slice port by the Service port's name.
 func (idx *Index) endpointsFor(b backend) []ir.Endpoint {
-	if eps, ok := idx.endpoints[b.cluster]; ok {
+	svc := nn(b.svc.Namespace, b.svc.Name)
+	if eps, ok := idx.endpoints[svc][b.port.Name]; ok {
 		return eps
 	}
-	sl := idx.slices[nn(b.svc.Namespace, b.svc.Name)]
-	if eps, ok := idx.endpointsMemo(b.cluster, b.port.Name, sl); ok {
-		idx.endpoints[b.cluster] = eps
-		return eps
-	}
+	sl := idx.slices[svc]
 	var out []ir.Endpoint
 	for _, s := range sl {
 		if s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6 {
@@ -180,7 +177,11 @@ func (idx *Index) endpointsFor(b backend) []ir.Endpoint {
 	})
 	// The same address can appear in several slices during a rollover.
 	out = slices.Compact(out)
-	idx.endpoints[b.cluster] = out
-	idx.rememberEndpoints(b.cluster, b.port.Name, sl, out)
+	ports := idx.endpoints[svc]
+	if ports == nil {
+		ports = map[string][]ir.Endpoint{}
+		idx.endpoints[svc] = ports
+	}
+	ports[b.port.Name] = out
 	return out
 }

@@ -20,17 +20,73 @@ import (
 	"github.com/shardgate/shardgate/internal/ir"
 )
 
-// TranslateGateway does all the work for one Gateway: listener validation,
-// route attachment, the Gateway's IR and status, and the status entries for
-// the routes that name it. It returns nil when gw is not of one of our
-// classes.
+// TranslateGateway does all the work for one Gateway: it compiles the
+// routes that name it and assembles them. It returns nil when gw is not of
+// one of our classes.
 func TranslateGateway(idx *Index, gw *gatewayv1.Gateway) *GatewayResult {
 	if idx == nil || gw == nil {
 		return nil
 	}
+	res, _ := assembleGateway(idx, gw, idx.compileRoutesOf(nn(gw.Namespace, gw.Name), nil))
+	return res
+}
+
+// compileRoutesOf compiles the routes whose parentRefs name gw, taking
+// compilations already made (by another Gateway of the same translation)
+// from done, and recording new ones there when done is not nil.
+func (idx *Index) compileRoutesOf(gw types.NamespacedName, done map[RouteKey]*compiledRoute) []*compiledRoute {
+	var out []*compiledRoute
+	seen := map[RouteKey]bool{}
+	add := func(k RouteKey, r any) {
+		if seen[k] {
+			return // an informer cache holds one object per name: the first wins
+		}
+		seen[k] = true
+		cr := done[k]
+		if cr == nil {
+			cr = compileRoute(idx, r)
+			if done != nil {
+				done[k] = cr
+			}
+		}
+		out = append(out, cr)
+	}
+	for _, r := range idx.httpByGW[gw] {
+		add(RouteKey{Kind: kindHTTPRoute, NN: nn(r.Namespace, r.Name)}, r)
+	}
+	for _, r := range idx.grpcByGW[gw] {
+		add(RouteKey{Kind: kindGRPCRoute, NN: nn(r.Namespace, r.Name)}, r)
+	}
+	for _, r := range idx.tlsByGW[gw] {
+		add(RouteKey{Kind: kindTLSRoute, NN: nn(r.Namespace, r.Name)}, r)
+	}
+	return out
+}
+
+// compileRoute compiles one route of any kind against the Services and
+// ReferenceGrants of idx. It is a pure function of the route and those
+// objects.
+func compileRoute(idx *Index, r any) *compiledRoute {
+	switch r := r.(type) {
+	case *gatewayv1.HTTPRoute:
+		return idx.compileHTTPRoute(r)
+	case *gatewayv1.GRPCRoute:
+		return idx.compileGRPCRoute(r)
+	case *gatewayv1.TLSRoute:
+		return idx.compileTLSRoute(r)
+	}
+	return nil
+}
+
+// assembleGateway translates gw given the compilations of the routes that
+// name it: listener validation, route attachment, the Gateway's IR and
+// status, and the status entries for those routes. It is a pure function of
+// its arguments; the state it returns is what the Translator needs to patch
+// the result later. It returns nil when gw is not of one of our classes.
+func assembleGateway(idx *Index, gw *gatewayv1.Gateway, crs []*compiledRoute) (*GatewayResult, *gwState) {
 	ci := idx.classes[string(gw.Spec.GatewayClassName)]
 	if ci == nil {
-		return nil
+		return nil, nil
 	}
 	key := nn(gw.Namespace, gw.Name)
 	secrets := map[string]*ir.Secret{}
@@ -52,28 +108,13 @@ func TranslateGateway(idx *Index, gw *gatewayv1.Gateway) *GatewayResult {
 	}
 
 	res := &GatewayResult{Routes: map[RouteKey][]ParentEntry{}}
-	idx.indexRoutes()
 	var pending []*pendingParent
-	seen := map[types.NamespacedName]bool{}
-	for _, r := range idx.httpByGW[key] {
-		if k := nn(r.Namespace, r.Name); !seen[k] {
-			seen[k] = true
-			pending = idx.attach(gw, listeners, idx.compiledHTTPRoute(r), pending)
+	patchable := true
+	for _, cr := range crs {
+		if cr.key.Kind != kindHTTPRoute {
+			patchable = false
 		}
-	}
-	clear(seen)
-	for _, r := range idx.grpcByGW[key] {
-		if k := nn(r.Namespace, r.Name); !seen[k] {
-			seen[k] = true
-			pending = idx.attach(gw, listeners, idx.compiledGRPCRoute(r), pending)
-		}
-	}
-	clear(seen)
-	for _, r := range idx.tlsByGW[key] {
-		if k := nn(r.Namespace, r.Name); !seen[k] {
-			seen[k] = true
-			pending = idx.attach(gw, listeners, idx.compiledTLSRoute(r), pending)
-		}
+		pending = idx.attach(gw, listeners, cr, pending)
 	}
 
 	for _, l := range listeners {
@@ -88,10 +129,7 @@ func TranslateGateway(idx *Index, gw *gatewayv1.Gateway) *GatewayResult {
 		b = idx.buildIR(gw, listeners, secrets)
 		res.IR = b.ir
 	}
-	if idx.memo != nil {
-		idx.memo.remember(idx, gw, listeners, acceptReason, acceptMsg, pending, res, b)
-	}
-	return res
+	return res, newGwState(gw, listeners, acceptReason, acceptMsg, pending, res, b, patchable)
 }
 
 // gatewayStatus renders a Gateway's status once its routes are attached,
@@ -248,8 +286,8 @@ func (idx *Index) finishParents(pending []*pendingParent, res *GatewayResult) {
 				p.msg = "An older route of the other kind (HTTPRoute/GRPCRoute) claims an intersecting hostname on the listener"
 			}
 		}
-		res.Routes[p.cr.key] = append(res.Routes[p.cr.key], ParentEntry{RefIndex: p.refIndex, Status: idx.parentStatusFor(p),
-			cr: p.cr, sk: statusKey{refIndex: p.refIndex, reason: p.reason, msg: p.msg}})
+		res.Routes[p.cr.key] = append(res.Routes[p.cr.key], ParentEntry{RefIndex: p.refIndex,
+			Status: parentStatus(idx.controllerName, p.ref, p.cr, p.reason, p.msg)})
 	}
 }
 

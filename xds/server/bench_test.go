@@ -66,9 +66,12 @@ func pipelineInput(n int) *gatewayapi.Input {
 // translation, validation and versioning, and the snapshot update.
 func BenchmarkPipelineOneRouteChange(b *testing.B) {
 	in := pipelineInput(10_000)
-	tr := gatewayapi.NewTranslator()
+	st := gatewayapi.NewStore(in.ControllerName)
+	st.Load(in)
+	tr := gatewayapi.NewTranslator(st)
+	facts := gatewayapi.FactsOf(in)
 	s := New(Options{Log: logr.Discard()})
-	s.Publish(in, tr.Translate(in))
+	s.Publish(in, tr.Translate(facts))
 	if errs := s.PublishErrors(); len(errs) > 0 {
 		b.Fatal(errs)
 	}
@@ -83,7 +86,8 @@ func BenchmarkPipelineOneRouteChange(b *testing.B) {
 		path, prefix := fmt.Sprintf("/v%d", i), gatewayv1.PathMatchPathPrefix
 		r.Spec.Rules[0].Matches = []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: &prefix, Value: &path}}}
 		in.HTTPRoutes[k] = r
-		s.Publish(in, tr.Translate(in))
+		st.Upsert(r)
+		s.Publish(in, tr.Translate(facts))
 	}
 	b.StopTimer()
 	if errs := s.PublishErrors(); len(errs) > 0 {
