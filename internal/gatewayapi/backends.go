@@ -133,12 +133,20 @@ func protoRank(p ir.ClusterProtocol) int {
 	return 0
 }
 
+// portEndpoints are the endpoints of one Service port, by port name.
+type portEndpoints struct {
+	port string
+	eps  []ir.Endpoint
+}
+
 // endpointsFor lists the ready endpoints of a Service port from its
 // EndpointSlices, matching the slice port by the Service port's name.
 func (idx *Index) endpointsFor(b backend) []ir.Endpoint {
 	svc := nn(b.svc.Namespace, b.svc.Name)
-	if eps, ok := idx.endpoints[svc][b.port.Name]; ok {
-		return eps
+	for _, pe := range idx.endpoints[svc] {
+		if pe.port == b.port.Name {
+			return pe.eps
+		}
 	}
 	sl := idx.slices[svc]
 	var out []ir.Endpoint
@@ -177,11 +185,6 @@ func (idx *Index) endpointsFor(b backend) []ir.Endpoint {
 	})
 	// The same address can appear in several slices during a rollover.
 	out = slices.Compact(out)
-	ports := idx.endpoints[svc]
-	if ports == nil {
-		ports = map[string][]ir.Endpoint{}
-		idx.endpoints[svc] = ports
-	}
-	ports[b.port.Name] = out
+	idx.endpoints[svc] = append(idx.endpoints[svc], portEndpoints{port: b.port.Name, eps: out})
 	return out
 }

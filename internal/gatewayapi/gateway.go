@@ -657,10 +657,14 @@ func (g *vhostGroup) addRoute(l *listenerState, k RouteKey, a *attachment) bool 
 		g.owners[h] = l
 		for _, rule := range a.route.rules {
 			for mi := range rule.routes {
-				r := rule.routes[mi]
-				r.Redirect = redirectPort(r.Redirect, g.portNum)
+				r, run := &rule.routes[mi], rule.routes
+				if rd := redirectPort(r.Redirect, g.portNum); rd != r.Redirect {
+					c := *r
+					c.Redirect = rd
+					r, run = &c, nil
+				}
 				e := &routeEntry{
-					route: r, host: h, created: a.route.created, kind: k.Kind,
+					route: r, run: run, host: h, created: a.route.created, kind: k.Kind,
 					ns: k.NN.Namespace, name: k.NN.Name, rule: rule.index, match: mi,
 				}
 				if mi < len(rule.grpcKeys) {
@@ -691,26 +695,50 @@ func (g *vhostGroup) assemble(h string) ir.VirtualHost {
 	}
 	d := domain(h)
 	vh := ir.VirtualHost{Name: d, Domains: []string{d}}
-	var seen map[string]bool
 	if merged {
-		seen = make(map[string]bool, len(es))
+		// A route reached through two of its hostnames (foo.example.com
+		// and *.example.com) is kept once, at its most specific place.
+		seen := make(map[string]bool, len(es))
+		kept := make([]*routeEntry, 0, len(es))
+		for _, e := range es {
+			if !seen[e.route.Name] {
+				seen[e.route.Name] = true
+				kept = append(kept, e)
+			}
+		}
+		es = kept
+	}
+	if len(es) == 0 {
+		return vh
+	}
+	if run := sharedRun(es); run != nil {
+		vh.Routes = run
+		return vh
 	}
 	vh.Routes = make([]ir.Route, 0, len(es))
 	for _, e := range es {
-		// A route reached through two of its hostnames (foo.example.com
-		// and *.example.com) is kept once, at its most specific place.
-		if merged {
-			if seen[e.route.Name] {
-				continue
-			}
-			seen[e.route.Name] = true
-		}
-		vh.Routes = append(vh.Routes, e.route)
-	}
-	if len(vh.Routes) == 0 {
-		vh.Routes = nil
+		vh.Routes = append(vh.Routes, *e.route)
 	}
 	return vh
+}
+
+// sharedRun returns the routes of es as the compiled slice they come from,
+// when they are consecutive matches of one compiled rule in order (a host
+// served by one simple route): the IR then shares the compilation's
+// routes instead of copying them. Outputs are read-only, so sharing is
+// safe.
+func sharedRun(es []*routeEntry) []ir.Route {
+	first := es[0]
+	if first.run == nil {
+		return nil
+	}
+	for i, e := range es {
+		if e.run == nil || &e.run[0] != &first.run[0] || e.match != first.match+i {
+			return nil
+		}
+	}
+	lo, hi := first.match, first.match+len(es)
+	return first.run[lo:hi:hi]
 }
 
 // coveringHostnames lists the wildcards (and "" = any) that cover h, most

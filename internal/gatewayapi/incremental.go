@@ -18,7 +18,6 @@ import (
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/internal/ir"
 )
 
 // Translator translates the objects of a Store, redoing only what the
@@ -49,7 +48,7 @@ type Translator struct {
 	mu        sync.Mutex
 	store     *Store
 	compiled  map[RouteKey]*compiledRoute
-	endpoints map[types.NamespacedName]map[string][]ir.Endpoint
+	endpoints map[types.NamespacedName][]portEndpoints
 	gateways  map[types.NamespacedName]*gwState
 	facts     Facts
 	last      *Output
@@ -69,7 +68,7 @@ func NewTranslator(s *Store) *Translator {
 	return &Translator{
 		store:     s,
 		compiled:  map[RouteKey]*compiledRoute{},
-		endpoints: map[types.NamespacedName]map[string][]ir.Endpoint{},
+		endpoints: map[types.NamespacedName][]portEndpoints{},
 		gateways:  map[types.NamespacedName]*gwState{},
 	}
 }
@@ -144,8 +143,8 @@ func (t *Translator) translateAll(idx *Index) *Output {
 // those not in t.compiled, and records them in into.
 func (t *Translator) compileFor(idx *Index, gw types.NamespacedName, into map[RouteKey]*compiledRoute) []*compiledRoute {
 	keys := t.store.routesByGW[gw]
-	crs := make([]*compiledRoute, 0, len(keys))
-	for k := range keys {
+	crs := make([]*compiledRoute, 0, keys.len())
+	for k := range keys.all() {
 		cr := into[k]
 		if cr == nil {
 			cr = t.compiled[k]

@@ -14,7 +14,6 @@ import (
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/internal/ir"
 )
 
 const (
@@ -54,10 +53,10 @@ type Index struct {
 	tlsByGW  map[types.NamespacedName][]*gatewayv1.TLSRoute
 
 	// endpoints caches each Service port's endpoints (by Service, then
-	// port name): they do not depend on the Gateway. Over a Store the
+	// port name; a Service has few ports): they do not depend on the Gateway. Over a Store the
 	// cache outlives the Index, and the Translator drops a Service's
 	// entry when its EndpointSlices or ports change.
-	endpoints map[types.NamespacedName]map[string][]ir.Endpoint
+	endpoints map[types.NamespacedName][]portEndpoints
 }
 
 type classInfo struct {
@@ -81,7 +80,7 @@ func NewIndex(in *Input) *Index {
 		runtime:        in.Runtime,
 		shardRefusals:  in.ShardRefusals,
 		ownership:      in.Ownership,
-		endpoints:      map[types.NamespacedName]map[string][]ir.Endpoint{},
+		endpoints:      map[types.NamespacedName][]portEndpoints{},
 	}
 	for _, ns := range in.Namespaces {
 		if ns != nil {
@@ -152,7 +151,7 @@ func (idx *Index) addClassesAndGateways(classes []*gatewayv1.GatewayClass, gatew
 // storeIndex arranges a Store's objects for lookups: the maps are the
 // Store's own (read under its lock), the classes and Gateways few. It costs
 // O(classes + Gateways).
-func storeIndex(s *Store, f Facts, endpoints map[types.NamespacedName]map[string][]ir.Endpoint) *Index {
+func storeIndex(s *Store, f Facts, endpoints map[types.NamespacedName][]portEndpoints) *Index {
 	idx := &Index{
 		controllerName: s.controllerName,
 		classes:        map[string]*classInfo{},

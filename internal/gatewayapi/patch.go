@@ -31,7 +31,7 @@ type gwState struct {
 	// use it, which is all a cluster's IR depends on besides its Service;
 	// bySvc names the clusters of each Service.
 	clusters map[string]*clusterUse
-	bySvc    map[types.NamespacedName]set[string]
+	bySvc    map[types.NamespacedName]refs[string]
 	// patchable: only HTTPRoutes are attached (no HTTPRoute/GRPCRoute
 	// hostname conflicts to settle across routes).
 	patchable bool
@@ -41,7 +41,7 @@ func newGwState(gw *gatewayv1.Gateway, listeners []*listenerState, acceptReason,
 	st := &gwState{
 		gw: gw, listeners: listeners, acceptReason: acceptReason, acceptMsg: acceptMsg,
 		pending: map[RouteKey][]*pendingParent{}, crs: map[RouteKey]*compiledRoute{},
-		result: res, build: b, clusters: map[string]*clusterUse{}, bySvc: map[types.NamespacedName]set[string]{},
+		result: res, build: b, clusters: map[string]*clusterUse{}, bySvc: map[types.NamespacedName]refs[string]{},
 		patchable: patchable,
 	}
 	for _, p := range pending {
@@ -62,7 +62,7 @@ func newGwState(gw *gatewayv1.Gateway, listeners []*listenerState, acceptReason,
 func (st *gwState) clustersOf(svcs set[types.NamespacedName]) []string {
 	var out []string
 	for svc := range svcs {
-		for c := range st.bySvc[svc] {
+		for c := range st.bySvc[svc].all() {
 			out = append(out, c)
 		}
 	}

@@ -5,6 +5,8 @@ Copyright The shardgate Authors.
 package gatewayapi
 
 import (
+	"iter"
+	"slices"
 	"sort"
 	"sync"
 
@@ -64,13 +66,13 @@ type Store struct {
 	// Reverse indexes, and what each object was indexed under.
 	routeDeps      map[RouteKey]deps
 	gatewayDeps    map[types.NamespacedName]deps
-	routesBySvc    map[types.NamespacedName]set[RouteKey]
-	routesByGrant  map[string]set[RouteKey]
-	routesByNS     map[string]set[RouteKey]
-	routesByGW     map[types.NamespacedName]set[RouteKey]
-	gwsBySecret    map[types.NamespacedName]set[types.NamespacedName]
-	gwsByGrant     map[string]set[types.NamespacedName]
-	gwsByNS        map[string]set[types.NamespacedName]
+	routesBySvc    map[types.NamespacedName]refs[RouteKey]
+	routesByGrant  map[string]refs[RouteKey]
+	routesByNS     map[string]refs[RouteKey]
+	routesByGW     map[types.NamespacedName]refs[RouteKey]
+	gwsBySecret    map[types.NamespacedName]refs[types.NamespacedName]
+	gwsByGrant     map[string]refs[types.NamespacedName]
+	gwsByNS        map[string]refs[types.NamespacedName]
 	dirty          Dirty
 	relevantChecks int // Relevant calls, for tests
 }
@@ -173,13 +175,13 @@ func NewStore(controllerName string) *Store {
 		params:         map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters{},
 		routeDeps:      map[RouteKey]deps{},
 		gatewayDeps:    map[types.NamespacedName]deps{},
-		routesBySvc:    map[types.NamespacedName]set[RouteKey]{},
-		routesByGrant:  map[string]set[RouteKey]{},
-		routesByNS:     map[string]set[RouteKey]{},
-		routesByGW:     map[types.NamespacedName]set[RouteKey]{},
-		gwsBySecret:    map[types.NamespacedName]set[types.NamespacedName]{},
-		gwsByGrant:     map[string]set[types.NamespacedName]{},
-		gwsByNS:        map[string]set[types.NamespacedName]{},
+		routesBySvc:    map[types.NamespacedName]refs[RouteKey]{},
+		routesByGrant:  map[string]refs[RouteKey]{},
+		routesByNS:     map[string]refs[RouteKey]{},
+		routesByGW:     map[types.NamespacedName]refs[RouteKey]{},
+		gwsBySecret:    map[types.NamespacedName]refs[types.NamespacedName]{},
+		gwsByGrant:     map[string]refs[types.NamespacedName]{},
+		gwsByNS:        map[string]refs[types.NamespacedName]{},
 		dirty:          newDirty(),
 	}
 }
@@ -411,28 +413,28 @@ func (s *Store) deleteRoute(k RouteKey, held bool) bool {
 }
 
 func (s *Store) grantChanged(ns string) {
-	for k := range s.routesByGrant[ns] {
+	for k := range s.routesByGrant[ns].all() {
 		s.dirty.Routes.add(k)
 	}
 	s.markGateways(s.gwsByGrant[ns])
 }
 
 func (s *Store) serviceChanged(k types.NamespacedName) {
-	for r := range s.routesBySvc[k] {
+	for r := range s.routesBySvc[k].all() {
 		s.dirty.Routes.add(r)
 	}
 	s.dirty.Endpoints.add(k)
 }
 
 func (s *Store) namespaceChanged(ns string) {
-	for r := range s.routesByNS[ns] {
+	for r := range s.routesByNS[ns].all() {
 		s.dirty.Routes.add(r)
 	}
 	s.markGateways(s.gwsByNS[ns])
 }
 
-func (s *Store) markGateways(gws set[types.NamespacedName]) {
-	for g := range gws {
+func (s *Store) markGateways(gws refs[types.NamespacedName]) {
+	for g := range gws.all() {
 		s.dirty.Gateways.add(g)
 	}
 }
@@ -564,22 +566,93 @@ func (s *Store) unindexGateway(k types.NamespacedName) {
 	delete(s.gatewayDeps, k)
 }
 
-func addTo[K, V comparable](m map[K]set[V], k K, v V) {
-	s := m[k]
-	if s == nil {
-		s = set[V]{}
-		m[k] = s
-	}
-	s.add(v)
+// refs is a set that stays a short slice while it is small (most
+// Services have one route, most routes one Service), and becomes a map
+// when it grows.
+type refs[K comparable] struct {
+	few  []K
+	many map[K]struct{}
 }
 
-func removeFrom[K, V comparable](m map[K]set[V], k K, v V) {
-	if s := m[k]; s != nil {
-		delete(s, v)
-		if len(s) == 0 {
-			delete(m, k)
+const refsFew = 8
+
+func (r refs[K]) len() int {
+	if r.many != nil {
+		return len(r.many)
+	}
+	return len(r.few)
+}
+
+func (r refs[K]) has(k K) bool {
+	if r.many != nil {
+		_, ok := r.many[k]
+		return ok
+	}
+	return slices.Contains(r.few, k)
+}
+
+// all iterates the members.
+func (r refs[K]) all() iter.Seq[K] {
+	return func(yield func(K) bool) {
+		if r.many != nil {
+			for k := range r.many {
+				if !yield(k) {
+					return
+				}
+			}
+			return
+		}
+		for _, k := range r.few {
+			if !yield(k) {
+				return
+			}
 		}
 	}
+}
+
+func (r refs[K]) with(k K) refs[K] {
+	switch {
+	case r.has(k):
+	case r.many != nil:
+		r.many[k] = struct{}{}
+	case len(r.few) < refsFew:
+		r.few = append(r.few, k)
+	default:
+		r.many = make(map[K]struct{}, 2*refsFew)
+		for _, x := range r.few {
+			r.many[x] = struct{}{}
+		}
+		r.many[k] = struct{}{}
+		r.few = nil
+	}
+	return r
+}
+
+func (r refs[K]) without(k K) refs[K] {
+	if r.many != nil {
+		delete(r.many, k)
+		return r
+	}
+	if i := slices.Index(r.few, k); i >= 0 {
+		r.few = slices.Delete(r.few, i, i+1)
+	}
+	return r
+}
+
+func addTo[K, V comparable](m map[K]refs[V], k K, v V) {
+	m[k] = m[k].with(v)
+}
+
+func removeFrom[K, V comparable](m map[K]refs[V], k K, v V) {
+	r, ok := m[k]
+	if !ok {
+		return
+	}
+	if r = r.without(v); r.len() == 0 {
+		delete(m, k)
+		return
+	}
+	m[k] = r
 }
 
 // routeDependencies lists what compiling and attaching a route reads: the
