@@ -338,7 +338,7 @@ func resolveKindConflicts(l *listenerState) {
 			delete(l.attached, it.key)
 			continue
 		}
-		for h := range it.a.hostname {
+		for _, h := range it.a.hostname {
 			accepted[it.key.Kind][h] = true
 		}
 	}
@@ -346,11 +346,11 @@ func resolveKindConflicts(l *listenerState) {
 
 // hostsIntersect says whether any hostname of a shares a request hostname
 // with any of b.
-func hostsIntersect(a, b map[string]bool) bool {
+func hostsIntersect(a []string, b map[string]bool) bool {
 	if len(b) == 0 {
 		return false
 	}
-	for h := range a {
+	for _, h := range a {
 		if b[h] {
 			return true
 		}
@@ -426,11 +426,13 @@ func (idx *Index) matchParent(gw *gatewayv1.Gateway, listeners []*listenerState,
 	for _, h := range hits {
 		a := h.l.attached[cr.key]
 		if a == nil {
-			a = &attachment{route: cr, hostname: map[string]bool{}}
+			a = &attachment{route: cr}
 			h.l.attached[cr.key] = a
 		}
 		for _, host := range h.hosts {
-			a.hostname[host] = true
+			if !slices.Contains(a.hostname, host) {
+				a.hostname = append(a.hostname, host)
+			}
 		}
 	}
 	attached := make([]*listenerState, 0, len(hits))
@@ -650,7 +652,7 @@ func newVhostGroup(port, from []*listenerState, portNum int32, emitted map[Route
 // owns, and reports whether there were any.
 func (g *vhostGroup) addRoute(l *listenerState, k RouteKey, a *attachment) bool {
 	added := false
-	for h := range a.hostname {
+	for _, h := range a.hostname {
 		if owner(g.port, h) != l {
 			continue
 		}
@@ -774,7 +776,7 @@ func tlsRoutes(port []*listenerState, terminate bool, emitted map[RouteKey]bool)
 	var cands []cand
 	for _, l := range port {
 		for k, a := range l.attached {
-			for h := range a.hostname {
+			for _, h := range a.hostname {
 				if owner(port, h) != l {
 					continue
 				}
