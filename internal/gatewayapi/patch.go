@@ -310,20 +310,33 @@ func (idx *Index) patchIR(st *gwState, affected map[*vhostGroup]map[string]bool,
 
 	out.Clusters = prev.Clusters
 	if len(clusters) > 0 {
-		next := slices.Clone(prev.Clusters)
+		next := prev.Clusters
+		cloned := false
+		clone := func() {
+			if !cloned {
+				next, cloned = slices.Clone(next), true
+			}
+		}
 		for _, name := range sortedHosts(clusters) {
 			i, found := sort.Find(len(next), func(i int) int { return strings.Compare(name, next[i].Name) })
 			u := st.clusters[name]
 			if u == nil {
 				if found {
+					clone()
 					next = slices.Delete(next, i, i+1)
 				}
 				continue
 			}
 			c := idx.clusterOf(name, u)
-			if found {
+			switch {
+			case found && sameCluster(&next[i], &c):
+				// A route changed but not the cluster: the previous
+				// table stays, uncopied.
+			case found:
+				clone()
 				next[i] = c
-			} else {
+			default:
+				clone()
 				next = slices.Insert(next, i, c)
 			}
 		}
@@ -333,6 +346,10 @@ func (idx *Index) patchIR(st *gwState, affected map[*vhostGroup]map[string]bool,
 		out.Clusters = next
 	}
 	return out
+}
+
+func sameCluster(a, b *ir.Cluster) bool {
+	return a.Name == b.Name && a.Protocol == b.Protocol && a.WebSocket == b.WebSocket && slices.Equal(a.Endpoints, b.Endpoints)
 }
 
 func sortedKeys[V any](m map[RouteKey]V) []RouteKey {
