@@ -81,9 +81,10 @@ func compileRoute(idx *Index, r any) *compiledRoute {
 // assembleGateway translates gw given the compilations of the routes that
 // name it: listener validation, route attachment, the Gateway's IR and
 // status, and the status entries for those routes. It is a pure function of
-// its arguments; the state it returns is what the Translator needs to patch
-// the result later. It returns nil when gw is not of one of our classes.
-func assembleGateway(idx *Index, gw *gatewayv1.Gateway, crs []*compiledRoute) (*GatewayResult, *gwState) {
+// its arguments; the assembly it returns is what the Translator needs to
+// patch the result later (see assembly.state). It returns nil when gw is not
+// of one of our classes.
+func assembleGateway(idx *Index, gw *gatewayv1.Gateway, crs []*compiledRoute) (*GatewayResult, *assembly) {
 	ci := idx.classes[string(gw.Spec.GatewayClassName)]
 	if ci == nil {
 		return nil, nil
@@ -129,7 +130,19 @@ func assembleGateway(idx *Index, gw *gatewayv1.Gateway, crs []*compiledRoute) (*
 		b = idx.buildIR(gw, listeners, secrets)
 		res.IR = b.ir
 	}
-	return res, newGwState(gw, listeners, acceptReason, acceptMsg, pending, res, b, patchable)
+	return res, &assembly{gw: gw, listeners: listeners, acceptReason: acceptReason, acceptMsg: acceptMsg,
+		pending: pending, res: res, build: b, patchable: patchable}
+}
+
+// assembly is what assembling a Gateway worked with.
+type assembly struct {
+	gw                      *gatewayv1.Gateway
+	listeners               []*listenerState
+	acceptReason, acceptMsg string
+	pending                 []*pendingParent
+	res                     *GatewayResult
+	build                   *irBuild
+	patchable               bool
 }
 
 // gatewayStatus renders a Gateway's status once its routes are attached,

@@ -118,12 +118,12 @@ func (t *Translator) translateAll(idx *Index) *Output {
 	parents := map[RouteKey][]ParentEntry{}
 	for _, gw := range idx.gateways {
 		key := nn(gw.Namespace, gw.Name)
-		res, st := assembleGateway(idx, gw, t.compileFor(idx, key, compiled))
+		res, a := assembleGateway(idx, gw, t.compileFor(idx, key, compiled))
 		if res == nil {
 			continue
 		}
 		t.Stats.Full++
-		t.gateways[key] = st
+		t.gateways[key] = a.state()
 		out.GatewayStatus[key] = res.Status
 		if res.IR != nil {
 			out.Gateways = append(out.Gateways, res.IR)
@@ -291,12 +291,13 @@ func (t *Translator) assemble(idx *Index, gw *gatewayv1.Gateway, prev *gwState, 
 			remerge.add(k)
 		}
 	}
-	res, st := assembleGateway(idx, gw, t.compileFor(idx, key, t.compiled))
+	res, a := assembleGateway(idx, gw, t.compileFor(idx, key, t.compiled))
 	if res == nil {
 		delete(t.gateways, key)
 		return nil
 	}
 	t.Stats.Full++
+	st := a.state()
 	t.gateways[key] = st
 	for k := range st.crs {
 		remerge.add(k)

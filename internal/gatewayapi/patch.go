@@ -37,14 +37,16 @@ type gwState struct {
 	patchable bool
 }
 
-func newGwState(gw *gatewayv1.Gateway, listeners []*listenerState, acceptReason, acceptMsg string, pending []*pendingParent, res *GatewayResult, b *irBuild, patchable bool) *gwState {
+// state indexes an assembly for patching.
+func (a *assembly) state() *gwState {
+	b := a.build
 	st := &gwState{
-		gw: gw, listeners: listeners, acceptReason: acceptReason, acceptMsg: acceptMsg,
+		gw: a.gw, listeners: a.listeners, acceptReason: a.acceptReason, acceptMsg: a.acceptMsg,
 		pending: map[RouteKey][]*pendingParent{}, crs: map[RouteKey]*compiledRoute{},
-		result: res, build: b, clusters: map[string]*clusterUse{}, bySvc: map[types.NamespacedName]refs[string]{},
-		patchable: patchable,
+		result: a.res, build: b, clusters: map[string]*clusterUse{}, bySvc: map[types.NamespacedName]refs[string]{},
+		patchable: a.patchable,
 	}
-	for _, p := range pending {
+	for _, p := range a.pending {
 		st.pending[p.cr.key] = append(st.pending[p.cr.key], p)
 		st.crs[p.cr.key] = p.cr
 	}
