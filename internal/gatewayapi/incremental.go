@@ -165,7 +165,7 @@ func (t *Translator) compileFor(idx *Index, gw types.NamespacedName, into map[Ro
 // translateChanges redoes the dirty Gateways, patches the Gateways whose
 // routes or endpoints changed, reuses the others, and merges again the
 // status of the routes whose entries may have changed.
-func (t *Translator) translateChanges(idx *Index, d Dirty) *Output {
+func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 	s := t.store
 	prev := t.last
 	out := &Output{

@@ -73,12 +73,12 @@ type Store struct {
 	gwsBySecret    map[types.NamespacedName]refs[types.NamespacedName]
 	gwsByGrant     map[string]refs[types.NamespacedName]
 	gwsByNS        map[string]refs[types.NamespacedName]
-	dirty          Dirty
+	dirty          dirtySet
 	relevantChecks int // Relevant calls, for tests
 }
 
-// Dirty is what changed since a Translator last took it.
-type Dirty struct {
+// dirtySet is what changed since a Translator last took it.
+type dirtySet struct {
 	// All: a GatewayClass or GatewayParameters changed; every Gateway is
 	// translated again.
 	All bool
@@ -90,8 +90,8 @@ type Dirty struct {
 	Endpoints set[types.NamespacedName]
 }
 
-func newDirty() Dirty {
-	return Dirty{Routes: set[RouteKey]{}, Gateways: set[types.NamespacedName]{}, Endpoints: set[types.NamespacedName]{}}
+func newDirty() dirtySet {
+	return dirtySet{Routes: set[RouteKey]{}, Gateways: set[types.NamespacedName]{}, Endpoints: set[types.NamespacedName]{}}
 }
 
 type set[K comparable] map[K]struct{}
@@ -225,10 +225,10 @@ func (s *Store) Upsert(obj client.Object) bool {
 		return s.upsertRoute(RouteKey{Kind: kindTLSRoute, NN: k}, o, s.tls.put(k, o))
 	case *gatewayv1beta1.ReferenceGrant:
 		old := s.grantObjs.put(k, o)
+		s.setGrant(k.Namespace, old, o)
 		if !s.relevant(old, o) {
 			return false
 		}
-		s.setGrant(k.Namespace, old, o)
 		s.grantChanged(k.Namespace)
 		return true
 	case *corev1.Service:
@@ -727,7 +727,7 @@ func appendUnique[T comparable](list []T, v T) []T {
 
 // takeDirty hands out what changed and starts a new set. Call with s.mu
 // held.
-func (s *Store) takeDirty() Dirty {
+func (s *Store) takeDirty() dirtySet {
 	d := s.dirty
 	s.dirty = newDirty()
 	return d
