@@ -231,11 +231,14 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 	}
 	for key, st := range t.gateways {
 		if _, ok := live[key]; !ok {
-			for k := range st.crs {
-				remerge.add(k)
-			}
 			delete(t.gateways, key)
 			delete(out.GatewayStatus, key)
+			for k := range st.crs {
+				remerge.add(k)
+				if !t.attached(k) {
+					delete(t.compiled, k) // no Gateway of ours needs it now
+				}
+			}
 		}
 	}
 	for _, gw := range idx.gateways {
@@ -303,6 +306,16 @@ func (t *Translator) assemble(idx *Index, gw *gatewayv1.Gateway, prev *gwState, 
 		remerge.add(k)
 	}
 	return res
+}
+
+// attached reports whether route k names one of the Gateways translated.
+func (t *Translator) attached(k RouteKey) bool {
+	for _, st := range t.gateways {
+		if _, ok := st.crs[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // compile returns route k's compilation, from memory or compiled anew.
