@@ -542,19 +542,19 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 		out.Listeners = append(out.Listeners, il)
 	}
 
-	// Clusters of the routes that made it into the IR.
-	var keys []RouteKey
-	for k := range emitted {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return routeKeyLess(keys[i], keys[j]) })
-	for _, k := range keys {
-		cr := findAttached(listeners, k)
-		if cr == nil {
-			continue
-		}
-		for _, b := range cr.backends {
-			idx.addCluster(clusters, b)
+	// Clusters of the routes that made it into the IR, each route once.
+	// The order does not matter: a cluster takes the most capable
+	// protocol, and WebSocket if any backend asks for it.
+	done := make(map[RouteKey]bool, len(emitted))
+	for _, l := range listeners {
+		for k, a := range l.attached {
+			if !emitted[k] || done[k] {
+				continue
+			}
+			done[k] = true
+			for _, b := range a.route.backends {
+				idx.addCluster(clusters, b)
+			}
 		}
 	}
 	for _, c := range clusters {
@@ -569,15 +569,6 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 	sort.Slice(out.Secrets, func(i, j int) bool { return out.Secrets[i].Name < out.Secrets[j].Name })
 	build.emitted = emitted
 	return build
-}
-
-func findAttached(listeners []*listenerState, k RouteKey) *compiledRoute {
-	for _, l := range listeners {
-		if a := l.attached[k]; a != nil {
-			return a.route
-		}
-	}
-	return nil
 }
 
 func routeKeyLess(a, b RouteKey) bool {
