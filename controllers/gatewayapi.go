@@ -94,9 +94,12 @@ type GatewayAPIReconciler struct {
 	// ones keep their pointers (ownershipOf compares pointers).
 	akashHosts map[*akashv1.ProviderHost]akashClaim
 
-	trigger    chan event.GenericEvent
-	once       sync.Once
-	limit      *translateLimiter
+	trigger chan event.GenericEvent
+	once    sync.Once
+	limit   *translateLimiter
+	// store holds the watched objects as the event handlers deliver them,
+	// and marks what each change affects; translator redoes only that.
+	store      *gatewayapi.Store
 	translator *gatewayapi.Translator
 	// ownership: the last translation's ownership facts, which the next
 	// one's handover reads; ownershipOf memoises them (see ownershipFor).
@@ -121,9 +124,11 @@ type ownershipInputs struct {
 // SetupWithManager watches every kind the translation reads.
 func (r *GatewayAPIReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.once.Do(func() { r.trigger = make(chan event.GenericEvent, 1) })
-	r.translator = gatewayapi.NewTranslator()
+	r.store = gatewayapi.NewStore(r.ControllerName)
+	r.translator = gatewayapi.NewTranslator(r.store)
 	r.limit = newTranslateLimiter(r.MinInterval, time.Now)
 	h := holdOffHandler{d: r.HoldOff, limit: r.limit, recheck: r.Status.Recheck}
+	sh := storeHandler{store: r.store, next: h}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("gatewayapi").
 		WatchesRawSource(source.Channel(r.trigger, h)).
@@ -132,11 +137,12 @@ func (r *GatewayAPIReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &gatewayv1.GRPCRoute{},
 		&gatewayv1.TLSRoute{}, &gatewayv1beta1.ReferenceGrant{}, &corev1.Service{}, &discoveryv1.EndpointSlice{},
 		&corev1.Secret{}, &corev1.Namespace{}, &shardgatev1alpha1.GatewayParameters{},
-		// LeaseHosts decide which names shards serve (Ownership).
-		&shardgatev1alpha1.LeaseHost{},
 	} {
-		b = b.Watches(o, h)
+		b = b.Watches(o, sh)
 	}
+	// LeaseHosts decide which names shards serve (Ownership), which
+	// Reconcile computes from the cache; so do ProviderHosts in Akash mode.
+	b = b.Watches(&shardgatev1alpha1.LeaseHost{}, h)
 	if r.AkashNamespace != "" {
 		b = b.Watches(&akashv1.ProviderHost{}, h)
 	}
@@ -166,7 +172,7 @@ func (r *GatewayAPIReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	out := r.translator.Translate(in)
+	out := r.translator.Translate(gatewayapi.FactsOf(in))
 	translateSeconds.Observe(time.Since(start).Seconds())
 	if r.Publisher != nil {
 		r.Publisher.Publish(out.Gateways)
@@ -176,45 +182,11 @@ func (r *GatewayAPIReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 	return reconcile.Result{}, nil
 }
 
-// snapshot takes every input from the informers' stores: the objects are
-// the cache's own (no copy, not even the shallow one a typed List makes),
-// and the translator and the writer only read them.
+// snapshot lists the store's objects (the informers' own: no copy) and
+// adds the facts that do not come from them: the Gateways' runtime, the
+// shard refusals and the ownership facts.
 func (r *GatewayAPIReconciler) snapshot(ctx context.Context) (*gatewayapi.Input, error) {
-	in := &gatewayapi.Input{ControllerName: r.ControllerName}
-	var err error
-	if in.GatewayClasses, err = storeList[gatewayv1.GatewayClass](ctx, r.Cache); err != nil {
-		return nil, err
-	}
-	if in.Gateways, err = storeList[gatewayv1.Gateway](ctx, r.Cache); err != nil {
-		return nil, err
-	}
-	if in.HTTPRoutes, err = storeList[gatewayv1.HTTPRoute](ctx, r.Cache); err != nil {
-		return nil, err
-	}
-	if in.GRPCRoutes, err = storeList[gatewayv1.GRPCRoute](ctx, r.Cache); err != nil {
-		return nil, err
-	}
-	if in.TLSRoutes, err = storeList[gatewayv1.TLSRoute](ctx, r.Cache); err != nil {
-		return nil, err
-	}
-	if in.ReferenceGrants, err = storeList[gatewayv1beta1.ReferenceGrant](ctx, r.Cache); err != nil {
-		return nil, err
-	}
-	if in.Services, err = storeList[corev1.Service](ctx, r.Cache); err != nil {
-		return nil, err
-	}
-	if in.EndpointSlices, err = storeList[discoveryv1.EndpointSlice](ctx, r.Cache); err != nil {
-		return nil, err
-	}
-	if in.Secrets, err = storeList[corev1.Secret](ctx, r.Cache); err != nil {
-		return nil, err
-	}
-	if in.Namespaces, err = storeList[corev1.Namespace](ctx, r.Cache); err != nil {
-		return nil, err
-	}
-	if in.GatewayParameters, err = storeList[shardgatev1alpha1.GatewayParameters](ctx, r.Cache); err != nil {
-		return nil, err
-	}
+	in := r.store.Input(gatewayapi.Facts{})
 	if r.Runtime != nil {
 		in.Runtime = r.Runtime.Runtime()
 	}

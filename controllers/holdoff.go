@@ -158,3 +158,35 @@ func (h holdOffHandler) Generic(_ context.Context, _ event.GenericEvent, q workq
 }
 
 var _ handler.EventHandler = holdOffHandler{}
+
+// storeHandler puts every event into the store, which decides once, at
+// insert time, whether it can change the translation and what it affects;
+// next then asks for a translation, or (an update that changes nothing the
+// translator reads) rechecks the object's status.
+type storeHandler struct {
+	store *gatewayapi.Store
+	next  holdOffHandler
+}
+
+func (h storeHandler) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.store.Upsert(e.Object)
+	h.next.add(q)
+}
+func (h storeHandler) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if h.store.Upsert(e.ObjectNew) {
+		h.next.add(q)
+		return
+	}
+	if h.next.recheck != nil {
+		h.next.recheck(e.ObjectNew)
+	}
+}
+func (h storeHandler) Delete(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.store.Delete(e.Object)
+	h.next.add(q)
+}
+func (h storeHandler) Generic(_ context.Context, _ event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.next.add(q)
+}
+
+var _ handler.EventHandler = storeHandler{}

@@ -133,17 +133,22 @@ func protoRank(p ir.ClusterProtocol) int {
 	return 0
 }
 
+// portEndpoints are the endpoints of one Service port, by port name.
+type portEndpoints struct {
+	port string
+	eps  []ir.Endpoint
+}
+
 // endpointsFor lists the ready endpoints of a Service port from its
 // EndpointSlices, matching the slice port by the Service port's name.
 func (idx *Index) endpointsFor(b backend) []ir.Endpoint {
-	if eps, ok := idx.endpoints[b.cluster]; ok {
-		return eps
+	svc := nn(b.svc.Namespace, b.svc.Name)
+	for _, pe := range idx.endpoints[svc] {
+		if pe.port == b.port.Name {
+			return pe.eps
+		}
 	}
-	sl := idx.slices[nn(b.svc.Namespace, b.svc.Name)]
-	if eps, ok := idx.endpointsMemo(b.cluster, b.port.Name, sl); ok {
-		idx.endpoints[b.cluster] = eps
-		return eps
-	}
+	sl := idx.slices[svc]
 	var out []ir.Endpoint
 	for _, s := range sl {
 		if s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6 {
@@ -180,7 +185,6 @@ func (idx *Index) endpointsFor(b backend) []ir.Endpoint {
 	})
 	// The same address can appear in several slices during a rollover.
 	out = slices.Compact(out)
-	idx.endpoints[b.cluster] = out
-	idx.rememberEndpoints(b.cluster, b.port.Name, sl, out)
+	idx.endpoints[svc] = append(idx.endpoints[svc], portEndpoints{port: b.port.Name, eps: out})
 	return out
 }

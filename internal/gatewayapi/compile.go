@@ -39,9 +39,6 @@ type compiledRoute struct {
 	refsMsg    string
 
 	backends []backend // resolved backends, for the Gateway's clusters
-
-	// statuses remembers status entries (Translator only).
-	statuses []memoParentStatus
 }
 
 type compiledRule struct {

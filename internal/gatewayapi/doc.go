@@ -74,7 +74,14 @@ Copyright The shardgate Authors.
 //     blocked name or other tenant's name below it). Nil Ownership checks
 //     nothing.
 //
-// Translate is split so that an incremental caller can redo a single
-// Gateway: NewIndex builds the lookup tables once, and TranslateGateway
-// does all the per-Gateway work.
+// Translate is made of pure functions: compileRoute turns one route into
+// IR templates given the Services and ReferenceGrants it names, and
+// assembleGateway turns one Gateway and the compilations of its routes into
+// its IR and status (patchGateway applies route changes to an assembly).
+// The incremental Translator is a layer over them, fed by a Store: the
+// event handlers put objects into the Store, which marks at insert time
+// exactly the routes and Gateways a change affects (reverse indexes from
+// Services, ReferenceGrants, Secrets, Namespaces and Gateways), and the
+// Translator redoes only those. Its memory is keyed by route and Gateway
+// names and invalidated by the Store's marks, never by object identity.
 package gatewayapi

@@ -20,17 +20,74 @@ import (
 	"github.com/shardgate/shardgate/internal/ir"
 )
 
-// TranslateGateway does all the work for one Gateway: listener validation,
-// route attachment, the Gateway's IR and status, and the status entries for
-// the routes that name it. It returns nil when gw is not of one of our
-// classes.
+// TranslateGateway does all the work for one Gateway: it compiles the
+// routes that name it and assembles them. It returns nil when gw is not of
+// one of our classes.
 func TranslateGateway(idx *Index, gw *gatewayv1.Gateway) *GatewayResult {
 	if idx == nil || gw == nil {
 		return nil
 	}
+	res, _ := assembleGateway(idx, gw, idx.compileRoutesOf(nn(gw.Namespace, gw.Name), nil))
+	return res
+}
+
+// compileRoutesOf compiles the routes whose parentRefs name gw, taking
+// compilations already made (by another Gateway of the same translation)
+// from done, and recording new ones there when done is not nil.
+func (idx *Index) compileRoutesOf(gw types.NamespacedName, done map[RouteKey]*compiledRoute) []*compiledRoute {
+	var out []*compiledRoute
+	seen := map[RouteKey]bool{}
+	add := func(k RouteKey, r any) {
+		if seen[k] {
+			return // an informer cache holds one object per name: the first wins
+		}
+		seen[k] = true
+		cr := done[k]
+		if cr == nil {
+			cr = compileRoute(idx, r)
+			if done != nil {
+				done[k] = cr
+			}
+		}
+		out = append(out, cr)
+	}
+	for _, r := range idx.httpByGW[gw] {
+		add(RouteKey{Kind: kindHTTPRoute, NN: nn(r.Namespace, r.Name)}, r)
+	}
+	for _, r := range idx.grpcByGW[gw] {
+		add(RouteKey{Kind: kindGRPCRoute, NN: nn(r.Namespace, r.Name)}, r)
+	}
+	for _, r := range idx.tlsByGW[gw] {
+		add(RouteKey{Kind: kindTLSRoute, NN: nn(r.Namespace, r.Name)}, r)
+	}
+	return out
+}
+
+// compileRoute compiles one route of any kind against the Services and
+// ReferenceGrants of idx. It is a pure function of the route and those
+// objects.
+func compileRoute(idx *Index, r any) *compiledRoute {
+	switch r := r.(type) {
+	case *gatewayv1.HTTPRoute:
+		return idx.compileHTTPRoute(r)
+	case *gatewayv1.GRPCRoute:
+		return idx.compileGRPCRoute(r)
+	case *gatewayv1.TLSRoute:
+		return idx.compileTLSRoute(r)
+	}
+	return nil
+}
+
+// assembleGateway translates gw given the compilations of the routes that
+// name it: listener validation, route attachment, the Gateway's IR and
+// status, and the status entries for those routes. It is a pure function of
+// its arguments; the assembly it returns is what the Translator needs to
+// patch the result later (see assembly.state). It returns nil when gw is not
+// of one of our classes.
+func assembleGateway(idx *Index, gw *gatewayv1.Gateway, crs []*compiledRoute) (*GatewayResult, *assembly) {
 	ci := idx.classes[string(gw.Spec.GatewayClassName)]
 	if ci == nil {
-		return nil
+		return nil, nil
 	}
 	key := nn(gw.Namespace, gw.Name)
 	secrets := map[string]*ir.Secret{}
@@ -52,28 +109,13 @@ func TranslateGateway(idx *Index, gw *gatewayv1.Gateway) *GatewayResult {
 	}
 
 	res := &GatewayResult{Routes: map[RouteKey][]ParentEntry{}}
-	idx.indexRoutes()
 	var pending []*pendingParent
-	seen := map[types.NamespacedName]bool{}
-	for _, r := range idx.httpByGW[key] {
-		if k := nn(r.Namespace, r.Name); !seen[k] {
-			seen[k] = true
-			pending = idx.attach(gw, listeners, idx.compiledHTTPRoute(r), pending)
+	patchable := true
+	for _, cr := range crs {
+		if cr.key.Kind != kindHTTPRoute {
+			patchable = false
 		}
-	}
-	clear(seen)
-	for _, r := range idx.grpcByGW[key] {
-		if k := nn(r.Namespace, r.Name); !seen[k] {
-			seen[k] = true
-			pending = idx.attach(gw, listeners, idx.compiledGRPCRoute(r), pending)
-		}
-	}
-	clear(seen)
-	for _, r := range idx.tlsByGW[key] {
-		if k := nn(r.Namespace, r.Name); !seen[k] {
-			seen[k] = true
-			pending = idx.attach(gw, listeners, idx.compiledTLSRoute(r), pending)
-		}
+		pending = idx.attach(gw, listeners, cr, pending)
 	}
 
 	for _, l := range listeners {
@@ -88,10 +130,19 @@ func TranslateGateway(idx *Index, gw *gatewayv1.Gateway) *GatewayResult {
 		b = idx.buildIR(gw, listeners, secrets)
 		res.IR = b.ir
 	}
-	if idx.memo != nil {
-		idx.memo.remember(idx, gw, listeners, acceptReason, acceptMsg, pending, res, b)
-	}
-	return res
+	return res, &assembly{gw: gw, listeners: listeners, acceptReason: acceptReason, acceptMsg: acceptMsg,
+		pending: pending, res: res, build: b, patchable: patchable}
+}
+
+// assembly is what assembling a Gateway worked with.
+type assembly struct {
+	gw                      *gatewayv1.Gateway
+	listeners               []*listenerState
+	acceptReason, acceptMsg string
+	pending                 []*pendingParent
+	res                     *GatewayResult
+	build                   *irBuild
+	patchable               bool
 }
 
 // gatewayStatus renders a Gateway's status once its routes are attached,
@@ -248,8 +299,8 @@ func (idx *Index) finishParents(pending []*pendingParent, res *GatewayResult) {
 				p.msg = "An older route of the other kind (HTTPRoute/GRPCRoute) claims an intersecting hostname on the listener"
 			}
 		}
-		res.Routes[p.cr.key] = append(res.Routes[p.cr.key], ParentEntry{RefIndex: p.refIndex, Status: idx.parentStatusFor(p),
-			cr: p.cr, sk: statusKey{refIndex: p.refIndex, reason: p.reason, msg: p.msg}})
+		res.Routes[p.cr.key] = append(res.Routes[p.cr.key], ParentEntry{RefIndex: p.refIndex,
+			Status: parentStatus(idx.controllerName, p.ref, p.cr, p.reason, p.msg)})
 	}
 }
 
@@ -300,7 +351,7 @@ func resolveKindConflicts(l *listenerState) {
 			delete(l.attached, it.key)
 			continue
 		}
-		for h := range it.a.hostname {
+		for _, h := range it.a.hostname {
 			accepted[it.key.Kind][h] = true
 		}
 	}
@@ -308,11 +359,11 @@ func resolveKindConflicts(l *listenerState) {
 
 // hostsIntersect says whether any hostname of a shares a request hostname
 // with any of b.
-func hostsIntersect(a, b map[string]bool) bool {
+func hostsIntersect(a []string, b map[string]bool) bool {
 	if len(b) == 0 {
 		return false
 	}
-	for h := range a {
+	for _, h := range a {
 		if b[h] {
 			return true
 		}
@@ -388,11 +439,13 @@ func (idx *Index) matchParent(gw *gatewayv1.Gateway, listeners []*listenerState,
 	for _, h := range hits {
 		a := h.l.attached[cr.key]
 		if a == nil {
-			a = &attachment{route: cr, hostname: map[string]bool{}}
+			a = &attachment{route: cr}
 			h.l.attached[cr.key] = a
 		}
 		for _, host := range h.hosts {
-			a.hostname[host] = true
+			if !slices.Contains(a.hostname, host) {
+				a.hostname = append(a.hostname, host)
+			}
 		}
 	}
 	attached := make([]*listenerState, 0, len(hits))
@@ -489,19 +542,19 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 		out.Listeners = append(out.Listeners, il)
 	}
 
-	// Clusters of the routes that made it into the IR.
-	var keys []RouteKey
-	for k := range emitted {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return routeKeyLess(keys[i], keys[j]) })
-	for _, k := range keys {
-		cr := findAttached(listeners, k)
-		if cr == nil {
-			continue
-		}
-		for _, b := range cr.backends {
-			idx.addCluster(clusters, b)
+	// Clusters of the routes that made it into the IR, each route once.
+	// The order does not matter: a cluster takes the most capable
+	// protocol, and WebSocket if any backend asks for it.
+	done := make(map[RouteKey]bool, len(emitted))
+	for _, l := range listeners {
+		for k, a := range l.attached {
+			if !emitted[k] || done[k] {
+				continue
+			}
+			done[k] = true
+			for _, b := range a.route.backends {
+				idx.addCluster(clusters, b)
+			}
 		}
 	}
 	for _, c := range clusters {
@@ -516,15 +569,6 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 	sort.Slice(out.Secrets, func(i, j int) bool { return out.Secrets[i].Name < out.Secrets[j].Name })
 	build.emitted = emitted
 	return build
-}
-
-func findAttached(listeners []*listenerState, k RouteKey) *compiledRoute {
-	for _, l := range listeners {
-		if a := l.attached[k]; a != nil {
-			return a.route
-		}
-	}
-	return nil
 }
 
 func routeKeyLess(a, b RouteKey) bool {
@@ -612,17 +656,21 @@ func newVhostGroup(port, from []*listenerState, portNum int32, emitted map[Route
 // owns, and reports whether there were any.
 func (g *vhostGroup) addRoute(l *listenerState, k RouteKey, a *attachment) bool {
 	added := false
-	for h := range a.hostname {
+	for _, h := range a.hostname {
 		if owner(g.port, h) != l {
 			continue
 		}
 		g.owners[h] = l
 		for _, rule := range a.route.rules {
 			for mi := range rule.routes {
-				r := rule.routes[mi]
-				r.Redirect = redirectPort(r.Redirect, g.portNum)
+				r, run := &rule.routes[mi], rule.routes
+				if rd := redirectPort(r.Redirect, g.portNum); rd != r.Redirect {
+					c := *r
+					c.Redirect = rd
+					r, run = &c, nil
+				}
 				e := &routeEntry{
-					route: r, host: h, created: a.route.created, kind: k.Kind,
+					route: r, run: run, host: h, created: a.route.created, kind: k.Kind,
 					ns: k.NN.Namespace, name: k.NN.Name, rule: rule.index, match: mi,
 				}
 				if mi < len(rule.grpcKeys) {
@@ -653,26 +701,50 @@ func (g *vhostGroup) assemble(h string) ir.VirtualHost {
 	}
 	d := domain(h)
 	vh := ir.VirtualHost{Name: d, Domains: []string{d}}
-	var seen map[string]bool
 	if merged {
-		seen = make(map[string]bool, len(es))
+		// A route reached through two of its hostnames (foo.example.com
+		// and *.example.com) is kept once, at its most specific place.
+		seen := make(map[string]bool, len(es))
+		kept := make([]*routeEntry, 0, len(es))
+		for _, e := range es {
+			if !seen[e.route.Name] {
+				seen[e.route.Name] = true
+				kept = append(kept, e)
+			}
+		}
+		es = kept
+	}
+	if len(es) == 0 {
+		return vh
+	}
+	if run := sharedRun(es); run != nil {
+		vh.Routes = run
+		return vh
 	}
 	vh.Routes = make([]ir.Route, 0, len(es))
 	for _, e := range es {
-		// A route reached through two of its hostnames (foo.example.com
-		// and *.example.com) is kept once, at its most specific place.
-		if merged {
-			if seen[e.route.Name] {
-				continue
-			}
-			seen[e.route.Name] = true
-		}
-		vh.Routes = append(vh.Routes, e.route)
-	}
-	if len(vh.Routes) == 0 {
-		vh.Routes = nil
+		vh.Routes = append(vh.Routes, *e.route)
 	}
 	return vh
+}
+
+// sharedRun returns the routes of es as the compiled slice they come from,
+// when they are consecutive matches of one compiled rule in order (a host
+// served by one simple route): the IR then shares the compilation's
+// routes instead of copying them. Outputs are read-only, so sharing is
+// safe.
+func sharedRun(es []*routeEntry) []ir.Route {
+	first := es[0]
+	if first.run == nil {
+		return nil
+	}
+	for i, e := range es {
+		if e.run == nil || &e.run[0] != &first.run[0] || e.match != first.match+i {
+			return nil
+		}
+	}
+	lo, hi := first.match, first.match+len(es)
+	return first.run[lo:hi:hi]
 }
 
 // coveringHostnames lists the wildcards (and "" = any) that cover h, most
@@ -708,7 +780,7 @@ func tlsRoutes(port []*listenerState, terminate bool, emitted map[RouteKey]bool)
 	var cands []cand
 	for _, l := range port {
 		for k, a := range l.attached {
-			for h := range a.hostname {
+			for _, h := range a.hostname {
 				if owner(port, h) != l {
 					continue
 				}

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -208,7 +209,7 @@ func digest(b []byte) []byte {
 func renderOutput(t testing.TB, out *Output, full bool) []byte {
 	t.Helper()
 	g := goldenOutput{
-		GatewayClasses:  out.GatewayClasses,
+		GatewayClasses:  maps.Clone(out.GatewayClasses), // out is read-only
 		GatewayStatus:   nnMap(out.GatewayStatus),
 		HTTPRouteStatus: nnMap(out.HTTPRouteStatus),
 		GRPCRouteStatus: nnMap(out.GRPCRouteStatus),

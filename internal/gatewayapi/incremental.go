@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,61 +18,41 @@ import (
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/internal/ir"
 )
 
-// Translator translates snapshot after snapshot and reuses the work of the
-// previous translation for the objects that did not change. Its output is
-// always exactly Translate's (a property test checks it after random
-// edits); only the cost differs.
+// Translator translates the objects of a Store, redoing only what the
+// Store marked dirty since the last translation. Its output is always
+// exactly Translate's over the same objects (a property test checks it
+// after every edit); only the cost differs.
 //
-// It relies on what an informer cache guarantees: a stored object is never
-// modified, an update stores a new object. So an object's address names its
-// content, and the memo holds on to the objects it is keyed by, so an
-// address cannot be reused while it is remembered.
+// It is a layer over the pure functions compileRoute and assembleGateway
+// (and patchGateway, which applies route changes to a Gateway's last
+// assembly). What it remembers, and what forgets each entry:
 //
-// What it remembers:
-//   - each route's compilation, keyed by the route object, for as long as
-//     no Service or ReferenceGrant (all that compiling reads besides the
-//     route) changes in a way the translator can see;
-//   - each route's status entries per parentRef, on its compilation, and
-//     its merged status.parents, so an unchanged route yields the very same
-//     slice (the status writer skips those without comparing);
-//   - each cluster's endpoints, keyed by the EndpointSlice objects.
-//
-// Translations with the same inputs besides the routes (the context) reuse
-// each Gateway's last translation, or patch it when only HTTPRoutes with
-// plain hostnames changed (patch.go); any other change translates the
-// Gateways in full, still reusing the compilations above.
+//   - each route's compilation, by route key, until the Store marks the
+//     route dirty (the route, a Service it names, a ReferenceGrant in a
+//     namespace it refers into, or its Namespace changed);
+//   - each Gateway's last assembly, until the Store marks the Gateway dirty
+//     (the Gateway, a Secret it names, a ReferenceGrant it relies on, its
+//     Namespace changed) or any GatewayClass, GatewayParameters or Facts
+//     change; dirty routes are patched into it when they can be;
+//   - each Service port's endpoints, until the Service or its
+//     EndpointSlices change.
 //
 // Outputs share unchanged maps and slices with earlier outputs: they must be
-// treated as read-only, which makes them safe to keep. Like an informer
-// cache, the input must hold one object per kind and name.
+// treated as read-only, which makes them safe to keep.
 //
-// A Translator is safe for concurrent use; translations run one at a time.
+// A Translator is safe for concurrent use; translations run one at a time,
+// and hold the Store's lock while they run.
 type Translator struct {
 	mu        sync.Mutex
-	compiled  map[any]*compiledRoute
-	seen      map[any]bool
-	statuses  map[RouteKey]memoStatus
-	endpoints map[string]memoEndpoints
-
-	// Gateway states (patch.go), valid while the context (every input
-	// but the routes) is the same.
-	gateways      map[types.NamespacedName]*gwState
-	ctx           map[ctxKey]*ctxRec
-	runtime       map[types.NamespacedName]GatewayRuntime
-	shardRefusals map[types.NamespacedName]string
-	ownership     *Ownership
-	sameContext   bool
-	// endpointsChanged: the Services whose EndpointSlices changed since the
-	// last translation (with the same context otherwise).
-	endpointsChanged map[types.NamespacedName]bool
-	last             *Output
-	lastIdx          *Index
-	routes           map[RouteKey]*routeRec
-	epoch            uint64
-	changedByGW      map[types.NamespacedName][]RouteKey
+	store     *Store
+	compiled  map[RouteKey]*compiledRoute
+	endpoints map[types.NamespacedName][]portEndpoints
+	gateways  map[types.NamespacedName]*gwState
+	facts     Facts
+	last      *Output
+	seq       uint64
 
 	// Stats counts how Gateways were translated, for tests and metrics.
 	Stats TranslatorStats
@@ -84,88 +63,110 @@ type TranslatorStats struct {
 	Full, Patched, Reused int
 }
 
-type memoStatus struct {
-	entries []ParentEntry
-	status  []gatewayv1.RouteParentStatus
-}
-
-type memoEndpoints struct {
-	slices []*discoveryv1.EndpointSlice
-	port   string
-	eps    []ir.Endpoint
-}
-
-// NewTranslator returns a Translator with nothing remembered.
-func NewTranslator() *Translator {
+// NewTranslator returns a Translator over s with nothing remembered.
+func NewTranslator(s *Store) *Translator {
 	return &Translator{
-		compiled:  map[any]*compiledRoute{},
-		seen:      map[any]bool{},
-		statuses:  map[RouteKey]memoStatus{},
-		endpoints: map[string]memoEndpoints{},
+		store:     s,
+		compiled:  map[RouteKey]*compiledRoute{},
+		endpoints: map[types.NamespacedName][]portEndpoints{},
 		gateways:  map[types.NamespacedName]*gwState{},
-		routes:    map[RouteKey]*routeRec{},
-		ctx:       map[ctxKey]*ctxRec{},
 	}
 }
 
-// Translate is Translate(in), reusing what it can.
-func (t *Translator) Translate(in *Input) *Output {
+// Translate is Translate over the Store's objects with the facts f,
+// reusing what it can.
+func (t *Translator) Translate(f Facts) *Output {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if in == nil {
-		return Translate(nil)
+	s := t.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.takeDirty()
+	for svc := range d.Endpoints {
+		delete(t.endpoints, svc)
 	}
-	prevRoutes, unique := t.diffRoutes(in) // advances the epoch
-	diff := t.diffContext(in)
-	endpoints := diff.endpoints
-	same := t.last != nil && unique && !diff.changed && reflect.DeepEqual(in.Runtime, t.runtime) &&
-		reflect.DeepEqual(in.ShardRefusals, t.shardRefusals) &&
-		(in.Ownership == t.ownership || reflect.DeepEqual(in.Ownership, t.ownership))
-	t.sameContext = same
-	t.endpointsChanged = endpoints
-	if !same {
-		if diff.compileInputs {
-			clear(t.compiled)
-		}
-		clear(t.gateways)
-		clear(t.seen)
-		t.runtime = in.Runtime
-		t.shardRefusals = in.ShardRefusals
-		t.ownership = in.Ownership
-		idx := NewIndex(in)
-		idx.memo = t
-		out := translateIndex(idx)
-		t.last, t.lastIdx = out, idx
-		// Forget what the snapshot no longer has.
-		for k := range t.compiled {
-			if !t.seen[k] {
-				delete(t.compiled, k)
-			}
-		}
-		for k := range t.statuses {
-			if _, ok := out.routeStatus(k); !ok {
-				delete(t.statuses, k)
-			}
-		}
-		for name := range t.endpoints {
-			if _, used := idx.endpoints[name]; !used {
-				delete(t.endpoints, name)
-			}
-		}
-		return out
+	for k := range d.Routes {
+		delete(t.compiled, k)
 	}
+	idx := storeIndex(s, f, t.endpoints)
+	t.seq++
+	var out *Output
+	if t.last == nil || d.All || !sameFacts(f, t.facts) {
+		out = t.translateAll(idx)
+	} else {
+		out = t.translateChanges(idx, d)
+	}
+	t.facts = f
+	out.Seq = t.seq
+	t.last = out
+	return out
+}
 
-	// Only routes changed: the previous index serves for everything else,
-	// and only the changed routes' status is merged again.
-	idx := &Index{}
-	*idx = *t.lastIdx
-	idx.in, idx.routesIndexed = in, false
-	idx.httpByGW, idx.grpcByGW, idx.tlsByGW = nil, nil, nil
-	idx.endpoints = map[string][]ir.Endpoint{}
-	if len(endpoints) > 0 {
-		idx.slices = indexSlices(in.EndpointSlices)
+func sameFacts(a, b Facts) bool {
+	return reflect.DeepEqual(a.Runtime, b.Runtime) && reflect.DeepEqual(a.ShardRefusals, b.ShardRefusals) &&
+		(a.Ownership == b.Ownership || reflect.DeepEqual(a.Ownership, b.Ownership))
+}
+
+// translateAll assembles every Gateway again, reusing the compilations.
+func (t *Translator) translateAll(idx *Index) *Output {
+	out := newOutput()
+	for _, name := range idx.classNames {
+		out.GatewayClasses[name] = idx.classes[name].status
 	}
-	idx.memo = t
+	clear(t.gateways)
+	compiled := make(map[RouteKey]*compiledRoute, len(t.compiled))
+	parents := map[RouteKey][]ParentEntry{}
+	for _, gw := range idx.gateways {
+		key := nn(gw.Namespace, gw.Name)
+		res, a := assembleGateway(idx, gw, t.compileFor(idx, key, compiled))
+		if res == nil {
+			continue
+		}
+		t.Stats.Full++
+		t.gateways[key] = a.state()
+		out.GatewayStatus[key] = res.Status
+		if res.IR != nil {
+			out.Gateways = append(out.Gateways, res.IR)
+		}
+		for k, entries := range res.Routes {
+			parents[k] = append(parents[k], entries...)
+		}
+	}
+	t.compiled = compiled // only the routes of our Gateways
+	for k, entries := range parents {
+		out.setRouteStatus(k, MergeParents(entries))
+	}
+	return out
+}
+
+// compileFor returns the compilations of the routes naming gw, compiling
+// those not in t.compiled, and records them in into.
+func (t *Translator) compileFor(idx *Index, gw types.NamespacedName, into map[RouteKey]*compiledRoute) []*compiledRoute {
+	keys := t.store.routesByGW[gw]
+	crs := make([]*compiledRoute, 0, keys.len())
+	for k := range keys.all() {
+		cr := into[k]
+		if cr == nil {
+			cr = t.compiled[k]
+		}
+		if cr == nil {
+			obj := t.store.route(k)
+			if obj == nil {
+				continue
+			}
+			cr = compileRoute(idx, obj)
+		}
+		into[k] = cr
+		crs = append(crs, cr)
+	}
+	return crs
+}
+
+// translateChanges redoes the dirty Gateways, patches the Gateways whose
+// routes or endpoints changed, reuses the others, and merges again the
+// status of the routes whose entries may have changed.
+func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
+	s := t.store
 	prev := t.last
 	out := &Output{
 		GatewayClasses:  prev.GatewayClasses,
@@ -174,34 +175,78 @@ func (t *Translator) Translate(in *Input) *Output {
 		GRPCRouteStatus: prev.GRPCRouteStatus,
 		TLSRouteStatus:  prev.TLSRouteStatus,
 	}
-	results := make(map[types.NamespacedName]*GatewayResult, len(idx.gateways))
-	changed := map[RouteKey][]types.NamespacedName{}
+	remerge := set[RouteKey]{}
+	// The Gateways each dirty route named before and names now.
+	changedByGW := map[types.NamespacedName][]RouteKey{}
+	for k := range d.Routes {
+		remerge.add(k)
+		for g, st := range t.gateways {
+			if _, ok := st.crs[k]; ok {
+				changedByGW[g] = append(changedByGW[g], k)
+			}
+		}
+		if s.route(k) == nil {
+			continue
+		}
+		for _, g := range s.routeDeps[k].gateways {
+			if st := t.gateways[g]; st == nil || st.crs[k] == nil {
+				changedByGW[g] = append(changedByGW[g], k)
+			}
+		}
+	}
+
+	live := make(set[types.NamespacedName], len(idx.gateways))
 	for _, gw := range idx.gateways {
 		key := nn(gw.Namespace, gw.Name)
-		full := t.Stats.Full
-		res := idx.translateGateway(gw)
-		if res != nil && t.Stats.Full != full {
-			// Translated in full: a route's status can change with
-			// another's (HTTPRoute/GRPCRoute hostname conflicts), so
-			// every route of the Gateway is merged again.
-			for k := range res.Routes {
-				changed[k] = nil
+		live.add(key)
+		st := t.gateways[key]
+		var res *GatewayResult
+		if _, dirty := d.Gateways[key]; dirty || st == nil {
+			res = t.assemble(idx, gw, st, remerge)
+		} else {
+			changed := changedByGW[key]
+			endpoints := st.clustersOf(d.Endpoints)
+			if len(changed) == 0 && len(endpoints) == 0 {
+				t.Stats.Reused++
+				continue
+			}
+			newCRs := make(map[RouteKey]*compiledRoute, len(changed))
+			for _, k := range changed {
+				if obj := s.route(k); obj != nil && slices.Contains(s.routeDeps[k].gateways, key) {
+					newCRs[k] = t.compile(idx, k, obj)
+				}
+			}
+			var ok bool
+			if res, ok = patchGateway(idx, st, gw, changed, newCRs, endpoints); ok {
+				t.Stats.Patched++
+			} else {
+				res = t.assemble(idx, gw, st, remerge)
 			}
 		}
 		if res == nil {
+			delete(out.GatewayStatus, key)
 			continue
 		}
-		results[key] = res
 		out.GatewayStatus[key] = res.Status
-		if res.IR != nil {
-			out.Gateways = append(out.Gateways, res.IR)
+	}
+	for key, st := range t.gateways {
+		if _, ok := live[key]; !ok {
+			delete(t.gateways, key)
+			delete(out.GatewayStatus, key)
+			for k := range st.crs {
+				remerge.add(k)
+				if !t.attached(k) {
+					delete(t.compiled, k) // no Gateway of ours needs it now
+				}
+			}
 		}
 	}
-	for g, keys := range t.changedByGW {
-		for _, k := range keys {
-			changed[k] = append(changed[k], g)
+	for _, gw := range idx.gateways {
+		if st := t.gateways[nn(gw.Namespace, gw.Name)]; st != nil && st.result.IR != nil {
+			out.Gateways = append(out.Gateways, st.result.IR)
 		}
 	}
+
 	cloned := map[string]bool{}
 	statusMap := func(kind string) map[types.NamespacedName][]gatewayv1.RouteParentStatus {
 		var m *map[types.NamespacedName][]gatewayv1.RouteParentStatus
@@ -219,213 +264,68 @@ func (t *Translator) Translate(in *Input) *Output {
 		}
 		return *m
 	}
-	for k := range changed {
+	out.StatusChanged = make([]RouteKey, 0, len(remerge))
+	for k := range remerge {
 		var entries []ParentEntry
-		var gws []types.NamespacedName
-		if rec := t.routes[k]; rec != nil {
-			gws = rec.parents
-		}
-		for _, g := range gws {
-			if res := results[g]; res != nil {
-				entries = append(entries, res.Routes[k]...)
+		if s.route(k) != nil {
+			for _, g := range s.routeDeps[k].gateways {
+				if st := t.gateways[g]; st != nil {
+					entries = append(entries, st.result.Routes[k]...)
+				}
 			}
 		}
 		m := statusMap(k.Kind)
+		out.StatusChanged = append(out.StatusChanged, k)
 		if len(entries) == 0 {
 			delete(m, k.NN)
-			delete(t.statuses, k)
 			continue
 		}
-		m[k.NN] = idx.mergeParents(k, entries)
+		m[k.NN] = MergeParents(entries)
 	}
-	// Compilations of replaced and removed routes are not needed again.
-	for _, old := range prevRoutes {
-		delete(t.compiled, old)
-	}
-	t.last, t.lastIdx = out, idx
 	return out
 }
 
-// diffRoutes records the routes of in and, per Gateway, the routes that
-// changed since the last translation (added, replaced or removed, naming the
-// Gateway before or after). It returns the previous objects of the changed
-// routes, and reports false when routes have duplicate names (the full
-// translation settles those). It updates the records in place: a route that
-// did not change costs one map lookup.
-func (t *Translator) diffRoutes(in *Input) (prev map[RouteKey]any, unique bool) {
-	t.epoch++
-	unique = true
-	prev = map[RouteKey]any{}
-	changed := map[types.NamespacedName][]RouteKey{}
-	note := func(k RouteKey, gws []types.NamespacedName) {
-		for _, g := range gws {
-			if n := len(changed[g]); n == 0 || changed[g][n-1] != k {
-				changed[g] = append(changed[g], k)
-			}
+// assemble translates gw in full and records its state; the routes of its
+// previous and new state are merged again.
+func (t *Translator) assemble(idx *Index, gw *gatewayv1.Gateway, prev *gwState, remerge set[RouteKey]) *GatewayResult {
+	key := nn(gw.Namespace, gw.Name)
+	if prev != nil {
+		for k := range prev.crs {
+			remerge.add(k)
 		}
 	}
-	live := 0
-	add := func(kind, ns, name string, obj any, refs []gatewayv1.ParentReference) {
-		k := RouteKey{Kind: kind, NN: nn(ns, name)}
-		live++
-		rec := t.routes[k]
-		switch {
-		case rec == nil:
-			rec = &routeRec{obj: obj, parents: parentGateways(ns, refs)}
-			t.routes[k] = rec
-			note(k, rec.parents)
-		case rec.epoch == t.epoch:
-			unique = false
-			live--
-		case rec.obj != obj:
-			prev[k] = rec.obj
-			note(k, rec.parents)
-			rec.obj, rec.parents = obj, parentGateways(ns, refs)
-			note(k, rec.parents)
-		}
-		rec.epoch = t.epoch
+	res, a := assembleGateway(idx, gw, t.compileFor(idx, key, t.compiled))
+	if res == nil {
+		delete(t.gateways, key)
+		return nil
 	}
-	for _, r := range in.HTTPRoutes {
-		if r != nil {
-			add(kindHTTPRoute, r.Namespace, r.Name, r, r.Spec.ParentRefs)
-		}
+	t.Stats.Full++
+	st := a.state()
+	t.gateways[key] = st
+	for k := range st.crs {
+		remerge.add(k)
 	}
-	for _, r := range in.GRPCRoutes {
-		if r != nil {
-			add(kindGRPCRoute, r.Namespace, r.Name, r, r.Spec.ParentRefs)
-		}
-	}
-	for _, r := range in.TLSRoutes {
-		if r != nil {
-			add(kindTLSRoute, r.Namespace, r.Name, r, r.Spec.ParentRefs)
-		}
-	}
-	if live < len(t.routes) { // some are gone
-		for k, rec := range t.routes {
-			if rec.epoch != t.epoch {
-				prev[k] = rec.obj
-				note(k, rec.parents)
-				delete(t.routes, k)
-			}
-		}
-	}
-	t.changedByGW = changed
-	return prev, unique
+	return res
 }
 
-// ctxKey names a context object (any input but a route).
-type ctxKey struct {
-	kind     byte
-	ns, name string
+// attached reports whether route k names one of the Gateways translated.
+func (t *Translator) attached(k RouteKey) bool {
+	for _, st := range t.gateways {
+		if _, ok := st.crs[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
-type ctxRec struct {
-	obj   client.Object
-	epoch uint64
-}
-
-// diffContext records the context objects of in and reports whether any
-// changed in a way the translation can see (Relevant) since the last
-// translation, or was added or removed. An object replaced by an update
-// that changed nothing the translator reads (a status write, a label) is
-// not a change: the last translation still holds.
-//
-// EndpointSlices are reported apart, as the Services whose endpoints
-// changed: they change the endpoints of clusters, nothing else.
-func (t *Translator) diffContext(in *Input) contextDiff {
-	d := contextDiff{endpoints: map[types.NamespacedName]bool{}}
-	// note records a changed object (its old or new version).
-	note := func(o client.Object) {
-		switch o := o.(type) {
-		case *discoveryv1.EndpointSlice:
-			d.endpoints[sliceService(o)] = true
-		case *corev1.Service, *gatewayv1beta1.ReferenceGrant:
-			d.changed, d.compileInputs = true, true
-		default:
-			d.changed = true
-		}
+// compile returns route k's compilation, from memory or compiled anew.
+func (t *Translator) compile(idx *Index, k RouteKey, obj client.Object) *compiledRoute {
+	if cr := t.compiled[k]; cr != nil {
+		return cr
 	}
-	live := 0
-	see := func(kind byte, o client.Object) {
-		k := ctxKey{kind: kind, ns: o.GetNamespace(), name: o.GetName()}
-		live++
-		rec := t.ctx[k]
-		switch {
-		case rec == nil:
-			t.ctx[k] = &ctxRec{obj: o, epoch: t.epoch}
-			note(o)
-			return
-		case rec.epoch == t.epoch: // a duplicate name: translate in full
-			d.changed, d.compileInputs = true, true
-			live--
-		case rec.obj != o:
-			if Relevant(rec.obj, o) {
-				note(rec.obj)
-				note(o)
-			}
-			rec.obj = o
-		}
-		rec.epoch = t.epoch
-	}
-	for _, o := range in.GatewayClasses {
-		if o != nil {
-			see('C', o)
-		}
-	}
-	for _, o := range in.Gateways {
-		if o != nil {
-			see('G', o)
-		}
-	}
-	for _, o := range in.ReferenceGrants {
-		if o != nil {
-			see('R', o)
-		}
-	}
-	for _, o := range in.Services {
-		if o != nil {
-			see('S', o)
-		}
-	}
-	for _, o := range in.EndpointSlices {
-		if o != nil {
-			see('E', o)
-		}
-	}
-	for _, o := range in.Secrets {
-		if o != nil {
-			see('X', o)
-		}
-	}
-	for _, o := range in.Namespaces {
-		if o != nil {
-			see('N', o)
-		}
-	}
-	for _, o := range in.GatewayParameters {
-		if o != nil {
-			see('P', o)
-		}
-	}
-	if live < len(t.ctx) {
-		for k, rec := range t.ctx {
-			if rec.epoch != t.epoch {
-				delete(t.ctx, k)
-				note(rec.obj)
-			}
-		}
-	}
-	return d
-}
-
-// contextDiff is what changed in the context since the last translation.
-type contextDiff struct {
-	changed bool // anything but EndpointSlices
-	// compileInputs: Services or ReferenceGrants, which compiling a route
-	// reads.
-	compileInputs bool
-	// endpoints: the Services whose EndpointSlices changed.
-	endpoints map[types.NamespacedName]bool
+	cr := compileRoute(idx, obj)
+	t.compiled[k] = cr
+	return cr
 }
 
 // Relevant reports whether replacing oldObj by newObj (two versions of one
@@ -464,134 +364,4 @@ func Relevant(oldObj, newObj client.Object) bool {
 		return !maps.Equal(oldObj.GetLabels(), newObj.GetLabels()) || !maps.Equal(oldObj.GetAnnotations(), newObj.GetAnnotations())
 	}
 	return oldObj.GetResourceVersion() != newObj.GetResourceVersion() || oldObj.GetResourceVersion() == ""
-}
-
-// compiled returns route r's compilation, compiling it on a miss.
-func (idx *Index) compiled(r any, compile func() *compiledRoute) *compiledRoute {
-	t := idx.memo
-	if t == nil {
-		return compile()
-	}
-	t.seen[r] = true
-	if cr, ok := t.compiled[r]; ok {
-		return cr
-	}
-	cr := compile()
-	t.compiled[r] = cr
-	return cr
-}
-
-func (idx *Index) compiledHTTPRoute(r *gatewayv1.HTTPRoute) *compiledRoute {
-	return idx.compiled(r, func() *compiledRoute { return idx.compileHTTPRoute(r) })
-}
-
-func (idx *Index) compiledGRPCRoute(r *gatewayv1.GRPCRoute) *compiledRoute {
-	return idx.compiled(r, func() *compiledRoute { return idx.compileGRPCRoute(r) })
-}
-
-func (idx *Index) compiledTLSRoute(r *gatewayv1.TLSRoute) *compiledRoute {
-	return idx.compiled(r, func() *compiledRoute { return idx.compileTLSRoute(r) })
-}
-
-type memoParentStatus struct {
-	key    statusKey
-	status gatewayv1.RouteParentStatus
-}
-
-// statusKey is what one parentRef's status entry depends on besides the
-// compiled route.
-type statusKey struct {
-	refIndex    int
-	reason, msg string
-}
-
-// parentStatusFor is parentStatus, remembered on the compiled route.
-func (idx *Index) parentStatusFor(p *pendingParent) gatewayv1.RouteParentStatus {
-	k := statusKey{refIndex: p.refIndex, reason: p.reason, msg: p.msg}
-	for _, m := range p.cr.statuses {
-		if m.key == k {
-			return m.status
-		}
-	}
-	st := parentStatus(idx.controllerName, p.ref, p.cr, p.reason, p.msg)
-	if idx.memo != nil {
-		// Most routes have one parentRef; a few keep a few entries. A
-		// route whose entries keep changing (a Gateway's listeners come
-		// and go) starts over rather than grow.
-		if len(p.cr.statuses) >= 8 {
-			p.cr.statuses = nil
-		}
-		p.cr.statuses = append(p.cr.statuses, memoParentStatus{key: k, status: st})
-	}
-	return st
-}
-
-// mergeParents is MergeParents, returning the previous slice when a route's
-// entries are the same as last time.
-func (idx *Index) mergeParents(k RouteKey, entries []ParentEntry) []gatewayv1.RouteParentStatus {
-	t := idx.memo
-	if t == nil {
-		return MergeParents(entries)
-	}
-	if m, ok := t.statuses[k]; ok && sameEntries(m.entries, entries) {
-		return m.status
-	}
-	st := MergeParents(slices.Clone(entries))
-	t.statuses[k] = memoStatus{entries: entries, status: st}
-	return st
-}
-
-func sameEntries(a, b []ParentEntry) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	// Entries come in Gateway order, then parentRef order; compare as
-	// sets keyed by the parentRef index, which is unique per route.
-	for _, x := range a {
-		found := false
-		for _, y := range b {
-			if x.RefIndex == y.RefIndex && x.cr == y.cr && x.sk == y.sk && x.cr != nil {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
-// endpointsMemo returns the remembered endpoints of cluster when its
-// EndpointSlices and port are the ones they were computed from.
-func (idx *Index) endpointsMemo(cluster, port string, sl []*discoveryv1.EndpointSlice) ([]ir.Endpoint, bool) {
-	if idx.memo == nil {
-		return nil, false
-	}
-	m, ok := idx.memo.endpoints[cluster]
-	if !ok || m.port != port || !slices.Equal(m.slices, sl) {
-		return nil, false
-	}
-	return m.eps, true
-}
-
-func (idx *Index) rememberEndpoints(cluster, port string, sl []*discoveryv1.EndpointSlice, eps []ir.Endpoint) {
-	if idx.memo != nil {
-		idx.memo.endpoints[cluster] = memoEndpoints{slices: sl, port: port, eps: eps}
-	}
-}
-
-func (o *Output) routeStatus(k RouteKey) ([]gatewayv1.RouteParentStatus, bool) {
-	switch k.Kind {
-	case kindHTTPRoute:
-		st, ok := o.HTTPRouteStatus[k.NN]
-		return st, ok
-	case kindGRPCRoute:
-		st, ok := o.GRPCRouteStatus[k.NN]
-		return st, ok
-	case kindTLSRoute:
-		st, ok := o.TLSRouteStatus[k.NN]
-		return st, ok
-	}
-	return nil, false
 }

@@ -13,10 +13,97 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
+
+// loaded is a Translator over a Store that is made to hold each snapshot
+// in turn (Store.Load issues the events an informer would).
+type loaded struct {
+	st *Store
+	tr *Translator
+}
+
+func newLoaded() *loaded {
+	st := NewStore(testController)
+	return &loaded{st: st, tr: NewTranslator(st)}
+}
+
+func (l *loaded) translate(in *Input) *Output {
+	l.st.Load(in)
+	return l.tr.Translate(FactsOf(in))
+}
+
+// sameOutput compares two Outputs, leaving out what only says how they
+// were made (Seq and the changed set).
+func sameOutput(a, b *Output) bool {
+	return reflect.DeepEqual(bare(a), bare(b))
+}
+
+func bare(o *Output) Output {
+	c := *o
+	c.Seq, c.StatusAllChanged, c.StatusChanged = 0, false, nil
+	return c
+}
+
+// events lists the Store events that turn prev into next (objects added,
+// replaced or removed), to be applied in any order.
+func events(st *Store, prev, next *Input) []func() {
+	var out []func()
+	kind := func(prevObjs, nextObjs []client.Object) {
+		had := map[string]client.Object{}
+		for _, o := range prevObjs {
+			had[o.GetNamespace()+"/"+o.GetName()] = o
+		}
+		for _, o := range nextObjs {
+			k := o.GetNamespace() + "/" + o.GetName()
+			if had[k] != o {
+				out = append(out, func() { st.Upsert(o) })
+			}
+			delete(had, k)
+		}
+		for _, o := range had {
+			out = append(out, func() { st.Delete(o) })
+		}
+	}
+	kind(objs(prev.GatewayClasses), objs(next.GatewayClasses))
+	kind(objs(prev.Gateways), objs(next.Gateways))
+	kind(objs(prev.HTTPRoutes), objs(next.HTTPRoutes))
+	kind(objs(prev.GRPCRoutes), objs(next.GRPCRoutes))
+	kind(objs(prev.TLSRoutes), objs(next.TLSRoutes))
+	kind(objs(prev.ReferenceGrants), objs(next.ReferenceGrants))
+	kind(objs(prev.Services), objs(next.Services))
+	kind(objs(prev.EndpointSlices), objs(next.EndpointSlices))
+	kind(objs(prev.Secrets), objs(next.Secrets))
+	kind(objs(prev.Namespaces), objs(next.Namespaces))
+	kind(objs(prev.GatewayParameters), objs(next.GatewayParameters))
+	return out
+}
+
+func objs[T any, PT interface {
+	*T
+	client.Object
+}](list []PT) []client.Object {
+	out := make([]client.Object, 0, len(list))
+	for _, o := range list {
+		if o != nil {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// applyShuffled applies the events from prev to next in a random order.
+func applyShuffled(r *rand.Rand, st *Store, prev, next *Input) {
+	evs := events(st, prev, next)
+	r.Shuffle(len(evs), func(i, j int) { evs[i], evs[j] = evs[j], evs[i] })
+	for _, e := range evs {
+		e()
+	}
+}
 
 // mix keeps each object of prev with probability keep and adds each of next
 // with probability add, an object of next replacing the one of prev with
@@ -142,7 +229,8 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			}
 			return b
 		}
-		tr := NewTranslator()
+		st := NewStore(testController)
+		tr := NewTranslator(st)
 		// Half the seeds have only HTTPRoutes with plain hostnames: the
 		// Gateways a patch applies to.
 		httpOnly := seed%2 == 0
@@ -179,37 +267,80 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			return in
 		}
 		in := gen()
+		prev := &Input{}
+		var recreate []client.Object    // deleted last step, to create again
+		var deleteFirst []client.Object // deleted and created again in one batch
 		for step := range steps {
-			got, want := tr.Translate(in), Translate(in)
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("seed %d step %d: the Translator's output differs from Translate's (stats %+v):\n%s", seed, step, tr.Stats, cmp.Diff(want, got))
+			for _, o := range deleteFirst {
+				st.Delete(o)
 			}
-			// A second translation of the same snapshot, all from memory.
-			if again := tr.Translate(in); !reflect.DeepEqual(again, want) {
-				t.Fatalf("seed %d step %d: a repeated translation differs", seed, step)
+			deleteFirst = nil
+			applyShuffled(r, st, prev, in)
+			got, want := tr.Translate(FactsOf(in)), Translate(in)
+			if !sameOutput(got, want) {
+				t.Fatalf("seed %d step %d: the Translator's output differs from Translate's (stats %+v):\n%s", seed, step, tr.Stats, cmp.Diff(bare(want), bare(got)))
 			}
+			// A second translation with nothing changed, all from memory.
+			if again := tr.Translate(FactsOf(in)); !sameOutput(again, want) || len(again.StatusChanged) != 0 {
+				t.Fatalf("seed %d step %d: a repeated translation differs (%d changed)", seed, step, len(again.StatusChanged))
+			}
+			prev = in
 			fresh := gen()
 			keep, add := 0.9, 0.15
 			if step%5 == 4 {
 				keep, add = 0.5, 0.5
 			}
-			next := &Input{ControllerName: in.ControllerName, Runtime: in.Runtime}
-			if step%4 == 2 {
-				// Only EndpointSlices change (endpoint churn).
-				*next = *in
-				next.EndpointSlices = mix(r, in.EndpointSlices, fresh.EndpointSlices, 0.8, 0.3)
-				in = next
-				continue
+			next := &Input{}
+			*next = *in
+			for _, o := range recreate {
+				switch o := o.(type) {
+				case *gatewayv1.HTTPRoute:
+					next.HTTPRoutes = append(slices.Clone(next.HTTPRoutes), o)
+				case *corev1.Service:
+					next.Services = append(slices.Clone(next.Services), o)
+				}
 			}
-			if step%2 == 1 {
+			recreate = nil
+			switch step % 8 {
+			case 1, 5:
 				// Only HTTPRoutes change, as in the steady state, and
 				// other objects get status-only updates: new objects,
 				// same spec, which must not matter.
-				*next = *in
 				next.HTTPRoutes = mix(r, in.HTTPRoutes, fresh.HTTPRoutes, 0.9, 0.2)
 				next.Gateways = statusOnly(r, in.Gateways, &rv)
 				next.Services = statusOnly(r, in.Services, &rv)
 				next.GatewayParameters = statusOnly(r, in.GatewayParameters, &rv)
+				in = next
+				continue
+			case 2:
+				// Only EndpointSlices change (endpoint churn).
+				next.EndpointSlices = mix(r, in.EndpointSlices, fresh.EndpointSlices, 0.8, 0.3)
+				in = next
+				continue
+			case 3:
+				// The tenant flow: a new Service, its EndpointSlice and a
+				// route naming it, all in one step.
+				tenantFlow(r, next, step, &rv)
+				in = next
+				continue
+			case 4:
+				// ReferenceGrant churn, and Namespace labels changing.
+				next.ReferenceGrants = mix(r, in.ReferenceGrants, fresh.ReferenceGrants, 0.5, 0.5)
+				next.Namespaces = relabel(r, in.Namespaces, &rv)
+				in = next
+				continue
+			case 6:
+				// Delete and re-create: some routes and Services are
+				// deleted now and created again (new UIDs) next step;
+				// others are deleted and created again in one batch.
+				next.HTTPRoutes, recreate = deleteSome(r, next.HTTPRoutes, recreate, &rv)
+				next.Services, recreate = deleteSome(r, next.Services, recreate, &rv)
+				var again []client.Object
+				next.HTTPRoutes, again = deleteSome(r, next.HTTPRoutes, nil, &rv)
+				for _, o := range again {
+					deleteFirst = append(deleteFirst, o)
+					next.HTTPRoutes = append(next.HTTPRoutes, o.(*gatewayv1.HTTPRoute))
+				}
 				in = next
 				continue
 			}
@@ -227,7 +358,6 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			if step%7 == 6 {
 				next.Runtime = fresh.Runtime
 			}
-			next.Ownership = in.Ownership
 			if step%6 == 5 {
 				next.Ownership = fresh.Ownership
 			}
@@ -241,6 +371,71 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 	if stats.Patched == 0 || stats.Reused == 0 {
 		t.Errorf("the edits never exercised a patch or a reuse: %+v", stats)
 	}
+}
+
+// tenantFlow adds to in a new Service with an EndpointSlice and an
+// HTTPRoute naming it, on one of the fuzz Gateways, as a new lease does.
+func tenantFlow(r *rand.Rand, in *Input, step int, rv *int) {
+	ns := fzNamespaces[r.IntN(len(fzNamespaces))]
+	name := fmt.Sprintf("tenant-%d-%d", step, r.IntN(1000))
+	one := benchInput(1)
+	svc, es, rt := one.Services[0], one.EndpointSlices[0], one.HTTPRoutes[0]
+	svc.Name, svc.Namespace = name, ns
+	es.Name, es.Namespace, es.Labels[discoveryv1.LabelServiceName] = name+"-x", ns, name
+	rt.Name, rt.Namespace = name, ns
+	rt.Spec.ParentRefs[0].Name = gatewayv1.ObjectName(fzGateways[r.IntN(len(fzGateways))])
+	rt.Spec.ParentRefs[0].Namespace = ptrTo(gatewayv1.Namespace(fzNamespaces[r.IntN(len(fzNamespaces))]))
+	rt.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(plainHosts[r.IntN(len(plainHosts))])}
+	rt.Spec.Rules[0].BackendRefs[0].Name = gatewayv1.ObjectName(name)
+	for _, o := range []client.Object{svc, es, rt} {
+		*rv++
+		o.SetResourceVersion(fmt.Sprint(*rv))
+		o.SetUID(types.UID(fmt.Sprint("uid-", *rv)))
+	}
+	in.Services = append(slices.Clone(in.Services), svc)
+	in.EndpointSlices = append(slices.Clone(in.EndpointSlices), es)
+	in.HTTPRoutes = append(slices.Clone(in.HTTPRoutes), rt)
+}
+
+// relabel replaces some Namespaces by copies with other labels.
+func relabel(r *rand.Rand, nss []*corev1.Namespace, rv *int) []*corev1.Namespace {
+	out := slices.Clone(nss)
+	for i, ns := range out {
+		if r.IntN(2) == 0 {
+			c := ns.DeepCopy()
+			if _, ok := c.Labels["team"]; ok {
+				delete(c.Labels, "team")
+			} else {
+				c.Labels["team"] = "a"
+			}
+			*rv++
+			c.ResourceVersion = fmt.Sprint(*rv)
+			out[i] = c
+		}
+	}
+	return out
+}
+
+// deleteSome removes about a third of objs and returns copies of them, with
+// new UIDs, to be created again.
+func deleteSome[T any, PT interface {
+	*T
+	client.Object
+}](r *rand.Rand, objs []PT, recreate []client.Object, rv *int) ([]PT, []client.Object) {
+	var kept []PT
+	for _, o := range objs {
+		if r.IntN(3) > 0 {
+			kept = append(kept, o)
+			continue
+		}
+		c := PT(new(T))
+		*c = *o
+		*rv++
+		c.SetResourceVersion(fmt.Sprint(*rv))
+		c.SetUID(types.UID(fmt.Sprint("uid-", *rv)))
+		recreate = append(recreate, c)
+	}
+	return kept, recreate
 }
 
 // randomOwnership makes some of the fuzz Gateways shards, in either routes
@@ -272,27 +467,6 @@ func randomOwnership(r *rand.Rand) *Ownership {
 	return o
 }
 
-// BenchmarkTranslatorOneRouteChange: 10k routes, one of them replaced per
-// translation (a new object, as an update stores).
-func BenchmarkTranslatorOneRouteChange(b *testing.B) {
-	in := benchInput(10000)
-	tr := NewTranslator()
-	tr.Translate(in)
-	b.ReportAllocs()
-	b.ResetTimer()
-	i := 0
-	for b.Loop() {
-		i++
-		r := in.HTTPRoutes[i%len(in.HTTPRoutes)].DeepCopy()
-		r.Generation++
-		in.HTTPRoutes[i%len(in.HTTPRoutes)] = r
-		out := tr.Translate(in)
-		if len(out.HTTPRouteStatus) != 10000 {
-			b.Fatal("routes missing")
-		}
-	}
-}
-
 // TestTranslatorPatchesLargeGateway: one Gateway with 300 routes, edited a
 // few routes at a time (hostnames shared between routes, backends moved
 // between Services, routes deleted and created): every translation after
@@ -306,13 +480,14 @@ func TestTranslatorPatchesLargeGateway(t *testing.T) {
 	gw.Spec.Listeners = append(gw.Spec.Listeners, gatewayv1.Listener{Name: "own", Port: 80, Protocol: gatewayv1.HTTPProtocolType, Hostname: &host})
 	in.Gateways[0] = gw
 	r := rand.New(rand.NewPCG(1, 2))
-	tr := NewTranslator()
+	l := newLoaded()
+	tr := l.tr
 	rv := 0
 	stamp(in, &rv)
 	for step := range 150 {
-		got, want := tr.Translate(in), Translate(in)
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("step %d (stats %+v):\n%s", step, tr.Stats, cmp.Diff(want, got))
+		got, want := l.translate(in), Translate(in)
+		if !sameOutput(got, want) {
+			t.Fatalf("step %d (stats %+v):\n%s", step, tr.Stats, cmp.Diff(bare(want), bare(got)))
 		}
 		next := *in
 		next.HTTPRoutes = slices.Clone(in.HTTPRoutes)
@@ -360,32 +535,5 @@ func TestTranslatorPatchesLargeGateway(t *testing.T) {
 	// endpoint change hit a Service no route uses.
 	if tr.Stats.Full != 1 || tr.Stats.Patched+tr.Stats.Reused != 149 || tr.Stats.Patched < 120 {
 		t.Errorf("want 1 full translation and the rest patches, got %+v", tr.Stats)
-	}
-}
-
-// BenchmarkTranslatorOneEndpointChange: 10k routes, each with its own
-// Service; one EndpointSlice replaced per translation (endpoint churn).
-func BenchmarkTranslatorOneEndpointChange(b *testing.B) {
-	in := benchInput(10000)
-	for i, s := range in.EndpointSlices {
-		s.ResourceVersion = fmt.Sprint(i + 1)
-	}
-	tr := NewTranslator()
-	tr.Translate(in)
-	b.ReportAllocs()
-	b.ResetTimer()
-	i := 0
-	for b.Loop() {
-		i++
-		k := i % len(in.EndpointSlices)
-		s := in.EndpointSlices[k].DeepCopy()
-		s.ResourceVersion = fmt.Sprint(100000 + i)
-		s.Endpoints[0].Addresses = []string{fmt.Sprintf("10.9.%d.%d", i/250%250, i%250)}
-		in.EndpointSlices[k] = s
-		tr.Translate(in)
-	}
-	b.StopTimer()
-	if tr.Stats.Patched < b.N {
-		b.Fatalf("%d patches for %d endpoint changes (%+v)", tr.Stats.Patched, b.N, tr.Stats)
 	}
 }

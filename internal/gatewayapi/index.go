@@ -14,7 +14,6 @@ import (
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/internal/ir"
 )
 
 const (
@@ -30,7 +29,7 @@ const (
 )
 
 // Index is the snapshot arranged for lookups. Build it once per snapshot
-// with NewIndex; TranslateGateway only reads it (except for the cluster
+// with NewIndex; TranslateGateway only reads it (except for the endpoint
 // cache, which is filled on first use).
 type Index struct {
 	controllerName string
@@ -47,21 +46,17 @@ type Index struct {
 	shardRefusals  map[types.NamespacedName]string
 	ownership      *Ownership
 
-	// Routes by the Gateway their parentRefs name, indexed on first use
-	// (a Translator that patches needs them only for Gateways it
-	// translates in full).
-	in            *Input
-	routesIndexed bool
-	httpByGW      map[types.NamespacedName][]*gatewayv1.HTTPRoute
-	grpcByGW      map[types.NamespacedName][]*gatewayv1.GRPCRoute
-	tlsByGW       map[types.NamespacedName][]*gatewayv1.TLSRoute
+	// Routes by the Gateway their parentRefs name (NewIndex only; an
+	// Index over a Store finds them in the Store).
+	httpByGW map[types.NamespacedName][]*gatewayv1.HTTPRoute
+	grpcByGW map[types.NamespacedName][]*gatewayv1.GRPCRoute
+	tlsByGW  map[types.NamespacedName][]*gatewayv1.TLSRoute
 
-	// endpoint cache by cluster name: endpoints do not depend on the Gateway.
-	endpoints map[string][]ir.Endpoint
-
-	// memo, when translating with a Translator, remembers work across
-	// translations.
-	memo *Translator
+	// endpoints caches each Service port's endpoints (by Service, then
+	// port name; a Service has few ports): they do not depend on the Gateway. Over a Store the
+	// cache outlives the Index, and the Translator drops a Service's
+	// entry when its EndpointSlices or ports change.
+	endpoints map[types.NamespacedName][]portEndpoints
 }
 
 type classInfo struct {
@@ -85,7 +80,7 @@ func NewIndex(in *Input) *Index {
 		runtime:        in.Runtime,
 		shardRefusals:  in.ShardRefusals,
 		ownership:      in.Ownership,
-		endpoints:      map[string][]ir.Endpoint{},
+		endpoints:      map[types.NamespacedName][]portEndpoints{},
 	}
 	for _, ns := range in.Namespaces {
 		if ns != nil {
@@ -114,9 +109,15 @@ func NewIndex(in *Input) *Index {
 		}
 	}
 
-	// Classes: only ours.
-	for _, c := range in.GatewayClasses {
-		if c == nil || string(c.Spec.ControllerName) != in.ControllerName {
+	idx.addClassesAndGateways(in.GatewayClasses, in.Gateways)
+	idx.indexRoutes(in)
+	return idx
+}
+
+// addClassesAndGateways keeps our classes and the Gateways of our classes.
+func (idx *Index) addClassesAndGateways(classes []*gatewayv1.GatewayClass, gateways []*gatewayv1.Gateway) {
+	for _, c := range classes {
+		if c == nil || string(c.Spec.ControllerName) != idx.controllerName {
 			continue
 		}
 		if _, dup := idx.classes[c.Name]; dup {
@@ -127,9 +128,8 @@ func NewIndex(in *Input) *Index {
 	}
 	sort.Strings(idx.classNames)
 
-	// Gateways: only those of our classes.
 	seen := map[types.NamespacedName]bool{}
-	for _, g := range in.Gateways {
+	for _, g := range gateways {
 		if g == nil {
 			continue
 		}
@@ -146,19 +146,32 @@ func NewIndex(in *Input) *Index {
 	sort.Slice(idx.gateways, func(i, j int) bool {
 		return nsNameLess(idx.gateways[i].Namespace, idx.gateways[i].Name, idx.gateways[j].Namespace, idx.gateways[j].Name)
 	})
+}
 
-	idx.in = in
-	idx.indexRoutes()
+// storeIndex arranges a Store's objects for lookups: the maps are the
+// Store's own (read under its lock), the classes and Gateways few. It costs
+// O(classes + Gateways).
+func storeIndex(s *Store, f Facts, endpoints map[types.NamespacedName][]portEndpoints) *Index {
+	idx := &Index{
+		controllerName: s.controllerName,
+		classes:        map[string]*classInfo{},
+		namespaces:     s.namespaces,
+		services:       s.services,
+		slices:         s.slices,
+		secrets:        s.secrets,
+		grants:         s.grants,
+		params:         s.params,
+		runtime:        f.Runtime,
+		shardRefusals:  f.ShardRefusals,
+		ownership:      f.Ownership,
+		endpoints:      endpoints,
+	}
+	idx.addClassesAndGateways(s.classes.list, s.gateways.list)
 	return idx
 }
 
-// indexRoutes arranges the routes by the Gateways they name, once.
-func (idx *Index) indexRoutes() {
-	if idx.routesIndexed {
-		return
-	}
-	idx.routesIndexed = true
-	in := idx.in
+// indexRoutes arranges the routes by the Gateways they name.
+func (idx *Index) indexRoutes(in *Input) {
 	idx.httpByGW = map[types.NamespacedName][]*gatewayv1.HTTPRoute{}
 	idx.grpcByGW = map[types.NamespacedName][]*gatewayv1.GRPCRoute{}
 	idx.tlsByGW = map[types.NamespacedName][]*gatewayv1.TLSRoute{}

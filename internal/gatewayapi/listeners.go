@@ -46,8 +46,10 @@ type listenerState struct {
 }
 
 type attachment struct {
-	route    *compiledRoute
-	hostname map[string]bool
+	route *compiledRoute
+	// hostname lists the request hostnames it serves there, each once (a
+	// route has few).
+	hostname []string
 }
 
 func (l *listenerState) served() bool {

@@ -15,53 +15,60 @@ import (
 	"github.com/shardgate/shardgate/internal/ir"
 )
 
-// gwState is what a Translator keeps of one Gateway's translation, so that
-// the next translation can reuse it whole (nothing the Gateway depends on
-// changed) or patch it (only some of its HTTPRoutes changed).
+// gwState is what assembling a Gateway leaves behind, which a Translator
+// keeps so that the next translation can reuse it whole (nothing the
+// Gateway depends on changed) or patch it (only some of its HTTPRoutes, or
+// endpoints, changed).
 type gwState struct {
 	gw                      *gatewayv1.Gateway
 	listeners               []*listenerState
 	acceptReason, acceptMsg string
 	pending                 map[RouteKey][]*pendingParent
-	crs                     map[RouteKey]*compiledRoute
+	crs                     map[RouteKey]*compiledRoute // every route naming the Gateway
 	result                  *GatewayResult
 	build                   *irBuild // nil when the Gateway is not accepted
 	// clusters counts, per cluster, the backends of emitted routes that
-	// use it, which is all a cluster's IR depends on besides its Service.
+	// use it, which is all a cluster's IR depends on besides its Service;
+	// bySvc names the clusters of each Service.
 	clusters map[string]*clusterUse
+	bySvc    map[types.NamespacedName]refs[string]
 	// patchable: only HTTPRoutes are attached (no HTTPRoute/GRPCRoute
 	// hostname conflicts to settle across routes).
 	patchable bool
 }
 
-// routeRec is what the Translator knows of a route between translations.
-type routeRec struct {
-	obj     any
-	parents []types.NamespacedName
-	epoch   uint64 // the translation that last saw it
-}
-
-// remember records a full translation of gw.
-func (t *Translator) remember(idx *Index, gw *gatewayv1.Gateway, listeners []*listenerState, acceptReason, acceptMsg string, pending []*pendingParent, res *GatewayResult, b *irBuild) {
-	key := nn(gw.Namespace, gw.Name)
+// state indexes an assembly for patching.
+func (a *assembly) state() *gwState {
+	b := a.build
 	st := &gwState{
-		gw: gw, listeners: listeners, acceptReason: acceptReason, acceptMsg: acceptMsg,
+		gw: a.gw, listeners: a.listeners, acceptReason: a.acceptReason, acceptMsg: a.acceptMsg,
 		pending: map[RouteKey][]*pendingParent{}, crs: map[RouteKey]*compiledRoute{},
-		result: res, build: b, clusters: map[string]*clusterUse{},
-		patchable: idx.routesIndexed && len(idx.grpcByGW[key]) == 0 && len(idx.tlsByGW[key]) == 0,
+		result: a.res, build: b, clusters: map[string]*clusterUse{}, bySvc: map[types.NamespacedName]refs[string]{},
+		patchable: a.patchable,
 	}
-	for _, p := range pending {
+	for _, p := range a.pending {
 		st.pending[p.cr.key] = append(st.pending[p.cr.key], p)
 		st.crs[p.cr.key] = p.cr
 	}
 	if b != nil {
 		for k := range b.emitted {
 			if cr := st.crs[k]; cr != nil {
-				st.addClusterRefs(k, cr)
+				st.addClusterRefs(cr)
 			}
 		}
 	}
-	t.gateways[key] = st
+	return st
+}
+
+// clustersOf lists the Gateway's clusters of the given Services.
+func (st *gwState) clustersOf(svcs set[types.NamespacedName]) []string {
+	var out []string
+	for svc := range svcs {
+		for c := range st.bySvc[svc].all() {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // clusterUse is how the emitted routes of a Gateway use one cluster: a
@@ -74,12 +81,13 @@ type clusterUse struct {
 	b     backend // one of them, for the endpoints
 }
 
-func (st *gwState) addClusterRefs(_ RouteKey, cr *compiledRoute) {
+func (st *gwState) addClusterRefs(cr *compiledRoute) {
 	for _, b := range cr.backends {
 		u := st.clusters[b.cluster]
 		if u == nil {
 			u = &clusterUse{}
 			st.clusters[b.cluster] = u
+			addTo(st.bySvc, nn(b.svc.Namespace, b.svc.Name), b.cluster)
 		}
 		u.n++
 		u.ranks[protoRank(b.proto)]++
@@ -103,6 +111,7 @@ func (st *gwState) removeClusterRefs(cr *compiledRoute) {
 		}
 		if u.n <= 0 {
 			delete(st.clusters, b.cluster)
+			removeFrom(st.bySvc, nn(u.b.svc.Namespace, u.b.svc.Name), b.cluster)
 		}
 	}
 }
@@ -117,42 +126,6 @@ func (idx *Index) clusterOf(name string, u *clusterUse) ir.Cluster {
 		c.Protocol = ir.ClusterHTTP1
 	}
 	return c
-}
-
-// translateGateway is TranslateGateway, or, with a Translator whose
-// previous translation still holds, that translation reused or patched.
-func (idx *Index) translateGateway(gw *gatewayv1.Gateway) *GatewayResult {
-	t := idx.memo
-	if t == nil {
-		return TranslateGateway(idx, gw)
-	}
-	key := nn(gw.Namespace, gw.Name)
-	st := t.gateways[key]
-	// The Gateway object may be a newer version with the same spec (a
-	// status write): the context check found nothing relevant changed.
-	if !t.sameContext || st == nil {
-		t.Stats.Full++
-		return TranslateGateway(idx, gw)
-	}
-	changed := t.changedByGW[key]
-	var endpoints []string // clusters whose endpoints changed
-	if len(t.endpointsChanged) > 0 {
-		for name, u := range st.clusters {
-			if u.b.svc != nil && t.endpointsChanged[nn(u.b.svc.Namespace, u.b.svc.Name)] {
-				endpoints = append(endpoints, name)
-			}
-		}
-	}
-	if len(changed) == 0 && len(endpoints) == 0 {
-		t.Stats.Reused++
-		return st.result
-	}
-	if res, ok := idx.patch(st, gw, changed, endpoints); ok {
-		t.Stats.Patched++
-		return res
-	}
-	t.Stats.Full++
-	return TranslateGateway(idx, gw)
 }
 
 // specificHosts: every hostname is a plain name (no wildcard, not "any").
@@ -171,39 +144,26 @@ func specificHosts(cr *compiledRoute) bool {
 	return true
 }
 
-// patch applies the changes of the HTTPRoutes in changed to gw's last
-// translation. It refuses (false, having changed nothing) what it cannot
-// patch exactly: other route kinds, or routes whose hostnames include
-// wildcards or none (their virtual hosts merge into others).
+// patchGateway applies the changes of the HTTPRoutes in changed to gw's
+// last assembly st; newCRs holds the compilations of those that (still)
+// name gw. It refuses (false, having changed nothing) what it cannot patch
+// exactly: other route kinds, or routes whose hostnames include wildcards
+// or none (their virtual hosts merge into others).
 //
 // endpoints names clusters whose endpoints changed; they are rebuilt too.
-func (idx *Index) patch(st *gwState, gw *gatewayv1.Gateway, changed []RouteKey, endpoints []string) (*GatewayResult, bool) {
+func patchGateway(idx *Index, st *gwState, gw *gatewayv1.Gateway, changed []RouteKey, newCRs map[RouteKey]*compiledRoute, endpoints []string) (*GatewayResult, bool) {
 	if !st.patchable {
 		return nil, false
 	}
-	key := nn(gw.Namespace, gw.Name)
-	news := make(map[RouteKey]*gatewayv1.HTTPRoute, len(changed))
 	for _, k := range changed {
 		if k.Kind != kindHTTPRoute || !specificHosts(st.crs[k]) {
 			return nil, false
 		}
-		obj := idx.memo.routes[k]
-		if obj == nil {
-			continue // deleted
-		}
-		r := obj.obj.(*gatewayv1.HTTPRoute)
-		if !slices.Contains(obj.parents, key) {
-			continue // no longer names gw
-		}
-		news[k] = r
 	}
-	newCRs := make(map[RouteKey]*compiledRoute, len(news))
-	for k, r := range news {
-		cr := idx.compiledHTTPRoute(r)
+	for _, cr := range newCRs {
 		if !specificHosts(cr) {
 			return nil, false
 		}
-		newCRs[k] = cr
 	}
 
 	// From here on the state changes.
@@ -276,7 +236,7 @@ func (idx *Index) patch(st *gwState, gw *gatewayv1.Gateway, changed []RouteKey, 
 			}
 			if emitted {
 				st.build.emitted[k] = true
-				st.addClusterRefs(k, cr)
+				st.addClusterRefs(cr)
 				for _, b := range cr.backends {
 					clusters[b.cluster] = true
 				}
@@ -352,20 +312,33 @@ func (idx *Index) patchIR(st *gwState, affected map[*vhostGroup]map[string]bool,
 
 	out.Clusters = prev.Clusters
 	if len(clusters) > 0 {
-		next := slices.Clone(prev.Clusters)
+		next := prev.Clusters
+		cloned := false
+		clone := func() {
+			if !cloned {
+				next, cloned = slices.Clone(next), true
+			}
+		}
 		for _, name := range sortedHosts(clusters) {
 			i, found := sort.Find(len(next), func(i int) int { return strings.Compare(name, next[i].Name) })
 			u := st.clusters[name]
 			if u == nil {
 				if found {
+					clone()
 					next = slices.Delete(next, i, i+1)
 				}
 				continue
 			}
 			c := idx.clusterOf(name, u)
-			if found {
+			switch {
+			case found && sameCluster(&next[i], &c):
+				// A route changed but not the cluster: the previous
+				// table stays, uncopied.
+			case found:
+				clone()
 				next[i] = c
-			} else {
+			default:
+				clone()
 				next = slices.Insert(next, i, c)
 			}
 		}
@@ -375,6 +348,10 @@ func (idx *Index) patchIR(st *gwState, affected map[*vhostGroup]map[string]bool,
 		out.Clusters = next
 	}
 	return out
+}
+
+func sameCluster(a, b *ir.Cluster) bool {
+	return a.Name == b.Name && a.Protocol == b.Protocol && a.WebSocket == b.WebSocket && slices.Equal(a.Endpoints, b.Endpoints)
 }
 
 func sortedKeys[V any](m map[RouteKey]V) []RouteKey {

@@ -12,7 +12,10 @@ import (
 
 // routeEntry is one IR route with what its precedence depends on.
 type routeEntry struct {
-	route   ir.Route
+	// route is the compiled route itself (run[match]), or a copy with the
+	// listener port filled into its redirect (run nil).
+	route   *ir.Route
+	run     []ir.Route
 	host    string // the route hostname that matched ("" = any)
 	created metav1.Time
 	kind    string

@@ -26,7 +26,7 @@ func entry(id, host string, path *ir.PathMatch, method string, headers, query in
 		m.QueryParams = append(m.QueryParams, ir.ValueMatch{Name: "q", Type: ir.MatchExact})
 	}
 	return &routeEntry{
-		route: ir.Route{Name: id, Match: m}, host: host, created: metav1.NewTime(created),
+		route: &ir.Route{Name: id, Match: m}, host: host, created: metav1.NewTime(created),
 		kind: kindHTTPRoute, ns: ns, name: name, rule: rule,
 	}
 }

@@ -64,6 +64,30 @@ type Output struct {
 	HTTPRouteStatus map[types.NamespacedName][]gatewayv1.RouteParentStatus // ONLY our controller's parent entries
 	GRPCRouteStatus map[types.NamespacedName][]gatewayv1.RouteParentStatus
 	TLSRouteStatus  map[types.NamespacedName][]gatewayv1.RouteParentStatus
+
+	// Seq numbers the Outputs of one Translator, from 1; Translate leaves
+	// it 0. Unless StatusAllChanged, StatusChanged lists every route whose
+	// desired status may differ from that of Output Seq-1 (every other
+	// route's is the same).
+	Seq              uint64
+	StatusAllChanged bool
+	StatusChanged    []RouteKey
+}
+
+// Facts are the inputs of a translation that do not come from Kubernetes
+// objects (see Input).
+type Facts struct {
+	Runtime       map[types.NamespacedName]GatewayRuntime
+	ShardRefusals map[types.NamespacedName]string
+	Ownership     *Ownership
+}
+
+// FactsOf returns the facts of a snapshot.
+func FactsOf(in *Input) Facts {
+	if in == nil {
+		return Facts{}
+	}
+	return Facts{Runtime: in.Runtime, ShardRefusals: in.ShardRefusals, Ownership: in.Ownership}
 }
 
 // Translate computes the IR and the desired status for everything in the
@@ -77,11 +101,12 @@ func Translate(in *Input) *Output {
 
 func newOutput() *Output {
 	return &Output{
-		GatewayClasses:  map[string]gatewayv1.GatewayClassStatus{},
-		GatewayStatus:   map[types.NamespacedName]gatewayv1.GatewayStatus{},
-		HTTPRouteStatus: map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
-		GRPCRouteStatus: map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
-		TLSRouteStatus:  map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
+		StatusAllChanged: true,
+		GatewayClasses:   map[string]gatewayv1.GatewayClassStatus{},
+		GatewayStatus:    map[types.NamespacedName]gatewayv1.GatewayStatus{},
+		HTTPRouteStatus:  map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
+		GRPCRouteStatus:  map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
+		TLSRouteStatus:   map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
 	}
 }
 
@@ -92,8 +117,9 @@ func translateIndex(idx *Index) *Output {
 	}
 
 	parents := map[RouteKey][]ParentEntry{}
+	done := map[RouteKey]*compiledRoute{}
 	for _, gw := range idx.gateways {
-		res := idx.translateGateway(gw)
+		res, _ := assembleGateway(idx, gw, idx.compileRoutesOf(nn(gw.Namespace, gw.Name), done))
 		if res == nil {
 			continue
 		}
@@ -106,17 +132,20 @@ func translateIndex(idx *Index) *Output {
 		}
 	}
 	for k, entries := range parents {
-		st := idx.mergeParents(k, entries)
-		switch k.Kind {
-		case kindHTTPRoute:
-			out.HTTPRouteStatus[k.NN] = st
-		case kindGRPCRoute:
-			out.GRPCRouteStatus[k.NN] = st
-		case kindTLSRoute:
-			out.TLSRouteStatus[k.NN] = st
-		}
+		out.setRouteStatus(k, MergeParents(entries))
 	}
 	return out
+}
+
+func (o *Output) setRouteStatus(k RouteKey, st []gatewayv1.RouteParentStatus) {
+	switch k.Kind {
+	case kindHTTPRoute:
+		o.HTTPRouteStatus[k.NN] = st
+	case kindGRPCRoute:
+		o.GRPCRouteStatus[k.NN] = st
+	case kindTLSRoute:
+		o.TLSRouteStatus[k.NN] = st
+	}
 }
 
 // GatewayResult is the translation of one Gateway.
@@ -139,10 +168,6 @@ type RouteKey struct {
 type ParentEntry struct {
 	RefIndex int
 	Status   gatewayv1.RouteParentStatus
-
-	// What the status was made from, for the Translator's memo.
-	cr *compiledRoute
-	sk statusKey
 }
 
 // MergeParents orders the entries several Gateways contributed for one route

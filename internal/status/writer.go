@@ -61,10 +61,18 @@ type Writer struct {
 	// never changes once handed out. A route absent from them has no
 	// entries of ours.
 	http, grpc, tls map[types.NamespacedName][]gatewayv1.RouteParentStatus
-	// checked remembers, per route, the cached object and the desired
-	// status last compared: the same pair again needs no comparison (a
-	// difference found then was queued then).
-	checked map[Key]checkedRoute
+	// checked remembers, per route, the resourceVersion and the batch of
+	// the last comparison: the same object version with a desired status
+	// unchanged since then needs no comparison (a difference found then
+	// was queued then). batch counts Submits; since records, per route,
+	// the batch from which its desired status has been the same (the
+	// translation's StatusChanged), and allSince the last batch in which
+	// every route's may have changed.
+	checked  map[Key]checkedRoute
+	batch    uint64
+	lastSeq  uint64
+	since    map[Key]uint64
+	allSince uint64
 	// written is the resourceVersion each of our writes produced. A cached
 	// object older than that is the cache lagging behind our own write,
 	// not a status that needs writing again.
@@ -107,6 +115,7 @@ func New(c client.Client, reader client.Reader, controllerName string, log logr.
 		classes:    map[string]gatewayv1.GatewayClassStatus{},
 		gateways:   map[types.NamespacedName]gatewayv1.GatewayStatus{},
 		checked:    map[Key]checkedRoute{},
+		since:      map[Key]uint64{},
 		written:    map[Key]uint64{},
 		fights:     map[Key]fight{},
 		floodSlots: make(chan struct{}, floodWriters),
@@ -129,6 +138,16 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 	w.classes = out.GatewayClasses
 	w.gateways = out.GatewayStatus
 	w.http, w.grpc, w.tls = out.HTTPRouteStatus, out.GRPCRouteStatus, out.TLSRouteStatus
+	w.batch++
+	if out.StatusAllChanged || out.Seq != w.lastSeq+1 {
+		w.allSince = w.batch
+		clear(w.since)
+	} else {
+		for _, k := range out.StatusChanged {
+			w.since[Key{Kind: Kind(k.Kind), NamespacedName: k.NN}] = w.batch
+		}
+	}
+	w.lastSeq = out.Seq
 	for _, gc := range in.GatewayClasses {
 		if k, ok := w.differs(gc, now, true); ok {
 			dirty = append(dirty, k)
@@ -285,6 +304,11 @@ func (w *Writer) forgetGone(in *gatewayapi.Input) {
 			delete(w.fights, k)
 		}
 	}
+	for k := range w.since {
+		if !live[k] {
+			delete(w.since, k)
+		}
+	}
 }
 
 // desiredRoute is the desired status.parents entries of ours for k.
@@ -301,9 +325,8 @@ func (w *Writer) desiredRoute(k Key) []gatewayv1.RouteParentStatus {
 }
 
 type checkedRoute struct {
-	obj     client.Object
-	desired *gatewayv1.RouteParentStatus
-	n       int
+	rv    string
+	batch uint64
 }
 
 // Recheck compares one object's status, as an informer just delivered it,
@@ -399,18 +422,14 @@ func (w *Writer) routeDiffers(k Key, obj client.Object, rv string, existing []ga
 		// event brings a translation, which decides.
 		return false
 	}
-	var first *gatewayv1.RouteParentStatus
-	if len(d) > 0 {
-		first = &d[0]
-	}
-	if c, ok := w.checked[k]; ok && c.obj == obj && c.desired == first && c.n == len(d) {
+	if c, ok := w.checked[k]; ok && rv != "" && c.rv == rv && c.batch >= w.allSince && c.batch >= w.since[k] {
 		return false
 	}
 	if w.behind(k, rv) {
 		return false
 	}
 	_, changed := MergeParents(existing, d, w.controllerName, now)
-	w.checked[k] = checkedRoute{obj: obj, desired: first, n: len(d)}
+	w.checked[k] = checkedRoute{rv: rv, batch: w.batch}
 	return changed
 }
 

@@ -77,9 +77,12 @@ func pipelineInput(n int) *gatewayapi.Input {
 // serialized). Target: ≤ 2 ms per change.
 func BenchmarkPipelineOneRouteChange(b *testing.B) {
 	in := pipelineInput(10_000)
-	tr := gatewayapi.NewTranslator()
+	st := gatewayapi.NewStore(in.ControllerName)
+	st.Load(in)
+	tr := gatewayapi.NewTranslator(st)
+	facts := gatewayapi.FactsOf(in)
 	s := New(Options{Log: logr.Discard()})
-	s.Publish(tr.Translate(in).Gateways)
+	s.Publish(tr.Translate(facts).Gateways)
 	if errs := s.PublishErrors(); len(errs) > 0 {
 		b.Fatal(errs)
 	}
@@ -95,7 +98,8 @@ func BenchmarkPipelineOneRouteChange(b *testing.B) {
 		path, prefix := fmt.Sprintf("/v%d", i), gatewayv1.PathMatchPathPrefix
 		r.Spec.Rules[0].Matches = []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: &prefix, Value: &path}}}
 		in.HTTPRoutes[k] = r
-		s.Publish(tr.Translate(in).Gateways)
+		st.Upsert(r)
+		s.Publish(tr.Translate(facts).Gateways)
 		m.respond()
 	}
 	b.StopTimer()

@@ -1,0 +1,665 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package gatewayapi
+
+import (
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+// Store holds every object the translator reads, as the event handlers
+// deliver them, and decides at insert time what each change affects. It
+// keeps reverse indexes from each dependency to its dependents:
+//
+//   - Service → the routes whose backendRefs or mirrors name it;
+//   - ReferenceGrant (by namespace) → the routes and Gateways that refer
+//     into that namespace from another one;
+//   - Secret → the Gateways whose listeners name it;
+//   - Namespace → the routes in it (listener selectors read its labels) and
+//     the Gateways in it;
+//   - Gateway → the routes whose parentRefs name it.
+//
+// A change marks exactly those routes and Gateways dirty, once; a
+// Translator built on the Store redoes only them. GatewayClasses and
+// GatewayParameters are few and change the acceptance of every Gateway of a
+// class: a change to one marks everything dirty (compilations are kept).
+//
+// Objects are the informers' own and are only read. A Store is safe for
+// concurrent use.
+type Store struct {
+	mu             sync.Mutex
+	controllerName string
+
+	classes    objects[gatewayv1.GatewayClass]
+	gateways   objects[gatewayv1.Gateway]
+	http       objects[gatewayv1.HTTPRoute]
+	grpc       objects[gatewayv1.GRPCRoute]
+	tls        objects[gatewayv1.TLSRoute]
+	grantObjs  objects[gatewayv1beta1.ReferenceGrant]
+	svcObjs    objects[corev1.Service]
+	sliceObjs  objects[discoveryv1.EndpointSlice]
+	secretObjs objects[corev1.Secret]
+	nsObjs     objects[corev1.Namespace]
+	paramObjs  objects[shardgatev1alpha1.GatewayParameters]
+
+	// The lookup maps an Index reads, kept up to date per event.
+	services   map[types.NamespacedName]*corev1.Service
+	slices     map[types.NamespacedName][]*discoveryv1.EndpointSlice // by Service, sorted by name
+	secrets    map[types.NamespacedName]*corev1.Secret
+	grants     map[string][]*gatewayv1beta1.ReferenceGrant // by namespace
+	namespaces map[string]*corev1.Namespace
+	params     map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters
+
+	// Reverse indexes, and what each object was indexed under.
+	routeDeps      map[RouteKey]deps
+	gatewayDeps    map[types.NamespacedName]deps
+	routesBySvc    map[types.NamespacedName]refs[RouteKey]
+	routesByGrant  map[string]refs[RouteKey]
+	routesByNS     map[string]refs[RouteKey]
+	routesByGW     map[types.NamespacedName]refs[RouteKey]
+	gwsBySecret    map[types.NamespacedName]refs[types.NamespacedName]
+	gwsByGrant     map[string]refs[types.NamespacedName]
+	gwsByNS        map[string]refs[types.NamespacedName]
+	dirty          dirtySet
+	relevantChecks int // Relevant calls, for tests
+}
+
+// dirtySet is what changed since a Translator last took it.
+type dirtySet struct {
+	// All: a GatewayClass or GatewayParameters changed; every Gateway is
+	// translated again.
+	All bool
+	// Routes must be compiled and attached again.
+	Routes set[RouteKey]
+	// Gateways must be translated again in full.
+	Gateways set[types.NamespacedName]
+	// Endpoints: the Services whose EndpointSlices (or ports) changed.
+	Endpoints set[types.NamespacedName]
+}
+
+func newDirty() dirtySet {
+	return dirtySet{Routes: set[RouteKey]{}, Gateways: set[types.NamespacedName]{}, Endpoints: set[types.NamespacedName]{}}
+}
+
+type set[K comparable] map[K]struct{}
+
+func (s set[K]) add(k K) { s[k] = struct{}{} }
+
+// deps is what one route or Gateway depends on besides itself.
+type deps struct {
+	services []types.NamespacedName
+	grantNS  []string // namespaces it refers into from its own
+	secrets  []types.NamespacedName
+	gateways []types.NamespacedName
+	ns       string
+}
+
+// objects is one kind's objects by name, plus a list to hand out snapshots
+// without walking a map.
+type objects[T any] struct {
+	at   map[types.NamespacedName]int
+	list []*T
+}
+
+func (o *objects[T]) get(k types.NamespacedName) *T {
+	if i, ok := o.at[k]; ok {
+		return o.list[i]
+	}
+	return nil
+}
+
+// put stores v under k and returns the object it replaces.
+func (o *objects[T]) put(k types.NamespacedName, v *T) *T {
+	if o.at == nil {
+		o.at = map[types.NamespacedName]int{}
+	}
+	if i, ok := o.at[k]; ok {
+		old := o.list[i]
+		o.list[i] = v
+		return old
+	}
+	o.at[k] = len(o.list)
+	o.list = append(o.list, v)
+	return nil
+}
+
+// remove deletes k, moving the last object into its place.
+func (o *objects[T]) remove(k types.NamespacedName, key func(*T) types.NamespacedName) *T {
+	i, ok := o.at[k]
+	if !ok {
+		return nil
+	}
+	old := o.list[i]
+	last := len(o.list) - 1
+	if i != last {
+		o.list[i] = o.list[last]
+		o.at[key(o.list[i])] = i
+	}
+	o.list[last] = nil
+	o.list = o.list[:last]
+	delete(o.at, k)
+	return old
+}
+
+func (o *objects[T]) snapshot() []*T {
+	if len(o.list) == 0 {
+		return nil
+	}
+	out := make([]*T, len(o.list))
+	copy(out, o.list)
+	return out
+}
+
+// NewStore returns an empty Store for the given controllerName.
+func NewStore(controllerName string) *Store {
+	return &Store{
+		controllerName: controllerName,
+		services:       map[types.NamespacedName]*corev1.Service{},
+		slices:         map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
+		secrets:        map[types.NamespacedName]*corev1.Secret{},
+		grants:         map[string][]*gatewayv1beta1.ReferenceGrant{},
+		namespaces:     map[string]*corev1.Namespace{},
+		params:         map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters{},
+		routeDeps:      map[RouteKey]deps{},
+		gatewayDeps:    map[types.NamespacedName]deps{},
+		routesBySvc:    map[types.NamespacedName]refs[RouteKey]{},
+		routesByGrant:  map[string]refs[RouteKey]{},
+		routesByNS:     map[string]refs[RouteKey]{},
+		routesByGW:     map[types.NamespacedName]refs[RouteKey]{},
+		gwsBySecret:    map[types.NamespacedName]refs[types.NamespacedName]{},
+		gwsByGrant:     map[string]refs[types.NamespacedName]{},
+		gwsByNS:        map[string]refs[types.NamespacedName]{},
+		dirty:          newDirty(),
+	}
+}
+
+func key(o client.Object) types.NamespacedName { return nn(o.GetNamespace(), o.GetName()) }
+
+// Upsert stores a created or updated object (the informer's new version)
+// and marks what it affects. It reports whether the change can alter a
+// translation (Relevant against the stored version); an irrelevant update
+// (a status write) is stored too, so that snapshots carry the current
+// status, but marks nothing. Objects of kinds the translator does not read
+// are ignored (false).
+func (s *Store) Upsert(obj client.Object) bool {
+	if obj == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := key(obj)
+	switch o := obj.(type) {
+	case *gatewayv1.GatewayClass:
+		return s.upsertAll(o, s.classes.put(k, o))
+	case *shardgatev1alpha1.GatewayParameters:
+		old := s.paramObjs.put(k, o)
+		s.params[k] = o
+		return s.upsertAll(o, old)
+	case *gatewayv1.Gateway:
+		old := s.gateways.put(k, o)
+		if !s.relevant(old, o) {
+			return false
+		}
+		s.unindexGateway(k)
+		s.indexGateway(o)
+		s.dirty.Gateways.add(k)
+		return true
+	case *gatewayv1.HTTPRoute:
+		return s.upsertRoute(RouteKey{Kind: kindHTTPRoute, NN: k}, o, s.http.put(k, o))
+	case *gatewayv1.GRPCRoute:
+		return s.upsertRoute(RouteKey{Kind: kindGRPCRoute, NN: k}, o, s.grpc.put(k, o))
+	case *gatewayv1.TLSRoute:
+		return s.upsertRoute(RouteKey{Kind: kindTLSRoute, NN: k}, o, s.tls.put(k, o))
+	case *gatewayv1beta1.ReferenceGrant:
+		old := s.grantObjs.put(k, o)
+		s.setGrant(k.Namespace, old, o)
+		if !s.relevant(old, o) {
+			return false
+		}
+		s.grantChanged(k.Namespace)
+		return true
+	case *corev1.Service:
+		old := s.svcObjs.put(k, o)
+		s.services[k] = o
+		if !s.relevant(old, o) {
+			return false
+		}
+		s.serviceChanged(k)
+		return true
+	case *discoveryv1.EndpointSlice:
+		old := s.sliceObjs.put(k, o)
+		if !s.relevant(old, o) {
+			return false
+		}
+		s.setSlice(old, o)
+		return true
+	case *corev1.Secret:
+		old := s.secretObjs.put(k, o)
+		s.secrets[k] = o
+		if !s.relevant(old, o) {
+			return false
+		}
+		s.markGateways(s.gwsBySecret[k])
+		return true
+	case *corev1.Namespace:
+		old := s.nsObjs.put(k, o)
+		s.namespaces[k.Name] = o
+		if !s.relevant(old, o) {
+			return false
+		}
+		s.namespaceChanged(k.Name)
+		return true
+	}
+	return false
+}
+
+// Delete removes an object and marks what it affected. It reports whether
+// the Store held it.
+func (s *Store) Delete(obj client.Object) bool {
+	if obj == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := key(obj)
+	switch obj.(type) {
+	case *gatewayv1.GatewayClass:
+		if s.classes.remove(k, classKey) == nil {
+			return false
+		}
+		s.dirty.All = true
+	case *shardgatev1alpha1.GatewayParameters:
+		if s.paramObjs.remove(k, objKey[shardgatev1alpha1.GatewayParameters]) == nil {
+			return false
+		}
+		delete(s.params, k)
+		s.dirty.All = true
+	case *gatewayv1.Gateway:
+		if s.gateways.remove(k, objKey[gatewayv1.Gateway]) == nil {
+			return false
+		}
+		s.unindexGateway(k)
+		s.dirty.Gateways.add(k)
+	case *gatewayv1.HTTPRoute:
+		return s.deleteRoute(RouteKey{Kind: kindHTTPRoute, NN: k}, s.http.remove(k, objKey[gatewayv1.HTTPRoute]) != nil)
+	case *gatewayv1.GRPCRoute:
+		return s.deleteRoute(RouteKey{Kind: kindGRPCRoute, NN: k}, s.grpc.remove(k, objKey[gatewayv1.GRPCRoute]) != nil)
+	case *gatewayv1.TLSRoute:
+		return s.deleteRoute(RouteKey{Kind: kindTLSRoute, NN: k}, s.tls.remove(k, objKey[gatewayv1.TLSRoute]) != nil)
+	case *gatewayv1beta1.ReferenceGrant:
+		old := s.grantObjs.remove(k, objKey[gatewayv1beta1.ReferenceGrant])
+		if old == nil {
+			return false
+		}
+		s.setGrant(k.Namespace, old, nil)
+		s.grantChanged(k.Namespace)
+	case *corev1.Service:
+		if s.svcObjs.remove(k, objKey[corev1.Service]) == nil {
+			return false
+		}
+		delete(s.services, k)
+		s.serviceChanged(k)
+	case *discoveryv1.EndpointSlice:
+		old := s.sliceObjs.remove(k, objKey[discoveryv1.EndpointSlice])
+		if old == nil {
+			return false
+		}
+		s.setSlice(old, nil)
+	case *corev1.Secret:
+		if s.secretObjs.remove(k, objKey[corev1.Secret]) == nil {
+			return false
+		}
+		delete(s.secrets, k)
+		s.markGateways(s.gwsBySecret[k])
+	case *corev1.Namespace:
+		if s.nsObjs.remove(k, objKey[corev1.Namespace]) == nil {
+			return false
+		}
+		delete(s.namespaces, k.Name)
+		s.namespaceChanged(k.Name)
+	default:
+		return false
+	}
+	return true
+}
+
+func objKey[T any, PT interface {
+	*T
+	client.Object
+}](o *T) types.NamespacedName {
+	return key(PT(o))
+}
+
+func classKey(o *gatewayv1.GatewayClass) types.NamespacedName { return nn("", o.Name) }
+
+// relevant is Relevant against the stored version (nil: a new object).
+// Call with s.mu held.
+func (s *Store) relevant(old, obj client.Object) bool {
+	if isNil(old) {
+		return true
+	}
+	s.relevantChecks++
+	return Relevant(old, obj)
+}
+
+func isNil(o client.Object) bool {
+	switch o := o.(type) {
+	case nil:
+		return true
+	case *gatewayv1.GatewayClass:
+		return o == nil
+	case *gatewayv1.Gateway:
+		return o == nil
+	case *gatewayv1.HTTPRoute:
+		return o == nil
+	case *gatewayv1.GRPCRoute:
+		return o == nil
+	case *gatewayv1.TLSRoute:
+		return o == nil
+	case *gatewayv1beta1.ReferenceGrant:
+		return o == nil
+	case *corev1.Service:
+		return o == nil
+	case *discoveryv1.EndpointSlice:
+		return o == nil
+	case *corev1.Secret:
+		return o == nil
+	case *corev1.Namespace:
+		return o == nil
+	case *shardgatev1alpha1.GatewayParameters:
+		return o == nil
+	}
+	return false
+}
+
+func (s *Store) upsertAll(obj, old client.Object) bool {
+	if !s.relevant(old, obj) {
+		return false
+	}
+	s.dirty.All = true
+	return true
+}
+
+func (s *Store) upsertRoute(k RouteKey, obj, old client.Object) bool {
+	if !s.relevant(old, obj) {
+		return false
+	}
+	s.unindexRoute(k)
+	s.indexRoute(k, obj)
+	s.dirty.Routes.add(k)
+	return true
+}
+
+func (s *Store) deleteRoute(k RouteKey, held bool) bool {
+	if !held {
+		return false
+	}
+	s.unindexRoute(k)
+	s.dirty.Routes.add(k)
+	return true
+}
+
+func (s *Store) grantChanged(ns string) {
+	for k := range s.routesByGrant[ns].all() {
+		s.dirty.Routes.add(k)
+	}
+	s.markGateways(s.gwsByGrant[ns])
+}
+
+func (s *Store) serviceChanged(k types.NamespacedName) {
+	for r := range s.routesBySvc[k].all() {
+		s.dirty.Routes.add(r)
+	}
+	s.dirty.Endpoints.add(k)
+}
+
+func (s *Store) namespaceChanged(ns string) {
+	for r := range s.routesByNS[ns].all() {
+		s.dirty.Routes.add(r)
+	}
+	s.markGateways(s.gwsByNS[ns])
+}
+
+func (s *Store) markGateways(gws refs[types.NamespacedName]) {
+	for g := range gws.all() {
+		s.dirty.Gateways.add(g)
+	}
+}
+
+// setGrant replaces old by obj in the namespace's grant list.
+func (s *Store) setGrant(ns string, old, obj *gatewayv1beta1.ReferenceGrant) {
+	list := s.grants[ns]
+	out := list[:0:0]
+	for _, g := range list {
+		if g != old {
+			out = append(out, g)
+		}
+	}
+	if obj != nil {
+		out = append(out, obj)
+	}
+	if len(out) == 0 {
+		delete(s.grants, ns)
+		return
+	}
+	s.grants[ns] = out
+}
+
+// setSlice replaces old by obj in their Services' slice lists.
+func (s *Store) setSlice(old, obj *discoveryv1.EndpointSlice) {
+	if old != nil {
+		svc := sliceService(old)
+		if svc.Name != "" {
+			list := s.slices[svc]
+			out := list[:0:0]
+			for _, e := range list {
+				if e != old {
+					out = append(out, e)
+				}
+			}
+			if len(out) == 0 {
+				delete(s.slices, svc)
+			} else {
+				s.slices[svc] = out
+			}
+			s.dirty.Endpoints.add(svc)
+		}
+	}
+	if obj != nil {
+		svc := sliceService(obj)
+		if svc.Name != "" {
+			list := append(s.slices[svc][:len(s.slices[svc]):len(s.slices[svc])], obj)
+			sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+			s.slices[svc] = list
+			s.dirty.Endpoints.add(svc)
+		}
+	}
+}
+
+// indexRoute records what route k depends on. Call with s.mu held.
+func (s *Store) indexRoute(k RouteKey, obj client.Object) {
+	d := routeDependencies(k.NN.Namespace, obj)
+	for _, svc := range d.services {
+		addTo(s.routesBySvc, svc, k)
+	}
+	for _, ns := range d.grantNS {
+		addTo(s.routesByGrant, ns, k)
+	}
+	for _, gw := range d.gateways {
+		addTo(s.routesByGW, gw, k)
+	}
+	addTo(s.routesByNS, d.ns, k)
+	s.routeDeps[k] = d
+}
+
+func (s *Store) unindexRoute(k RouteKey) {
+	d, ok := s.routeDeps[k]
+	if !ok {
+		return
+	}
+	for _, svc := range d.services {
+		removeFrom(s.routesBySvc, svc, k)
+	}
+	for _, ns := range d.grantNS {
+		removeFrom(s.routesByGrant, ns, k)
+	}
+	for _, gw := range d.gateways {
+		removeFrom(s.routesByGW, gw, k)
+	}
+	removeFrom(s.routesByNS, d.ns, k)
+	delete(s.routeDeps, k)
+}
+
+func (s *Store) indexGateway(gw *gatewayv1.Gateway) {
+	k := nn(gw.Namespace, gw.Name)
+	d := deps{ns: gw.Namespace}
+	for _, l := range gw.Spec.Listeners {
+		if l.TLS == nil {
+			continue
+		}
+		for _, ref := range l.TLS.CertificateRefs {
+			ns := gw.Namespace
+			if ref.Namespace != nil && *ref.Namespace != "" {
+				ns = string(*ref.Namespace)
+			}
+			d.secrets = append(d.secrets, nn(ns, string(ref.Name)))
+			if ns != gw.Namespace {
+				d.grantNS = append(d.grantNS, ns)
+			}
+		}
+	}
+	for _, sec := range d.secrets {
+		addTo(s.gwsBySecret, sec, k)
+	}
+	for _, ns := range d.grantNS {
+		addTo(s.gwsByGrant, ns, k)
+	}
+	addTo(s.gwsByNS, d.ns, k)
+	s.gatewayDeps[k] = d
+}
+
+func (s *Store) unindexGateway(k types.NamespacedName) {
+	d, ok := s.gatewayDeps[k]
+	if !ok {
+		return
+	}
+	for _, sec := range d.secrets {
+		removeFrom(s.gwsBySecret, sec, k)
+	}
+	for _, ns := range d.grantNS {
+		removeFrom(s.gwsByGrant, ns, k)
+	}
+	removeFrom(s.gwsByNS, d.ns, k)
+	delete(s.gatewayDeps, k)
+}
+
+// takeDirty hands out what changed and starts a new set. Call with s.mu
+// held.
+func (s *Store) takeDirty() dirtySet {
+	d := s.dirty
+	s.dirty = newDirty()
+	return d
+}
+
+// route returns the stored route named by k, or nil.
+func (s *Store) route(k RouteKey) client.Object {
+	switch k.Kind {
+	case kindHTTPRoute:
+		if r := s.http.get(k.NN); r != nil {
+			return r
+		}
+	case kindGRPCRoute:
+		if r := s.grpc.get(k.NN); r != nil {
+			return r
+		}
+	case kindTLSRoute:
+		if r := s.tls.get(k.NN); r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
+// Input is a snapshot of the Store's objects (in no particular order) with
+// the given facts. It copies the lists, not the objects.
+func (s *Store) Input(f Facts) *Input {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &Input{
+		ControllerName:    s.controllerName,
+		GatewayClasses:    s.classes.snapshot(),
+		Gateways:          s.gateways.snapshot(),
+		HTTPRoutes:        s.http.snapshot(),
+		GRPCRoutes:        s.grpc.snapshot(),
+		TLSRoutes:         s.tls.snapshot(),
+		ReferenceGrants:   s.grantObjs.snapshot(),
+		Services:          s.svcObjs.snapshot(),
+		EndpointSlices:    s.sliceObjs.snapshot(),
+		Secrets:           s.secretObjs.snapshot(),
+		Namespaces:        s.nsObjs.snapshot(),
+		GatewayParameters: s.paramObjs.snapshot(),
+		Runtime:           f.Runtime,
+		ShardRefusals:     f.ShardRefusals,
+		Ownership:         f.Ownership,
+	}
+}
+
+// Load makes the Store hold exactly the objects of in, through the same
+// Upsert and Delete an event handler calls: objects that are the same
+// pointers as the stored ones are left alone. It is for callers that hold
+// whole snapshots (tools, tests); it costs O(size of in).
+func (s *Store) Load(in *Input) {
+	if in == nil {
+		in = &Input{}
+	}
+	loadKind(s, &s.classes, in.GatewayClasses)
+	loadKind(s, &s.paramObjs, in.GatewayParameters)
+	loadKind(s, &s.nsObjs, in.Namespaces)
+	loadKind(s, &s.gateways, in.Gateways)
+	loadKind(s, &s.grantObjs, in.ReferenceGrants)
+	loadKind(s, &s.svcObjs, in.Services)
+	loadKind(s, &s.sliceObjs, in.EndpointSlices)
+	loadKind(s, &s.secretObjs, in.Secrets)
+	loadKind(s, &s.http, in.HTTPRoutes)
+	loadKind(s, &s.grpc, in.GRPCRoutes)
+	loadKind(s, &s.tls, in.TLSRoutes)
+}
+
+func loadKind[T any, PT interface {
+	*T
+	client.Object
+}](s *Store, have *objects[T], want []PT) {
+	s.mu.Lock()
+	current := make(map[types.NamespacedName]*T, len(have.list))
+	for _, o := range have.list {
+		current[key(PT(o))] = o
+	}
+	s.mu.Unlock()
+	seen := make(map[types.NamespacedName]bool, len(want))
+	for _, o := range want {
+		if o == nil {
+			continue
+		}
+		k := key(o)
+		seen[k] = true
+		if current[k] != (*T)(o) {
+			s.Upsert(o)
+		}
+	}
+	for k, o := range current {
+		if !seen[k] {
+			s.Delete(PT(o))
+		}
+	}
+}

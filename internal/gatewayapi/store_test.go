@@ -1,0 +1,149 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package gatewayapi
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+)
+
+// dirtyRoutes lists the routes the store marked, by namespace/name.
+func dirtyRoutes(st *Store) []string {
+	var out []string
+	for k := range st.dirty.Routes {
+		out = append(out, k.NN.String())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestStoreMarksOnlyDependents: each kind of event marks exactly the
+// routes and Gateways that depend on the object, once, at insert time.
+func TestStoreMarksOnlyDependents(t *testing.T) {
+	in := benchInput(50)
+	st := NewStore(testController)
+	st.Load(in)
+	st.takeDirty()
+
+	// A new Service: only the route naming it.
+	svc := in.Services[7].DeepCopy()
+	st.Delete(in.Services[7])
+	st.takeDirty()
+	if !st.Upsert(svc) {
+		t.Fatal("a new Service is not relevant")
+	}
+	if got := dirtyRoutes(st); !slices.Equal(got, []string{"lease-7/app-7"}) {
+		t.Fatalf("a new Service marked %v", got)
+	}
+	if _, ok := st.dirty.Endpoints[types.NamespacedName{Namespace: "lease-7", Name: "app-7"}]; !ok || len(st.dirty.Gateways) != 0 {
+		t.Fatalf("a new Service marked endpoints %v and Gateways %v", st.dirty.Endpoints, st.dirty.Gateways)
+	}
+	st.takeDirty()
+
+	// A status-only update: stored, relevant checked once, nothing marked.
+	checks := st.relevantChecks
+	upd := svc.DeepCopy()
+	upd.ResourceVersion = "99"
+	upd.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.7"}}
+	if st.Upsert(upd) {
+		t.Fatal("a status-only update is relevant")
+	}
+	if st.relevantChecks != checks+1 {
+		t.Fatalf("Relevant ran %d times for one update", st.relevantChecks-checks)
+	}
+	if len(st.dirty.Routes)+len(st.dirty.Gateways)+len(st.dirty.Endpoints) != 0 {
+		t.Fatal("a status-only update marked something")
+	}
+	if got := st.Input(Facts{}).Services; !slices.Contains(got, upd) {
+		t.Fatal("the store does not hold the updated object")
+	}
+
+	// A route moved to another Service in another namespace, then a
+	// ReferenceGrant there: only that route.
+	rt := in.HTTPRoutes[3].DeepCopy()
+	other := gatewayv1.Namespace("lease-9")
+	rt.Spec.Rules[0].BackendRefs[0].Namespace = &other
+	rt.Spec.Rules[0].BackendRefs[0].Name = "app-9"
+	rt.Generation++
+	st.Upsert(rt)
+	st.takeDirty()
+	grant := &gatewayv1beta1.ReferenceGrant{ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: "lease-9"},
+		Spec: gatewayv1beta1.ReferenceGrantSpec{
+			From: []gatewayv1beta1.ReferenceGrantFrom{{Group: gatewayv1.GroupName, Kind: "HTTPRoute", Namespace: "lease-3"}},
+			To:   []gatewayv1beta1.ReferenceGrantTo{{Kind: "Service"}},
+		}}
+	st.Upsert(grant)
+	if got := dirtyRoutes(st); !slices.Equal(got, []string{"lease-3/app-3"}) {
+		t.Fatalf("a ReferenceGrant marked %v", got)
+	}
+	st.takeDirty()
+	// The Service app-9 now has two routes.
+	st.Delete(in.Services[9])
+	if got := dirtyRoutes(st); !slices.Equal(got, []string{"lease-3/app-3", "lease-9/app-9"}) {
+		t.Fatalf("deleting a Service marked %v", got)
+	}
+	st.takeDirty()
+
+	// Namespace labels: the routes in it (listener selectors read them).
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lease-11", Labels: map[string]string{"team": "a"}}}
+	st.Upsert(ns)
+	st.takeDirty()
+	ns2 := ns.DeepCopy()
+	ns2.Labels = map[string]string{"team": "b"}
+	st.Upsert(ns2)
+	if got := dirtyRoutes(st); !slices.Equal(got, []string{"lease-11/app-11"}) {
+		t.Fatalf("a Namespace label change marked %v", got)
+	}
+	st.takeDirty()
+
+	// A Secret: only the Gateways whose listeners name it.
+	gw := in.Gateways[0].DeepCopy()
+	gw.Generation++
+	gw.Spec.Listeners = append(gw.Spec.Listeners, gatewayv1.Listener{Name: "https", Port: 443, Protocol: gatewayv1.HTTPSProtocolType,
+		TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "cert"}}}})
+	st.Upsert(gw)
+	if !maps.Equal(st.dirty.Gateways, set[types.NamespacedName]{{Namespace: "default", Name: "gw"}: {}}) || len(st.dirty.Routes) != 0 {
+		t.Fatalf("a Gateway update marked Gateways %v and routes %v", st.dirty.Gateways, st.dirty.Routes)
+	}
+	st.takeDirty()
+	st.Upsert(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "default"}})
+	if len(st.dirty.Gateways) != 0 {
+		t.Fatal("a Secret no listener names marked a Gateway")
+	}
+	st.Upsert(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cert", Namespace: "default"}})
+	if len(st.dirty.Gateways) != 1 || len(st.dirty.Routes) != 0 {
+		t.Fatalf("a listener's Secret marked Gateways %v and routes %v", st.dirty.Gateways, st.dirty.Routes)
+	}
+}
+
+// TestTranslatorTenantFlowIsIncremental: a new Service, EndpointSlice and
+// route together are patched into the Gateway, which is not translated
+// again in full, and the output equals a fresh translation.
+func TestTranslatorTenantFlowIsIncremental(t *testing.T) {
+	_, st, tr, f := benchTranslator(200)
+	for i := 200; i < 220; i++ {
+		svc, es, rt := benchLease(i)
+		st.Upsert(svc)
+		st.Upsert(es)
+		st.Upsert(rt)
+		got := tr.Translate(f)
+		if want := Translate(st.Input(f)); !sameOutput(got, want) {
+			t.Fatalf("lease %d: the Translator differs from Translate", i)
+		}
+		if len(got.StatusChanged) != 1 || got.StatusChanged[0].NN.Name != rt.Name {
+			t.Fatalf("lease %d: status changed for %v, want only the new route", i, got.StatusChanged)
+		}
+	}
+	if tr.Stats.Full != 1 || tr.Stats.Patched != 20 {
+		t.Fatalf("want one full translation and 20 patches, got %+v", tr.Stats)
+	}
+}
