@@ -169,6 +169,7 @@ func run(ctx context.Context, cfg Config, out io.Writer) (*Results, error) {
 		{"attach", b.attach},
 		{"propagation", b.propagation},
 		{"memory", b.memory},
+		{"revoke", b.revoke},
 	}
 	for _, p := range phases {
 		if err := ctx.Err(); err != nil {
