@@ -244,6 +244,9 @@ func (r *LeaseHostReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	}
 	plan, err := r.plan(ctx, &lh)
 	if err != nil {
+		// The previous object's claims are released already: the
+		// LeaseHosts that changed with them must not wait for this retry.
+		r.queueChanged(replacedChanges, req.NamespacedName)
 		return reconcile.Result{}, err
 	}
 	decisions, others, held := r.claim(&lh, plan, replacedChanges)
@@ -252,9 +255,10 @@ func (r *LeaseHostReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		// written its own route yet; it queues this one when it has.
 		return reconcile.Result{}, nil
 	}
-	err = r.write(ctx, &lh, plan, decisions)
-	r.handedOver(others)
-	if err != nil {
+	// Deferred, so that the LeaseHosts held back are released however
+	// this reconcile ends.
+	defer r.handedOver(others)
+	if err := r.write(ctx, &lh, plan, decisions); err != nil {
 		return reconcile.Result{}, err
 	}
 	r.observeMetrics()
