@@ -42,7 +42,7 @@ import (
 // ".half.revoke.test", the other half under ".keep.revoke.test". One shard
 // (Gateway "revoke" with GatewayParameters, domain revoke.test) selects
 // them all.
-var revokeNames = flag.Int("revoke-names", 0, "names held in the revoke phase, one per LeaseHost; a block covers half (default 10000; 200 when the memory phase is smoke-sized)")
+var revokeNames = flag.Int("revoke-names", 0, "names held in the revoke phase, one per LeaseHost; a block covers half (default 10000; 40 when the memory phase is smoke-sized)")
 
 const (
 	revokeNamespaces = 100
@@ -59,11 +59,13 @@ func (b *bench) revoke(ctx context.Context) error {
 	if names <= 0 {
 		names = 10000
 		if b.cfg.MemoryObjects < 1000 {
-			names = 200
+			names = 40
 		}
 	}
-	perNS := max(names/revokeNamespaces, 1)
-	nss := min(revokeNamespaces, names)
+	// At least two LeaseHosts a namespace, so that each has a name blocked
+	// and one kept.
+	nss := max(min(revokeNamespaces, names/2), 1)
+	perNS := max(names/nss, 2)
 	names = perNS * nss
 	blocked := 0
 	for j := range perNS {
