@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -19,6 +18,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/status"
 	"github.com/shardgate/shardgate/sharding"
 )
 
@@ -32,10 +32,19 @@ type GatewayParametersReconciler struct {
 	// Recorder, when set, gets a Warning Event on each Gateway refused as a
 	// shard because of its namespace, when the Valid condition changes.
 	Recorder events.EventRecorder
+
+	// status writes every GatewayParameters status (internal/status).
+	status *status.ObjectWriter[*shardgatev1alpha1.GatewayParameters]
 }
 
 // SetupWithManager registers the controller.
 func (r *GatewayParametersReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.status = status.NewObjectWriter("GatewayParameters", mgr.GetClient(), mgr.GetAPIReader(),
+		func() *shardgatev1alpha1.GatewayParameters { return &shardgatev1alpha1.GatewayParameters{} },
+		status.ObjectWriterOptions{Workers: 2})
+	if err := mgr.Add(r.status); err != nil {
+		return fmt.Errorf("add GatewayParameters status writer: %w", err)
+	}
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var list shardgatev1alpha1.GatewayParametersList
 		if err := r.Client.List(ctx, &list); err != nil {
@@ -75,20 +84,21 @@ func (r *GatewayParametersReconciler) Reconcile(ctx context.Context, req reconci
 	placement := r.Tenancy.Placement(ptrs(namespaces.Items))
 	conds := sharding.ValidCondition(r.ControllerName, ptrs(classes.Items), ptrs(gws.Items), ptrs(params.Items), placement)
 	c, ok := conds[req.NamespacedName]
-	next := p.Status.DeepCopy()
-	if ok {
-		meta.SetStatusCondition(&next.Conditions, c)
-	} else {
-		meta.RemoveStatusCondition(&next.Conditions, shardgatev1alpha1.ConditionValid)
+	// Valid is the one condition this controller owns: set (or remove)
+	// it on the stored status, keeping the rest as it is.
+	setValid := func(stored *shardgatev1alpha1.GatewayParameters) {
+		if ok {
+			meta.SetStatusCondition(&stored.Status.Conditions, c)
+		} else {
+			meta.RemoveStatusCondition(&stored.Status.Conditions, shardgatev1alpha1.ConditionValid)
+		}
 	}
-	if equality.Semantic.DeepEqual(*next, p.Status) {
+	next := p.DeepCopy()
+	setValid(next)
+	if equality.Semantic.DeepEqual(next.Status, p.Status) {
 		return reconcile.Result{}, nil
 	}
-	patch := client.MergeFrom(p.DeepCopy())
-	p.Status = *next
-	if err := r.Client.Status().Patch(ctx, &p, patch); err != nil && !apierrors.IsNotFound(err) {
-		return reconcile.Result{}, fmt.Errorf("write status of GatewayParameters %s: %w", req.NamespacedName, err)
-	}
+	r.status.Write(&p, setValid)
 	r.warnRefusedShards(ctx, ptrs(classes.Items), ptrs(gws.Items), ptrs(params.Items), placement, req.NamespacedName)
 	return reconcile.Result{}, nil
 }

@@ -54,7 +54,7 @@ func reservedIn(ctx context.Context, c client.Client, nss ...string) (map[string
 }
 
 // busyQueue creates n LeaseHosts at once in their own namespace, so that
-// the controller's one worker has a queue to work through.
+// the controller's workers have a queue to work through.
 func busyQueue(ctx context.Context, c client.Client, n int) *fixture {
 	f := tenantFixture(ctx, c, "busy", "akash1busy")
 	var wg sync.WaitGroup

@@ -30,6 +30,7 @@ import (
 	shardgateevents "github.com/shardgate/shardgate/internal/events"
 	"github.com/shardgate/shardgate/internal/hostnames"
 	"github.com/shardgate/shardgate/internal/leasehosts"
+	"github.com/shardgate/shardgate/internal/status"
 	"github.com/shardgate/shardgate/internal/tenancy"
 	"github.com/shardgate/shardgate/sharding"
 )
@@ -37,13 +38,22 @@ import (
 const leaseHostServiceIndex = "spec.service.name"
 
 // LeaseHostReconciler admits LeaseHost names through the hostnames engine and
-// writes each LeaseHost's HTTPRoute and status. It runs one worker: the
-// engine serialises ownership anyway, and one worker lets a claim that moves
-// update the winner and the loser in the same pass. (Eight workers were
-// measured on a block-list change revoking 1000 names: no faster, as the
-// writes are bound by the apiserver, not by waiting.)
+// writes each LeaseHost's HTTPRoute and status.
+//
+// It runs Workers reconciles at once: a block-list change that revokes
+// thousands of names costs a route delete and a status write for each, and
+// those are apiserver round trips, bound by latency rather than by CPU.
+// The engine is the one authority and serialises ownership itself; the work
+// queue never runs two reconciles of one LeaseHost at once. Each reconcile
+// writes only its own LeaseHost; the others whose decision it changed are
+// queued, and held back (handoff) until its route is written, so that a
+// name that moves is served by its new holder before the old holder's
+// route drops it.
 type LeaseHostReconciler struct {
-	Client         client.Client
+	Client client.Client
+	// APIReader reads the apiserver directly (uncached), for status writes
+	// that conflicted (nil: Client).
+	APIReader      client.Reader
 	Engine         *hostnames.Engine
 	ControllerName string
 	Recorder       events.EventRecorder
@@ -51,6 +61,20 @@ type LeaseHostReconciler struct {
 	// Tenancy reads namespaces' owner markings and says where shards may
 	// live (nil: the safe defaults).
 	Tenancy *Tenancy
+	// Workers is the number of concurrent reconciles, and of status
+	// writers (default DefaultLeaseHostWorkers).
+	Workers int
+
+	// status writes every LeaseHost status (internal/status).
+	status *status.ObjectWriter[*shardgatev1alpha1.LeaseHost]
+	// rebuild makes the cold-start rebuild happen once, before any
+	// admission, however many workers start at once.
+	rebuild sync.Mutex
+	// hmu guards handoff: LeaseHost → the number of running reconciles
+	// that changed its decision and have not written their own route
+	// yet. A LeaseHost held back is queued again when they are done.
+	hmu     sync.Mutex
+	handoff map[types.NamespacedName]int
 
 	// blocked is the config's block list and reserved the names every
 	// shard keeps for the provider (its canonical hostname and its apex
@@ -93,11 +117,31 @@ type LeaseHostReconciler struct {
 	OtherChanges   func(changes []hostnames.Change)
 }
 
+// DefaultLeaseHostWorkers is LeaseHostReconciler.Workers' default: enough
+// concurrent apiserver round trips to revoke thousands of names within
+// seconds, few enough to leave the apiserver's priority and fairness room
+// for everything else.
+const DefaultLeaseHostWorkers = 32
+
 // SetupWithManager registers the controller and its watches.
 func (r *LeaseHostReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.objects = map[types.NamespacedName][]types.UID{}
 	r.blocked = r.Engine.BlockList()
 	r.owners = map[string]types.NamespacedName{}
+	r.handoff = map[types.NamespacedName]int{}
+	if r.Workers <= 0 {
+		r.Workers = DefaultLeaseHostWorkers
+	}
+	reader := r.APIReader
+	if reader == nil {
+		reader = mgr.GetAPIReader()
+	}
+	r.status = status.NewObjectWriter("LeaseHost", r.Client, reader,
+		func() *shardgatev1alpha1.LeaseHost { return &shardgatev1alpha1.LeaseHost{} },
+		status.ObjectWriterOptions{Workers: r.Workers, Log: r.Log})
+	if err := mgr.Add(r.status); err != nil {
+		return fmt.Errorf("add LeaseHost status writer: %w", err)
+	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &shardgatev1alpha1.LeaseHost{}, leaseHostServiceIndex,
 		func(o client.Object) []string { return []string{o.(*shardgatev1alpha1.LeaseHost).Spec.Service.Name} }); err != nil {
 		return fmt.Errorf("index LeaseHosts by service: %w", err)
@@ -117,7 +161,7 @@ func (r *LeaseHostReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceChanged), builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.serviceLeaseHosts)).
 		WatchesRawSource(source.Func(r.startQueue)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		Complete(r)
 }
 
@@ -209,13 +253,23 @@ func (r *LeaseHostReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	}
 	plan, err := r.plan(ctx, &lh)
 	if err != nil {
+		// The previous object's claims are released already: the
+		// LeaseHosts that changed with them must not wait for this retry.
+		r.queueChanged(replacedChanges, req.NamespacedName)
 		return reconcile.Result{}, err
 	}
-	decisions, changes := r.claim(&lh, plan)
+	decisions, others, held := r.claim(&lh, plan, replacedChanges)
+	if held {
+		// Another reconcile took a name from this LeaseHost and has not
+		// written its own route yet; it queues this one when it has.
+		return reconcile.Result{}, nil
+	}
+	// Deferred, so that the LeaseHosts held back are released however
+	// this reconcile ends.
+	defer r.handedOver(others)
 	if err := r.write(ctx, &lh, plan, decisions); err != nil {
 		return reconcile.Result{}, err
 	}
-	r.writeChanged(ctx, append(replacedChanges, changes...), req.NamespacedName)
 	r.observeMetrics()
 	return reconcile.Result{}, nil
 }
@@ -229,6 +283,14 @@ func (r *LeaseHostReconciler) ensureRebuilt(ctx context.Context) error {
 	defer r.rmu.Unlock()
 	r.mu.Lock()
 	done := r.rebuilt
+	r.mu.Unlock()
+	if done {
+		return nil
+	}
+	r.rebuild.Lock()
+	defer r.rebuild.Unlock()
+	r.mu.Lock()
+	done = r.rebuilt
 	r.mu.Unlock()
 	if done {
 		return nil
@@ -308,10 +370,6 @@ func (r *LeaseHostReconciler) shards(ctx context.Context) ([]sharding.Shard, err
 	var classes gatewayv1.GatewayClassList
 	var gws gatewayv1.GatewayList
 	var params shardgatev1alpha1.GatewayParametersList
-	var namespaces corev1.NamespaceList
-	if err := r.Client.List(ctx, &namespaces); err != nil {
-		return nil, fmt.Errorf("list Namespaces: %w", err)
-	}
 	if err := r.Client.List(ctx, &classes); err != nil {
 		return nil, fmt.Errorf("list GatewayClasses: %w", err)
 	}
@@ -321,7 +379,26 @@ func (r *LeaseHostReconciler) shards(ctx context.Context) ([]sharding.Shard, err
 	if err := r.Client.List(ctx, &params); err != nil {
 		return nil, fmt.Errorf("list GatewayParameters: %w", err)
 	}
-	shards, _ := sharding.Discover(r.ControllerName, ptrs(classes.Items), ptrs(gws.Items), ptrs(params.Items), r.Tenancy.Placement(ptrs(namespaces.Items)))
+	// Only the Gateways' namespaces decide where shards may live: read
+	// those, not every namespace (a provider may have one per lease).
+	var namespaces []*corev1.Namespace
+	seen := map[string]bool{}
+	for i := range gws.Items {
+		name := gws.Items[i].Namespace
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		ns := &corev1.Namespace{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("get namespace %s: %w", name, err)
+		}
+		namespaces = append(namespaces, ns)
+	}
+	shards, _ := sharding.Discover(r.ControllerName, ptrs(classes.Items), ptrs(gws.Items), ptrs(params.Items), r.Tenancy.Placement(namespaces))
 	r.reserveShardNames(shards)
 	return shards, nil
 }
@@ -360,9 +437,48 @@ func (r *LeaseHostReconciler) record(lh *shardgatev1alpha1.LeaseHost) {
 }
 
 // claim brings the engine's claimants for lh in line with plan, and returns
-// lh's decisions by host plus every other claimant's changed decision. What
-// lh claimed before is the engine's record for lh's UID.
-func (r *LeaseHostReconciler) claim(lh *shardgatev1alpha1.LeaseHost, plan leasehosts.Plan) (map[string]hostnames.Decision, []hostnames.Change) {
+// lh's decisions by host and the other LeaseHosts whose decision changed
+// (with earlier, those of changes already made). Those are held back until
+// the caller has written lh's route and called handedOver. When lh itself is
+// held back by another reconcile, claim changes nothing and says so (held).
+func (r *LeaseHostReconciler) claim(lh *shardgatev1alpha1.LeaseHost, plan leasehosts.Plan, earlier []hostnames.Change) (decisions map[string]hostnames.Decision, others []types.NamespacedName, held bool) {
+	nn := types.NamespacedName{Namespace: lh.Namespace, Name: lh.Name}
+	// One step under hmu: no other reconcile can see a decision this one
+	// changes before the LeaseHost it changed is marked held back.
+	r.hmu.Lock()
+	defer r.hmu.Unlock()
+	if r.handoff[nn] > 0 {
+		for _, obj := range r.changedLeaseHosts(earlier, nn) {
+			r.enqueue(obj.NamespacedName)
+		}
+		return nil, nil, true
+	}
+	decisions, changes := r.claimEngine(lh, plan)
+	for _, obj := range r.changedLeaseHosts(append(earlier, changes...), nn) {
+		r.handoff[obj.NamespacedName]++
+		others = append(others, obj.NamespacedName)
+	}
+	return decisions, others, false
+}
+
+// handedOver ends the handoff of others (claim's) and queues them.
+func (r *LeaseHostReconciler) handedOver(others []types.NamespacedName) {
+	r.hmu.Lock()
+	for _, nn := range others {
+		if r.handoff[nn]--; r.handoff[nn] <= 0 {
+			delete(r.handoff, nn)
+		}
+	}
+	r.hmu.Unlock()
+	for _, nn := range others {
+		r.enqueue(nn)
+	}
+}
+
+// claimEngine brings the engine's claimants for lh in line with plan, and
+// returns lh's decisions by host plus every other claimant's changed
+// decision. What lh claimed before is the engine's record for lh's UID.
+func (r *LeaseHostReconciler) claimEngine(lh *shardgatev1alpha1.LeaseHost, plan leasehosts.Plan) (map[string]hostnames.Decision, []hostnames.Change) {
 	uid := string(lh.UID)
 	claimed := plan.Hosts
 	if plan.Refusal != nil {
@@ -409,7 +525,8 @@ func (r *LeaseHostReconciler) released(ctx context.Context, nn types.NamespacedN
 	if err != nil {
 		return err
 	}
-	r.writeChanged(ctx, changes, nn)
+	r.status.Forget(nn)
+	r.queueChanged(changes, nn)
 	r.observeMetrics()
 	return nil
 }
@@ -458,44 +575,13 @@ func (r *LeaseHostReconciler) release(ctx context.Context, nn types.NamespacedNa
 	return changes, nil
 }
 
-// writeChanged writes the route and status of every LeaseHost other than
-// self whose decision changed, in this same pass. A failure is requeued.
-func (r *LeaseHostReconciler) writeChanged(ctx context.Context, changes []hostnames.Change, self types.NamespacedName) {
+// queueChanged queues every LeaseHost other than self whose decision
+// changed: each writes its own route and status in its own reconcile. Other
+// claimants' changes (Akash ProviderHosts) are forwarded to their owner.
+func (r *LeaseHostReconciler) queueChanged(changes []hostnames.Change, self types.NamespacedName) {
 	r.forward(changes)
 	for _, obj := range r.changedLeaseHosts(changes, self) {
-		nn := obj.NamespacedName
-		var lh shardgatev1alpha1.LeaseHost
-		if err := r.Client.Get(ctx, nn, &lh); err != nil {
-			if !apierrors.IsNotFound(err) {
-				r.enqueue(nn)
-			}
-			continue
-		}
-		if lh.UID != obj.UID {
-			// Replaced by a new object of the same name (or the cache
-			// lags behind): its own reconcile sorts it out.
-			r.enqueue(nn)
-			continue
-		}
-		plan, err := r.plan(ctx, &lh)
-		if err != nil {
-			r.enqueue(nn)
-			continue
-		}
-		decisions := map[string]hostnames.Decision{}
-		if plan.Refusal != nil {
-			decisions = plan.RefusedDecisions()
-		} else {
-			for _, h := range plan.Hosts {
-				if d, ok := r.Engine.Decision(leasehosts.ClaimUID(string(lh.UID), h)); ok {
-					decisions[h] = d
-				}
-			}
-		}
-		if err := r.write(ctx, &lh, plan, decisions); err != nil {
-			r.Log.Error(err, "write changed LeaseHost; requeued", "leasehost", nn)
-			r.enqueue(nn)
-		}
+		r.enqueue(obj.NamespacedName)
 	}
 }
 
@@ -585,24 +671,17 @@ func (r *LeaseHostReconciler) write(ctx context.Context, lh *shardgatev1alpha1.L
 	if svcErr != nil && !apierrors.IsNotFound(svcErr) {
 		return fmt.Errorf("get service: %w", svcErr)
 	}
-	status := leasehosts.StatusFor(lh, plan, decisions, leasehosts.Observed{
+	next := leasehosts.StatusFor(lh, plan, decisions, leasehosts.Observed{
 		Route:          observedRoute,
 		RouteConflict:  conflict,
 		ServiceExists:  svcErr == nil,
 		ControllerName: r.ControllerName,
 	})
-	if equality.Semantic.DeepEqual(status, lh.Status) {
+	if equality.Semantic.DeepEqual(next, lh.Status) {
 		return nil
 	}
-	r.recordEvents(lh, &status)
-	patch := client.MergeFrom(lh.DeepCopy())
-	lh.Status = status
-	if err := r.Client.Status().Patch(ctx, lh, patch); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("write status of LeaseHost %s/%s: %w", lh.Namespace, lh.Name, err)
-	}
+	r.recordEvents(lh, &next)
+	r.status.Write(lh, func(stored *shardgatev1alpha1.LeaseHost) { stored.Status = *next.DeepCopy() })
 	return nil
 }
 

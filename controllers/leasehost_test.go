@@ -225,4 +225,47 @@ var _ = Describe("LeaseHost ownership on the real apiserver", Ordered, func() {
 		Eventually(f.reserved(ctx, "waiter")).Should(Equal("True/Reserved"))
 		Eventually(f.routeHostnames(ctx, "waiter")).Should(Equal([]string{"old.example.test"}))
 	})
+
+	It("puts back a status another writer changed, and every status field with it", func() {
+		f := newFixture(ctx, c, "status-path")
+		f.service(ctx, "web")
+		f.leaseHost(ctx, "app", "status-path.example.test", owner("akash1grace", 1))
+		Eventually(f.reserved(ctx, "app")).Should(Equal("True/Reserved"))
+		// Wait until the controller has nothing more to say: the Gateway
+		// has reported on the route, so Ready is no longer Pending.
+		var settled shardgatev1alpha1.LeaseHostStatus
+		Eventually(func(g Gomega) {
+			lh := f.get(ctx, "app")
+			cond := meta.FindStatusCondition(lh.Status.Conditions, shardgatev1alpha1.ConditionReady)
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(cond.Reason).NotTo(Equal(shardgatev1alpha1.ReasonPending))
+			settled = *lh.Status.DeepCopy()
+		}).Should(Succeed())
+		Expect(settled.Route).NotTo(BeEmpty())
+		Expect(settled.Shards).To(HaveLen(1))
+
+		By("another writer replacing the whole status")
+		forged := f.get(ctx, "app")
+		forged.Status = shardgatev1alpha1.LeaseHostStatus{Conditions: []metav1.Condition{{
+			Type: shardgatev1alpha1.ConditionReserved, Status: metav1.ConditionFalse, Reason: shardgatev1alpha1.ReasonHostnameInUse,
+			Message: "forged", LastTransitionTime: metav1.Now(), ObservedGeneration: forged.Generation,
+		}}}
+		Expect(c.Status().Update(ctx, forged)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			got := f.get(ctx, "app").Status
+			g.Expect(got.ObservedGeneration).To(Equal(settled.ObservedGeneration))
+			g.Expect(got.Route).To(Equal(settled.Route))
+			g.Expect(got.Shards).To(HaveLen(1))
+			g.Expect(got.Shards[0].Host).To(Equal(settled.Shards[0].Host))
+			g.Expect(got.Shards[0].CanonicalHostname).To(Equal(settled.Shards[0].CanonicalHostname))
+			for _, t := range []string{shardgatev1alpha1.ConditionReserved, shardgatev1alpha1.ConditionReady} {
+				want := meta.FindStatusCondition(settled.Conditions, t)
+				cond := meta.FindStatusCondition(got.Conditions, t)
+				g.Expect(cond).NotTo(BeNil(), t)
+				g.Expect([]string{string(cond.Status), cond.Reason, cond.Message}).To(Equal([]string{string(want.Status), want.Reason, want.Message}), t)
+			}
+		}).Should(Succeed())
+		Expect(f.routeHostnames(ctx, "app")()).To(Equal([]string{"status-path.example.test"}))
+	})
 })

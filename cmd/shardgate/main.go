@@ -116,8 +116,11 @@ func controllerCommand() *cobra.Command {
 	f.StringVar(&logFormat, "log-format", "json", "json or text")
 	// client-go's default (5 QPS, burst 10) would hold back status and
 	// route writes; the apiserver's priority and fairness protects itself.
-	f.Float32Var(&qps, "kube-api-qps", 200, "queries per second to the apiserver")
-	f.IntVar(&burst, "kube-api-burst", 400, "burst of queries to the apiserver")
+	// A block-list change that revokes 5000 names costs about two writes
+	// per name (route delete, status), so revoking them within 10 s needs
+	// 1000 writes a second and some room.
+	f.Float32Var(&qps, "kube-api-qps", 2000, "queries per second to the apiserver")
+	f.IntVar(&burst, "kube-api-burst", 4000, "burst of queries to the apiserver")
 	return cmd
 }
 

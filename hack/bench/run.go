@@ -210,6 +210,8 @@ func run(ctx context.Context, cfg Config, out io.Writer) (*Results, error) {
 	if len(cfg.Phases) > 0 && !slices.Contains(cfg.Phases, "memory") && !slices.Contains(cfg.Phases, "propagation") && !slices.Contains(cfg.Phases, "tenant") {
 		steps = steps[:1] // nothing after the flood needs the larger sizes
 	}
+	// Revocation runs last, on its own namespaces and LeaseHosts.
+	steps = append(steps, step{"revoke", b.revoke})
 	for _, st := range steps {
 		if err := ctx.Err(); err != nil {
 			return b.res, err
