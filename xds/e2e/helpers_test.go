@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -387,4 +389,27 @@ type metav1Condition = metav1.Condition
 
 func objectMeta(nn types.NamespacedName) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name}
+}
+
+// answeredOnlyBy is answeredBy over n calls: the one backend that answered
+// all of them, or "mixed: a,b,…" while the client still balances over
+// more than one (a config made of several changes may reach the client in
+// steps, each published as soon as it is translated).
+func answeredOnlyBy(ctx context.Context, c testgrpc.TestServiceClient, method string, n int) func() (string, error) {
+	return func() (string, error) {
+		seen := []string{}
+		for range n {
+			got, err := call(ctx, c, method)
+			if err != nil {
+				return "", err
+			}
+			if !slices.Contains(seen, got) {
+				seen = append(seen, got)
+			}
+		}
+		if len(seen) == 1 {
+			return seen[0], nil
+		}
+		return "mixed: " + strings.Join(seen, ","), nil
+	}
 }
