@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,9 +67,7 @@ type ProviderHostReconciler struct {
 	// routes: UID → the route it may have written, to delete on release.
 	routes map[types.UID]types.NamespacedName
 
-	qmu     sync.Mutex
-	queue   workqueue.TypedRateLimitingInterface[reconcile.Request]
-	pending map[types.NamespacedName]struct{}
+	requeue
 	emitted shardgateevents.Memory
 }
 
@@ -485,30 +482,6 @@ func (r *ProviderHostReconciler) sweepRoutes(ctx context.Context, wanted map[typ
 		}
 	}
 	return nil
-}
-
-func (r *ProviderHostReconciler) startQueue(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-	r.qmu.Lock()
-	defer r.qmu.Unlock()
-	r.queue = q
-	for nn := range r.pending {
-		q.Add(reconcile.Request{NamespacedName: nn})
-	}
-	r.pending = nil
-	return nil
-}
-
-func (r *ProviderHostReconciler) enqueue(nn types.NamespacedName) {
-	r.qmu.Lock()
-	defer r.qmu.Unlock()
-	if r.queue != nil {
-		r.queue.Add(reconcile.Request{NamespacedName: nn})
-		return
-	}
-	if r.pending == nil {
-		r.pending = map[types.NamespacedName]struct{}{}
-	}
-	r.pending[nn] = struct{}{}
 }
 
 func (r *ProviderHostReconciler) list(ctx context.Context, opts ...client.ListOption) []reconcile.Request {

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,9 +101,7 @@ type LeaseHostReconciler struct {
 	// it: it is unbounded and deduplicates, so nothing is dropped however
 	// many LeaseHosts one change touches. Until it is handed over they wait
 	// in pending.
-	qmu     sync.Mutex
-	queue   workqueue.TypedRateLimitingInterface[reconcile.Request]
-	pending map[types.NamespacedName]struct{}
+	requeue
 	// emitted keeps a reconcile from a stale cached copy from repeating
 	// an Event.
 	emitted shardgateevents.Memory
@@ -202,34 +199,6 @@ func (r *LeaseHostReconciler) TenancyChanged() {
 
 // ownerPolicy is the current policy.
 func (r *LeaseHostReconciler) ownerPolicy() tenancy.Policy { return r.Tenancy.Policy() }
-
-// startQueue receives the controller's work queue when the controller
-// starts, and adds every LeaseHost that was enqueued before.
-func (r *LeaseHostReconciler) startQueue(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-	r.qmu.Lock()
-	defer r.qmu.Unlock()
-	r.queue = q
-	for nn := range r.pending {
-		q.Add(reconcile.Request{NamespacedName: nn})
-	}
-	r.pending = nil
-	return nil
-}
-
-// enqueue makes the controller reconcile nn. It never drops: the work queue
-// is unbounded, and a name already queued is queued once.
-func (r *LeaseHostReconciler) enqueue(nn types.NamespacedName) {
-	r.qmu.Lock()
-	defer r.qmu.Unlock()
-	if r.queue != nil {
-		r.queue.Add(reconcile.Request{NamespacedName: nn})
-		return
-	}
-	if r.pending == nil {
-		r.pending = map[types.NamespacedName]struct{}{}
-	}
-	r.pending[nn] = struct{}{}
-}
 
 // Reconcile admits req's names and writes its route and status, then writes
 // every other LeaseHost whose decision changed as a consequence.
