@@ -24,6 +24,7 @@ import (
 	"github.com/shardgate/shardgate/internal/manager"
 	"github.com/shardgate/shardgate/internal/testenv"
 	xdsserver "github.com/shardgate/shardgate/xds/server"
+	"github.com/shardgate/shardgate/xds/translate"
 )
 
 // Tenant isolation: routes a tenant writes by hand and attaches to a shard
@@ -350,6 +351,11 @@ func vhostClusters(xds *xdsserver.Server, gw types.NamespacedName, domain string
 		if !ok {
 			continue
 		}
+		// The published table carries its virtual hosts as stored bytes.
+		rc, err := translate.DecodeRouteConfiguration(rc)
+		if err != nil {
+			continue
+		}
 		for _, vh := range rc.VirtualHosts {
 			match := false
 			for _, d := range vh.Domains {
@@ -388,6 +394,11 @@ func servedDomains(_ Gomega, xds *xdsserver.Server, gw types.NamespacedName) map
 	for _, res := range snap.GetResources(resourcev3.RouteType) {
 		rc, ok := res.(*routev3.RouteConfiguration)
 		if !ok {
+			continue
+		}
+		// The published table carries its virtual hosts as stored bytes.
+		rc, err := translate.DecodeRouteConfiguration(rc)
+		if err != nil {
 			continue
 		}
 		for _, vh := range rc.VirtualHosts {
