@@ -28,7 +28,6 @@ import (
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/addresses"
 	shardgateevents "github.com/shardgate/shardgate/internal/events"
-	"github.com/shardgate/shardgate/internal/status"
 	"github.com/shardgate/shardgate/internal/tenancy"
 )
 
@@ -88,20 +87,12 @@ type LeasedIPReconciler struct {
 
 	events  client.Reader
 	metallb bool
-	// status writes every LeasedIP status (internal/status).
-	status *status.ObjectWriter[*shardgatev1alpha1.LeasedIP]
 }
 
 // SetupWithManager registers the LeasedIP controller, its indexes and
 // watches, and the pool usage metrics controller.
 func (r *LeasedIPReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ctx := context.Background()
-	r.status = status.NewObjectWriter("LeasedIP", mgr.GetClient(), mgr.GetAPIReader(),
-		func() *shardgatev1alpha1.LeasedIP { return &shardgatev1alpha1.LeasedIP{} },
-		status.ObjectWriterOptions{Log: r.Log})
-	if err := mgr.Add(r.status); err != nil {
-		return fmt.Errorf("add LeasedIP status writer: %w", err)
-	}
 	idx := mgr.GetFieldIndexer()
 	lipIndexes := map[string]func(*shardgatev1alpha1.LeasedIP) string{
 		leasedIPTargetIndex:     func(l *shardgatev1alpha1.LeasedIP) string { return l.Spec.Service },
@@ -292,9 +283,11 @@ func (r *LeasedIPReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	return reconcile.Result{}, r.writeStatus(ctx, &lip, addresses.StatusFor(&lip, obs))
 }
 
-// writeStatus has status written (internal/status) when it differs from
-// lip's.
-func (r *LeasedIPReconciler) writeStatus(_ context.Context, lip *shardgatev1alpha1.LeasedIP, next shardgatev1alpha1.LeasedIPStatus) error {
+// writeStatus writes status when it differs from lip's, at once (a merge
+// patch). Through the coalescing status writer, a LeasedIP's status flapped
+// (PoolExhausted, Pending, PoolExhausted) while MetalLB reported an
+// exhausted pool, so LeasedIP status stays on this direct path.
+func (r *LeasedIPReconciler) writeStatus(ctx context.Context, lip *shardgatev1alpha1.LeasedIP, next shardgatev1alpha1.LeasedIPStatus) error {
 	if equality.Semantic.DeepEqual(next, lip.Status) {
 		return nil
 	}
@@ -305,7 +298,14 @@ func (r *LeasedIPReconciler) writeStatus(_ context.Context, lip *shardgatev1alph
 			}
 		}
 	}
-	r.status.Write(lip, func(stored *shardgatev1alpha1.LeasedIP) { stored.Status = *next.DeepCopy() })
+	patch := client.MergeFrom(lip.DeepCopy())
+	lip.Status = next
+	if err := r.Client.Status().Patch(ctx, lip, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("write status of LeasedIP %s/%s: %w", lip.Namespace, lip.Name, err)
+	}
 	return nil
 }
 
