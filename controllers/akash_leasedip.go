@@ -108,18 +108,11 @@ func (r *ProviderLeasedIPReconciler) sweep(ctx context.Context) error {
 	if err := r.Client.List(ctx, &svcs, client.MatchingLabels{akash.LabelManaged: "true", akash.LabelServiceTarget: akash.ServiceTargetMetalLB}); err != nil {
 		return fmt.Errorf("sweep leased-IP Services: list Services: %w", err)
 	}
+	objs := make([]client.Object, len(svcs.Items))
 	for i := range svcs.Items {
-		s := &svcs.Items[i]
-		nn := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
-		if _, ok := akash.LeaseFromLabels(s.Labels); !ok || wanted[nn] {
-			continue
-		}
-		r.Log.Info("deleting the Service of a ProviderLeasedIP that is gone", "service", nn)
-		if err := r.Client.Delete(ctx, s, client.Preconditions{UID: &s.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("sweep leased-IP Services: delete %s: %w", nn, err)
-		}
+		objs[i] = &svcs.Items[i]
 	}
-	return nil
+	return sweepAkash(ctx, r.Client, r.Log, objs, wanted, "the Service of a ProviderLeasedIP")
 }
 
 func ipServiceOf(lip *akashv1.ProviderLeasedIP) (types.NamespacedName, bool) {

@@ -470,15 +470,26 @@ func (r *ProviderHostReconciler) sweepRoutes(ctx context.Context, wanted map[typ
 	if err := r.Client.List(ctx, &routes, client.MatchingLabels{akash.LabelManaged: "true"}); err != nil {
 		return fmt.Errorf("list generated routes: %w", err)
 	}
+	objs := make([]client.Object, len(routes.Items))
 	for i := range routes.Items {
-		rt := &routes.Items[i]
-		nn := types.NamespacedName{Namespace: rt.Namespace, Name: rt.Name}
-		if _, ok := akash.LeaseFromLabels(rt.Labels); !ok || wanted[nn] {
+		objs[i] = &routes.Items[i]
+	}
+	return sweepAkash(ctx, r.Client, r.Log, objs, wanted, "the route of a ProviderHost")
+}
+
+// sweepAkash deletes the objects carrying Akash's lease labels that wanted
+// does not name (what: how the log and errors name them). A UID
+// precondition keeps it from deleting a newer object of the same name.
+func sweepAkash(ctx context.Context, c client.Client, log logr.Logger, objs []client.Object, wanted map[types.NamespacedName]bool, what string) error {
+	for _, o := range objs {
+		nn := client.ObjectKeyFromObject(o)
+		if _, ok := akash.LeaseFromLabels(o.GetLabels()); !ok || wanted[nn] {
 			continue
 		}
-		r.Log.Info("deleting the route of a ProviderHost that is gone", "route", nn)
-		if err := r.Client.Delete(ctx, rt, client.Preconditions{UID: &rt.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete route %s: %w", nn, err)
+		log.Info("deleting "+what+" that is gone", "object", nn)
+		uid := o.GetUID()
+		if err := c.Delete(ctx, o, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("sweep: delete %s %s: %w", what, nn, err)
 		}
 	}
 	return nil
