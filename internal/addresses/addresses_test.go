@@ -502,6 +502,36 @@ func TestStatusFor(t *testing.T) {
 		}
 	}
 
+	// A Pending without evidence does not replace MetalLB's diagnosis of
+	// the same generation and Service; an address, a newer Event or a new
+	// generation does.
+	exhausted := *lip
+	exhausted.Status = addresses.StatusFor(lip, addresses.Observed{Target: target(), Service: own, Pool: fullPool})
+	allocatedEv := event("svc-uid", "IPAllocated", `Assigned IP ["127.240.1.10"]`, 2, "2")
+	for _, tc := range []struct {
+		name string
+		gen  int64
+		obs  addresses.Observed
+		want string
+	}{
+		{"no evidence", 3, addresses.Observed{Target: target(), Service: own, Pool: freePool}, "False/PoolExhausted"},
+		{"pool not reported", 3, addresses.Observed{Target: target(), Service: own, Pool: unreported}, "False/PoolExhausted"},
+		{"newer event", 3, addresses.Observed{Target: target(), Service: own, Pool: freePool, Event: &allocatedEv}, "False/Pending"},
+		{"address", 3, addresses.Observed{Target: target(), Service: assigned, Pool: freePool}, "True/Allocated"},
+		{"new generation", 4, addresses.Observed{Target: target(), Service: own, Pool: freePool}, "False/Pending"},
+	} {
+		l := exhausted.DeepCopy()
+		l.Generation = tc.gen
+		st := addresses.StatusFor(l, tc.obs)
+		c := meta.FindStatusCondition(st.Conditions, shardgatev1alpha1.ConditionAllocated)
+		if got := string(c.Status) + "/" + c.Reason; got != tc.want {
+			t.Errorf("after PoolExhausted, %s: %s (%s), want %s", tc.name, got, c.Message, tc.want)
+		}
+		if st.Service != "web-ip-443-tcp" || c.ObservedGeneration != tc.gen {
+			t.Errorf("after PoolExhausted, %s: service %q observedGeneration %d", tc.name, st.Service, c.ObservedGeneration)
+		}
+	}
+
 	// The transition time stays while the status does not change.
 	first := addresses.StatusFor(lip, addresses.Observed{Target: target(), Service: assigned})
 	then := metav1.NewTime(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))

@@ -152,6 +152,11 @@ type Refusal struct{ Reason, Message string }
 //   - False/PoolExhausted: spec.pool's status.availableIPv4 (availableIPv6
 //     for an IPv6 Service) is 0, once MetalLB has reported the pool's
 //     status and unless the Service asks to share a sibling's address;
+//   - the previous PoolExhausted or AddressConflict of the same generation
+//     and Service, kept: a Pending without evidence (MetalLB's Event not yet
+//     in the cache, pool counters MetalLB is rewriting) does not replace
+//     what MetalLB already said, so the condition does not flap; an address,
+//     a newer Event or a spec change replaces it;
 //   - False/Pending otherwise.
 //
 // Conditions keep their last transition time while their status is
@@ -200,12 +205,26 @@ func StatusFor(lip *shardgatev1alpha1.LeasedIP, obs Observed) shardgatev1alpha1.
 	case own != nil && poolExhausted(obs.Pool, own):
 		c.Reason = shardgatev1alpha1.ReasonPoolExhausted
 		c.Message = fmt.Sprintf("IPAddressPool %s has no available addresses", obs.Pool.Name)
+	case own != nil && keepsDiagnosis(lip, own.Name):
+		return st
 	default:
 		c.Reason = shardgatev1alpha1.ReasonPending
 		c.Message = "waiting for MetalLB to assign an address"
 	}
 	meta.SetStatusCondition(&st.Conditions, c)
 	return st
+}
+
+// keepsDiagnosis reports whether lip's Allocated condition is a MetalLB
+// diagnosis (PoolExhausted or AddressConflict) of its current generation,
+// about the Service named service.
+func keepsDiagnosis(lip *shardgatev1alpha1.LeasedIP, service string) bool {
+	prev := meta.FindStatusCondition(lip.Status.Conditions, shardgatev1alpha1.ConditionAllocated)
+	if prev == nil || prev.Status != metav1.ConditionFalse || prev.ObservedGeneration != lip.Generation ||
+		lip.Status.Service != service {
+		return false
+	}
+	return prev.Reason == shardgatev1alpha1.ReasonPoolExhausted || prev.Reason == shardgatev1alpha1.ReasonAddressConflict
 }
 
 func poolExhausted(pool *metallbv1beta1.IPAddressPool, svc *corev1.Service) bool {
