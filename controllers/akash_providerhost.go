@@ -544,6 +544,13 @@ func akashRouteUpToDate(existing, desired *gatewayv1.HTTPRoute) bool {
 			return false
 		}
 	}
+	for _, k := range akash.RouteAnnotations {
+		e, eOK := existing.Annotations[k]
+		d, dOK := desired.Annotations[k]
+		if e != d || eOK != dOK {
+			return false
+		}
+	}
 	return true
 }
 

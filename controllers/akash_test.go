@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	bufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/buffer/v3"
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
@@ -37,6 +39,7 @@ import (
 	"github.com/shardgate/shardgate/internal/statuscli"
 	"github.com/shardgate/shardgate/internal/tenancy"
 	"github.com/shardgate/shardgate/internal/testenv"
+	xdsserver "github.com/shardgate/shardgate/xds/server"
 )
 
 const (
@@ -133,8 +136,10 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 	messages := func(name string) string {
 		return strings.Join(eventNotes(ctx, c, "lease", "ProviderHost", name), "\n")
 	}
+	var xds *xdsserver.Server
 	start := func(log logr.Logger) {
-		stop = env.RunManager(manager.Options{Config: cfg, Log: log})
+		stop = env.RunManager(manager.Options{Config: cfg, Log: log,
+			OnXDSServer: func(s *xdsserver.Server) { xds = s }})
 	}
 
 	leaseA := akash.Lease{Owner: akashAlice, DSeq: 1, GSeq: 1, OSeq: 1, Provider: akashProvider}
@@ -207,6 +212,10 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 		// No Manifest: Akash's defaults.
 		Expect(string(*r.Spec.Rules[0].Timeouts.Request)).To(Equal("1m"))
 		Expect(*r.Spec.Rules[0].Retry.Attempts).To(Equal(2))
+		Expect(r.Annotations).To(Equal(map[string]string{
+			shardgatev1alpha1.AnnotationMaxRequestBodyBytes: "1048576",
+			shardgatev1alpha1.AnnotationRetryIdempotentOnly: "true",
+		}))
 		Expect(r.OwnerReferences).To(BeEmpty())
 		Eventually(events("a-web")).Should(HaveKey("Normal/Reserved/Reserve"))
 		// The shard serves it: the ownership facts know the ProviderHost.
@@ -295,6 +304,42 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 			g.Expect(string(*rule.Timeouts.Request)).To(Equal("1m30s"))
 			g.Expect(*rule.Retry.Attempts).To(Equal(3))
 			g.Expect(rule.Retry.Codes).To(Equal([]gatewayv1.HTTPRouteRetryStatusCode{502}))
+			g.Expect(r.Annotations).To(Equal(map[string]string{
+				shardgatev1alpha1.AnnotationMaxRequestBodyBytes: "4194304",
+				shardgatev1alpha1.AnnotationRetryIdempotentOnly: "true",
+			}))
+		}).Should(Succeed())
+		// The shard serves it with the body limit and spares POST, PATCH
+		// and LOCK from retries.
+		Eventually(func(g Gomega) {
+			routes := vhostRoutes(xds, types.NamespacedName{Namespace: "akash-edge", Name: "edge"}, "api.example.com")
+			g.Expect(routes).NotTo(BeEmpty())
+			for _, rt := range routes {
+				g.Expect(bufferLimit(g, rt)).To(Equal(uint32(4 << 20)))
+				g.Expect(rt.GetRoute().GetRetryPolicy().GetRetriableRequestHeaders()).To(HaveLen(1))
+			}
+		}).Should(Succeed())
+
+		By("listing non_idempotent in next_cases and raising max_body_size")
+		var m akashv1.Manifest
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: "lease", Name: nsC}, &m)).To(Succeed())
+		update(ctx, c, &m, func(m *akashv1.Manifest) {
+			o := &m.Spec.Group.Services[0].Expose[0].HTTPOptions
+			o.MaxBodySize = 8 << 20
+			o.NextCases = []string{"error", "502", "non_idempotent"}
+		})
+		Eventually(func(g Gomega) map[string]string {
+			r, err := route(nsC, "api.example.com")()
+			g.Expect(err).NotTo(HaveOccurred())
+			return r.Annotations
+		}).Should(Equal(map[string]string{shardgatev1alpha1.AnnotationMaxRequestBodyBytes: "8388608"}))
+		Eventually(func(g Gomega) {
+			routes := vhostRoutes(xds, types.NamespacedName{Namespace: "akash-edge", Name: "edge"}, "api.example.com")
+			g.Expect(routes).NotTo(BeEmpty())
+			for _, rt := range routes {
+				g.Expect(bufferLimit(g, rt)).To(Equal(uint32(8 << 20)))
+				g.Expect(rt.GetRoute().GetRetryPolicy().GetRetriableRequestHeaders()).To(BeEmpty())
+			}
 		}).Should(Succeed())
 	})
 
@@ -388,6 +433,55 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 			g.Expect(byName["a-blocked"]).To(MatchFields(IgnoreExtras, Fields{"Reason": Equal("Blocked")}))
 			g.Expect(byName["a-nosvc"].Reserved).To(Equal("False"))
 		}).Should(Succeed())
+	})
+
+	It("follows ProviderHosts in shardgate status --watch", func() {
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		out := &lockedBuffer{}
+		done := make(chan error, 1)
+		go func() {
+			done <- statuscli.Execute(wctx, statuscli.Config{Kubeconfig: env.Kubeconfig, Namespace: "lease", Watch: true}, out, io.Discard)
+		}()
+		line := func(words ...string) func() bool {
+			return func() bool {
+				for _, l := range strings.Split(out.String(), "\n") {
+					all := true
+					for _, w := range words {
+						all = all && strings.Contains(l, w)
+					}
+					if all {
+						return true
+					}
+				}
+				return false
+			}
+		}
+		Eventually(line("ProviderHost", "a-web", "edge", "web.example.com")).Should(BeTrue(), "the listing")
+
+		By("a new ProviderHost: its row, then its admitted row once the shard answers")
+		leaseW := akash.Lease{Owner: akashAlice, DSeq: 7, GSeq: 1, OSeq: 1, Provider: akashProvider}
+		nsW := leaseNS(leaseW, akashAlice)
+		service(nsW, "web", 80)
+		providerHost("w-web", "watched.example.com", leaseW, "web", 80)
+		Eventually(line("ProviderHost", "w-web", "edge", "watched.example.com", "True")).Should(BeTrue(), out.String())
+
+		By("a refused ProviderHost: its row carries the Event's reason")
+		leaseWB := akash.Lease{Owner: akashBob, DSeq: 8, GSeq: 1, OSeq: 1, Provider: akashProvider}
+		leaseNS(leaseWB, akashBob)
+		providerHost("wb-web", "watched.example.com", leaseWB, "web", 80)
+		Eventually(line("ProviderHost", "wb-web", "HostnameInUse")).Should(BeTrue(), out.String())
+
+		cancel()
+		Eventually(done).Should(Receive(BeNil()))
+		got := out.String()
+		Expect(strings.Count(got, "NAMESPACE")).To(Equal(1), "rows of changes go under the first header:\n"+got)
+		Expect(strings.Count(got, "a-web")).To(Equal(1), "an unchanged ProviderHost is printed once:\n"+got)
+		var ph akashv1.ProviderHost
+		for _, name := range []string{"w-web", "wb-web"} {
+			Expect(c.Get(ctx, types.NamespacedName{Namespace: "lease", Name: name}, &ph)).To(Succeed())
+			Expect(c.Delete(ctx, &ph)).To(Succeed())
+		}
 	})
 
 	It("comes back after a restart with the same holders and rewrites nothing", func() {
@@ -558,4 +652,36 @@ func eventNotes(ctx context.Context, c client.Client, ns, kind, name string) []s
 		}
 	}
 	return out
+}
+
+// bufferLimit is the request body limit rt enables the buffer filter with
+// (0: the filter stays disabled on rt).
+func bufferLimit(g Gomega, rt *routev3.Route) uint32 {
+	cfg, ok := rt.GetTypedPerFilterConfig()["envoy.filters.http.buffer"]
+	if !ok {
+		return 0
+	}
+	var fc routev3.FilterConfig
+	g.Expect(cfg.UnmarshalTo(&fc)).To(Succeed())
+	var b bufferv3.BufferPerRoute
+	g.Expect(fc.GetConfig().UnmarshalTo(&b)).To(Succeed())
+	return b.GetBuffer().GetMaxRequestBytes().GetValue()
+}
+
+// lockedBuffer is a bytes.Buffer one goroutine writes while another reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

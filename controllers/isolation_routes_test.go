@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -341,11 +342,30 @@ func sniNames(xds *xdsserver.Server, gw types.NamespacedName) []string {
 // vhostClusters are the clusters that gw's virtual host for domain routes
 // to in its current xDS snapshot.
 func vhostClusters(xds *xdsserver.Server, gw types.NamespacedName, domain string) []string {
+	var out []string
+	for _, rt := range vhostRoutes(xds, gw, domain) {
+		a := rt.GetRoute()
+		if a == nil {
+			continue
+		}
+		if cl := a.GetCluster(); cl != "" {
+			out = append(out, cl)
+		}
+		for _, w := range a.GetWeightedClusters().GetClusters() {
+			out = append(out, w.Name)
+		}
+	}
+	return out
+}
+
+// vhostRoutes are the routes of gw's virtual host for domain in its
+// current xDS snapshot.
+func vhostRoutes(xds *xdsserver.Server, gw types.NamespacedName, domain string) []*routev3.Route {
 	snap, err := xds.Snapshot(gw)
 	if err != nil {
 		return nil
 	}
-	var out []string
+	var out []*routev3.Route
 	for _, res := range snap.GetResources(resourcev3.RouteType) {
 		rc, ok := res.(*routev3.RouteConfiguration)
 		if !ok {
@@ -357,24 +377,8 @@ func vhostClusters(xds *xdsserver.Server, gw types.NamespacedName, domain string
 			continue
 		}
 		for _, vh := range rc.VirtualHosts {
-			match := false
-			for _, d := range vh.Domains {
-				match = match || strings.TrimSuffix(d, ":80") == domain
-			}
-			if !match {
-				continue
-			}
-			for _, rt := range vh.Routes {
-				a := rt.GetRoute()
-				if a == nil {
-					continue
-				}
-				if cl := a.GetCluster(); cl != "" {
-					out = append(out, cl)
-				}
-				for _, w := range a.GetWeightedClusters().GetClusters() {
-					out = append(out, w.Name)
-				}
+			if slices.ContainsFunc(vh.Domains, func(d string) bool { return strings.TrimSuffix(d, ":80") == domain }) {
+				out = append(out, vh.Routes...)
 			}
 		}
 	}

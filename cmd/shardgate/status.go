@@ -39,7 +39,7 @@ func statusCommand() *cobra.Command {
 	f.StringVar(&cfg.Shard, "shard", "", "only rows of this shard (its name, or its Gateway as namespace/name)")
 	f.StringVarP(&cfg.Output, "output", "o", "", "output format: table (default), wide, json, yaml, jsonpath=TEMPLATE or custom-columns=NAME:PATH,...")
 	f.BoolVar(&cfg.FailOnUnadmitted, "fail-on-unadmitted", false, "exit 1 when a listed row is not admitted (LeaseHosts retired by a takeover, TransferredAway, do not count)")
-	f.BoolVarP(&cfg.Watch, "watch", "w", false, "after listing, keep printing the rows of every LeaseHost whose rows change")
+	f.BoolVarP(&cfg.Watch, "watch", "w", false, "after listing, keep printing the rows of every LeaseHost or ProviderHost whose rows change")
 	f.DurationVar(&cfg.RequestTimeout, "request-timeout", 30*time.Second, "timeout of each request to the apiserver (0: none)")
 	cmd.AddCommand(statusIPsCommand())
 	return cmd

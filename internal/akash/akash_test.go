@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	akashv1 "github.com/shardgate/shardgate/internal/akash/v2beta2"
 	"github.com/shardgate/shardgate/internal/hostnames"
 	"github.com/shardgate/shardgate/internal/leasehosts"
@@ -276,6 +278,25 @@ func TestRouteOptions(t *testing.T) {
 	}
 	if o := (RouteOptions{NextTries: 3, NextCases: []string{"off"}}); o.Retry() != nil {
 		t.Fatal("next_cases off still retries")
+	}
+
+	// Annotations: the body limit, and idempotent-only retries unless
+	// next_cases lists non_idempotent (or nothing is retried).
+	body, idem := shardgatev1alpha1.AnnotationMaxRequestBodyBytes, shardgatev1alpha1.AnnotationRetryIdempotentOnly
+	for name, tc := range map[string]struct {
+		o    RouteOptions
+		want map[string]string
+	}{
+		"defaults":       {DefaultRouteOptions(), map[string]string{body: "1048576", idem: "true"}},
+		"manifest":       {o, map[string]string{body: "2097152", idem: "true"}},
+		"non_idempotent": {RouteOptions{MaxBodySize: 4096, NextTries: 2, NextCases: []string{"error", "non_idempotent"}}, map[string]string{body: "4096"}},
+		"off":            {RouteOptions{MaxBodySize: 4096, NextTries: 2, NextCases: []string{"off"}}, map[string]string{body: "4096"}},
+		"one try":        {RouteOptions{MaxBodySize: 4096, NextTries: 1, NextCases: []string{"error"}}, map[string]string{body: "4096"}},
+		"nothing":        {RouteOptions{}, nil},
+	} {
+		if got := tc.o.Annotations(); !maps.Equal(got, tc.want) {
+			t.Errorf("%s: Annotations = %v, want %v", name, got, tc.want)
+		}
 	}
 	for ms, want := range map[uint64]string{1: "1ms", 1500: "1s500ms", 60_000: "1m", 3_600_000: "1h", 3_723_004: "1h2m3s4ms"} {
 		if got := FormatDuration(ms); got != want {

@@ -82,7 +82,8 @@ func AsLeaseHost(ph *akashv1.ProviderHost, holding bool) *shardgatev1alpha1.Leas
 // the label akash.network: "true" and the lease labels, and one rule,
 // PathPrefix / to the Service service_name on port external_port. parentRefs
 // are the shards on which the name is held. opts adds the rule's timeouts
-// and retry policy (RouteOptions). It carries no owner reference: the
+// and retry policy, and the annotations for the request body limit and
+// idempotent-only retries (RouteOptions). It carries no owner reference: the
 // ProviderHost lives in another namespace, and the provider's own recovery
 // code finds the route by its labels.
 func RouteFor(ph *akashv1.ProviderHost, p leasehosts.Plan, decisions map[string]hostnames.Decision, opts RouteOptions) *gatewayv1.HTTPRoute {
@@ -96,6 +97,7 @@ func RouteFor(ph *akashv1.ProviderHost, p leasehosts.Plan, decisions map[string]
 	r.OwnerReferences = nil
 	r.Labels = HostLease(ph).Labels()
 	r.Labels[LabelManaged] = "true"
+	r.Annotations = opts.Annotations()
 	rule := &r.Spec.Rules[0]
 	rule.Timeouts = opts.Timeouts()
 	rule.Retry = opts.Retry()

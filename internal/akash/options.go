@@ -8,6 +8,7 @@ import (
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	akashv1 "github.com/shardgate/shardgate/internal/akash/v2beta2"
 )
 
@@ -90,11 +91,13 @@ func (o RouteOptions) Timeouts() *gatewayv1.HTTPRouteTimeouts {
 }
 
 // Retry is the rule's retry policy: next_tries counts the first attempt, so
-// it allows next_tries-1 retries. next_cases "error" and "timeout" are the
-// translator's connection failures and resets, which every retry policy
-// retries on; a status code ("500" or "http_500") adds that code; "off", or
-// fewer than two tries, means no retries. Other cases (invalid_header,
-// non_idempotent) have no Gateway API equivalent and are ignored.
+// it allows next_tries-1 retries; "off", or fewer than two tries, means no
+// retries. A status code ("500" or "http_500") adds that code. Every retry
+// policy retries connection failures, resets and per-try timeouts, which
+// covers "error", "timeout" and "invalid_header" (an upstream response
+// that cannot be parsed resets the upstream stream); those are retried
+// even when next_cases leaves them out. "non_idempotent" is an annotation
+// (Annotations).
 func (o RouteOptions) Retry() *gatewayv1.HTTPRouteRetry {
 	if o.NextTries < 2 || slices.Contains(o.NextCases, "off") {
 		return nil
@@ -113,6 +116,28 @@ func (o RouteOptions) Retry() *gatewayv1.HTTPRouteRetry {
 	slices.Sort(r.Codes)
 	return r
 }
+
+// Annotations are the route's shardgate annotations: max_body_size as its
+// request body limit and, when the route retries and next_cases does not
+// list non_idempotent, retries for idempotent requests only (NGINX never
+// passes a POST, PATCH or LOCK request to the next upstream unless
+// non_idempotent is listed).
+func (o RouteOptions) Annotations() map[string]string {
+	a := map[string]string{}
+	if o.MaxBodySize > 0 {
+		a[shardgatev1alpha1.AnnotationMaxRequestBodyBytes] = strconv.FormatUint(uint64(o.MaxBodySize), 10)
+	}
+	if o.Retry() != nil && !slices.Contains(o.NextCases, "non_idempotent") {
+		a[shardgatev1alpha1.AnnotationRetryIdempotentOnly] = "true"
+	}
+	if len(a) == 0 {
+		return nil
+	}
+	return a
+}
+
+// RouteAnnotations are the annotation keys Annotations may set.
+var RouteAnnotations = []string{shardgatev1alpha1.AnnotationMaxRequestBodyBytes, shardgatev1alpha1.AnnotationRetryIdempotentOnly}
 
 // FormatDuration writes ms milliseconds as a Gateway API duration (at most
 // five digits per unit): "60s", "1m30s", "1500ms".

@@ -103,13 +103,19 @@ func (idx *Index) compileHTTPRoute(r *gatewayv1.HTTPRoute) *compiledRoute {
 		refs:       r.Spec.ParentRefs,
 		controller: controllerUID(r),
 	}
+	settings, serr := httpRouteSettings(r.Annotations)
 	for i := range r.Spec.Rules {
+		if serr != nil {
+			cr.drop(i, serr.reason, serr.msg)
+			continue
+		}
 		rule := &r.Spec.Rules[i]
 		c, err := idx.compileHTTPRule(cr, r.Namespace, i, rule)
 		if err != nil {
 			cr.drop(i, err.reason, err.msg)
 			continue
 		}
+		settings.apply(c.routes)
 		cr.rules = append(cr.rules, c)
 	}
 	cr.finish(len(r.Spec.Rules))

@@ -49,6 +49,11 @@ Copyright The shardgate Authors.
 //     is dropped: Accepted=True with PartiallyInvalid ("Dropped Rule...")
 //     when other rules remain, Accepted=False with the rule's reason when
 //     none do.
+//   - The HTTPRoute annotations of api/v1alpha1 (Annotation*: a request
+//     body limit, idempotent-only retries) apply to every rule; a value
+//     that cannot be read drops every rule (UnsupportedValue naming the
+//     annotation). Relevant reports their changes, which leave
+//     metadata.generation alone.
 //   - ExtensionRef filters cannot resolve (there are no extensions): the
 //     rule answers 500 and ResolvedRefs=False InvalidKind.
 //   - Unresolved backendRefs: their weight share answers 500

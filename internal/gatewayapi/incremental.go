@@ -331,14 +331,18 @@ func (t *Translator) compile(idx *Index, k RouteKey, obj client.Object) *compile
 // Relevant reports whether replacing oldObj by newObj (two versions of one
 // object) can change a translation. The translator reads the spec of the
 // Gateway API kinds and of GatewayParameters (a change bumps
-// metadata.generation), Service ports, Secret types and data, Namespace
-// labels and all of an EndpointSlice; never status.
+// metadata.generation), the HTTPRoute annotations it honours, Service
+// ports, Secret types and data, Namespace labels and all of an
+// EndpointSlice; never status.
 func Relevant(oldObj, newObj client.Object) bool {
 	if oldObj == nil || newObj == nil {
 		return true
 	}
 	if oldObj.GetUID() != newObj.GetUID() {
 		return true // deleted and created again
+	}
+	if _, ok := newObj.(*gatewayv1.HTTPRoute); ok && settingsChanged(oldObj.GetAnnotations(), newObj.GetAnnotations()) {
+		return true
 	}
 	switch n := newObj.(type) {
 	case *gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute,

@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 )
@@ -29,6 +30,42 @@ func TestRelevantLeaseHost(t *testing.T) {
 		"deleting":      {func(lh *shardgatev1alpha1.LeaseHost) { lh.DeletionTimestamp = &metav1.Time{} }, true},
 		"reservedHosts": {func(lh *shardgatev1alpha1.LeaseHost) { lh.Status.ReservedHosts = []string{"x.example.test"} }, true},
 		"recreated":     {func(lh *shardgatev1alpha1.LeaseHost) { lh.UID = "v" }, true},
+	}
+	for name, tc := range cases {
+		next := base()
+		next.ResourceVersion = "2"
+		tc.mutate(next)
+		if got := Relevant(base(), next); got != tc.want {
+			t.Errorf("%s: Relevant = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+// TestRelevantHTTPRouteAnnotations: an HTTPRoute update is translated when
+// the spec or an annotation the translator honours changes (annotations
+// leave metadata.generation alone), not for other annotations or status.
+func TestRelevantHTTPRouteAnnotations(t *testing.T) {
+	base := func() *gatewayv1.HTTPRoute {
+		return &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "r", UID: types.UID("u"),
+			Generation: 1, ResourceVersion: "1",
+			Annotations: map[string]string{shardgatev1alpha1.AnnotationMaxRequestBodyBytes: "1024"}}}
+	}
+	cases := map[string]struct {
+		mutate func(*gatewayv1.HTTPRoute)
+		want   bool
+	}{
+		"status only": {func(r *gatewayv1.HTTPRoute) {
+			r.Status.Parents = []gatewayv1.RouteParentStatus{{ControllerName: "x/y"}}
+		}, false},
+		"other annotation": {func(r *gatewayv1.HTTPRoute) { r.Annotations["example.com/note"] = "x" }, false},
+		"spec":             {func(r *gatewayv1.HTTPRoute) { r.Generation = 2 }, true},
+		"body limit changed": {func(r *gatewayv1.HTTPRoute) {
+			r.Annotations[shardgatev1alpha1.AnnotationMaxRequestBodyBytes] = "2048"
+		}, true},
+		"body limit removed": {func(r *gatewayv1.HTTPRoute) { r.Annotations = nil }, true},
+		"retry setting added": {func(r *gatewayv1.HTTPRoute) {
+			r.Annotations[shardgatev1alpha1.AnnotationRetryIdempotentOnly] = "true"
+		}, true},
 	}
 	for name, tc := range cases {
 		next := base()

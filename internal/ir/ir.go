@@ -133,6 +133,9 @@ type Route struct {
 	Timeouts           *Timeouts           `json:"timeouts,omitempty"`
 	Retry              *Retry              `json:"retry,omitempty"`
 	SessionPersistence *SessionPersistence `json:"sessionPersistence,omitempty"`
+	// MaxRequestBodyBytes limits the request body; a larger request is
+	// answered 413. 0 means no limit.
+	MaxRequestBodyBytes uint32 `json:"maxRequestBodyBytes,omitempty"`
 
 	Source Source `json:"source"`
 }
@@ -275,6 +278,9 @@ type Retry struct {
 	Codes    []int            `json:"codes,omitempty"`
 	Attempts *int             `json:"attempts,omitempty"`
 	Backoff  *metav1.Duration `json:"backoff,omitempty"`
+	// IdempotentOnly retries only requests whose method is idempotent:
+	// never a POST, PATCH or LOCK.
+	IdempotentOnly bool `json:"idempotentOnly,omitempty"`
 }
 
 // SessionPersistence pins a client to a backend.

@@ -32,21 +32,28 @@ const (
 // when Accepted and ResolvedRefs are True); otherwise the row carries the
 // reason and message of the latest Reserve Event on the ProviderHost.
 func providerHostRows(ctx context.Context, c client.Client, opts Options) ([]Row, error) {
+	rows, _, err := listProviderHostRows(ctx, c, opts)
+	return rows, err
+}
+
+// listProviderHostRows is providerHostRows that also says whether the
+// cluster serves the Akash CRDs.
+func listProviderHostRows(ctx context.Context, c client.Client, opts Options) (_ []Row, served bool, _ error) {
 	var items []akashv1.ProviderHost
 	err := listPaged(ctx, c, func() *akashv1.ProviderHostList { return &akashv1.ProviderHostList{} },
 		opts.Namespace, opts.PageSize, func(l *akashv1.ProviderHostList) { items = append(items, l.Items...) })
 	if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-		return nil, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list ProviderHosts: %w", err)
+		return nil, false, fmt.Errorf("list ProviderHosts: %w", err)
 	}
 	if len(items) == 0 {
-		return nil, nil
+		return nil, true, nil
 	}
 	latest, err := reserveEvents(ctx, c, opts.Namespace)
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	var rows []Row
 	for i := range items {
@@ -68,7 +75,7 @@ func providerHostRows(ctx context.Context, c client.Client, opts Options) ([]Row
 		if err == nil {
 			err = c.Get(ctx, types.NamespacedName{Namespace: l.Namespace(), Name: akash.RouteName(host)}, &route)
 			if err != nil && !apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("get route %s/%s: %w", l.Namespace(), host, err)
+				return nil, true, fmt.Errorf("get route %s/%s: %w", l.Namespace(), host, err)
 			}
 		}
 		if err != nil || !akash.IsGeneratedRoute(&route, ph) {
@@ -105,7 +112,7 @@ func providerHostRows(ctx context.Context, c client.Client, opts Options) ([]Row
 			rows = append(rows, r)
 		}
 	}
-	return rows, nil
+	return rows, true, nil
 }
 
 // reserveEvents is the latest Reserve Event of each object, by UID.

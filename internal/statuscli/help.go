@@ -52,8 +52,8 @@ JSONPath, applied to each row's fields (HOST:.host,ADMITTED:.admitted). Both
 use kubectl's own printers (k8s.io/cli-runtime). Empty tables print nothing
 on stdout and say so on stderr, as kubectl does.
 
---watch (-w) prints the listing, then the rows of every LeaseHost whose rows
-change, under the first header, until interrupted.
+--watch (-w) prints the listing, then the rows of every LeaseHost or
+ProviderHost whose rows change, under the first header, until interrupted.
 
 Exit status:
   0  listed (with --fail-on-unadmitted: every listed row is admitted)

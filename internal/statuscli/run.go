@@ -147,7 +147,7 @@ type Config struct {
 	// LeaseHosts retired by a takeover (TransferredAway) do not count.
 	FailOnUnadmitted bool
 	// Watch keeps printing: after the listing, the rows of every LeaseHost
-	// whose rows change, until the context ends.
+	// or ProviderHost whose rows change, until the context ends.
 	Watch bool
 	// RequestTimeout bounds each request to the apiserver; 0 means none.
 	RequestTimeout time.Duration

@@ -37,7 +37,6 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -46,10 +45,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shardgate/shardgate/internal/ir"
 	"github.com/shardgate/shardgate/internal/manager"
 	"github.com/shardgate/shardgate/internal/pki"
 	"github.com/shardgate/shardgate/internal/testenv"
 	xdsserver "github.com/shardgate/shardgate/xds/server"
+	"github.com/shardgate/shardgate/xds/translate"
 )
 
 func TestE2E(t *testing.T) {
@@ -191,12 +192,10 @@ func (h *hooks) listeners(group string) []*listenerv3.Listener {
 // listener (xds/translate naming).
 const httpRouteTable = "http-80"
 
-// apiListener is what grpc-go reads for target xds:///<name>.
+// apiListener is what grpc-go reads for target xds:///<name>: an
+// HttpConnectionManager with the HTTP filters of shardgate's own HTTP
+// listeners, so grpc-go reads the production filter chain too.
 func apiListener(name, routeConfig string) *listenerv3.Listener {
-	router, err := anypb.New(&routerv3.Router{})
-	if err != nil {
-		panic(err)
-	}
 	hcm, err := anypb.New(&hcmv3.HttpConnectionManager{
 		StatPrefix: "e2e",
 		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
@@ -206,7 +205,7 @@ func apiListener(name, routeConfig string) *listenerv3.Listener {
 			},
 			RouteConfigName: routeConfig,
 		}},
-		HttpFilters: []*hcmv3.HttpFilter{{Name: "envoy.filters.http.router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: router}}},
+		HttpFilters: translatedHTTPFilters(),
 	})
 	if err != nil {
 		panic(err)
@@ -214,4 +213,25 @@ func apiListener(name, routeConfig string) *listenerv3.Listener {
 	// grpc-go reads only api_listener; translate.Validate checks that its
 	// route configuration exists.
 	return &listenerv3.Listener{Name: name, ApiListener: &listenerv3.ApiListener{ApiListener: hcm}}
+}
+
+// translatedHTTPFilters are the HTTP filters of the HttpConnectionManager
+// that xds/translate writes for an HTTP listener.
+func translatedHTTPFilters() []*hcmv3.HttpFilter {
+	res, err := translate.Translate(&ir.Gateway{Namespace: "e2e", Name: "filters",
+		Listeners: []ir.Listener{{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP}}})
+	if err != nil {
+		panic(err)
+	}
+	for _, l := range res.Listeners {
+		for _, fc := range l.GetFilterChains() {
+			for _, f := range fc.GetFilters() {
+				var hcm hcmv3.HttpConnectionManager
+				if f.GetTypedConfig().UnmarshalTo(&hcm) == nil {
+					return hcm.GetHttpFilters()
+				}
+			}
+		}
+	}
+	panic("translated HTTP listener without an HttpConnectionManager")
 }

@@ -58,6 +58,14 @@ Copyright The shardgate Authors.
 //     gRPC skips it) before the router; per-route CORS policies are wrapped
 //     in an optional FilterConfig for the same reason. A route gaining CORS
 //     therefore never changes (and drains) a listener.
+//   - Every HTTP connection manager also installs the buffer filter,
+//     disabled and optional; a route with MaxRequestBodyBytes enables it with
+//     its limit (an optional FilterConfig holding a BufferPerRoute), so only
+//     such routes buffer request bodies, and a limit appearing never changes
+//     a listener either.
+//   - Retry.IdempotentOnly is retriable_request_headers: a :method other
+//     than POST, PATCH or LOCK. Envoy then retries none of those requests,
+//     not even after a connection failure.
 //   - A redirect port equal to the default port of the resulting scheme is
 //     left out of the Location. Without a redirect hostname Envoy keeps the
 //     request's Host, so a request that carried a non-default port in Host

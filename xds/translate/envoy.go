@@ -21,6 +21,7 @@ const (
 	filterTLSInspector          = "envoy.filters.listener.tls_inspector"
 	filterRouter                = "envoy.filters.http.router"
 	filterCORS                  = "envoy.filters.http.cors"
+	filterBuffer                = "envoy.filters.http.buffer"
 	transportSocketTLS          = "envoy.transport_sockets.tls"
 	upstreamHTTPProtocolOptions = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 )

@@ -11,6 +11,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	bufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/buffer/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
@@ -145,7 +146,10 @@ func downstreamTLS(certs []ir.SecretRef, alpn []string) *corev3.TransportSocket 
 //
 // The CORS filter is always installed: it does nothing for routes without a
 // CORS policy, and installing it only when some route asks would change the
-// listener (and drain its connections) whenever a route gains CORS.
+// listener (and drain its connections) whenever a route gains CORS. The
+// buffer filter, which enforces request body limits, is always installed
+// too, for the same reason, but disabled: only a route with a limit enables
+// it (bufferPerRoute), so other routes keep streaming request bodies.
 //
 // normalize_path and merge_slashes make "/a/../b" and "//b" match like "/b",
 // so path matches cannot be sidestepped by spelling a path differently.
@@ -159,6 +163,7 @@ func httpConnectionManager(statPrefix, routeConfig string) *listenerv3.Filter {
 		}},
 		HttpFilters: []*hcmv3.HttpFilter{
 			httpFilter(filterCORS, &corsv3.Cors{}, true),
+			bufferFilter(),
 			httpFilter(filterRouter, &routerv3.Router{}, false),
 		},
 		NormalizePath: boolean(true),
@@ -180,6 +185,18 @@ func httpFilter(name string, config proto.Message, optional bool) *hcmv3.HttpFil
 		IsOptional: optional,
 	}
 }
+
+// bufferFilter is the buffer filter, disabled unless a route enables it.
+// Its own limit applies to no request (every route that enables it brings
+// its limit) but must be set: Envoy requires one.
+func bufferFilter() *hcmv3.HttpFilter {
+	f := httpFilter(filterBuffer, &bufferv3.Buffer{MaxRequestBytes: u32(defaultMaxRequestBytes)}, true)
+	f.Disabled = true
+	return f
+}
+
+// defaultMaxRequestBytes is the buffer filter's listener-level limit.
+const defaultMaxRequestBytes = 1 << 20
 
 // tcpProxy forwards the stream to the backends by weight. The share of
 // unresolved backends goes to InvalidBackendCluster, which closes the

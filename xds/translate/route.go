@@ -13,6 +13,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	bufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/buffer/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
@@ -141,7 +142,22 @@ func (t *translator) route(scheme string, r *ir.Route, path pathMatch) (*routev3
 	if r.CORS != nil {
 		out.TypedPerFilterConfig = map[string]*anypb.Any{filterCORS: optionalFilterConfig(corsPolicy(r.CORS))}
 	}
+	if r.MaxRequestBodyBytes > 0 {
+		if out.TypedPerFilterConfig == nil {
+			out.TypedPerFilterConfig = map[string]*anypb.Any{}
+		}
+		out.TypedPerFilterConfig[filterBuffer] = optionalFilterConfig(bufferPerRoute(r.MaxRequestBodyBytes))
+	}
 	return out, nil
+}
+
+// bufferPerRoute enables the (otherwise disabled) buffer filter on a route
+// with its body limit: Envoy buffers the request body and answers 413 when
+// it grows beyond limit bytes (or when Content-Length says it will).
+func bufferPerRoute(limit uint32) *bufferv3.BufferPerRoute {
+	return &bufferv3.BufferPerRoute{Override: &bufferv3.BufferPerRoute_Buffer{
+		Buffer: &bufferv3.Buffer{MaxRequestBytes: u32(limit)},
+	}}
 }
 
 // optionalFilterConfig wraps a per-route filter config as optional, so that
@@ -446,6 +462,9 @@ func retryPolicy(r *ir.Retry, to *ir.Timeouts) *routev3.RetryPolicy {
 	if r.Attempts != nil {
 		p.NumRetries = u32(uint32(*r.Attempts))
 	}
+	if r.IdempotentOnly {
+		p.RetriableRequestHeaders = []*routev3.HeaderMatcher{nonIdempotentMethods()}
+	}
 	if r.Backoff != nil && r.Backoff.Duration > 0 {
 		p.RetryBackOff = &routev3.RetryPolicy_RetryBackOff{BaseInterval: duration(r.Backoff.Duration)}
 	}
@@ -453,6 +472,16 @@ func retryPolicy(r *ir.Retry, to *ir.Timeouts) *routev3.RetryPolicy {
 		p.PerTryTimeout = duration(to.BackendRequest.Duration)
 	}
 	return p
+}
+
+// nonIdempotentMethods matches every request whose method is not one NGINX
+// treats as non-idempotent (POST, PATCH, LOCK): a retry policy that
+// requires it never retries those requests, not even after a connection
+// failure.
+func nonIdempotentMethods() *routev3.HeaderMatcher {
+	m := headerMatch(":method", ir.MatchRegularExpression, "POST|PATCH|LOCK")
+	m.InvertMatch = true
+	return m
 }
 
 // fraction is numerator/denominator as a runtime fraction; nil means all

@@ -1,0 +1,24 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package v1alpha1
+
+// Annotations on an HTTPRoute that shardgate honours, for settings the
+// Gateway API has no field for. They apply to every rule of the route. A
+// value shardgate cannot read makes every rule invalid: the route is not
+// Accepted (reason UnsupportedValue, naming the annotation), as an invalid
+// rule field would make it.
+const (
+	// AnnotationMaxRequestBodyBytes limits the request body of every rule
+	// of the route to this many bytes (a decimal integer, 1 to
+	// 4294967295). A larger request is answered 413 by the proxy, which
+	// buffers the body to enforce the limit. Unset: no limit.
+	AnnotationMaxRequestBodyBytes = "shardgate.io/max-request-body-bytes"
+
+	// AnnotationRetryIdempotentOnly, "true", restricts the rules' retry
+	// policies to requests whose method is idempotent: a POST, PATCH or
+	// LOCK request is never retried (NGINX's proxy_next_upstream default).
+	// "false" or unset: any request is retried, as the Gateway API says.
+	AnnotationRetryIdempotentOnly = "shardgate.io/retry-idempotent-only"
+)
