@@ -51,8 +51,8 @@ func BenchmarkTranslate10k(b *testing.B) {
 	start := now()
 	for b.Loop() {
 		out := Translate(in)
-		if len(out.HTTPRouteStatus) != 10000 || len(out.Gateways) != 1 {
-			b.Fatalf("unexpected output: %d route statuses, %d gateways", len(out.HTTPRouteStatus), len(out.Gateways))
+		if out.HTTPRouteStatus.Len() != 10000 || len(out.Gateways) != 1 {
+			b.Fatalf("unexpected output: %d route statuses, %d gateways", out.HTTPRouteStatus.Len(), len(out.Gateways))
 		}
 	}
 	target(b, start, 100*time.Millisecond)
@@ -183,7 +183,7 @@ func BenchmarkTranslatorOneRouteChange(b *testing.B) {
 		in.HTTPRoutes[k] = r
 		st.Upsert(r)
 		out := tr.Translate(f)
-		if len(out.HTTPRouteStatus) != 10000 {
+		if out.HTTPRouteStatus.Len() != 10000 {
 			b.Fatal("routes missing")
 		}
 	}
@@ -209,8 +209,8 @@ func BenchmarkTranslatorTenantFlow(b *testing.B) {
 		st.Upsert(rt)
 		i++
 		out := tr.Translate(f)
-		if len(out.HTTPRouteStatus) != i {
-			b.Fatalf("%d route statuses, want %d", len(out.HTTPRouteStatus), i)
+		if out.HTTPRouteStatus.Len() != i {
+			b.Fatalf("%d route statuses, want %d", out.HTTPRouteStatus.Len(), i)
 		}
 	}
 	target(b, start, time.Millisecond)

@@ -602,7 +602,7 @@ func domain(h string) string {
 // A request is matched by Envoy to exactly one virtual host, so the host for
 // foo.example.com also carries (after its own) the routes of the wildcard
 // hosts covering it that the same listener owns.
-func virtualHosts(port, from []*listenerState, portNum int32, emitted map[RouteKey]bool) []ir.VirtualHost {
+func virtualHosts(port, from []*listenerState, portNum int32, emitted map[RouteKey]bool) []*ir.VirtualHost {
 	return newVhostGroup(port, from, portNum, emitted).hosts
 }
 
@@ -616,7 +616,7 @@ type vhostGroup struct {
 	owners     map[string]*listenerState
 	listenerHn map[string]bool
 	byRoute    map[RouteKey][]string // the hosts a route has entries under
-	hosts      []ir.VirtualHost      // sorted by domain
+	hosts      []*ir.VirtualHost     // sorted by domain; shared by the IRs that hold them
 	// where the hosts go in the IR: Listeners[listener], and its
 	// TLSServers[server] unless server is -1.
 	listener, server int
@@ -645,7 +645,7 @@ func newVhostGroup(port, from []*listenerState, portNum int32, emitted map[Route
 		names = append(names, h)
 	}
 	sort.Slice(names, func(i, j int) bool { return domain(names[i]) < domain(names[j]) })
-	g.hosts = make([]ir.VirtualHost, 0, len(names))
+	g.hosts = make([]*ir.VirtualHost, 0, len(names))
 	for _, h := range names {
 		g.hosts = append(g.hosts, g.assemble(h))
 	}
@@ -686,7 +686,7 @@ func (g *vhostGroup) addRoute(l *listenerState, k RouteKey, a *attachment) bool 
 }
 
 // assemble builds the virtual host for h from the entries.
-func (g *vhostGroup) assemble(h string) ir.VirtualHost {
+func (g *vhostGroup) assemble(h string) *ir.VirtualHost {
 	es := g.entries[h]
 	merged := false
 	for _, c := range coveringHostnames(h) {
@@ -700,7 +700,7 @@ func (g *vhostGroup) assemble(h string) ir.VirtualHost {
 		sort.Slice(es, func(i, j int) bool { return routeLess(es[i], es[j]) })
 	}
 	d := domain(h)
-	vh := ir.VirtualHost{Name: d, Domains: []string{d}}
+	vh := &ir.VirtualHost{Name: d, Domains: []string{d}}
 	if merged {
 		// A route reached through two of its hostnames (foo.example.com
 		// and *.example.com) is kept once, at its most specific place.

@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"strings"
@@ -120,7 +121,7 @@ func headerRegex(v string) gatewayv1.HTTPRouteMatch {
 
 func routeCond(t *testing.T, out *Output, ns, name, typ string) string {
 	t.Helper()
-	ps := out.HTTPRouteStatus[types.NamespacedName{Namespace: ns, Name: name}]
+	ps := out.HTTPRouteStatus.At(types.NamespacedName{Namespace: ns, Name: name})
 	if len(ps) == 0 {
 		return "<no parent status>"
 	}
@@ -320,7 +321,7 @@ func TestHostileRoutes(t *testing.T) {
 			}),
 			accepted: "True/Accepted", resolved: "True/ResolvedRefs",
 			check: func(t *testing.T, out *Output) {
-				ps := out.HTTPRouteStatus[types.NamespacedName{Namespace: "default", Name: "r"}]
+				ps := out.HTTPRouteStatus.At(types.NamespacedName{Namespace: "default", Name: "r"})
 				if c := meta.FindStatusCondition(ps[0].Conditions, "PartiallyInvalid"); c == nil || c.Status != metav1.ConditionTrue {
 					t.Fatalf("want PartiallyInvalid=True, got %v", ps[0].Conditions)
 				}
@@ -445,7 +446,7 @@ func TestHostileRoutes(t *testing.T) {
 			},
 			accepted: "True/Accepted", resolved: "True/ResolvedRefs",
 			check: func(t *testing.T, out *Output) {
-				ps := out.HTTPRouteStatus[types.NamespacedName{Namespace: "default", Name: "r"}]
+				ps := out.HTTPRouteStatus.At(types.NamespacedName{Namespace: "default", Name: "r"})
 				if len(ps) != 32 {
 					t.Fatalf("%d parent entries; want 32", len(ps))
 				}
@@ -519,7 +520,7 @@ func TestHostileRoutes(t *testing.T) {
 			in.HTTPRoutes = append(in.HTTPRoutes, tt.route)
 			out := Translate(in)
 			if got := routeCond(t, out, tt.route.Namespace, tt.route.Name, "Accepted"); got != tt.accepted {
-				t.Errorf("Accepted = %s; want %s (%v)", got, tt.accepted, out.HTTPRouteStatus)
+				t.Errorf("Accepted = %s; want %s (%v)", got, tt.accepted, maps.Collect(out.HTTPRouteStatus.All()))
 			}
 			if got := routeCond(t, out, tt.route.Namespace, tt.route.Name, "ResolvedRefs"); got != tt.resolved {
 				t.Errorf("ResolvedRefs = %s; want %s", got, tt.resolved)

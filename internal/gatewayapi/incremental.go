@@ -133,9 +133,7 @@ func (t *Translator) translateAll(idx *Index) *Output {
 		}
 	}
 	t.compiled = compiled // only the routes of our Gateways
-	for k, entries := range parents {
-		out.setRouteStatus(k, MergeParents(entries))
-	}
+	out.setRouteStatuses(parents)
 	return out
 }
 
@@ -247,23 +245,6 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 		}
 	}
 
-	cloned := map[string]bool{}
-	statusMap := func(kind string) map[types.NamespacedName][]gatewayv1.RouteParentStatus {
-		var m *map[types.NamespacedName][]gatewayv1.RouteParentStatus
-		switch kind {
-		case kindHTTPRoute:
-			m = &out.HTTPRouteStatus
-		case kindGRPCRoute:
-			m = &out.GRPCRouteStatus
-		default:
-			m = &out.TLSRouteStatus
-		}
-		if !cloned[kind] {
-			*m = maps.Clone(*m)
-			cloned[kind] = true
-		}
-		return *m
-	}
 	out.StatusChanged = make([]RouteKey, 0, len(remerge))
 	for k := range remerge {
 		var entries []ParentEntry
@@ -274,13 +255,21 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 				}
 			}
 		}
-		m := statusMap(k.Kind)
+		var m *RouteStatuses
+		switch k.Kind {
+		case kindHTTPRoute:
+			m = &out.HTTPRouteStatus
+		case kindGRPCRoute:
+			m = &out.GRPCRouteStatus
+		default:
+			m = &out.TLSRouteStatus
+		}
 		out.StatusChanged = append(out.StatusChanged, k)
 		if len(entries) == 0 {
-			delete(m, k.NN)
+			*m = m.Delete(k.NN)
 			continue
 		}
-		m[k.NN] = MergeParents(entries)
+		*m = m.Set(k.NN, MergeParents(entries))
 	}
 	return out
 }

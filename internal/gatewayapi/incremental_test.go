@@ -6,6 +6,7 @@ package gatewayapi
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -18,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/shardgate/shardgate/internal/ir"
 )
 
 // loaded is a Translator over a Store that is made to hold each snapshot
@@ -43,10 +46,31 @@ func sameOutput(a, b *Output) bool {
 	return reflect.DeepEqual(bare(a), bare(b))
 }
 
-func bare(o *Output) Output {
-	c := *o
-	c.Seq, c.StatusAllChanged, c.StatusChanged = 0, false, nil
-	return c
+// plainOutput is an Output with its route statuses as Go maps, so that
+// it compares by value.
+type plainOutput struct {
+	Gateways        []*ir.Gateway
+	GatewayClasses  map[string]gatewayv1.GatewayClassStatus
+	GatewayStatus   map[types.NamespacedName]gatewayv1.GatewayStatus
+	HTTPRouteStatus map[types.NamespacedName][]gatewayv1.RouteParentStatus
+	GRPCRouteStatus map[types.NamespacedName][]gatewayv1.RouteParentStatus
+	TLSRouteStatus  map[types.NamespacedName][]gatewayv1.RouteParentStatus
+}
+
+func bare(o *Output) plainOutput {
+	return plainOutput{
+		Gateways: o.Gateways, GatewayClasses: o.GatewayClasses, GatewayStatus: o.GatewayStatus,
+		HTTPRouteStatus: plainStatuses(o.HTTPRouteStatus),
+		GRPCRouteStatus: plainStatuses(o.GRPCRouteStatus),
+		TLSRouteStatus:  plainStatuses(o.TLSRouteStatus),
+	}
+}
+
+func plainStatuses(r RouteStatuses) map[types.NamespacedName][]gatewayv1.RouteParentStatus {
+	if r.Len() == 0 {
+		return nil
+	}
+	return maps.Collect(r.All())
 }
 
 // events lists the Store events that turn prev into next (objects added,

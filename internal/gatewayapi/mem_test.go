@@ -43,8 +43,8 @@ func BenchmarkTranslatorMemory(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		if len(out.HTTPRouteStatus) != n {
-			b.Fatalf("%d route statuses", len(out.HTTPRouteStatus))
+		if out.HTTPRouteStatus.Len() != n {
+			b.Fatalf("%d route statuses", out.HTTPRouteStatus.Len())
 		}
 		runtime.KeepAlive(in)
 		runtime.KeepAlive(tr)

@@ -5,6 +5,7 @@ Copyright The shardgate Authors.
 package gatewayapi
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -94,11 +95,11 @@ func parentOf(out *Output, kind string, ns, name string, gw types.NamespacedName
 	key := types.NamespacedName{Namespace: ns, Name: name}
 	switch kind {
 	case kindHTTPRoute:
-		ps = out.HTTPRouteStatus[key]
+		ps = out.HTTPRouteStatus.At(key)
 	case kindGRPCRoute:
-		ps = out.GRPCRouteStatus[key]
+		ps = out.GRPCRouteStatus.At(key)
 	case kindTLSRoute:
-		ps = out.TLSRouteStatus[key]
+		ps = out.TLSRouteStatus.At(key)
 	}
 	for _, p := range ps {
 		pns := ns
@@ -297,7 +298,7 @@ func TestShardOwnership(t *testing.T) {
 			}
 			out := Translate(in)
 			if got := parentOf(out, c.kind, c.ns, c.rt, c.gw); got != c.want {
-				t.Fatalf("%s %s/%s on %s: Accepted = %s, want %s; status %+v", c.kind, c.ns, c.rt, c.gw, got, c.want, out.HTTPRouteStatus)
+				t.Fatalf("%s %s/%s on %s: Accepted = %s, want %s; status %+v", c.kind, c.ns, c.rt, c.gw, got, c.want, maps.Collect(out.HTTPRouteStatus.All()))
 			}
 			got := served(out, shardGW)
 			if c.mustNot != "" && slices.Contains(got, c.mustNot) {

@@ -58,12 +58,12 @@ type GatewayRuntime struct {
 
 // Output is the translation: IR to serve and status to write.
 type Output struct {
-	Gateways        []*ir.Gateway                                          // one per Gateway of an Accepted class we own, sorted ns/name
-	GatewayClasses  map[string]gatewayv1.GatewayClassStatus                // only classes with our controllerName
-	GatewayStatus   map[types.NamespacedName]gatewayv1.GatewayStatus       // only Gateways of our classes
-	HTTPRouteStatus map[types.NamespacedName][]gatewayv1.RouteParentStatus // ONLY our controller's parent entries
-	GRPCRouteStatus map[types.NamespacedName][]gatewayv1.RouteParentStatus
-	TLSRouteStatus  map[types.NamespacedName][]gatewayv1.RouteParentStatus
+	Gateways        []*ir.Gateway                                    // one per Gateway of an Accepted class we own, sorted ns/name
+	GatewayClasses  map[string]gatewayv1.GatewayClassStatus          // only classes with our controllerName
+	GatewayStatus   map[types.NamespacedName]gatewayv1.GatewayStatus // only Gateways of our classes
+	HTTPRouteStatus RouteStatuses                                    // ONLY our controller's parent entries
+	GRPCRouteStatus RouteStatuses
+	TLSRouteStatus  RouteStatuses
 
 	// Seq numbers the Outputs of one Translator, from 1; Translate leaves
 	// it 0. Unless StatusAllChanged, StatusChanged lists every route whose
@@ -104,9 +104,6 @@ func newOutput() *Output {
 		StatusAllChanged: true,
 		GatewayClasses:   map[string]gatewayv1.GatewayClassStatus{},
 		GatewayStatus:    map[types.NamespacedName]gatewayv1.GatewayStatus{},
-		HTTPRouteStatus:  map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
-		GRPCRouteStatus:  map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
-		TLSRouteStatus:   map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
 	}
 }
 
@@ -131,20 +128,36 @@ func translateIndex(idx *Index) *Output {
 			parents[k] = append(parents[k], entries...)
 		}
 	}
-	for k, entries := range parents {
-		out.setRouteStatus(k, MergeParents(entries))
-	}
+	out.setRouteStatuses(parents)
 	return out
 }
 
-func (o *Output) setRouteStatus(k RouteKey, st []gatewayv1.RouteParentStatus) {
-	switch k.Kind {
+// setRouteStatuses sets the route statuses of o to the merged entries of
+// parents.
+func (o *Output) setRouteStatuses(parents map[RouteKey][]ParentEntry) {
+	byKind := map[string]map[types.NamespacedName][]gatewayv1.RouteParentStatus{}
+	for k, entries := range parents {
+		m := byKind[k.Kind]
+		if m == nil {
+			m = map[types.NamespacedName][]gatewayv1.RouteParentStatus{}
+			byKind[k.Kind] = m
+		}
+		m[k.NN] = MergeParents(entries)
+	}
+	o.HTTPRouteStatus = RouteStatusesOf(byKind[kindHTTPRoute])
+	o.GRPCRouteStatus = RouteStatusesOf(byKind[kindGRPCRoute])
+	o.TLSRouteStatus = RouteStatusesOf(byKind[kindTLSRoute])
+}
+
+// RouteStatus returns the route statuses of a route kind.
+func (o *Output) RouteStatus(kind string) RouteStatuses {
+	switch kind {
 	case kindHTTPRoute:
-		o.HTTPRouteStatus[k.NN] = st
+		return o.HTTPRouteStatus
 	case kindGRPCRoute:
-		o.GRPCRouteStatus[k.NN] = st
-	case kindTLSRoute:
-		o.TLSRouteStatus[k.NN] = st
+		return o.GRPCRouteStatus
+	default:
+		return o.TLSRouteStatus
 	}
 }
 

@@ -46,7 +46,7 @@ type Listener struct {
 	// Sources are the Gateway listener names merged into this port, sorted.
 	Sources []string `json:"sources,omitempty"`
 	// VirtualHosts (HTTP) are sorted by Name.
-	VirtualHosts []VirtualHost `json:"virtualHosts,omitempty"`
+	VirtualHosts []*VirtualHost `json:"virtualHosts,omitempty"`
 	// TLSServers (HTTPS) are sorted by SNI specificity: exact hostnames
 	// first, then wildcards by decreasing length, then the catch-all (no
 	// SNI) last.
@@ -63,7 +63,7 @@ type TLSServer struct {
 	SNI []string `json:"sni,omitempty"`
 	// Certificates name entries of Gateway.Secrets, in listener order.
 	Certificates []SecretRef   `json:"certificates,omitempty"`
-	VirtualHosts []VirtualHost `json:"virtualHosts,omitempty"`
+	VirtualHosts []*VirtualHost `json:"virtualHosts,omitempty"`
 }
 
 // SecretRef names a Secret in Gateway.Secrets ("namespace/name").

@@ -20,7 +20,7 @@ func TestYAMLRoundTrip(t *testing.T) {
 	g := &Gateway{
 		Namespace: "default", Name: "gw",
 		Listeners: []Listener{
-			{Name: "http-80", Port: 80, Protocol: ProtocolHTTP, Sources: []string{"http"}, VirtualHosts: []VirtualHost{{
+			{Name: "http-80", Port: 80, Protocol: ProtocolHTTP, Sources: []string{"http"}, VirtualHosts: []*VirtualHost{{
 				Name: "*", Domains: []string{"*"},
 				Routes: []Route{{
 					Name:               "r",

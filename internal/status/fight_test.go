@@ -46,18 +46,13 @@ func TestRestoreDelays(t *testing.T) {
 	}
 
 	// The same desired status in a new translation keeps the back-off.
-	desired := map[types.NamespacedName][]gatewayv1.RouteParentStatus{k.NamespacedName: {{ParentRef: gatewayv1.ParentReference{Name: "gw"}}}}
-	w.http = desired
-	w.forgiveFights(&gatewayapi.Output{HTTPRouteStatus: map[types.NamespacedName][]gatewayv1.RouteParentStatus{
-		k.NamespacedName: {{ParentRef: gatewayv1.ParentReference{Name: "gw"}}},
-	}})
+	w.http = gatewayapi.RouteStatuses{}.Set(k.NamespacedName, []gatewayv1.RouteParentStatus{{ParentRef: gatewayv1.ParentReference{Name: "gw"}}})
+	w.forgiveFights(&gatewayapi.Output{HTTPRouteStatus: gatewayapi.RouteStatuses{}.Set(k.NamespacedName, []gatewayv1.RouteParentStatus{{ParentRef: gatewayv1.ParentReference{Name: "gw"}}})})
 	if d := delay(false); d != maxRestoreBackoff {
 		t.Errorf("same desired status: delay %s, want the back-off kept", d)
 	}
 	// A changed desired status is answered at once.
-	w.forgiveFights(&gatewayapi.Output{HTTPRouteStatus: map[types.NamespacedName][]gatewayv1.RouteParentStatus{
-		k.NamespacedName: {{ParentRef: gatewayv1.ParentReference{Name: "other"}}},
-	}})
+	w.forgiveFights(&gatewayapi.Output{HTTPRouteStatus: gatewayapi.RouteStatuses{}.Set(k.NamespacedName, []gatewayv1.RouteParentStatus{{ParentRef: gatewayv1.ParentReference{Name: "other"}}})})
 	if d := delay(false); d != 0 {
 		t.Errorf("changed desired status: delay %s, want 0", d)
 	}

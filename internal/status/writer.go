@@ -57,10 +57,9 @@ type Writer struct {
 	mu       sync.Mutex
 	classes  map[string]gatewayv1.GatewayClassStatus
 	gateways map[types.NamespacedName]gatewayv1.GatewayStatus
-	// Desired route status by kind: the translation's own maps, which it
-	// never changes once handed out. A route absent from them has no
-	// entries of ours.
-	http, grpc, tls map[types.NamespacedName][]gatewayv1.RouteParentStatus
+	// Desired route status by kind: the translation's own immutable maps.
+	// A route absent from them has no entries of ours.
+	http, grpc, tls gatewayapi.RouteStatuses
 	// checked remembers, per route, the resourceVersion and the batch of
 	// the last comparison: the same object version with a desired status
 	// unchanged since then needs no comparison (a difference found then
@@ -253,16 +252,8 @@ func (w *Writer) forgiveFights(out *gatewayapi.Output) {
 			b, okB := out.GatewayStatus[k.NamespacedName]
 			same = okA == okB && equality.Semantic.DeepEqual(a, b)
 		default:
-			var next map[types.NamespacedName][]gatewayv1.RouteParentStatus
-			switch k.Kind {
-			case KindHTTPRoute:
-				next = out.HTTPRouteStatus
-			case KindGRPCRoute:
-				next = out.GRPCRouteStatus
-			case KindTLSRoute:
-				next = out.TLSRouteStatus
-			}
-			same = equality.Semantic.DeepEqual(w.desiredRoute(k), next[k.NamespacedName])
+			next := out.RouteStatus(string(k.Kind)).At(k.NamespacedName)
+			same = equality.Semantic.DeepEqual(w.desiredRoute(k), next)
 		}
 		if !same {
 			delete(w.fights, k)
@@ -315,11 +306,11 @@ func (w *Writer) forgetGone(in *gatewayapi.Input) {
 func (w *Writer) desiredRoute(k Key) []gatewayv1.RouteParentStatus {
 	switch k.Kind {
 	case KindHTTPRoute:
-		return w.http[k.NamespacedName]
+		return w.http.At(k.NamespacedName)
 	case KindGRPCRoute:
-		return w.grpc[k.NamespacedName]
+		return w.grpc.At(k.NamespacedName)
 	case KindTLSRoute:
-		return w.tls[k.NamespacedName]
+		return w.tls.At(k.NamespacedName)
 	}
 	return nil
 }

@@ -166,15 +166,10 @@ func acceptedBy(msg string) []gatewayv1.RouteParentStatus {
 }
 
 func output(routes map[types.NamespacedName][]gatewayv1.RouteParentStatus) *gatewayapi.Output {
-	if routes == nil {
-		routes = map[types.NamespacedName][]gatewayv1.RouteParentStatus{}
-	}
 	return &gatewayapi.Output{
 		GatewayClasses:  map[string]gatewayv1.GatewayClassStatus{},
 		GatewayStatus:   map[types.NamespacedName]gatewayv1.GatewayStatus{},
-		HTTPRouteStatus: routes,
-		GRPCRouteStatus: map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
-		TLSRouteStatus:  map[types.NamespacedName][]gatewayv1.RouteParentStatus{},
+		HTTPRouteStatus: gatewayapi.RouteStatusesOf(routes),
 	}
 }
 

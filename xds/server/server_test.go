@@ -63,7 +63,7 @@ func TestRefusedConfigKeepsTheLastGoodOne(t *testing.T) {
 	// IR whose route names a cluster the Gateway does not have: the
 	// referential check refuses it.
 	broken := gatewayIR(t, "http-single-route.in.yaml")
-	vh := &broken.Listeners[0].VirtualHosts[0]
+	vh := broken.Listeners[0].VirtualHosts[0]
 	vh.Routes = append(vh.Routes, ir.Route{Name: "HTTPRoute/default/broken/rule/0/match/0",
 		Match:    ir.Match{Path: &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/broken"}},
 		Backends: []ir.Backend{{Cluster: "no/such/cluster", Weight: 1}}})
@@ -329,7 +329,7 @@ func largeIR(n int) *ir.Gateway {
 	for i := range n {
 		host := fmt.Sprintf("app-%04d.example.com", i)
 		cluster := fmt.Sprintf("default/app-%04d/80", i)
-		l.VirtualHosts = append(l.VirtualHosts, ir.VirtualHost{Name: host, Domains: []string{host}, Routes: []ir.Route{{
+		l.VirtualHosts = append(l.VirtualHosts, &ir.VirtualHost{Name: host, Domains: []string{host}, Routes: []ir.Route{{
 			Name:     fmt.Sprintf("HTTPRoute/default/app-%04d/rule/0/match/0", i),
 			Match:    ir.Match{Path: &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/"}},
 			Backends: []ir.Backend{{Cluster: cluster, Weight: 1}},

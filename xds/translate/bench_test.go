@@ -26,10 +26,10 @@ func largeGateway(routes int) *ir.Gateway {
 		gw.Clusters = append(gw.Clusters, cl)
 	}
 	attempts := 2
-	vhs := make([]ir.VirtualHost, hosts)
+	vhs := make([]*ir.VirtualHost, hosts)
 	for h := range vhs {
 		name := fmt.Sprintf("host-%03d.example.com", h)
-		vhs[h] = ir.VirtualHost{Name: name, Domains: []string{name}}
+		vhs[h] = &ir.VirtualHost{Name: name, Domains: []string{name}}
 	}
 	for i := 0; i < routes; i++ {
 		r := ir.Route{
@@ -46,7 +46,7 @@ func largeGateway(routes int) *ir.Gateway {
 			r.CORS = &ir.CORS{AllowOrigins: []string{"https://*.example.com"}, AllowMethods: []string{"GET"}}
 			r.Retry = &ir.Retry{Codes: []int{503}, Attempts: &attempts}
 		}
-		vh := &vhs[i%hosts]
+		vh := vhs[i%hosts]
 		vh.Routes = append(vh.Routes, r)
 	}
 	gw.Listeners = []ir.Listener{{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP, VirtualHosts: vhs}}

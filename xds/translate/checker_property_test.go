@@ -82,8 +82,8 @@ func propertyBase(n int) *ir.Gateway {
 	return gw
 }
 
-func propertyVhost(host, cluster, path string) ir.VirtualHost {
-	return ir.VirtualHost{Name: host, Domains: []string{host}, Routes: []ir.Route{{
+func propertyVhost(host, cluster, path string) *ir.VirtualHost {
+	return &ir.VirtualHost{Name: host, Domains: []string{host}, Routes: []ir.Route{{
 		Name:     "HTTPRoute/default/" + host + "/rule/0/match/0",
 		Match:    ir.Match{Path: &ir.PathMatch{Type: ir.MatchPathPrefix, Value: path}},
 		Backends: []ir.Backend{{Cluster: cluster, Weight: 1}},
@@ -112,7 +112,7 @@ func propertyEdit(rng *rand.Rand, gw *ir.Gateway) *ir.Gateway {
 		vhs = slices.Delete(vhs, k, k+1)
 	case op == 4: // a host added, in name order
 		v := propertyVhost(fmt.Sprintf("h%02d.example.com", rng.IntN(40)), clusterName(), "/")
-		i, found := slices.BinarySearchFunc(vhs, v.Name, func(a ir.VirtualHost, n string) int {
+		i, found := slices.BinarySearchFunc(vhs, v.Name, func(a *ir.VirtualHost, n string) int {
 			switch {
 			case a.Name < n:
 				return -1
@@ -148,9 +148,9 @@ func propertyEdit(rng *rand.Rand, gw *ir.Gateway) *ir.Gateway {
 			next.Clusters = slices.Insert(slices.Clone(gw.Clusters), i, c)
 		}
 	case op == 7 && len(vhs) > 1: // two hosts serving one domain
-		v := vhs[k]
+		v := *vhs[k] // the previous IR's host stays as it was
 		v.Domains = []string{vhs[(k+1)%len(vhs)].Domains[0]}
-		vhs[k] = v
+		vhs[k] = &v
 	case op == 8 && len(gw.Clusters) > 0: // one cluster's endpoints changed
 		next.Clusters = slices.Clone(gw.Clusters)
 		i := rng.IntN(len(next.Clusters))

@@ -118,11 +118,11 @@ func fuzzGateway(data []byte, cert, key []byte) *ir.Gateway {
 	return gw
 }
 
-func fuzzVirtualHosts(c *fuzzBytes) []ir.VirtualHost {
-	var out []ir.VirtualHost
+func fuzzVirtualHosts(c *fuzzBytes) []*ir.VirtualHost {
+	var out []*ir.VirtualHost
 	for i, n := 0, c.n(3); i < n; i++ {
 		host := fzPick(c, fxHosts)
-		vh := ir.VirtualHost{Name: host, Domains: []string{host}}
+		vh := &ir.VirtualHost{Name: host, Domains: []string{host}}
 		if c.n(4) == 0 {
 			vh.Domains = append(vh.Domains, fzPick(c, fxHosts))
 		}

@@ -104,7 +104,7 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*Resources, error)
 // old one's positions (an edit of a virtual host); only an added or removed
 // host makes it a new list. (Each entry describes a real IR → message
 // mapping, so a translation that fails half-way leaves valid memory.)
-func (t *translator) routeConfigurationMemo(name, scheme string, vhosts []ir.VirtualHost) (*routev3.RouteConfiguration, error) {
+func (t *translator) routeConfigurationMemo(name, scheme string, vhosts []*ir.VirtualHost) (*routev3.RouteConfiguration, error) {
 	prev := t.memo.tables[name]
 	var cur []memoVhost
 	// While inPlace, the new list so far is prev[:i], and j == i.
@@ -121,8 +121,7 @@ func (t *translator) routeConfigurationMemo(name, scheme string, vhosts []ir.Vir
 		IgnorePortInHostMatching: true,
 	}
 	j := 0
-	for i := range vhosts {
-		v := &vhosts[i]
+	for i, v := range vhosts {
 		if j < len(prev) && sameVhost(&prev[j], scheme, v) {
 			rc.VirtualHosts[i] = prev[j].vh
 			if !inPlace {

@@ -33,7 +33,7 @@ const retryOn = "connect-failure,refused-stream,reset"
 // ignore_port_in_host_matching lets "foo.example.com:8080" select the
 // virtual host "foo.example.com" without ":*" domain variants, and without
 // rewriting the Host header sent upstream (as strip_any_host_port would).
-func (t *translator) routeConfiguration(name, scheme string, vhosts []ir.VirtualHost) (*routev3.RouteConfiguration, error) {
+func (t *translator) routeConfiguration(name, scheme string, vhosts []*ir.VirtualHost) (*routev3.RouteConfiguration, error) {
 	if t.memo != nil {
 		return t.routeConfigurationMemo(name, scheme, vhosts)
 	}
@@ -42,10 +42,10 @@ func (t *translator) routeConfiguration(name, scheme string, vhosts []ir.Virtual
 		VirtualHosts:             make([]*routev3.VirtualHost, 0, len(vhosts)),
 		IgnorePortInHostMatching: true,
 	}
-	for i := range vhosts {
-		vh, err := t.virtualHost(scheme, &vhosts[i])
+	for _, v := range vhosts {
+		vh, err := t.virtualHost(scheme, v)
 		if err != nil {
-			return nil, fmt.Errorf("virtual host %s: %w", vhosts[i].Name, err)
+			return nil, fmt.Errorf("virtual host %s: %w", v.Name, err)
 		}
 		rc.VirtualHosts = append(rc.VirtualHosts, vh)
 	}

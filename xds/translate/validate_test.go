@@ -26,7 +26,7 @@ func validGateway() *ir.Gateway {
 	return &ir.Gateway{
 		Namespace: "default", Name: "gw",
 		Listeners: []ir.Listener{
-			{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP, VirtualHosts: []ir.VirtualHost{{
+			{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP, VirtualHosts: []*ir.VirtualHost{{
 				Name: "*", Domains: []string{"*"},
 				Routes: []ir.Route{{
 					Name:     "HTTPRoute/default/web/rule/0/match/0",
@@ -37,7 +37,7 @@ func validGateway() *ir.Gateway {
 			}}},
 			{Name: "https-443", Port: 443, Protocol: ir.ProtocolHTTPS, TLSServers: []ir.TLSServer{{
 				Name: "web", SNI: []string{"www.example.com"}, Certificates: []ir.SecretRef{{Name: "default/cert"}},
-				VirtualHosts: []ir.VirtualHost{{Name: "www.example.com", Domains: []string{"www.example.com"}}},
+				VirtualHosts: []*ir.VirtualHost{{Name: "www.example.com", Domains: []string{"www.example.com"}}},
 			}}},
 			{Name: "tlspassthrough-8443", Port: 8443, Protocol: ir.ProtocolTLSPassthrough, TLSRoutes: []ir.TLSRoute{{
 				Name: "default/db/0/db.example.com", SNI: "db.example.com", Backends: []ir.Backend{{Cluster: "default/db/5432", Weight: 1}},
