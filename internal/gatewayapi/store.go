@@ -612,7 +612,15 @@ func (s *Store) Input(f Facts) *Input {
 		Runtime:           f.Runtime,
 		ShardRefusals:     f.ShardRefusals,
 		Ownership:         f.Ownership,
+		RouteByKey:        s.Route,
 	}
+}
+
+// Route returns the stored route k, nil if there is none.
+func (s *Store) Route(k RouteKey) client.Object {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.route(k)
 }
 
 // Load makes the Store hold exactly the objects of in, through the same

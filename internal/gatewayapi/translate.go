@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
@@ -45,6 +46,10 @@ type Input struct {
 	// Ownership says which routes shards may serve (see Ownership); nil
 	// means there are no shards to protect.
 	Ownership *Ownership
+	// RouteByKey, when set, returns a route of the snapshot (or a newer
+	// version of it) by key, nil if there is none, without walking the
+	// lists; the Store's snapshots set it.
+	RouteByKey func(RouteKey) client.Object `json:"-"`
 }
 
 // GatewayRuntime is what the rest of the controller knows about a Gateway's

@@ -125,7 +125,9 @@ func New(c client.Client, reader client.Reader, controllerName string, log logr.
 }
 
 // Submit records the desired status in out and queues every object of in
-// whose status in in (the informer cache's view) differs from it. A queued
+// whose status in in (the informer cache's view) differs from it. Of the
+// routes it compares only those out says changed, when it can (see all
+// below): a one-route change costs one comparison, not one per route. A queued
 // object is written once however many batches change it before a worker
 // gets to it, with the latest desired status.
 func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
@@ -138,7 +140,12 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 	w.gateways = out.GatewayStatus
 	w.http, w.grpc, w.tls = out.HTTPRouteStatus, out.GRPCRouteStatus, out.TLSRouteStatus
 	w.batch++
-	if out.StatusAllChanged || out.Seq != w.lastSeq+1 {
+	// Every route's desired status may have changed, or a translation was
+	// missed: compare every route. Otherwise only the routes whose desired
+	// status may differ from the last Submit's; a route whose status
+	// someone else changed comes through Recheck.
+	all := out.StatusAllChanged || out.Seq != w.lastSeq+1 || in.RouteByKey == nil
+	if all {
 		w.allSince = w.batch
 		clear(w.since)
 	} else {
@@ -157,19 +164,31 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 			dirty = append(dirty, k)
 		}
 	}
-	for _, r := range in.HTTPRoutes {
-		if k, ok := w.differs(r, now, true); ok {
-			dirty = append(dirty, k)
+	if all {
+		for _, r := range in.HTTPRoutes {
+			if k, ok := w.differs(r, now, true); ok {
+				dirty = append(dirty, k)
+			}
 		}
-	}
-	for _, r := range in.GRPCRoutes {
-		if k, ok := w.differs(r, now, true); ok {
-			dirty = append(dirty, k)
+		for _, r := range in.GRPCRoutes {
+			if k, ok := w.differs(r, now, true); ok {
+				dirty = append(dirty, k)
+			}
 		}
-	}
-	for _, r := range in.TLSRoutes {
-		if k, ok := w.differs(r, now, true); ok {
-			dirty = append(dirty, k)
+		for _, r := range in.TLSRoutes {
+			if k, ok := w.differs(r, now, true); ok {
+				dirty = append(dirty, k)
+			}
+		}
+	} else {
+		for _, rk := range out.StatusChanged {
+			obj := in.RouteByKey(rk)
+			if obj == nil {
+				continue // deleted
+			}
+			if k, ok := w.differs(obj, now, true); ok {
+				dirty = append(dirty, k)
+			}
 		}
 	}
 	if routes := len(in.HTTPRoutes) + len(in.GRPCRoutes) + len(in.TLSRoutes); len(w.written) > 2*routes+64 || len(w.checked) > routes+64 {
@@ -407,13 +426,13 @@ func (w *Writer) differs(obj client.Object, now time.Time, submitting bool) (Key
 // routeDiffers: a route with no desired entries still differs when it
 // carries stale entries of ours, which must be removed.
 func (w *Writer) routeDiffers(k Key, obj client.Object, rv string, existing []gatewayv1.RouteParentStatus, now time.Time, submitting bool) bool {
+	if c, ok := w.checked[k]; ok && rv != "" && c.rv == rv && c.batch >= w.allSince && c.batch >= w.since[k] {
+		return false
+	}
 	d := w.desiredRoute(k)
 	if d == nil && !submitting {
 		// Not ours, or created after the last translation: the create
 		// event brings a translation, which decides.
-		return false
-	}
-	if c, ok := w.checked[k]; ok && rv != "" && c.rv == rv && c.batch >= w.allSince && c.batch >= w.since[k] {
 		return false
 	}
 	if w.behind(k, rv) {
