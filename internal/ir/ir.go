@@ -62,7 +62,7 @@ type TLSServer struct {
 	// SNI hostnames; empty means any (the listener has no hostname).
 	SNI []string `json:"sni,omitempty"`
 	// Certificates name entries of Gateway.Secrets, in listener order.
-	Certificates []SecretRef   `json:"certificates,omitempty"`
+	Certificates []SecretRef    `json:"certificates,omitempty"`
 	VirtualHosts []*VirtualHost `json:"virtualHosts,omitempty"`
 }
 
