@@ -558,7 +558,7 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 		}
 	}
 	for _, c := range clusters {
-		out.Clusters = append(out.Clusters, *c)
+		out.Clusters = append(out.Clusters, c)
 	}
 	sort.Slice(out.Clusters, func(i, j int) bool { return out.Clusters[i].Name < out.Clusters[j].Name })
 	for name := range usedSecrets {

@@ -191,9 +191,9 @@ func irRoutes(out *Output) []ir.Route {
 
 func irCluster(out *Output, name string) *ir.Cluster {
 	for _, gw := range out.Gateways {
-		for i := range gw.Clusters {
-			if gw.Clusters[i].Name == name {
-				return &gw.Clusters[i]
+		for _, c := range gw.Clusters {
+			if c.Name == name {
+				return c
 			}
 		}
 	}

@@ -117,8 +117,8 @@ func (st *gwState) removeClusterRefs(cr *compiledRoute) {
 }
 
 // cluster is the IR of a cluster in use.
-func (idx *Index) clusterOf(name string, u *clusterUse) ir.Cluster {
-	c := ir.Cluster{Name: name, Protocol: ir.ClusterTCP, WebSocket: u.ws > 0, Endpoints: idx.endpointsFor(u.b)}
+func (idx *Index) clusterOf(name string, u *clusterUse) *ir.Cluster {
+	c := &ir.Cluster{Name: name, Protocol: ir.ClusterTCP, WebSocket: u.ws > 0, Endpoints: idx.endpointsFor(u.b)}
 	switch {
 	case u.ranks[2] > 0:
 		c.Protocol = ir.ClusterH2C
@@ -331,7 +331,7 @@ func (idx *Index) patchIR(st *gwState, affected map[*vhostGroup]map[string]bool,
 			}
 			c := idx.clusterOf(name, u)
 			switch {
-			case found && sameCluster(&next[i], &c):
+			case found && sameCluster(next[i], c):
 				// A route changed but not the cluster: the previous
 				// table stays, uncopied.
 			case found:

@@ -15,7 +15,7 @@ type Gateway struct {
 	// Listeners are sorted by Port; there is one per port.
 	Listeners []Listener `json:"listeners,omitempty"`
 	// Clusters are sorted by Name.
-	Clusters []Cluster `json:"clusters,omitempty"`
+	Clusters []*Cluster `json:"clusters,omitempty"`
 	// Secrets are sorted by Name.
 	Secrets []Secret `json:"secrets,omitempty"`
 }

@@ -174,7 +174,9 @@ func BenchmarkPublishOneEndpointChange(b *testing.B) {
 		next := *gw
 		next.Clusters = slices.Clone(gw.Clusters)
 		k := i % len(next.Clusters)
-		next.Clusters[k].Endpoints = []ir.Endpoint{{IP: fmt.Sprintf("10.246.%d.%d", i/250%250, i%250+1), Port: 8080, Ready: true}}
+		c := *next.Clusters[k] // published IR is never modified
+		c.Endpoints = []ir.Endpoint{{IP: fmt.Sprintf("10.246.%d.%d", i/250%250, i%250+1), Port: 8080, Ready: true}}
+		next.Clusters[k] = &c
 		gw = &next
 		b.StartTimer()
 		s.Publish([]*ir.Gateway{gw})

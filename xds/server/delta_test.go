@@ -52,8 +52,10 @@ func TestDeltaClientGetsWireTablesAndOnlyWhatChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := *gw
-	next.Clusters = append([]ir.Cluster(nil), gw.Clusters...)
-	next.Clusters[1].Endpoints = []ir.Endpoint{{IP: "10.0.0.9", Port: 8080, Ready: true}}
+	next.Clusters = append([]*ir.Cluster(nil), gw.Clusters...)
+	c1 := *next.Clusters[1] // published IR is never modified
+	c1.Endpoints = []ir.Endpoint{{IP: "10.0.0.9", Port: 8080, Ready: true}}
+	next.Clusters[1] = &c1
 	env.srv.Publish([]*ir.Gateway{victim, &next})
 	pushed := st.recv(nil)
 	if pushed.err != nil {

@@ -47,7 +47,7 @@ type gatewayState struct {
 	// liveList is the cluster list of the last config built, and
 	// irClusters the IR cluster list it was built from.
 	liveList   []*clusterv3.Cluster
-	irClusters []ir.Cluster
+	irClusters []*ir.Cluster
 	// expiry calls onExpire when the first retired cluster expires.
 	expiry   *time.Timer
 	onExpire func()
@@ -236,7 +236,7 @@ func (st *gatewayState) retention(gw *ir.Gateway) (kept, introduced []string) {
 
 // diffNames walks two cluster lists sorted by name and returns the names
 // only in a (removed) and only in b (introduced).
-func diffNames(a, b []ir.Cluster) (removed, introduced []string) {
+func diffNames(a, b []*ir.Cluster) (removed, introduced []string) {
 	i, j := 0, 0
 	for i < len(a) || j < len(b) {
 		switch {
@@ -257,8 +257,8 @@ func diffNames(a, b []ir.Cluster) (removed, introduced []string) {
 }
 
 // hasCluster reports whether the sorted list cs holds name.
-func hasCluster(cs []ir.Cluster, name string) bool {
-	_, ok := slices.BinarySearchFunc(cs, name, func(c ir.Cluster, n string) int { return compareStrings(c.Name, n) })
+func hasCluster(cs []*ir.Cluster, name string) bool {
+	_, ok := slices.BinarySearchFunc(cs, name, func(c *ir.Cluster, n string) int { return compareStrings(c.Name, n) })
 	return ok
 }
 

@@ -334,7 +334,7 @@ func largeIR(n int) *ir.Gateway {
 			Match:    ir.Match{Path: &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/"}},
 			Backends: []ir.Backend{{Cluster: cluster, Weight: 1}},
 		}}})
-		gw.Clusters = append(gw.Clusters, ir.Cluster{Name: cluster, Protocol: ir.ClusterHTTP1,
+		gw.Clusters = append(gw.Clusters, &ir.Cluster{Name: cluster, Protocol: ir.ClusterHTTP1,
 			Endpoints: []ir.Endpoint{{IP: fmt.Sprintf("10.244.%d.%d", i/250, i%250+1), Port: 8080, Ready: true}}})
 	}
 	gw.Listeners = []ir.Listener{l}
@@ -373,7 +373,9 @@ func TestDeltaVersionsAreSetWithTheSnapshot(t *testing.T) {
 	// version.
 	next := *gw
 	next.Clusters = slices.Clone(gw.Clusters)
-	next.Clusters[3].Endpoints = []ir.Endpoint{{IP: "10.250.0.1", Port: 8080, Ready: true}}
+	c3 := *next.Clusters[3] // published IR is never modified
+	c3.Endpoints = []ir.Endpoint{{IP: "10.250.0.1", Port: 8080, Ready: true}}
+	next.Clusters[3] = &c3
 	s.Publish([]*ir.Gateway{&next})
 	second, _ := s.Snapshot(nn)
 	after := second.(*cachev3.Snapshot)

@@ -74,7 +74,7 @@ func propertyBase(n int) *ir.Gateway {
 	l := ir.Listener{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP}
 	for i := range n {
 		cluster := fmt.Sprintf("default/svc-%02d/80", i)
-		gw.Clusters = append(gw.Clusters, ir.Cluster{Name: cluster, Protocol: ir.ClusterHTTP1,
+		gw.Clusters = append(gw.Clusters, &ir.Cluster{Name: cluster, Protocol: ir.ClusterHTTP1,
 			Endpoints: []ir.Endpoint{{IP: fmt.Sprintf("10.0.0.%d", i+1), Port: 8080, Ready: true}}})
 		l.VirtualHosts = append(l.VirtualHosts, propertyVhost(fmt.Sprintf("h%02d.example.com", i), cluster, "/"))
 	}
@@ -133,9 +133,9 @@ func propertyEdit(rng *rand.Rand, gw *ir.Gateway) *ir.Gateway {
 			next.Clusters = slices.Delete(slices.Clone(gw.Clusters), i, i+1)
 		}
 	case op == 6: // a cluster added back, in name order
-		c := ir.Cluster{Name: fmt.Sprintf("default/svc-%02d/80", rng.IntN(16)), Protocol: ir.ClusterHTTP1,
+		c := &ir.Cluster{Name: fmt.Sprintf("default/svc-%02d/80", rng.IntN(16)), Protocol: ir.ClusterHTTP1,
 			Endpoints: []ir.Endpoint{{IP: "10.0.1.1", Port: 8080, Ready: true}}}
-		i, found := slices.BinarySearchFunc(gw.Clusters, c.Name, func(a ir.Cluster, n string) int {
+		i, found := slices.BinarySearchFunc(gw.Clusters, c.Name, func(a *ir.Cluster, n string) int {
 			switch {
 			case a.Name < n:
 				return -1
@@ -154,7 +154,9 @@ func propertyEdit(rng *rand.Rand, gw *ir.Gateway) *ir.Gateway {
 	case op == 8 && len(gw.Clusters) > 0: // one cluster's endpoints changed
 		next.Clusters = slices.Clone(gw.Clusters)
 		i := rng.IntN(len(next.Clusters))
-		next.Clusters[i].Endpoints = []ir.Endpoint{{IP: fmt.Sprintf("10.0.2.%d", rng.IntN(200)+1), Port: 8080, Ready: true}}
+		c := *next.Clusters[i] // the previous IR's cluster stays as it was
+		c.Endpoints = []ir.Endpoint{{IP: fmt.Sprintf("10.0.2.%d", rng.IntN(200)+1), Port: 8080, Ready: true}}
+		next.Clusters[i] = &c
 	default: // back to a valid config
 		return propertyBase(10 + rng.IntN(4))
 	}

@@ -71,7 +71,7 @@ func fuzzGateway(data []byte, cert, key []byte) *ir.Gateway {
 	c := &fuzzBytes{b: data}
 	gw := &ir.Gateway{Namespace: "default", Name: "gw"}
 	for i, n := 0, c.n(4); i < n; i++ {
-		cl := ir.Cluster{Name: fzPick(c, fxClusters), Protocol: fzPick(c, fxClusterPro), WebSocket: c.bool()}
+		cl := &ir.Cluster{Name: fzPick(c, fxClusters), Protocol: fzPick(c, fxClusterPro), WebSocket: c.bool()}
 		for j, m := 0, c.n(4); j < m; j++ {
 			cl.Endpoints = append(cl.Endpoints, ir.Endpoint{IP: fzPick(c, fxIPs), Port: int32(c.n(3)) * 4000, Ready: c.n(4) != 0})
 		}

@@ -42,7 +42,7 @@ type Memo struct {
 	sorted   bool          // clusters are sorted by name
 	// irClusters is the IR cluster list last translated (its first
 	// element), and lastClusters and lastEndpoints its messages.
-	irClusters    *ir.Cluster
+	irClusters    **ir.Cluster
 	lastClusters  []*clusterv3.Cluster
 	lastEndpoints []*endpointv3.ClusterLoadAssignment
 	websocket     string // the WebSocket clusters the virtual hosts were built with
@@ -186,8 +186,7 @@ func (t *translator) clustersMemo(gw *ir.Gateway, r *Resources) {
 	// taken from it (in its order) sits between its neighbours.
 	sorted := m.sorted || len(prev) == 0
 	j := 0
-	for i := range gw.Clusters {
-		c := &gw.Clusters[i]
+	for i, c := range gw.Clusters {
 		var e memoCluster
 		if j < len(prev) && sameCluster(&prev[j].ir, c) {
 			e = prev[j]

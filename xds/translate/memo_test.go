@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/shardgate/shardgate/internal/ir"
 )
 
 // TestMemoMatchesTranslate: a Memo's translation equals a fresh one, for
@@ -45,12 +47,16 @@ func TestMemoRebuildsOnlyChanges(t *testing.T) {
 	// Change one virtual host the way the Gateway API translator does: a
 	// new routes array for it, the others kept.
 	vhs := slices.Clone(gw.Listeners[0].VirtualHosts)
-	vhs[2].Routes = slices.Clone(vhs[2].Routes)
-	vhs[2].Routes[0].Match.Path.Value = "/changed"
+	vh2 := *vhs[2] // the translated IR's host stays as it was
+	vh2.Routes = slices.Clone(vh2.Routes)
+	vh2.Routes[0].Match.Path = &ir.PathMatch{Type: vh2.Routes[0].Match.Path.Type, Value: "/changed"}
+	vhs[2] = &vh2
 	gw.Listeners[0].VirtualHosts = vhs
 	gw.Clusters = slices.Clone(gw.Clusters)
-	gw.Clusters[1].Endpoints = append(slices.Clone(gw.Clusters[1].Endpoints), gw.Clusters[1].Endpoints[0])
-	gw.Clusters[1].Endpoints[len(gw.Clusters[1].Endpoints)-1].Port++
+	c1 := *gw.Clusters[1] // the translated IR's cluster stays as it was
+	c1.Endpoints = append(slices.Clone(c1.Endpoints), c1.Endpoints[0])
+	c1.Endpoints[len(c1.Endpoints)-1].Port++
+	gw.Clusters[1] = &c1
 
 	second, err := m.Translate(gw)
 	if err != nil {
@@ -75,7 +81,10 @@ func TestMemoRebuildsOnlyChanges(t *testing.T) {
 
 	// A cluster turning WebSocket rebuilds the virtual hosts (route
 	// actions upgrade to WebSocket for it).
-	gw.Clusters[0].WebSocket = true
+	gw.Clusters = slices.Clone(gw.Clusters)
+	c0 := *gw.Clusters[0]
+	c0.WebSocket = true
+	gw.Clusters[0] = &c0
 	third, err := m.Translate(gw)
 	if err != nil {
 		t.Fatal(err)

@@ -57,9 +57,9 @@ func (t *translator) translate(gw *ir.Gateway) (*Resources, error) {
 	if t.memo != nil {
 		t.clustersMemo(gw, r)
 	} else {
-		for i := range gw.Clusters {
-			r.Clusters = append(r.Clusters, cluster(&gw.Clusters[i]))
-			r.Endpoints = append(r.Endpoints, loadAssignment(&gw.Clusters[i]))
+		for _, c := range gw.Clusters {
+			r.Clusters = append(r.Clusters, cluster(c))
+			r.Endpoints = append(r.Endpoints, loadAssignment(c))
 		}
 	}
 	for i := range gw.Secrets {
@@ -91,20 +91,20 @@ type translator struct {
 func (t *translator) cluster(name string) *ir.Cluster {
 	cs := t.gw.Clusters
 	if t.byName == nil {
-		if slices.IsSortedFunc(cs, func(a, b ir.Cluster) int { return cmp.Compare(a.Name, b.Name) }) {
+		if slices.IsSortedFunc(cs, func(a, b *ir.Cluster) int { return cmp.Compare(a.Name, b.Name) }) {
 			t.byName = map[string]*ir.Cluster{} // sorted: search
 		} else {
 			t.byName = make(map[string]*ir.Cluster, len(cs))
-			for i := range cs {
-				t.byName[cs[i].Name] = &cs[i]
+			for _, c := range cs {
+				t.byName[c.Name] = c
 			}
 		}
 	}
 	if len(t.byName) > 0 {
 		return t.byName[name]
 	}
-	if i, ok := slices.BinarySearchFunc(cs, name, func(c ir.Cluster, n string) int { return cmp.Compare(c.Name, n) }); ok {
-		return &cs[i]
+	if i, ok := slices.BinarySearchFunc(cs, name, func(c *ir.Cluster, n string) int { return cmp.Compare(c.Name, n) }); ok {
+		return cs[i]
 	}
 	return nil
 }

@@ -43,7 +43,7 @@ func validGateway() *ir.Gateway {
 				Name: "default/db/0/db.example.com", SNI: "db.example.com", Backends: []ir.Backend{{Cluster: "default/db/5432", Weight: 1}},
 			}}},
 		},
-		Clusters: []ir.Cluster{
+		Clusters: []*ir.Cluster{
 			{Name: "default/db/5432", Protocol: ir.ClusterTCP},
 			{Name: "default/other/80", Protocol: ir.ClusterHTTP1},
 			{Name: web, Protocol: ir.ClusterHTTP1, Endpoints: []ir.Endpoint{{IP: "10.0.0.1", Port: 8080, Ready: true}}},
