@@ -246,6 +246,12 @@ func (r *GatewayAPIReconciler) ownershipFor(in *gatewayapi.Input, leaseHosts, pr
 		key.computed = base
 		r.ownershipOf = key
 	}
+	if base == r.ownership {
+		// Same facts as the last translation, which kept no name through
+		// a handover: nothing changes hands (Handover would return base),
+		// so skip its walk over every generated route.
+		return base
+	}
 	live := make(map[types.UID]bool, len(leaseHosts)+len(providers))
 	for _, lh := range append(slices.Clip(leaseHosts), providers...) {
 		if lh.DeletionTimestamp == nil {

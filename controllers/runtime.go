@@ -8,6 +8,7 @@ import (
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -117,7 +118,6 @@ func (s *GatewayRuntimeSource) Runtime() map[types.NamespacedName]gatewayapi.Gat
 		classes gatewayv1.GatewayClassList
 		gws     gatewayv1.GatewayList
 		params  shardgatev1alpha1.GatewayParametersList
-		svcs    corev1.ServiceList
 		pools   metallbv1beta1.IPAddressPoolList
 	)
 	for _, l := range []client.ObjectList{&classes, &gws, &params} {
@@ -125,10 +125,6 @@ func (s *GatewayRuntimeSource) Runtime() map[types.NamespacedName]gatewayapi.Gat
 			s.Log.Error(err, "list for Gateway runtime")
 			return out
 		}
-	}
-	if err := s.Client.List(ctx, &svcs, nocopy, client.MatchingLabels{infra.LabelManagedBy: infra.LabelManagedByValue, infra.LabelName: infra.LabelNameValue}); err != nil {
-		s.Log.Error(err, "list Envoy Services for Gateway runtime")
-		return out
 	}
 	checkPools := s.metallb
 	if checkPools {
@@ -147,10 +143,6 @@ func (s *GatewayRuntimeSource) Runtime() map[types.NamespacedName]gatewayapi.Gat
 	for i := range params.Items {
 		paramsByKey[client.ObjectKeyFromObject(&params.Items[i])] = &params.Items[i]
 	}
-	svcByKey := map[types.NamespacedName]*corev1.Service{}
-	for i := range svcs.Items {
-		svcByKey[client.ObjectKeyFromObject(&svcs.Items[i])] = &svcs.Items[i]
-	}
 	for i := range gws.Items {
 		gw := &gws.Items[i]
 		class := ours[string(gw.Spec.GatewayClassName)]
@@ -160,8 +152,16 @@ func (s *GatewayRuntimeSource) Runtime() map[types.NamespacedName]gatewayapi.Gat
 		// Parameters that do not resolve make the Gateway not Accepted;
 		// the addresses are then read without a pool.
 		p, _ := infra.ResolveParameters(gw, class, func(k types.NamespacedName) *shardgatev1alpha1.GatewayParameters { return paramsByKey[k] })
-		svc := svcByKey[types.NamespacedName{Namespace: gw.Namespace, Name: infra.Name(gw.Name)}]
-		if svc != nil && !infra.ControlledBy(svc, string(gw.UID)) {
+		// The Envoy Service by its name: a lookup, where a list by label
+		// would walk every Service in the cache.
+		svc := &corev1.Service{}
+		switch err := s.Client.Get(ctx, types.NamespacedName{Namespace: gw.Namespace, Name: infra.Name(gw.Name)}, svc); {
+		case apierrors.IsNotFound(err):
+			svc = nil
+		case err != nil:
+			s.Log.Error(err, "get Envoy Service for Gateway runtime", "gateway", client.ObjectKeyFromObject(gw))
+			svc = nil
+		case !isEnvoyService(svc) || !infra.ControlledBy(svc, string(gw.UID)):
 			svc = nil
 		}
 		st := addresses.GatewayAddresses(gw, p, svc, pools.Items, checkPools)
