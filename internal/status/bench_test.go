@@ -2,6 +2,7 @@ package status
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -153,4 +154,38 @@ func drain(w *Writer) []Key {
 		}
 	}
 	return out
+}
+
+// A route that reaches the store after the controller listed its snapshot
+// but before the translation took the store's changes is translated with
+// the rest. When that translation changes every route's status (new facts)
+// no later translation names the route changed again, so Submit must find
+// it although the snapshot's lists lack it.
+func TestSubmitFindsARouteNewerThanTheSnapshot(t *testing.T) {
+	st, tr, f := benchRoutes(t, 20)
+	w := New(nil, nil, ours, logr.Discard())
+	w.Submit(st.Input(f), tr.Translate(f))
+	drain(w)
+
+	in := st.Input(f) // the controller's snapshot
+	late := st.Input(f).HTTPRoutes[0].DeepCopy()
+	late.Name, late.ResourceVersion, late.UID = "late", "2000", "late"
+	late.Status = gatewayv1.HTTPRouteStatus{}
+	st.Upsert(late) // arrives before the translation takes the store's changes
+	f2 := f
+	f2.Runtime = map[types.NamespacedName]gatewayapi.GatewayRuntime{{Namespace: "default", Name: "gw"}: {
+		Addresses: []gatewayv1.GatewayStatusAddress{{Value: "192.0.2.2"}}}} // new facts: every status may change
+	out := tr.Translate(f2)
+	if !out.StatusAllChanged {
+		t.Fatal("new facts did not change every route's status")
+	}
+	if _, ok := out.HTTPRouteStatus.Get(types.NamespacedName{Namespace: late.Namespace, Name: late.Name}); !ok {
+		t.Fatal("the late route was not translated")
+	}
+	in.Runtime = f2.Runtime
+	w.Submit(in, out)
+	want := Key{Kind: KindHTTPRoute, NamespacedName: types.NamespacedName{Namespace: late.Namespace, Name: late.Name}}
+	if got := drain(w); !slices.Contains(got, want) {
+		t.Fatalf("queued %v; the late route %v is missing", got, want)
+	}
 }

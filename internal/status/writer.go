@@ -180,6 +180,21 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 				dirty = append(dirty, k)
 			}
 		}
+		// A route that reached the store after in was listed but before
+		// the translation is in out and not in in, and no later
+		// translation names it changed: compare every route out has a
+		// status for (those compared above are skipped as checked).
+		if in.RouteByKey != nil {
+			for _, kind := range []string{string(KindHTTPRoute), string(KindGRPCRoute), string(KindTLSRoute)} {
+				for nn := range out.RouteStatus(kind).All() {
+					if obj := in.RouteByKey(gatewayapi.RouteKey{Kind: kind, NN: nn}); obj != nil {
+						if k, ok := w.differs(obj, now, true); ok {
+							dirty = append(dirty, k)
+						}
+					}
+				}
+			}
+		}
 	} else {
 		for _, rk := range out.StatusChanged {
 			obj := in.RouteByKey(rk)
