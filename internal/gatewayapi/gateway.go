@@ -503,9 +503,13 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 	}
 	sort.Slice(ports, func(i, j int) bool { return ports[i] < ports[j] })
 
-	clusters := map[string]*ir.Cluster{}
+	attached := 0
+	for _, l := range listeners {
+		attached += len(l.attached)
+	}
+	clusters := make(map[string]*ir.Cluster, attached)
 	usedSecrets := map[string]bool{}
-	emitted := map[RouteKey]bool{}
+	emitted := make(map[RouteKey]bool, attached)
 	for _, p := range ports {
 		ls := byPort[p]
 		sort.SliceStable(ls, func(i, j int) bool { return hostnameMoreSpecific(ls[i].hostname, ls[j].hostname) })
@@ -623,9 +627,13 @@ type vhostGroup struct {
 }
 
 func newVhostGroup(port, from []*listenerState, portNum int32, emitted map[RouteKey]bool) *vhostGroup {
+	n := 0
+	for _, l := range from {
+		n += len(l.attached)
+	}
 	g := &vhostGroup{port: port, from: from, portNum: portNum,
-		entries: map[string][]*routeEntry{}, owners: map[string]*listenerState{},
-		listenerHn: map[string]bool{}, byRoute: map[RouteKey][]string{}}
+		entries: make(map[string][]*routeEntry, n+len(from)), owners: make(map[string]*listenerState, n+len(from)),
+		listenerHn: map[string]bool{}, byRoute: make(map[RouteKey][]string, n)}
 	for _, l := range from {
 		if _, ok := g.entries[l.hostname]; !ok {
 			g.entries[l.hostname] = nil
