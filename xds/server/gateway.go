@@ -80,6 +80,9 @@ type built struct {
 	lists      map[string][]types.Resource
 	res        *translate.Resources
 	introduced []string // clusters new to the Gateway's config
+	// introducing: per route table, the virtual hosts that existed before
+	// and now send to introduced clusters, with those clusters.
+	introducing map[string]map[string][]string
 }
 
 // stop ends the state's timers; call with Server.mu held.
@@ -176,7 +179,8 @@ func (s *Server) buildGateway(st *gatewayState, gw *ir.Gateway) (*built, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &built{snap: snap, versions: versions, lists: lists, res: res, introduced: introduced}, nil
+	return &built{snap: snap, versions: versions, lists: lists, res: res, introduced: introduced,
+		introducing: st.memo.Introducing(introduced)}, nil
 }
 
 // retention updates the retired clusters for gw's clusters and returns the

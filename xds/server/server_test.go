@@ -262,6 +262,71 @@ func TestTwoPhaseOnlyForProxylessClients(t *testing.T) {
 	}
 }
 
+// A new lease (a new host and its new cluster) is published in one step
+// even with a proxyless client connected: no existing host switches to the
+// new cluster, so no client could pick it before its balancer exists. A
+// host that does switch to a new cluster still gets phase one, in which
+// only that host references the cluster.
+func TestTwoPhaseOnlyForHostsThatSwitch(t *testing.T) {
+	old := PhaseTwoTimeout
+	PhaseTwoTimeout = 5 * time.Second
+	defer func() { PhaseTwoTimeout = old }()
+	s := New(Options{Log: logr.Discard()})
+	gw := largeIR(20)
+	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
+	group := NodeGroup(nn)
+	s.Publish([]*ir.Gateway{gw})
+	before, _ := s.Snapshot(nn)
+	s.mu.Lock()
+	s.streams[sotwStream(1)] = &streamState{identity: group, group: group}
+	s.mu.Unlock()
+	s.observeRequest(sotwStream(1), &discovery.DiscoveryRequest{
+		Node:    &core.Node{Id: "n1", Cluster: group, UserAgentName: "gRPC Go"},
+		TypeUrl: resourcev3.RouteType, VersionInfo: before.GetVersion(resourcev3.RouteType),
+	})
+
+	// A new lease: its host and cluster.
+	lease := largeIR(21)
+	s.Publish([]*ir.Gateway{lease})
+	if isPending(s, group) {
+		t.Fatal("a new host with a new cluster waited for a phase two")
+	}
+	after, _ := s.Snapshot(nn)
+	if got := len(routeConfiguration(t, after.GetResources(resourcev3.RouteType)["http-80"]).GetVirtualHosts()); got != 21 {
+		t.Fatalf("the new host is not published: %d virtual hosts", got)
+	}
+
+	// An existing host switches to a new cluster: phase one references it
+	// from that host alone.
+	next := *lease
+	next.Listeners = slices.Clone(lease.Listeners)
+	vhs := slices.Clone(lease.Listeners[0].VirtualHosts)
+	sw := *vhs[5]
+	sw.Routes = slices.Clone(sw.Routes)
+	sw.Routes[0].Backends = []ir.Backend{{Cluster: "default/new/80", Weight: 1}}
+	vhs[5] = &sw
+	next.Listeners[0].VirtualHosts = vhs
+	next.Clusters = append(slices.Clone(lease.Clusters), &ir.Cluster{Name: "default/new/80", Protocol: ir.ClusterHTTP1,
+		Endpoints: []ir.Endpoint{{IP: "10.250.0.1", Port: 8080, Ready: true}}})
+	slices.SortFunc(next.Clusters, func(a, b *ir.Cluster) int { return strings.Compare(a.Name, b.Name) })
+	s.Publish([]*ir.Gateway{&next})
+	if !isPending(s, group) {
+		t.Fatal("a host switching to a new cluster was published in one step")
+	}
+	mid, _ := s.Snapshot(nn)
+	var with []string
+	for _, vh := range routeConfiguration(t, mid.GetResources(resourcev3.RouteType)["http-80"]).GetVirtualHosts() {
+		for _, r := range vh.GetRoutes() {
+			if r.GetName() == translate.RetainedRoutePrefix+"default/new/80" {
+				with = append(with, vh.GetName())
+			}
+		}
+	}
+	if !slices.Equal(with, []string{sw.Name}) {
+		t.Fatalf("phase one references the new cluster from %v, want only %s", with, sw.Name)
+	}
+}
+
 func isPending(s *Server, group string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

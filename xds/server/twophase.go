@@ -105,9 +105,14 @@ func (s *Server) acknowledged(group, v string) bool {
 
 // startTwoPhase publishes phase one of b and schedules phase two. Phase one
 // is validated like any config before it is published; it reports false
-// (publish b in one step) when there is no previous config to build phase
-// one from, or when phase one does not pass. Call with s.mu held.
+// (publish b in one step) when no virtual host that exists now switches to
+// an introduced cluster (a new lease's host is new: no client uses it yet),
+// when there is no previous config to build phase one from, or when phase
+// one does not pass. Call with s.mu held.
 func (s *Server) startTwoPhase(st *gatewayState, b *built) bool {
+	if len(b.introducing) == 0 {
+		return false
+	}
 	prev, err := s.cache.GetSnapshot(st.group)
 	if err != nil {
 		return false
@@ -117,15 +122,21 @@ func (s *Server) startTwoPhase(st *gatewayState, b *built) bool {
 		one.Listeners = append(one.Listeners, r)
 	}
 	for _, r := range sortedResources[*routev3.RouteConfiguration](prev.GetResources(resourcev3.RouteType)) {
-		// The previous route tables, each virtual host also referencing
-		// the introduced clusters through routes that never match.
+		// The previous route tables; a virtual host that switches to
+		// introduced clusters also references them, through routes that
+		// never match. The other tables are sent as they were.
+		hosts := b.introducing[r.GetName()]
+		if len(hosts) == 0 {
+			one.Routes = append(one.Routes, r)
+			continue
+		}
 		decoded, err := translate.DecodeRouteConfiguration(r)
 		if err != nil {
 			return false
 		}
 		rc := proto.Clone(decoded).(*routev3.RouteConfiguration)
 		for _, vh := range rc.GetVirtualHosts() {
-			for _, name := range b.introduced {
+			for _, name := range hosts[vh.GetName()] {
 				vh.Routes = append(vh.Routes, translate.RetainedRoute(name))
 			}
 		}

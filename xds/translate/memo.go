@@ -46,7 +46,15 @@ type Memo struct {
 	lastClusters  []*clusterv3.Cluster
 	lastEndpoints []*endpointv3.ClusterLoadAssignment
 	websocket     string // the WebSocket clusters the virtual hosts were built with
-	retained      string // the retained clusters the virtual hosts were built with
+	// newRefs: the virtual hosts of the last translation that now send to
+	// a cluster their previous version did not (see Introducing).
+	newRefs []vhostRefs
+}
+
+// vhostRefs names clusters of one virtual host of one route table.
+type vhostRefs struct {
+	table, vhost string
+	clusters     []string
 }
 
 type memoVhost struct {
@@ -55,6 +63,10 @@ type memoVhost struct {
 	domains []string
 	scheme  string
 	vh      *routev3.VirtualHost
+	// refs are the clusters the host's routes send to, and carried the
+	// retained clusters it has never-matching routes for; both sorted.
+	refs    []string
+	carried []string
 }
 
 type memoCluster struct {
@@ -63,15 +75,16 @@ type memoCluster struct {
 	endpoints *endpointv3.ClusterLoadAssignment
 }
 
-// Translate is Translate(gw), from memory where it can. Every virtual host
-// also gets a RetainedRoute for each of the retained clusters, which the
-// caller keeps published for a while after they left gw (the caller adds
-// the clusters themselves).
+// Translate is Translate(gw), from memory where it can. retained are
+// clusters that left gw and that the caller keeps published for a while
+// (it adds the clusters themselves): a virtual host whose routes sent to
+// one of them before gets a RetainedRoute for it, until it is no longer
+// retained. Only those hosts change: a proxyless gRPC client builds
+// balancers for the clusters of the one virtual host it matches, so no
+// other host needs the reference.
 func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*Resources, error) {
 	// Route actions depend on whether their clusters speak WebSocket: a
-	// change there rebuilds every virtual host. So does a change of the
-	// retained clusters (rare: a cluster leaving the config, or its
-	// retention ending).
+	// change there rebuilds every virtual host.
 	var ws []byte
 	for i := range gw.Clusters {
 		if gw.Clusters[i].WebSocket {
@@ -79,16 +92,16 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*Resources, error)
 			ws = append(ws, 0)
 		}
 	}
-	var kept []byte
-	for _, c := range retained {
-		kept = append(kept, c...)
-		kept = append(kept, 0)
-	}
-	if string(ws) != m.websocket || string(kept) != m.retained || m.tables == nil {
+	if string(ws) != m.websocket || m.tables == nil {
 		m.tables = map[string][]memoVhost{}
-		m.websocket, m.retained = string(ws), string(kept)
+		m.websocket = string(ws)
 	}
-	t := translator{memo: m, retained: retained, next: map[string][]memoVhost{}}
+	kept := make(map[string]bool, len(retained))
+	for _, c := range retained {
+		kept[c] = true
+	}
+	m.newRefs = nil
+	t := translator{memo: m, retained: kept, next: map[string][]memoVhost{}}
 	res, err := t.translate(gw)
 	if err != nil {
 		return nil, err
@@ -122,7 +135,7 @@ func (t *translator) routeConfigurationMemo(name, scheme string, vhosts []*ir.Vi
 	}
 	j := 0
 	for i, v := range vhosts {
-		if j < len(prev) && sameVhost(&prev[j], scheme, v) {
+		if j < len(prev) && sameVhost(&prev[j], scheme, v) && t.stillRetained(prev[j].carried) {
 			rc.VirtualHosts[i] = prev[j].vh
 			if !inPlace {
 				cur = append(cur, prev[j])
@@ -135,13 +148,24 @@ func (t *translator) routeConfigurationMemo(name, scheme string, vhosts []*ir.Vi
 			leave(i)
 			j++
 		}
-		vh, err := t.virtualHost(scheme, v)
+		var old *memoVhost
+		if j < len(prev) && prev[j].name == v.Name {
+			old = &prev[j]
+		}
+		refs := clusterRefs(v)
+		carried := t.carry(old, refs)
+		vh, err := t.virtualHost(scheme, v, carried)
 		if err != nil {
 			return nil, fmt.Errorf("virtual host %s: %w", v.Name, err)
 		}
 		rc.VirtualHosts[i] = vh
-		e := memoVhost{routes: v.Routes, name: v.Name, domains: v.Domains, scheme: scheme, vh: vh}
-		if j < len(prev) && prev[j].name == v.Name {
+		if old != nil {
+			if added := minus(refs, old.refs); len(added) > 0 {
+				t.memo.newRefs = append(t.memo.newRefs, vhostRefs{table: name, vhost: v.Name, clusters: added})
+			}
+		}
+		e := memoVhost{routes: v.Routes, name: v.Name, domains: v.Domains, scheme: scheme, vh: vh, refs: refs, carried: carried}
+		if old != nil {
 			if inPlace {
 				prev[j] = e // edited in its place
 			} else {
@@ -160,6 +184,91 @@ func (t *translator) routeConfigurationMemo(name, scheme string, vhosts []*ir.Vi
 		t.next[name] = cur
 	}
 	return rc, nil
+}
+
+// stillRetained: every cluster in carried is still retained.
+func (t *translator) stillRetained(carried []string) bool {
+	for _, c := range carried {
+		if !t.retained[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// carry returns the retained clusters a rebuilt virtual host keeps
+// never-matching routes for: those its previous version sent to or
+// carried, that are still retained and that its routes do not send to now.
+func (t *translator) carry(old *memoVhost, refs []string) []string {
+	if old == nil || len(t.retained) == 0 {
+		return nil
+	}
+	var out []string
+	for _, list := range [][]string{old.refs, old.carried} {
+		for _, c := range list {
+			if t.retained[c] && !slices.Contains(refs, c) && !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// clusterRefs returns the clusters v's routes send to (backends and
+// mirrors), sorted, without repeats.
+func clusterRefs(v *ir.VirtualHost) []string {
+	var out []string
+	for i := range v.Routes {
+		r := &v.Routes[i]
+		for _, b := range r.Backends {
+			out = append(out, b.Cluster)
+		}
+		for _, m := range r.Mirrors {
+			out = append(out, m.Cluster)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// minus returns the members of the sorted list a that are not in the
+// sorted list b.
+func minus(a, b []string) []string {
+	var out []string
+	for _, c := range a {
+		if _, found := slices.BinarySearch(b, c); !found {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Introducing returns, per route table, the virtual hosts of the last
+// translation that existed before it and now send to one of the clusters
+// named in introduced, with those clusters. These are the only hosts whose
+// proxyless gRPC clients need a cluster before the route that uses it.
+func (m *Memo) Introducing(introduced []string) map[string]map[string][]string {
+	var out map[string]map[string][]string
+	for _, r := range m.newRefs {
+		var cs []string
+		for _, c := range r.clusters {
+			if slices.Contains(introduced, c) {
+				cs = append(cs, c)
+			}
+		}
+		if len(cs) == 0 {
+			continue
+		}
+		if out == nil {
+			out = map[string]map[string][]string{}
+		}
+		if out[r.table] == nil {
+			out[r.table] = map[string][]string{}
+		}
+		out[r.table][r.vhost] = cs
+	}
+	return out
 }
 
 func sameVhost(e *memoVhost, scheme string, v *ir.VirtualHost) bool {

@@ -94,3 +94,81 @@ func TestMemoRebuildsOnlyChanges(t *testing.T) {
 	}
 	assertEqualResources(t, want, third)
 }
+
+// A retained cluster (it left the Gateway, and stays published for a while)
+// is referenced, through a route that never matches, only from the virtual
+// hosts that sent to it before: every other host is the very same message.
+// When it is no longer retained, those hosts drop the route. A host that
+// now sends to a cluster its previous version did not is reported by
+// Introducing.
+func TestMemoRetainedOnlyWhereUsed(t *testing.T) {
+	gw := propertyBase(10)
+	var m Memo
+	first, err := m.Translate(gw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Host 3 moves from svc-03 (now unused) to svc-09; svc-03 is retained.
+	next := *gw
+	next.Listeners = slices.Clone(gw.Listeners)
+	vhs := slices.Clone(gw.Listeners[0].VirtualHosts)
+	vhs[3] = propertyVhost(vhs[3].Name, "default/svc-09/80", "/")
+	next.Listeners[0].VirtualHosts = vhs
+	next.Clusters = slices.Delete(slices.Clone(gw.Clusters), 3, 4)
+	second, err := m.Translate(&next, "default/svc-03/80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	retainedIn := func(res *Resources) []string {
+		var out []string
+		for _, vh := range res.Routes[0].GetVirtualHosts() {
+			for _, r := range vh.GetRoutes() {
+				if r.GetName() == RetainedRoutePrefix+"default/svc-03/80" {
+					out = append(out, vh.GetName())
+				}
+			}
+		}
+		return out
+	}
+	if got := retainedIn(second); !slices.Equal(got, []string{vhs[3].Name}) {
+		t.Fatalf("the retained cluster is referenced from %v, want only %s", got, vhs[3].Name)
+	}
+	for i, vh := range second.Routes[0].GetVirtualHosts() {
+		if same := vh == first.Routes[0].GetVirtualHosts()[i]; same != (i != 3) {
+			t.Errorf("virtual host %d: reused=%v", i, same)
+		}
+	}
+	intro := m.Introducing([]string{"default/svc-09/80"})
+	if got := intro[second.Routes[0].GetName()][vhs[3].Name]; !slices.Equal(got, []string{"default/svc-09/80"}) {
+		t.Errorf("Introducing = %v, want host %s switching to svc-09", intro, vhs[3].Name)
+	}
+
+	// Still retained: nothing changes. Retention over: host 3 drops it.
+	third, err := m.Translate(&next, "default/svc-03/80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := retainedIn(third); !slices.Equal(got, []string{vhs[3].Name}) {
+		t.Fatalf("still retained: referenced from %v", got)
+	}
+	if len(m.Introducing([]string{"default/svc-09/80"})) != 0 {
+		t.Error("an unchanged host is reported as introducing a cluster")
+	}
+	fourth, err := m.Translate(&next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := retainedIn(fourth); len(got) != 0 {
+		t.Fatalf("no longer retained, still referenced from %v", got)
+	}
+	for i, vh := range fourth.Routes[0].GetVirtualHosts() {
+		if same := vh == third.Routes[0].GetVirtualHosts()[i]; same != (i != 3) {
+			t.Errorf("after retention, virtual host %d: reused=%v", i, same)
+		}
+	}
+	want, err := Translate(&next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertEqualResources(t, want, fourth)
+}

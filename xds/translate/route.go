@@ -43,7 +43,7 @@ func (t *translator) routeConfiguration(name, scheme string, vhosts []*ir.Virtua
 		IgnorePortInHostMatching: true,
 	}
 	for _, v := range vhosts {
-		vh, err := t.virtualHost(scheme, v)
+		vh, err := t.virtualHost(scheme, v, nil)
 		if err != nil {
 			return nil, fmt.Errorf("virtual host %s: %w", v.Name, err)
 		}
@@ -54,7 +54,9 @@ func (t *translator) routeConfiguration(name, scheme string, vhosts []*ir.Virtua
 
 // virtualHost keeps the IR's route order: it is already Gateway API
 // precedence, and Envoy takes the first match.
-func (t *translator) virtualHost(scheme string, v *ir.VirtualHost) (*routev3.VirtualHost, error) {
+//
+// carried are retained clusters the host keeps a never-matching route to.
+func (t *translator) virtualHost(scheme string, v *ir.VirtualHost, carried []string) (*routev3.VirtualHost, error) {
 	domains := v.Domains
 	if len(domains) == 0 {
 		domains = []string{v.Name}
@@ -70,7 +72,7 @@ func (t *translator) virtualHost(scheme string, v *ir.VirtualHost) (*routev3.Vir
 			return nil, fmt.Errorf("route %s: %w", v.Routes[i].Name, err)
 		}
 	}
-	for _, c := range t.retained {
+	for _, c := range carried {
 		vh.Routes = append(vh.Routes, RetainedRoute(c))
 	}
 	return vh, nil

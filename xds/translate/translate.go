@@ -75,9 +75,10 @@ type translator struct {
 	// byName indexes gw.Clusters when they are not sorted by name (the
 	// IR promises they are; then a binary search finds one).
 	byName map[string]*ir.Cluster
-	// retained clusters get a route that never matches in every virtual
-	// host (RetainedRoute).
-	retained []string
+	// retained: the clusters that left the Gateway and stay published
+	// for a while; a virtual host that sent to one keeps a route to it
+	// that never matches (RetainedRoute; memo only).
+	retained map[string]bool
 	// memo, when set, remembers messages across translations (memo.go);
 	// next is what it remembers after this one.
 	memo *Memo
