@@ -76,6 +76,22 @@ func pipelineLease(i int, meta func(ns, name string) metav1.ObjectMeta) (*corev1
 	return svc, es, rt
 }
 
+// pipeline is n routes translated and published, the way the controller
+// keeps them, with a meter of what each change then costs.
+func pipeline(b *testing.B, n int) (*gatewayapi.Input, *gatewayapi.Store, *gatewayapi.Translator, gatewayapi.Facts, *Server, *changeMeter) {
+	in := pipelineInput(n)
+	st := gatewayapi.NewStore(in.ControllerName)
+	st.Load(in)
+	tr := gatewayapi.NewTranslator(st)
+	facts := gatewayapi.FactsOf(in)
+	s := New(Options{Log: logr.Discard()})
+	s.Publish(tr.Translate(facts).Gateways)
+	if errs := s.PublishErrors(); len(errs) > 0 {
+		b.Fatal(errs)
+	}
+	return in, st, tr, facts, s, newChangeMeter(b, s, NodeGroup(types.NamespacedName{Namespace: "default", Name: "gw"}))
+}
+
 // BenchmarkPipelineOneRouteChange: 10k routes on one Gateway; each
 // iteration replaces one route (as an update does) and runs everything a
 // change costs before it is sent: the Gateway API translation, the xDS
@@ -86,17 +102,7 @@ func pipelineLease(i int, meta func(ns, name string) metav1.ObjectMeta) (*corev1
 // responses (response-B/op, the virtual hosts among them copied, not
 // serialized). Target: ≤ 2 ms per change.
 func BenchmarkPipelineOneRouteChange(b *testing.B) {
-	in := pipelineInput(10_000)
-	st := gatewayapi.NewStore(in.ControllerName)
-	st.Load(in)
-	tr := gatewayapi.NewTranslator(st)
-	facts := gatewayapi.FactsOf(in)
-	s := New(Options{Log: logr.Discard()})
-	s.Publish(tr.Translate(facts).Gateways)
-	if errs := s.PublishErrors(); len(errs) > 0 {
-		b.Fatal(errs)
-	}
-	m := newChangeMeter(b, s, NodeGroup(types.NamespacedName{Namespace: "default", Name: "gw"}))
+	in, st, tr, facts, s, m := pipeline(b, 10_000)
 	b.ReportAllocs()
 	b.ResetTimer()
 	i := 0
@@ -127,17 +133,7 @@ func BenchmarkPipelineOneRouteChange(b *testing.B) {
 // and route, with a new hostname) and goes through everything a change
 // costs before it is sent, as BenchmarkPipelineOneRouteChange.
 func BenchmarkPipelineTenantFlow(b *testing.B) {
-	in := pipelineInput(10_000)
-	st := gatewayapi.NewStore(in.ControllerName)
-	st.Load(in)
-	tr := gatewayapi.NewTranslator(st)
-	facts := gatewayapi.FactsOf(in)
-	s := New(Options{Log: logr.Discard()})
-	s.Publish(tr.Translate(facts).Gateways)
-	if errs := s.PublishErrors(); len(errs) > 0 {
-		b.Fatal(errs)
-	}
-	m := newChangeMeter(b, s, NodeGroup(types.NamespacedName{Namespace: "default", Name: "gw"}))
+	_, st, tr, facts, s, m := pipeline(b, 10_000)
 	rv := 1_000_000
 	meta := func(ns, name string) metav1.ObjectMeta {
 		rv++
