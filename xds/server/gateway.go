@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -412,24 +413,7 @@ func setVersionMap(snap *cachev3.Snapshot, byType map[string][]types.Resource, d
 				continue
 			}
 		}
-		// In place of prev's map when the names are the same, at the
-		// same places.
-		samePlaces := oldMap != nil && len(old) == len(list)
-		for k := 0; samePlaces && k < len(list); k++ {
-			if list[k] != old[k] && cachev3.GetResourceName(list[k]) != cachev3.GetResourceName(old[k]) {
-				samePlaces = false
-			}
-		}
-		var m map[string]string
-		if samePlaces {
-			m = maps.Clone(oldMap)
-		} else {
-			m = make(map[string]string, len(list))
-		}
-		for k, r := range list {
-			if samePlaces && list[k] == old[k] {
-				continue
-			}
+		version := func(r types.Resource) (string, error) {
 			var d translate.Digest
 			ok := false
 			if digests != nil {
@@ -438,14 +422,81 @@ func setVersionMap(snap *cachev3.Snapshot, byType map[string][]types.Resource, d
 			if !ok {
 				var err error
 				if d, err = translate.DigestOf(r); err != nil {
-					return fmt.Errorf("version %s: %w", cachev3.GetResourceName(r), err)
+					return "", fmt.Errorf("version %s: %w", cachev3.GetResourceName(r), err)
 				}
 			}
-			m[cachev3.GetResourceName(r)] = hex.EncodeToString(d[:])
+			return hex.EncodeToString(d[:]), nil
+		}
+		// From prev's map, when both lists are sorted by name (as the
+		// translation sorts them): a walk of both changes only the
+		// entries of resources that are not prev's very messages, so a
+		// new lease versions its own cluster and load assignment, not
+		// every one.
+		if oldMap != nil {
+			if m, ok, err := updatedVersions(oldMap, old, list, version); err != nil {
+				return err
+			} else if ok {
+				snap.VersionMap[typ] = m
+				continue
+			}
+		}
+		m := make(map[string]string, len(list))
+		for _, r := range list {
+			v, err := version(r)
+			if err != nil {
+				return err
+			}
+			m[cachev3.GetResourceName(r)] = v
 		}
 		snap.VersionMap[typ] = m
 	}
 	return nil
+}
+
+// updatedVersions returns oldMap, the versions of the resources old, updated
+// for the resources list: both sorted by name, it walks them together and
+// versions only what is not old's very message under the same name. It
+// reports false, having computed nothing, when a list is not sorted by
+// name.
+func updatedVersions(oldMap map[string]string, old, list []types.Resource, version func(types.Resource) (string, error)) (map[string]string, bool, error) {
+	byName := func(a, b types.Resource) int {
+		return strings.Compare(cachev3.GetResourceName(a), cachev3.GetResourceName(b))
+	}
+	if !slices.IsSortedFunc(old, byName) || !slices.IsSortedFunc(list, byName) {
+		return nil, false, nil
+	}
+	m := maps.Clone(oldMap)
+	i, j := 0, 0
+	for i < len(old) || j < len(list) {
+		if i < len(old) && j < len(list) && old[i] == list[j] {
+			i++
+			j++
+			continue
+		}
+		c := 1 // only list left
+		switch {
+		case j == len(list):
+			c = -1
+		case i < len(old):
+			c = byName(old[i], list[j])
+		}
+		switch {
+		case c < 0: // gone
+			delete(m, cachev3.GetResourceName(old[i]))
+			i++
+		default: // new, or changed (c == 0)
+			v, err := version(list[j])
+			if err != nil {
+				return nil, false, err
+			}
+			m[cachev3.GetResourceName(list[j])] = v
+			j++
+			if c == 0 {
+				i++
+			}
+		}
+	}
+	return m, true, nil
 }
 
 // contentVersion hashes the digests of items, taken from digests (may be

@@ -472,12 +472,43 @@ func TestDeltaVersionsAreSetWithTheSnapshot(t *testing.T) {
 	third := next
 	third.Listeners = slices.Clone(next.Listeners)
 	vhs := slices.Clone(third.Listeners[0].VirtualHosts)
-	vhs[1].Routes = slices.Clone(vhs[1].Routes)
-	vhs[1].Routes[0].Match.Path = &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/v2"}
+	vh1 := *vhs[1] // published IR is never modified
+	vh1.Routes = slices.Clone(vh1.Routes)
+	vh1.Routes[0].Match.Path = &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/v2"}
+	vhs[1] = &vh1
 	third.Listeners[0].VirtualHosts = vhs
 	s.Publish([]*ir.Gateway{&third})
 	last, _ := s.Snapshot(nn)
 	if maps.Equal(last.(*cachev3.Snapshot).GetVersionMap(resourcev3.RouteType), routesBefore) {
 		t.Fatal("a changed route table kept its version")
+	}
+
+	// A new lease (its cluster and load assignment), then another lease
+	// gone from the middle of the lists: the versions are go-control-
+	// plane's own, with an entry for every resource and no other.
+	retain := RetainRemoved
+	RetainRemoved = 0 // the gone lease's cluster is not kept
+	defer func() { RetainRemoved = retain }()
+	for step, g := range []*ir.Gateway{largeIR(51), func() *ir.Gateway {
+		g := largeIR(51)
+		g.Listeners[0].VirtualHosts = slices.Delete(g.Listeners[0].VirtualHosts, 10, 11)
+		g.Clusters = slices.Delete(g.Clusters, 10, 11)
+		return g
+	}()} {
+		s.Publish([]*ir.Gateway{g})
+		if errs := s.PublishErrors(); len(errs) != 0 {
+			t.Fatal(errs)
+		}
+		got, _ := s.Snapshot(nn)
+		snap := got.(*cachev3.Snapshot)
+		fresh := &cachev3.Snapshot{Resources: snap.Resources}
+		if err := fresh.ConstructVersionMap(); err != nil {
+			t.Fatal(err)
+		}
+		for _, typ := range []string{resourcev3.ClusterType, resourcev3.EndpointType} {
+			if !maps.Equal(snap.GetVersionMap(typ), fresh.GetVersionMap(typ)) || len(snap.GetVersionMap(typ)) != len(g.Clusters) {
+				t.Fatalf("step %d, %s: %d versions, go-control-plane computes %d, and they differ", step, typ, len(snap.GetVersionMap(typ)), len(fresh.GetVersionMap(typ)))
+			}
+		}
 	}
 }

@@ -70,6 +70,9 @@ type memoVhost struct {
 }
 
 type memoCluster struct {
+	// irp is the IR cluster translated (IR is never modified once built:
+	// the same pointer is the same cluster), ir a copy of it.
+	irp       *ir.Cluster
 	ir        ir.Cluster
 	cluster   *clusterv3.Cluster
 	endpoints *endpointv3.ClusterLoadAssignment
@@ -297,8 +300,9 @@ func (t *translator) clustersMemo(gw *ir.Gateway, r *Resources) {
 	j := 0
 	for i, c := range gw.Clusters {
 		var e memoCluster
-		if j < len(prev) && sameCluster(&prev[j].ir, c) {
+		if j < len(prev) && (prev[j].irp == c || sameCluster(&prev[j].ir, c)) {
 			e = prev[j]
+			e.irp = c
 			j++
 		} else {
 			for j < len(prev) && prev[j].ir.Name < c.Name {
@@ -307,13 +311,14 @@ func (t *translator) clustersMemo(gw *ir.Gateway, r *Resources) {
 			switch {
 			case j < len(prev) && sameCluster(&prev[j].ir, c):
 				e = prev[j]
+				e.irp = c
 				j++
 			case j < len(prev) && sameClusterConfig(&prev[j].ir, c):
 				// Only its endpoints changed: the same cluster.
-				e = memoCluster{ir: *c, cluster: prev[j].cluster, endpoints: loadAssignment(c)}
+				e = memoCluster{irp: c, ir: *c, cluster: prev[j].cluster, endpoints: loadAssignment(c)}
 				j++
 			default:
-				e = memoCluster{ir: *c, cluster: cluster(c), endpoints: loadAssignment(c)}
+				e = memoCluster{irp: c, ir: *c, cluster: cluster(c), endpoints: loadAssignment(c)}
 				if i > 0 && gw.Clusters[i-1].Name >= c.Name || i+1 < len(gw.Clusters) && c.Name >= gw.Clusters[i+1].Name {
 					sorted = false
 				}
