@@ -64,9 +64,11 @@ func NodeCluster(gw types.NamespacedName) string { return gw.Namespace + "/" + g
 //   - node: cluster and id both "<namespace>/<name>"; the Deployment passes
 //     --service-node $(POD_NAME), which Envoy applies over node.id, so each
 //     replica is a distinct node of the same group;
-//   - dynamic resources: LDS and CDS over ADS (gRPC, v3 transport) to the
-//     static cluster XDSClusterName; the rest (RDS, EDS, SDS) is named by
-//     those resources;
+//   - dynamic resources: LDS and CDS over delta ADS (incremental xDS, v3
+//     transport) to the static cluster XDSClusterName, so a change sends
+//     only the resources it changed (one load assignment for an endpoint
+//     change, not every one); the rest (RDS, EDS, SDS) is named by those
+//     resources;
 //   - XDSClusterName: STRICT_DNS to opts.XDSHost:opts.XDSPort, HTTP/2 with
 //     keepalives, mutual TLS with the files of the client certificate
 //     Secret (ClientCertDir), SNI opts.XDSHost, and the server certificate
@@ -91,7 +93,7 @@ func Bootstrap(gw types.NamespacedName, opts Options) (*bootstrapv3.Bootstrap, e
 		Node: &corev3.Node{Id: NodeCluster(gw), Cluster: NodeCluster(gw)},
 		DynamicResources: &bootstrapv3.Bootstrap_DynamicResources{
 			AdsConfig: &corev3.ApiConfigSource{
-				ApiType:             corev3.ApiConfigSource_GRPC,
+				ApiType:             corev3.ApiConfigSource_DELTA_GRPC,
 				TransportApiVersion: corev3.ApiVersion_V3,
 				GrpcServices: []*corev3.GrpcService{{
 					TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: XDSClusterName}},
