@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -298,9 +297,8 @@ func (m *changeMeter) respond() {
 			}
 			m.response += len(enc)
 			m.serialized += len(enc)
-			if rc, ok := r.(*routev3.RouteConfiguration); ok {
-				m.serialized -= len(rc.ProtoReflect().GetUnknown())
-			}
+			// A wire form's checked bytes are copied, not serialized.
+			m.serialized -= len(r.ProtoReflect().GetUnknown())
 		}
 	}
 	m.versions = now

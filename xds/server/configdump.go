@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -86,12 +85,10 @@ func (s *Server) ConfigDump(gw k8stypes.NamespacedName) (*ConfigDump, error) {
 
 // redact returns m, or a copy of it without private keys.
 func redact(m proto.Message) proto.Message {
-	if rc, ok := m.(*routev3.RouteConfiguration); ok {
-		// A wire form carries its virtual hosts serialized: show them.
-		if decoded, err := translate.DecodeRouteConfiguration(rc); err == nil {
-			return decoded
-		}
-		return rc
+	// A wire form (a route table, cluster or load assignment) carries
+	// its content serialized: show it.
+	if decoded, err := translate.Decode(m); err == nil {
+		m = decoded
 	}
 	sec, ok := m.(*tlsv3.Secret)
 	if !ok {

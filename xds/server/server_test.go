@@ -512,3 +512,60 @@ func TestDeltaVersionsAreSetWithTheSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// Clusters and load assignments are published as wire forms (their checked
+// bytes, copied into responses); what go-control-plane sends for them reads
+// back as the translated messages, and the config dump shows their content,
+// not only their names.
+func TestPublishedClustersReadBackAsTranslated(t *testing.T) {
+	s := New(Options{Log: logr.Discard()})
+	gw := largeIR(5)
+	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
+	s.Publish([]*ir.Gateway{gw})
+	if errs := s.PublishErrors(); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	snap, err := s.Snapshot(nn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := translateOrDie(t, gw)
+	check := func(typ string, name string, want proto.Message) {
+		t.Helper()
+		got := snap.GetResources(typ)[name]
+		if got == nil || len(got.ProtoReflect().GetUnknown()) == 0 {
+			t.Fatalf("%s %s is not published as a wire form", typ, name)
+		}
+		enc, err := cachev3.MarshalResource(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := want.ProtoReflect().New().Interface()
+		if err := proto.Unmarshal(enc, read); err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(read, want) {
+			t.Fatalf("%s %s reads back as\n%v\nwant\n%v", typ, name, read, want)
+		}
+	}
+	for _, c := range want.Clusters {
+		check(resourcev3.ClusterType, c.GetName(), c)
+	}
+	for _, e := range want.Endpoints {
+		check(resourcev3.EndpointType, e.GetClusterName(), e)
+	}
+	dump, err := s.ConfigDump(nn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ty := range dump.Types {
+		if ty.TypeURL != resourcev3.EndpointType {
+			continue
+		}
+		if len(ty.Resources) != 5 || !strings.Contains(string(ty.Resources[0]), "10.244.0.1") {
+			t.Fatalf("the config dump's load assignments do not show their endpoints: %s", ty.Resources)
+		}
+		return
+	}
+	t.Fatal("the config dump has no load assignments")
+}

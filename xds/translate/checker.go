@@ -46,7 +46,9 @@ type Digest [sha256.Size]byte
 // A check that passes replaces each route configuration in the Resources
 // with its wire form (WireRouteConfiguration): the checked serialization of
 // its virtual hosts, concatenated, so that publishing never serializes a
-// table again and the bytes sent are the bytes checked.
+// table again and the bytes sent are the bytes checked. Clusters and load
+// assignments are replaced by theirs too (wire.go): a response that carries
+// every one of them copies their checked bytes.
 //
 // A refused check forgets the incremental state: the next check is a full
 // one. A Checker is not safe for concurrent use.
@@ -67,6 +69,9 @@ type Checker struct {
 	clusterSet map[string]bool
 	// wires: the digest of each wire route configuration published.
 	wires map[*routev3.RouteConfiguration]Digest
+	// wire: the wire form of each checked cluster and load assignment
+	// (wire.go), by message; known holds each wire form's digest too.
+	wire map[proto.Message]proto.Message
 
 	// Validated is how many messages the last check validated (the rest
 	// passed before).
@@ -75,9 +80,12 @@ type Checker struct {
 	Encoded int
 
 	// The clusters and load assignments of the last check, when it
-	// passed: the same list again is not walked message by message.
-	lastClusters  []*clusterv3.Cluster
-	lastEndpoints []*endpointv3.ClusterLoadAssignment
+	// passed: the same list again is not walked message by message; and
+	// their wire forms, published for them.
+	lastClusters      []*clusterv3.Cluster
+	lastEndpoints     []*endpointv3.ClusterLoadAssignment
+	lastWireClusters  []*clusterv3.Cluster
+	lastWireEndpoints []*endpointv3.ClusterLoadAssignment
 }
 
 type knownDigest struct {
@@ -171,14 +179,38 @@ func (c *Checker) Check(r *Resources) error {
 	for _, l := range r.Listeners {
 		e.errs = append(e.errs, listenerReferences(l, c.clusterSet, routes, secrets)...)
 	}
-	c.prune(r, e.touched+len(r.Clusters)+len(r.Endpoints))
+	c.prune(r, e.touched+2*(len(r.Clusters)+len(r.Endpoints))) // each with its wire form
 	if len(e.errs) > 0 {
 		c.reset()
 		return errors.Join(e.errs...)
 	}
 	copy(r.Routes, wires)
-	c.lastClusters, c.lastEndpoints = r.Clusters, r.Endpoints
+	clusters, endpoints := r.Clusters, r.Endpoints
+	if !SameList(clusters, c.lastClusters) || c.lastWireClusters == nil {
+		c.lastWireClusters = wireList(c, clusters)
+	}
+	if !SameList(endpoints, c.lastEndpoints) || c.lastWireEndpoints == nil {
+		c.lastWireEndpoints = wireList(c, endpoints)
+	}
+	c.lastClusters, c.lastEndpoints = clusters, endpoints
+	r.Clusters, r.Endpoints = c.lastWireClusters, c.lastWireEndpoints
 	return nil
+}
+
+// wireList returns the wire form of each message of list (the message
+// itself where it has none), in order.
+func wireList[T interface {
+	comparable
+	proto.Message
+}](c *Checker, list []T) []T {
+	out := make([]T, len(list))
+	for i, m := range list {
+		out[i] = m
+		if w, ok := c.wire[m].(T); ok {
+			out[i] = w
+		}
+	}
+	return out
 }
 
 // SameList reports whether a and b hold the same messages in the same
@@ -233,6 +265,10 @@ func (c *Checker) reset() {
 	c.tables, c.refs, c.clusterSet = map[string]*tableState{}, map[string]int{}, map[string]bool{}
 	c.wires = map[*routev3.RouteConfiguration]Digest{}
 	c.lastClusters, c.lastEndpoints = nil, nil
+	c.lastWireClusters, c.lastWireEndpoints = nil, nil
+	if c.wire == nil {
+		c.wire = map[proto.Message]proto.Message{}
+	}
 }
 
 // prune forgets, once the maps hold more than twice what this check used,
@@ -254,6 +290,7 @@ func (c *Checker) prune(r *Resources, used int) {
 		for m, k := range c.known {
 			if k.epoch != c.epoch {
 				delete(c.known, m)
+				delete(c.wire, m)
 			}
 		}
 	}
@@ -281,6 +318,11 @@ func (c *Checker) prune(r *Resources, used int) {
 func (c *Checker) touch(m proto.Message) {
 	if k, ok := c.known[m]; ok && k.epoch != c.epoch {
 		c.known[m] = knownDigest{d: k.d, epoch: c.epoch}
+	}
+	if w := c.wire[m]; w != nil {
+		if k, ok := c.known[w]; ok && k.epoch != c.epoch {
+			c.known[w] = knownDigest{d: k.d, epoch: c.epoch}
+		}
 	}
 }
 
@@ -326,6 +368,10 @@ func (e *checkRun) digest(m proto.Message) (Digest, error) {
 	c.Encoded += len(e.buf)
 	d := sha256.Sum256(e.buf)
 	c.known[m] = knownDigest{d: d, epoch: c.epoch}
+	if w := wireOf(m, e.buf); w != nil {
+		c.wire[m] = w
+		c.known[w] = knownDigest{d: d, epoch: c.epoch}
+	}
 	return d, nil
 }
 

@@ -5,6 +5,8 @@ Copyright The shardgate Authors.
 package translate
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 func TestCheckerPassesGoldens(t *testing.T) {
@@ -26,6 +29,7 @@ func TestCheckerPassesGoldens(t *testing.T) {
 			t.Fatal(err)
 		}
 		translated := slices.Clone(res.Routes)
+		clusters, endpoints := slices.Clone(res.Clusters), slices.Clone(res.Endpoints)
 		if err := c.Check(res); err != nil {
 			t.Fatalf("%s: Check: %v", in, err)
 		}
@@ -35,6 +39,46 @@ func TestCheckerPassesGoldens(t *testing.T) {
 			}
 			assertWireEqual(t, translated[i], rc)
 		}
+		for i, cl := range res.Clusters {
+			assertSameBytes(t, &c, clusters[i], cl)
+		}
+		for i, ep := range res.Endpoints {
+			assertSameBytes(t, &c, endpoints[i], ep)
+		}
+	}
+}
+
+// assertSameBytes: a checked cluster or load assignment is published as its
+// wire form, whose serialization is the translated message's, byte for
+// byte, and whose digest is known; Decode gives the message back.
+func assertSameBytes(t *testing.T, c *Checker, want, wire proto.Message) {
+	t.Helper()
+	opts := proto.MarshalOptions{Deterministic: true}
+	a, err := opts.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := opts.Marshal(wire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatalf("%T: the wire form serializes to other bytes than the message", want)
+	}
+	fields := 0
+	want.ProtoReflect().Range(func(protoreflect.FieldDescriptor, protoreflect.Value) bool { fields++; return true })
+	if len(wire.ProtoReflect().GetUnknown()) == 0 && fields > 1 { // a name alone has nothing to copy
+		t.Fatalf("%T: published as a message, not as its wire form", want)
+	}
+	if d, ok := c.Digest(wire); !ok || d != sha256.Sum256(a) {
+		t.Fatalf("%T: the wire form's digest is unknown or not the message's", want)
+	}
+	decoded, err := Decode(wire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(decoded, want) {
+		t.Fatalf("%T: Decode gives\n%v\nwant\n%v", want, decoded, want)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -295,4 +297,66 @@ func (c *Checker) referrer(cluster string) string {
 		}
 	}
 	return "a route"
+}
+
+// Wire clusters and load assignments.
+//
+// A state-of-the-world response carries every cluster, and every requested
+// load assignment, of a changed type: at 10k Services, one endpoint change
+// would serialize 10k load assignments again. A checked cluster or load
+// assignment is published as a wire form instead: the message with its name
+// as its one known field and the rest of its checked serialization as
+// unknown fields. Its name is its first field, so serializing the wire form
+// writes the very bytes that were checked (the name, then the copied rest).
+
+// wireNamed returns the wire form of a message whose serialization b starts
+// with its name as field 1, built by shell from the name; nil when b does
+// not start so.
+func wireNamed[T proto.Message](name string, b []byte, shell func(string) T) proto.Message {
+	head := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), name)
+	if name == "" || !bytes.HasPrefix(b, head) {
+		return nil
+	}
+	w := shell(name)
+	w.ProtoReflect().SetUnknown(bytes.Clone(b[len(head):]))
+	return w
+}
+
+// wireOf returns the wire form of a checked cluster or load assignment
+// serialized as b; nil for other messages, or when b is not laid out as a
+// wire form needs.
+func wireOf(m proto.Message, b []byte) proto.Message {
+	switch v := m.(type) {
+	case *clusterv3.Cluster:
+		if len(v.ProtoReflect().GetUnknown()) > 0 {
+			return nil // already a wire form
+		}
+		return wireNamed(v.GetName(), b, func(n string) *clusterv3.Cluster { return &clusterv3.Cluster{Name: n} })
+	case *endpointv3.ClusterLoadAssignment:
+		if len(v.ProtoReflect().GetUnknown()) > 0 {
+			return nil
+		}
+		return wireNamed(v.GetClusterName(), b, func(n string) *endpointv3.ClusterLoadAssignment {
+			return &endpointv3.ClusterLoadAssignment{ClusterName: n}
+		})
+	}
+	return nil
+}
+
+// Decode returns m with every field as a message field: m itself unless it
+// is a wire form (a route table, cluster or load assignment), else a new
+// message of the same type.
+func Decode(m proto.Message) (proto.Message, error) {
+	if len(m.ProtoReflect().GetUnknown()) == 0 {
+		return m, nil
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("serialize: %w", err)
+	}
+	out := m.ProtoReflect().New().Interface()
+	if err := proto.Unmarshal(b, out); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	return out, nil
 }
