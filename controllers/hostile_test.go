@@ -34,6 +34,7 @@ import (
 	"github.com/shardgate/shardgate/internal/tenancy"
 	"github.com/shardgate/shardgate/internal/testenv"
 	xdsserver "github.com/shardgate/shardgate/xds/server"
+	"github.com/shardgate/shardgate/xds/translate"
 )
 
 // The integration part of the hostile-input matrix (RELIABILITY.md,
@@ -536,8 +537,10 @@ var _ = Describe("Hostile input on the real apiserver", Ordered, func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			res, ok := snap.GetResources(resourcev3.EndpointType)[cluster]
 			g.Expect(ok).To(BeTrue(), "no ClusterLoadAssignment %s", cluster)
+			decoded, err := translate.Decode(res) // published as its wire form
+			g.Expect(err).NotTo(HaveOccurred())
 			n := 0
-			for _, le := range res.(*endpointv3.ClusterLoadAssignment).Endpoints {
+			for _, le := range decoded.(*endpointv3.ClusterLoadAssignment).Endpoints {
 				n += len(le.LbEndpoints)
 			}
 			return n

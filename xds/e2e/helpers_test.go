@@ -33,6 +33,7 @@ import (
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/pki"
 	"github.com/shardgate/shardgate/internal/testenv"
+	"github.com/shardgate/shardgate/xds/translate"
 )
 
 const (
@@ -153,7 +154,13 @@ func httpListener(name string, port gatewayv1.PortNumber) gatewayv1.Listener {
 func resources(g Gomega, gw types.NamespacedName, typeURL string) map[string]cachetypes.Resource {
 	snap, err := srv.Snapshot(gw)
 	g.Expect(err).NotTo(HaveOccurred())
-	return snap.GetResources(typeURL)
+	out := map[string]cachetypes.Resource{}
+	for name, r := range snap.GetResources(typeURL) {
+		decoded, err := translate.Decode(r) // published as wire forms
+		g.Expect(err).NotTo(HaveOccurred())
+		out[name] = decoded
+	}
+	return out
 }
 
 // service creates a Service with port "grpc" 80 → 8080, speaking h2c.
