@@ -172,6 +172,20 @@ func TestVersionsAndRetention(t *testing.T) {
 	}
 }
 
+// publishOrDie publishes gw and returns its snapshot.
+func publishOrDie(t *testing.T, s *Server, gw *ir.Gateway) cachev3.ResourceSnapshot {
+	t.Helper()
+	s.Publish([]*ir.Gateway{gw})
+	if errs := s.PublishErrors(); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	snap, err := s.Snapshot(k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
 func translateOrDie(t *testing.T, gw *ir.Gateway) *translate.Resources {
 	t.Helper()
 	res, err := translate.Translate(gw)
@@ -343,14 +357,7 @@ func TestPublishedRouteTablesReadBackAsTranslated(t *testing.T) {
 	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
 	check := func(gw *ir.Gateway) {
 		t.Helper()
-		s.Publish([]*ir.Gateway{gw})
-		if errs := s.PublishErrors(); len(errs) != 0 {
-			t.Fatal(errs)
-		}
-		snap, err := s.Snapshot(nn)
-		if err != nil {
-			t.Fatal(err)
-		}
+		snap := publishOrDie(t, s, gw)
 		want := translateOrDie(t, gw)
 		routes := snap.GetResources(resourcev3.RouteType)
 		if len(routes) != len(want.Routes) {
@@ -521,14 +528,7 @@ func TestPublishedClustersReadBackAsTranslated(t *testing.T) {
 	s := New(Options{Log: logr.Discard()})
 	gw := largeIR(5)
 	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
-	s.Publish([]*ir.Gateway{gw})
-	if errs := s.PublishErrors(); len(errs) != 0 {
-		t.Fatal(errs)
-	}
-	snap, err := s.Snapshot(nn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := publishOrDie(t, s, gw)
 	want := translateOrDie(t, gw)
 	check := func(typ string, name string, want proto.Message) {
 		t.Helper()
