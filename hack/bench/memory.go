@@ -31,7 +31,7 @@ func (b *bench) measureMemory(ctx context.Context) error {
 		return err
 	}
 	time.Sleep(5 * time.Second)
-	rss, hwm, err := procMemory(b.proc.PID())
+	pm, err := procMemory(b.proc.PID())
 	if err != nil {
 		return err
 	}
@@ -39,9 +39,11 @@ func (b *bench) measureMemory(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f := MemoryFigure{Routes: b.routes, Services: b.services, RSS: rss, PeakRSS: hwm, HeapInuse: int64(mets["go_memstats_heap_inuse_bytes"])}
+	f := MemoryFigure{Routes: b.routes, Services: b.services, RSS: pm.RSS, PeakRSS: pm.HWM, Anon: pm.Anon, File: pm.File,
+		HeapInuse: int64(mets["go_memstats_heap_inuse_bytes"])}
 	b.res.Memory = append(b.res.Memory, f)
-	b.logf("memory: %d routes, %d Services: RSS %s (peak %s), Go heap in use %s", f.Routes, f.Services, mib(f.RSS), mib(f.PeakRSS), mib(f.HeapInuse))
+	b.logf("memory: %d routes, %d Services: RSS %s (peak %s; anonymous %s, the binary's mapped file pages %s), Go heap in use %s",
+		f.Routes, f.Services, mib(f.RSS), mib(f.PeakRSS), mib(f.Anon), mib(f.File), mib(f.HeapInuse))
 	largest := b.routes >= max(b.cfg.MemoryRoutes, b.cfg.PropagationRoutes, b.cfg.FloodRoutes)
 	if b.cfg.HeapProfile != "" && largest {
 		if err := b.saveHeapProfile(ctx); err != nil {

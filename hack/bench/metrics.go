@@ -57,35 +57,43 @@ func scrape(ctx context.Context, url string) (map[string]float64, error) {
 	return out, s.Err()
 }
 
-// procMemory returns VmRSS and VmHWM of pid, in bytes.
-func procMemory(pid int) (rss, hwm int64, err error) {
+// procMem is what /proc/<pid>/status says of a process's memory, in
+// bytes.
+type procMem struct {
+	RSS, HWM int64 // VmRSS, VmHWM
+	// Anon and File split RSS: anonymous memory (the Go heap, stacks,
+	// runtime) and mapped file pages (the binary's own text and data).
+	Anon, File int64 // RssAnon, RssFile
+}
+
+// procMemory reads pid's procMem.
+func procMemory(pid int) (procMem, error) {
+	var m procMem
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, err
+		return m, err
 	}
 	defer f.Close()
+	fields := map[string]*int64{"VmRSS": &m.RSS, "VmHWM": &m.HWM, "RssAnon": &m.Anon, "RssFile": &m.File}
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		key, val, ok := strings.Cut(s.Text(), ":")
-		if !ok || (key != "VmRSS" && key != "VmHWM") {
+		dst := fields[key]
+		if !ok || dst == nil {
 			continue
 		}
-		fields := strings.Fields(val) // "123456 kB"
-		if len(fields) != 2 || fields[1] != "kB" {
-			return 0, 0, fmt.Errorf("/proc/%d/status: unexpected %s line %q", pid, key, val)
+		v := strings.Fields(val) // "123456 kB"
+		if len(v) != 2 || v[1] != "kB" {
+			return m, fmt.Errorf("/proc/%d/status: unexpected %s line %q", pid, key, val)
 		}
-		kb, err := strconv.ParseInt(fields[0], 10, 64)
+		kb, err := strconv.ParseInt(v[0], 10, 64)
 		if err != nil {
-			return 0, 0, err
+			return m, err
 		}
-		if key == "VmRSS" {
-			rss = kb << 10
-		} else {
-			hwm = kb << 10
-		}
+		*dst = kb << 10
 	}
-	if rss == 0 {
-		return 0, 0, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
+	if m.RSS == 0 {
+		return m, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
 	}
-	return rss, hwm, s.Err()
+	return m, s.Err()
 }

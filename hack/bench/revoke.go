@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -22,10 +23,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/controllers"
 	"github.com/shardgate/shardgate/internal/tenancy"
 )
 
@@ -180,6 +183,84 @@ func (b *bench) revoke(ctx context.Context) error {
 	}
 	fmt.Fprintf(b.out, "\nrevoke: %d names held (%d namespaces × %d LeaseHosts, one name each), a block covering %d → all routes gone and all statuses Blocked: %s (routes gone %s, statuses Blocked %s%s)  target ≤ %s  %s\n\n",
 		names, nss, perNS, blocked, ms(took), ms(routesGone), ms(statusBlocked), writes, revokeTarget, verdict(true, took <= revokeTarget))
+	ferr := b.revokeFloor(ctx, nss)
+	// The phase loop expects shardgate running.
+	if err := b.restartWithConfig(ctx, cfgPath); err != nil {
+		return errors.Join(ferr, err)
+	}
+	if ferr != nil {
+		return fmt.Errorf("floor: %w", ferr)
+	}
+	return nil
+}
+
+// revokeFloor measures what the apiserver alone needs for the writes a
+// revocation cannot do without, on objects of the same shape: with
+// shardgate stopped, the bench deletes the kept names' generated routes and
+// writes their LeaseHosts' status Reserved=False Blocked, one name per
+// task, with as many workers as shardgate's LeaseHost controller has. No
+// Events, no route status, no reads. A revocation of as many names cannot
+// finish sooner than this on the same machine, whatever the controller
+// does.
+func (b *bench) revokeFloor(ctx context.Context, nss int) error {
+	if b.proc != nil {
+		if err := b.proc.Stop(30 * time.Second); err != nil {
+			b.logf("revoke: floor: stopping shardgate: %v", err)
+		}
+		b.proc = nil
+	}
+	type task struct {
+		lh    *shardgatev1alpha1.LeaseHost
+		route *gatewayv1.HTTPRoute
+	}
+	var tasks []task
+	for k := range nss {
+		ns := revokeNS(k)
+		var lhs shardgatev1alpha1.LeaseHostList
+		if err := b.c.List(ctx, &lhs, client.InNamespace(ns)); err != nil {
+			return fmt.Errorf("list LeaseHosts in %s: %w", ns, err)
+		}
+		var routes gatewayv1.HTTPRouteList
+		if err := b.c.List(ctx, &routes, client.InNamespace(ns)); err != nil {
+			return fmt.Errorf("list routes in %s: %w", ns, err)
+		}
+		byHost := map[string]*gatewayv1.HTTPRoute{}
+		for i := range routes.Items {
+			if r := &routes.Items[i]; len(r.Spec.Hostnames) > 0 {
+				byHost[string(r.Spec.Hostnames[0])] = r
+			}
+		}
+		for i := range lhs.Items {
+			lh := &lhs.Items[i]
+			if r := byHost[lh.Spec.Hostname]; r != nil && !strings.HasSuffix(lh.Spec.Hostname, revokeSuffix) {
+				tasks = append(tasks, task{lh: lh, route: r})
+			}
+		}
+	}
+	if len(tasks) == 0 {
+		return errors.New("no held name with a route left to measure on")
+	}
+	workers := controllers.DefaultLeaseHostWorkers
+	start := time.Now()
+	err := parallel(ctx, len(tasks), workers, func(ctx context.Context, i int) error {
+		t := tasks[i]
+		if err := b.c.Delete(ctx, t.route, client.Preconditions{UID: &t.route.UID}); err != nil {
+			return fmt.Errorf("delete route %s/%s: %w", t.route.Namespace, t.route.Name, err)
+		}
+		meta.SetStatusCondition(&t.lh.Status.Conditions, metav1.Condition{Type: shardgatev1alpha1.ConditionReserved,
+			Status: metav1.ConditionFalse, Reason: "Blocked", Message: "floor measurement", ObservedGeneration: t.lh.Generation})
+		if err := b.c.Status().Update(ctx, t.lh); err != nil {
+			return fmt.Errorf("status of LeaseHost %s/%s: %w", t.lh.Namespace, t.lh.Name, err)
+		}
+		return nil
+	}, nil)
+	took := time.Since(start)
+	if err != nil {
+		return err
+	}
+	rate := float64(2*len(tasks)) / took.Seconds()
+	fmt.Fprintf(b.out, "revoke floor: the writes a revocation needs, for %d names, by the bench alone (shardgate stopped, %d workers; a route DELETE and a LeaseHost status PUT per name, nothing else): %s, %.0f writes/s\n\n",
+		len(tasks), workers, ms(took), rate)
 	return nil
 }
 

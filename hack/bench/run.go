@@ -113,6 +113,7 @@ type MemoryFigure struct {
 	Routes, Services int
 	RSS              int64 // VmRSS, bytes
 	PeakRSS          int64 // VmHWM, bytes
+	Anon, File       int64 // RssAnon, RssFile: RSS split, bytes
 	HeapInuse        int64 // go_memstats_heap_inuse_bytes
 }
 

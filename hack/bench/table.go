@@ -109,7 +109,7 @@ func rows(cfg Config, r *Results) []row {
 		t := memoryTarget(m.Routes)
 		out = append(out,
 			row{fmt.Sprintf("memory: RSS, %d routes + %d Services/EndpointSlices", m.Routes, m.Services),
-				fmt.Sprintf("%s (peak %s; Go heap in use %s)", mib(m.RSS), mib(m.PeakRSS), mib(m.HeapInuse)),
+				fmt.Sprintf("%s (peak %s; anonymous %s, binary file pages %s; Go heap in use %s)", mib(m.RSS), mib(m.PeakRSS), mib(m.Anon), mib(m.File), mib(m.HeapInuse)),
 				fmt.Sprintf("≤ %d MiB", t>>20), verdict(m.RSS > 0, m.RSS <= t)})
 	}
 
