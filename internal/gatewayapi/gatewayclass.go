@@ -19,7 +19,7 @@ import (
 // suite reads this list to decide which tests to run.
 //
 // Deliberately absent: GatewayInfrastructure (labels/annotations are the
-// infra package's), GatewayAddressEmpty, HTTPRouteDestinationPortMatching,
+// infra package's), GatewayAddressEmpty,
 // HTTPRouteRetryBackendTimeout, HTTPRouteRetryConnectionError,
 // TLSRouteModeMixed (Terminate and Passthrough on one port), TCPRoute,
 // UDPRoute, ListenerSet, BackendTLSPolicy, frontend client certificate
@@ -32,6 +32,7 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportReferenceGrant,
 	features.SupportHTTPRoute,
 	features.SupportHTTPRouteParentRefPort,
+	features.SupportHTTPRouteDestinationPortMatching,
 	features.SupportHTTPRouteQueryParamMatching,
 	features.SupportHTTPRouteMethodMatching,
 	features.SupportHTTPRouteResponseHeaderModification,
