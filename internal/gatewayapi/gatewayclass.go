@@ -20,7 +20,6 @@ import (
 //
 // Deliberately absent: GatewayInfrastructure (labels/annotations are the
 // infra package's), GatewayAddressEmpty,
-// HTTPRouteRetryBackendTimeout, HTTPRouteRetryConnectionError,
 // TLSRouteModeMixed (Terminate and Passthrough on one port), TCPRoute,
 // UDPRoute, ListenerSet, BackendTLSPolicy, frontend client certificate
 // validation, and every Mesh feature.
@@ -55,6 +54,8 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportHTTPRoute307RedirectStatusCode,
 	features.SupportHTTPRoute308RedirectStatusCode,
 	features.SupportHTTPRouteRetry,
+	features.SupportHTTPRouteRetryBackendTimeout,
+	features.SupportHTTPRouteRetryConnectionError,
 	features.SupportGRPCRoute,
 	features.SupportGRPCRouteNamedRouteRule,
 	features.SupportTLSRoute,

@@ -63,6 +63,11 @@ Copyright The shardgate Authors.
 //     its limit (an optional FilterConfig holding a BufferPerRoute), so only
 //     such routes buffer request bodies, and a limit appearing never changes
 //     a listener either.
+//   - Every retry policy retries connect-failure, refused-stream and reset;
+//     reset includes an attempt reaching per_try_timeout (the rule's
+//     BackendRequest). A retried rule with a BackendRequest but no Request
+//     timeout gets route timeout 0 (none): the attempts bound the exchange,
+//     and Envoy's default 15 s cannot cut the retries short.
 //   - Retry.IdempotentOnly is retriable_request_headers: a :method other
 //     than POST, PATCH or LOCK. Envoy then retries none of those requests,
 //     not even after a connection failure.

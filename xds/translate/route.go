@@ -24,7 +24,12 @@ import (
 )
 
 // retryOn covers the connection errors the Gateway API requires an
-// implementation to retry once a retry stanza is set.
+// implementation to retry once a retry stanza is set
+// (HTTPRouteRetryConnectionError): connect-failure is a refused or timed
+// out connection, refused-stream an HTTP/2 REFUSED_STREAM, reset a
+// disconnect or reset before the response began. reset also covers the
+// per-try timeout (HTTPRouteRetryBackendTimeout): Envoy resets an attempt
+// that reaches per_try_timeout and retries it as a reset.
 const retryOn = "connect-failure,refused-stream,reset"
 
 // routeConfiguration is one route table. scheme ("http" or "https") is what
@@ -421,7 +426,10 @@ func isDefaultPort(scheme string, port int32) bool {
 // timeouts sets the route timeout. Request bounds the whole exchange. With
 // no retry there is a single attempt, so BackendRequest bounds it too and
 // the shorter wins; with a retry, BackendRequest is the per-try timeout
-// (retryPolicy). Zero disables a timeout; nil keeps Envoy's default.
+// (retryPolicy), and without a Request timeout the route timeout is
+// disabled: the attempts, each bounded by its per-try timeout, bound the
+// exchange, and Envoy's default 15 s cannot cut the retries short. Zero
+// disables a timeout; nil keeps Envoy's default.
 func timeouts(a *routev3.RouteAction, to *ir.Timeouts, retry bool) {
 	if to == nil {
 		return
@@ -429,6 +437,10 @@ func timeouts(a *routev3.RouteAction, to *ir.Timeouts, retry bool) {
 	var d *time.Duration
 	if to.Request != nil {
 		d = &to.Request.Duration
+	}
+	if retry && d == nil && to.BackendRequest != nil && to.BackendRequest.Duration > 0 {
+		a.Timeout = duration(0)
+		return
 	}
 	if to.BackendRequest != nil && !retry {
 		b := to.BackendRequest.Duration
