@@ -28,6 +28,7 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportGatewayPort8080,
 	features.SupportGatewayStaticAddresses,
 	features.SupportGatewayHTTPListenerIsolation,
+	features.SupportGatewayHTTPSListenerDetectMisdirectedRequests,
 	features.SupportReferenceGrant,
 	features.SupportHTTPRoute,
 	features.SupportHTTPRouteParentRefPort,

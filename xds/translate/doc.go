@@ -31,8 +31,9 @@ Copyright The shardgate Authors.
 //     for an HTTPS listener, one per filter chain (per Gateway listener),
 //     "<listener>/<gateway listener name>" (e.g. "https-443/web"). One route
 //     table per chain keeps a TLS server's routes from answering requests whose
-//     Host differs from the SNI they arrived on, and keeps equal hostnames of
-//     two Gateway listeners from colliding in one table.
+//     Host differs from the SNI they arrived on (the IR gives such Hosts
+//     virtual hosts answering 421), and keeps equal hostnames of two Gateway
+//     listeners from colliding in one table.
 //   - VirtualHost: the IR virtual host name (its hostname, "*" for any).
 //   - Route: the IR route name ("<kind>/<ns>/<name>/rule/<i>/match/<j>").
 //   - Cluster and ClusterLoadAssignment: the IR cluster name
