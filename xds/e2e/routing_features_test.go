@@ -44,7 +44,8 @@ var _ = Describe("grpc-go xDS client and the routing features", func() {
 			g.Expect(p.GetRetryOn()).To(Equal("connect-failure,refused-stream,reset,retriable-status-codes"))
 			g.Expect(p.GetPerTryTimeout().AsDuration()).To(Equal(2 * time.Second))
 			g.Expect(p.GetNumRetries().GetValue()).To(Equal(uint32(2)))
-			g.Expect(action.GetTimeout().AsDuration()).To(BeZero(), "no route timeout: the attempts bound the exchange")
+			// The retry budget: 3 attempts of 2 s, 2 backoffs of at most 10 × 50 ms.
+			g.Expect(action.GetTimeout().AsDuration()).To(Equal(7 * time.Second))
 		}).Should(Succeed())
 
 		By("grpc-go accepts the route table and routes RPCs by it")

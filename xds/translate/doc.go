@@ -67,8 +67,10 @@ Copyright The shardgate Authors.
 //   - Every retry policy retries connect-failure, refused-stream and reset;
 //     reset includes an attempt reaching per_try_timeout (the rule's
 //     BackendRequest). A retried rule with a BackendRequest but no Request
-//     timeout gets route timeout 0 (none): the attempts bound the exchange,
-//     and Envoy's default 15 s cannot cut the retries short.
+//     timeout gets the retry budget as its route timeout: every attempt's
+//     per-try timeout plus Envoy's longest backoff before each retry, so
+//     Envoy's default 15 s cannot cut the retries short and a stalled
+//     response is still bounded.
 //   - Retry.IdempotentOnly is retriable_request_headers: a :method other
 //     than POST, PATCH or LOCK. Envoy then retries none of those requests,
 //     not even after a connection failure.

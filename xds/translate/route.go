@@ -312,7 +312,7 @@ func (t *translator) routeAction(r *ir.Route, ws []weighted, matched string) (*r
 	if r.GRPC && r.Timeouts == nil {
 		grpcTimeouts(a)
 	}
-	timeouts(a, r.Timeouts, retry != nil)
+	timeouts(a, r.Timeouts, retry)
 	a.RetryPolicy = retryPolicy(retry, r.Timeouts)
 	for _, m := range r.Mirrors {
 		a.RequestMirrorPolicies = append(a.RequestMirrorPolicies, &routev3.RouteAction_RequestMirrorPolicy{
@@ -426,11 +426,10 @@ func isDefaultPort(scheme string, port int32) bool {
 // timeouts sets the route timeout. Request bounds the whole exchange. With
 // no retry there is a single attempt, so BackendRequest bounds it too and
 // the shorter wins; with a retry, BackendRequest is the per-try timeout
-// (retryPolicy), and without a Request timeout the route timeout is
-// disabled: the attempts, each bounded by its per-try timeout, bound the
-// exchange, and Envoy's default 15 s cannot cut the retries short. Zero
-// disables a timeout; nil keeps Envoy's default.
-func timeouts(a *routev3.RouteAction, to *ir.Timeouts, retry bool) {
+// (retryPolicy), and without a Request timeout the route timeout is the
+// retry budget (retryBudget), so that Envoy's default 15 s cannot cut the
+// retries short. Zero disables a timeout; nil keeps Envoy's default.
+func timeouts(a *routev3.RouteAction, to *ir.Timeouts, retry *ir.Retry) {
 	if to == nil {
 		return
 	}
@@ -438,11 +437,11 @@ func timeouts(a *routev3.RouteAction, to *ir.Timeouts, retry bool) {
 	if to.Request != nil {
 		d = &to.Request.Duration
 	}
-	if retry && d == nil && to.BackendRequest != nil && to.BackendRequest.Duration > 0 {
-		a.Timeout = duration(0)
+	if retry != nil && d == nil && to.BackendRequest != nil && to.BackendRequest.Duration > 0 {
+		a.Timeout = duration(retryBudget(retry, to.BackendRequest.Duration))
 		return
 	}
-	if to.BackendRequest != nil && !retry {
+	if to.BackendRequest != nil && retry == nil {
 		b := to.BackendRequest.Duration
 		if d == nil || *d == 0 || (b != 0 && b < *d) {
 			d = &b
@@ -452,6 +451,29 @@ func timeouts(a *routev3.RouteAction, to *ir.Timeouts, retry bool) {
 		a.Timeout = duration(*d)
 	}
 }
+
+// retryBudget is the time every attempt of a retried request may take:
+// each attempt its per-try timeout, each retry Envoy's longest backoff
+// (ten times the base interval, 25 ms unless set) before it. Attempts
+// unset is Envoy's one retry. A budget too large to express is 0 (none).
+func retryBudget(r *ir.Retry, perTry time.Duration) time.Duration {
+	retries := 1
+	if r.Attempts != nil {
+		retries = *r.Attempts
+	}
+	base := 25 * time.Millisecond
+	if r.Backoff != nil && r.Backoff.Duration > 0 {
+		base = r.Backoff.Duration
+	}
+	total := float64(retries+1)*perTry.Seconds() + float64(retries)*10*base.Seconds()
+	if total >= float64(maxDurationSeconds) {
+		return 0
+	}
+	return time.Duration(total * float64(time.Second)).Round(time.Millisecond)
+}
+
+// maxDurationSeconds bounds the route timeouts written (about 29 years).
+const maxDurationSeconds = 1 << 30
 
 // grpcTimeouts replaces Envoy's default 15 s route timeout, which would cut
 // every longer stream, with the client's own deadline: the grpc-timeout
