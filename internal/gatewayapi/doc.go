@@ -38,6 +38,12 @@ Copyright The shardgate Authors.
 //     specific listener hostname covering it, and only that listener's
 //     routes serve it; every listener hostname gets a virtual host, even an
 //     empty one (404), so requests never fall through to a wildcard.
+//   - HTTPS listeners on a port have one route table each (one per TLS
+//     server); a Host that SNI would not send to that server (owned by
+//     another listener of the port, or outside the listener's hostname)
+//     gets a virtual host answering 421 Misdirected Request there
+//     (misdirected.go). A listener whose certificates do not resolve is not
+//     served and claims no Host.
 //   - RegularExpression paths sort between Exact and PathPrefix (see
 //     routeLess). Regexes are checked with Go's regexp, not RE2 itself,
 //     and refused when their program is too large (maxRegexCost, regex.go),

@@ -535,6 +535,7 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 					srv.SNI = []string{l.hostname}
 				}
 				g := newVhostGroup(ls, []*listenerState{l}, p, emitted)
+				g.hosts = withMisdirected(g.hosts, nn(gw.Namespace, gw.Name), ls, l)
 				g.listener, g.server = len(out.Listeners), len(il.TLSServers)
 				build.groups = append(build.groups, g)
 				srv.VirtualHosts = g.hosts

@@ -19,8 +19,7 @@ import (
 // suite reads this list to decide which tests to run.
 //
 // Deliberately absent: GatewayInfrastructure (labels/annotations are the
-// infra package's), GatewayAddressEmpty, HTTPRouteDestinationPortMatching,
-// HTTPRouteRetryBackendTimeout, HTTPRouteRetryConnectionError,
+// infra package's), GatewayAddressEmpty,
 // TLSRouteModeMixed (Terminate and Passthrough on one port), TCPRoute,
 // UDPRoute, ListenerSet, BackendTLSPolicy, frontend client certificate
 // validation, and every Mesh feature.
@@ -29,9 +28,11 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportGatewayPort8080,
 	features.SupportGatewayStaticAddresses,
 	features.SupportGatewayHTTPListenerIsolation,
+	features.SupportGatewayHTTPSListenerDetectMisdirectedRequests,
 	features.SupportReferenceGrant,
 	features.SupportHTTPRoute,
 	features.SupportHTTPRouteParentRefPort,
+	features.SupportHTTPRouteDestinationPortMatching,
 	features.SupportHTTPRouteQueryParamMatching,
 	features.SupportHTTPRouteMethodMatching,
 	features.SupportHTTPRouteResponseHeaderModification,
@@ -54,6 +55,8 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportHTTPRoute307RedirectStatusCode,
 	features.SupportHTTPRoute308RedirectStatusCode,
 	features.SupportHTTPRouteRetry,
+	features.SupportHTTPRouteRetryBackendTimeout,
+	features.SupportHTTPRouteRetryConnectionError,
 	features.SupportGRPCRoute,
 	features.SupportGRPCRouteNamedRouteRule,
 	features.SupportTLSRoute,

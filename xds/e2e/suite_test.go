@@ -180,6 +180,16 @@ func (h *hooks) addAPIListeners(gw types.NamespacedName, names ...string) {
 	sort.Slice(h.apiListeners[g], func(i, j int) bool { return h.apiListeners[g][i].GetName() < h.apiListeners[g][j].GetName() })
 }
 
+// addAPIListener registers one API listener whose route table is
+// routeConfig (for example an HTTPS filter chain's "https-443/<listener>").
+func (h *hooks) addAPIListener(gw types.NamespacedName, name, routeConfig string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	g := xdsserver.NodeGroup(gw)
+	h.apiListeners[g] = append(h.apiListeners[g], apiListener(name, routeConfig))
+	sort.Slice(h.apiListeners[g], func(i, j int) bool { return h.apiListeners[g][i].GetName() < h.apiListeners[g][j].GetName() })
+}
+
 // listeners are the API listeners of a node group (none for a Gateway that
 // no grpc-go client uses: it publishes its translated listeners).
 func (h *hooks) listeners(group string) []*listenerv3.Listener {

@@ -31,8 +31,9 @@ Copyright The shardgate Authors.
 //     for an HTTPS listener, one per filter chain (per Gateway listener),
 //     "<listener>/<gateway listener name>" (e.g. "https-443/web"). One route
 //     table per chain keeps a TLS server's routes from answering requests whose
-//     Host differs from the SNI they arrived on, and keeps equal hostnames of
-//     two Gateway listeners from colliding in one table.
+//     Host differs from the SNI they arrived on (the IR gives such Hosts
+//     virtual hosts answering 421), and keeps equal hostnames of two Gateway
+//     listeners from colliding in one table.
 //   - VirtualHost: the IR virtual host name (its hostname, "*" for any).
 //   - Route: the IR route name ("<kind>/<ns>/<name>/rule/<i>/match/<j>").
 //   - Cluster and ClusterLoadAssignment: the IR cluster name
@@ -63,6 +64,13 @@ Copyright The shardgate Authors.
 //     its limit (an optional FilterConfig holding a BufferPerRoute), so only
 //     such routes buffer request bodies, and a limit appearing never changes
 //     a listener either.
+//   - Every retry policy retries connect-failure, refused-stream and reset;
+//     reset includes an attempt reaching per_try_timeout (the rule's
+//     BackendRequest). A retried rule with a BackendRequest but no Request
+//     timeout gets the retry budget as its route timeout: every attempt's
+//     per-try timeout plus Envoy's longest backoff before each retry, so
+//     Envoy's default 15 s cannot cut the retries short and a stalled
+//     response is still bounded.
 //   - Retry.IdempotentOnly is retriable_request_headers: a :method other
 //     than POST, PATCH or LOCK. Envoy then retries none of those requests,
 //     not even after a connection failure.

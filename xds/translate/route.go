@@ -24,7 +24,12 @@ import (
 )
 
 // retryOn covers the connection errors the Gateway API requires an
-// implementation to retry once a retry stanza is set.
+// implementation to retry once a retry stanza is set
+// (HTTPRouteRetryConnectionError): connect-failure is a refused or timed
+// out connection, refused-stream an HTTP/2 REFUSED_STREAM, reset a
+// disconnect or reset before the response began. reset also covers the
+// per-try timeout (HTTPRouteRetryBackendTimeout): Envoy resets an attempt
+// that reaches per_try_timeout and retries it as a reset.
 const retryOn = "connect-failure,refused-stream,reset"
 
 // routeConfiguration is one route table. scheme ("http" or "https") is what
@@ -307,7 +312,7 @@ func (t *translator) routeAction(r *ir.Route, ws []weighted, matched string) (*r
 	if r.GRPC && r.Timeouts == nil {
 		grpcTimeouts(a)
 	}
-	timeouts(a, r.Timeouts, retry != nil)
+	timeouts(a, r.Timeouts, retry)
 	a.RetryPolicy = retryPolicy(retry, r.Timeouts)
 	for _, m := range r.Mirrors {
 		a.RequestMirrorPolicies = append(a.RequestMirrorPolicies, &routev3.RouteAction_RequestMirrorPolicy{
@@ -421,8 +426,10 @@ func isDefaultPort(scheme string, port int32) bool {
 // timeouts sets the route timeout. Request bounds the whole exchange. With
 // no retry there is a single attempt, so BackendRequest bounds it too and
 // the shorter wins; with a retry, BackendRequest is the per-try timeout
-// (retryPolicy). Zero disables a timeout; nil keeps Envoy's default.
-func timeouts(a *routev3.RouteAction, to *ir.Timeouts, retry bool) {
+// (retryPolicy), and without a Request timeout the route timeout is the
+// retry budget (retryBudget), so that Envoy's default 15 s cannot cut the
+// retries short. Zero disables a timeout; nil keeps Envoy's default.
+func timeouts(a *routev3.RouteAction, to *ir.Timeouts, retry *ir.Retry) {
 	if to == nil {
 		return
 	}
@@ -430,7 +437,11 @@ func timeouts(a *routev3.RouteAction, to *ir.Timeouts, retry bool) {
 	if to.Request != nil {
 		d = &to.Request.Duration
 	}
-	if to.BackendRequest != nil && !retry {
+	if retry != nil && d == nil && to.BackendRequest != nil && to.BackendRequest.Duration > 0 {
+		a.Timeout = duration(retryBudget(retry, to.BackendRequest.Duration))
+		return
+	}
+	if to.BackendRequest != nil && retry == nil {
 		b := to.BackendRequest.Duration
 		if d == nil || *d == 0 || (b != 0 && b < *d) {
 			d = &b
@@ -440,6 +451,29 @@ func timeouts(a *routev3.RouteAction, to *ir.Timeouts, retry bool) {
 		a.Timeout = duration(*d)
 	}
 }
+
+// retryBudget is the time every attempt of a retried request may take:
+// each attempt its per-try timeout, each retry Envoy's longest backoff
+// (ten times the base interval, 25 ms unless set) before it. Attempts
+// unset is Envoy's one retry. A budget too large to express is 0 (none).
+func retryBudget(r *ir.Retry, perTry time.Duration) time.Duration {
+	retries := 1
+	if r.Attempts != nil {
+		retries = *r.Attempts
+	}
+	base := 25 * time.Millisecond
+	if r.Backoff != nil && r.Backoff.Duration > 0 {
+		base = r.Backoff.Duration
+	}
+	total := float64(retries+1)*perTry.Seconds() + float64(retries)*10*base.Seconds()
+	if total >= float64(maxDurationSeconds) {
+		return 0
+	}
+	return time.Duration(total * float64(time.Second)).Round(time.Millisecond)
+}
+
+// maxDurationSeconds bounds the route timeouts written (about 29 years).
+const maxDurationSeconds = 1 << 30
 
 // grpcTimeouts replaces Envoy's default 15 s route timeout, which would cut
 // every longer stream, with the client's own deadline: the grpc-timeout
