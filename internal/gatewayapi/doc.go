@@ -78,7 +78,6 @@ Copyright The shardgate Authors.
 //     owner of the route's namespace (a wildcard: its whole domain, with no
 //     blocked name or other tenant's name below it). Nil Ownership checks
 //     nothing.
-//
 //   - BackendTLSPolicy: a policy selects Services of its own namespace
 //     (targetRefs have no namespace) and reads ConfigMaps of its own
 //     namespace only. For each Service port the policy naming the port
