@@ -503,6 +503,7 @@ var conditionalGrants = map[grantKey]string{
 	{Group: "gateway.networking.k8s.io", Resource: "httproutes", Verb: "get"}:             "status writer re-read after a conflict or cache lag (APIReader)",
 	{Group: "gateway.networking.k8s.io", Resource: "grpcroutes", Verb: "get"}:             "status writer re-read after a conflict or cache lag (APIReader)",
 	{Group: "gateway.networking.k8s.io", Resource: "tlsroutes", Verb: "get"}:              "status writer re-read after a conflict or cache lag (APIReader)",
+	{Group: "gateway.networking.k8s.io", Resource: "backendtlspolicies", Verb: "get"}:     "status writer re-read after a conflict or cache lag (APIReader)",
 	{Group: "shardgate.io", Resource: "leasehosts", Verb: "get"}:                          "status writer re-read after a conflict (APIReader)",
 	{Group: "shardgate.io", Resource: "gatewayparameters", Verb: "get"}:                   "status writer re-read after a conflict (APIReader)",
 	{Group: "events.k8s.io", Resource: "events", Verb: "patch"}:                           "the event broadcaster patches an Event when it repeats",
