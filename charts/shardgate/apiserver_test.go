@@ -285,7 +285,7 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 		}
 		Expect(c.Create(ctx, gw)).To(Succeed())
 
-		By("tenant objects: a Service, LeaseHosts (one blocked by the chart's block list), a LeasedIP, a GRPCRoute and a TLSRoute")
+		By("tenant objects: a Service, LeaseHosts (one blocked by the chart's block list), a LeasedIP, a GRPCRoute, a TLSRoute and a BackendTLSPolicy")
 		Expect(c.Create(ctx, &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: tenant},
 			Spec: corev1.ServiceSpec{
@@ -324,6 +324,13 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 				Rules:           []gatewayv1.TLSRouteRule{{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: backend}}}},
 			},
 		})).To(Succeed())
+		Expect(c.Create(ctx, &gatewayv1.BackendTLSPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "web-tls", Namespace: tenant},
+			Spec: gatewayv1.BackendTLSPolicySpec{
+				TargetRefs: []gatewayv1.LocalPolicyTargetReferenceWithSectionName{{LocalPolicyTargetReference: gatewayv1.LocalPolicyTargetReference{Kind: "Service", Name: "web"}}},
+				Validation: gatewayv1.BackendTLSPolicyValidation{WellKnownCACertificates: new(gatewayv1.WellKnownCACertificatesSystem), Hostname: "web.example.com"},
+			},
+		})).To(Succeed())
 
 		By("the controller writes LeaseHost status and generates the HTTPRoute")
 		var route string
@@ -350,7 +357,7 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 			g.Expect(ourParent(r.Status.Parents)).To(BeTrue(), "HTTPRoute status: %+v", r.Status)
 		}).Should(Succeed())
 
-		By("the status writer writes GatewayClass, Gateway and route status")
+		By("the status writer writes GatewayClass, Gateway, route and BackendTLSPolicy status")
 		eventually(func(g Gomega) {
 			var gc gatewayv1.GatewayClass
 			g.Expect(c.Get(ctx, client.ObjectKey{Name: "shardgate"}, &gc)).To(Succeed())
@@ -364,6 +371,9 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 			var tr gatewayv1.TLSRoute
 			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: "tls"}, &tr)).To(Succeed())
 			g.Expect(ourParent(tr.Status.Parents)).To(BeTrue(), "TLSRoute status: %+v", tr.Status)
+			var btp gatewayv1.BackendTLSPolicy
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: "web-tls"}, &btp)).To(Succeed())
+			g.Expect(btp.Status.Ancestors).NotTo(BeEmpty(), "BackendTLSPolicy status: %+v", btp.Status)
 			var p shardgatev1alpha1.GatewayParameters
 			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: infraN, Name: "shard-a"}, &p)).To(Succeed())
 			g.Expect(meta.FindStatusCondition(p.Status.Conditions, shardgatev1alpha1.ConditionValid)).NotTo(BeNil())
@@ -503,6 +513,7 @@ var conditionalGrants = map[grantKey]string{
 	{Group: "gateway.networking.k8s.io", Resource: "httproutes", Verb: "get"}:             "status writer re-read after a conflict or cache lag (APIReader)",
 	{Group: "gateway.networking.k8s.io", Resource: "grpcroutes", Verb: "get"}:             "status writer re-read after a conflict or cache lag (APIReader)",
 	{Group: "gateway.networking.k8s.io", Resource: "tlsroutes", Verb: "get"}:              "status writer re-read after a conflict or cache lag (APIReader)",
+	{Group: "gateway.networking.k8s.io", Resource: "backendtlspolicies", Verb: "get"}:     "status writer re-read after a conflict or cache lag (APIReader)",
 	{Group: "shardgate.io", Resource: "leasehosts", Verb: "get"}:                          "status writer re-read after a conflict (APIReader)",
 	{Group: "shardgate.io", Resource: "gatewayparameters", Verb: "get"}:                   "status writer re-read after a conflict (APIReader)",
 	{Group: "events.k8s.io", Resource: "events", Verb: "patch"}:                           "the event broadcaster patches an Event when it repeats",

@@ -109,10 +109,11 @@ func appProtocol(p *string) (proto ir.ClusterProtocol, websocket, ok bool) {
 // addCluster records a resolved backend in a Gateway's cluster set. A
 // Service port used over several protocols gets the most capable one: H2C
 // over HTTP1 over TCP (a TCP proxy ignores HTTP settings).
-func (idx *Index) addCluster(clusters map[string]*ir.Cluster, b backend) {
+func (idx *Index) addCluster(gw *gatewayv1.Gateway, clusters map[string]*ir.Cluster, b backend) {
 	c, ok := clusters[b.cluster]
 	if !ok {
 		c = &ir.Cluster{Name: b.cluster, Protocol: b.proto, Endpoints: idx.endpointsFor(b)}
+		idx.applyBackendTLS(gw, c, b)
 		clusters[b.cluster] = c
 	}
 	if protoRank(b.proto) > protoRank(c.Protocol) {

@@ -84,6 +84,25 @@ Copyright The shardgate Authors.
 //     owner of the route's namespace (a wildcard: its whole domain, with no
 //     blocked name or other tenant's name below it). Nil Ownership checks
 //     nothing.
+//   - BackendTLSPolicy: a policy selects Services of its own namespace
+//     (targetRefs have no namespace) and reads ConfigMaps of its own
+//     namespace only. For each Service port the policy naming the port
+//     wins over one naming the whole Service; among policies naming the
+//     same target the older wins (creationTimestamp, then namespace/name),
+//     the others are Conflicted. Only the winner's TLS applies. A policy
+//     with no valid CA certificate (NoValidCACertificate), an unknown
+//     wellKnownCACertificates value, an invalid hostname or subject alt
+//     name, or any options (none is supported) is Accepted=False and its
+//     Service ports get Cluster.TLS.Invalid: connections fail, never
+//     plaintext. Some invalid caCertificateRefs among valid ones:
+//     ResolvedRefs=False, Accepted=True, only the valid CAs are trusted.
+//     Status has one ancestor per Gateway of ours whose IR has a cluster
+//     the policy selects (at most 16), with Accepted and ResolvedRefs.
+//   - Gateway spec.tls.backend.clientCertificateRef: a TLS Secret (another
+//     namespace's needs a ReferenceGrant) presented to every TLS backend
+//     of the Gateway; the Gateway gets a ResolvedRefs condition only when
+//     it names one (False: InvalidClientCertificateRef or RefNotPermitted,
+//     and nothing is presented), and stays Accepted either way.
 //
 // Translate is made of pure functions: compileRoute turns one route into
 // IR templates given the Services and ReferenceGrants it names, and
@@ -92,7 +111,9 @@ Copyright The shardgate Authors.
 // The incremental Translator is a layer over them, fed by a Store: the
 // event handlers put objects into the Store, which marks at insert time
 // exactly the routes and Gateways a change affects (reverse indexes from
-// Services, ReferenceGrants, Secrets, Namespaces and Gateways), and the
+// Services, ReferenceGrants, Secrets, Namespaces and Gateways; a
+// BackendTLSPolicy, or a ConfigMap one names, marks the clusters of the
+// Services it selects and its resolution), and the
 // Translator redoes only those. Its memory is keyed by route and Gateway
 // names and invalidated by the Store's marks, never by object identity.
 package gatewayapi

@@ -310,7 +310,65 @@ func fuzzInput(data []byte, cert, key []byte) *Input {
 			in.ReferenceGrants = append(in.ReferenceGrants, g)
 		}
 	}
+	fuzzBackendTLS(c, in, cert, t0)
 	return in
+}
+
+// fuzzBackendTLS adds BackendTLSPolicies, their CA ConfigMaps and Gateway
+// backend client certificates.
+func fuzzBackendTLS(c *choices, in *Input, cert []byte, t0 time.Time) {
+	for _, gw := range in.Gateways {
+		if c.n(4) != 0 {
+			continue
+		}
+		ref := &gatewayv1.SecretObjectReference{Name: gatewayv1.ObjectName(pick(c, fzSecrets))}
+		if c.n(4) == 0 {
+			ref.Namespace = ptrTo(gatewayv1.Namespace(pick(c, fzNamespaces)))
+		}
+		if c.n(6) == 0 {
+			ref.Kind = ptrTo(gatewayv1.Kind("ConfigMap"))
+		}
+		gw.Spec.TLS = &gatewayv1.GatewayTLSConfig{Backend: &gatewayv1.GatewayBackendTLS{ClientCertificateRef: ref}}
+	}
+	for _, ns := range fzNamespaces {
+		switch c.n(3) {
+		case 0:
+			in.ConfigMaps = append(in.ConfigMaps, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ca", Namespace: ns},
+				Data: map[string]string{caCertKey: string(cert)}})
+		case 1:
+			in.ConfigMaps = append(in.ConfigMaps, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ca", Namespace: ns},
+				Data: map[string]string{caCertKey: "garbage"}})
+		}
+		for _, name := range []string{"pol-a", "pol-b", "pol-c"} {
+			if c.n(3) == 0 {
+				continue
+			}
+			p := &gatewayv1.BackendTLSPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Generation: int64(1 + c.n(3)),
+				CreationTimestamp: metav1.NewTime(t0.Add(time.Duration(c.n(3)) * time.Minute))}}
+			t := gatewayv1.LocalPolicyTargetReferenceWithSectionName{LocalPolicyTargetReference: gatewayv1.LocalPolicyTargetReference{
+				Kind: "Service", Name: gatewayv1.ObjectName(pick(c, fzServices))}}
+			if c.n(3) == 0 {
+				t.SectionName = ptrTo(gatewayv1.SectionName(pick(c, []string{"p80", "p9000", "nope"})))
+			}
+			if c.n(8) == 0 {
+				t.Kind = "ConfigMap"
+			}
+			p.Spec.TargetRefs = []gatewayv1.LocalPolicyTargetReferenceWithSectionName{t}
+			p.Spec.Validation.Hostname = gatewayv1.PreciseHostname(pick(c, []string{"backend.example.com", "other.example.com", "*.bad"}))
+			switch c.n(4) {
+			case 0:
+				p.Spec.Validation.WellKnownCACertificates = ptrTo(gatewayv1.WellKnownCACertificatesType(pick(c, []string{"System", "example.com/mine"})))
+			default:
+				p.Spec.Validation.CACertificateRefs = []gatewayv1.LocalObjectReference{{Kind: gatewayv1.Kind(pick(c, []string{"ConfigMap", "ConfigMap", "Secret"})),
+					Name: gatewayv1.ObjectName(pick(c, []string{"ca", "ca", "missing"}))}}
+			}
+			if c.n(3) == 0 {
+				p.Spec.Validation.SubjectAltNames = []gatewayv1.SubjectAltName{{Type: gatewayv1.HostnameSubjectAltNameType, Hostname: "san.example.com"},
+					{Type: gatewayv1.URISubjectAltNameType, URI: "spiffe://cluster.local/ns/x/sa/y"}}
+			}
+			in.BackendTLSPolicies = append(in.BackendTLSPolicies, p)
+		}
+	}
 }
 
 // checkReferences asserts the IR is self-consistent: every cluster and

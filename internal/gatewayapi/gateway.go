@@ -198,6 +198,9 @@ func (idx *Index) gatewayStatus(gw *gatewayv1.Gateway, listeners []*listenerStat
 	gwProgrammed := programmed.Status == metav1.ConditionTrue
 
 	st := gatewayv1.GatewayStatus{Conditions: []metav1.Condition{accepted, programmed}}
+	if refs := idx.gatewayResolvedRefs(gw); refs != nil {
+		st.Conditions = append(st.Conditions, *refs)
+	}
 	for _, a := range rt.Addresses {
 		st.Addresses = append(st.Addresses, *a.DeepCopy())
 	}
@@ -558,7 +561,7 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 			}
 			done[k] = true
 			for _, b := range a.route.backends {
-				idx.addCluster(clusters, b)
+				idx.addCluster(gw, clusters, b)
 			}
 		}
 	}
@@ -570,6 +573,10 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 		if s, ok := secrets[name]; ok {
 			out.Secrets = append(out.Secrets, *s)
 		}
+	}
+	// The backend client certificate, presented to TLS backends.
+	if cc := idx.backendClientCert(gw); cc.secret != "" && !usedSecrets[cc.secret] {
+		out.Secrets = append(out.Secrets, ir.Secret{Name: cc.secret, Cert: cc.cert, Key: cc.key})
 	}
 	sort.Slice(out.Secrets, func(i, j int) bool { return out.Secrets[i].Name < out.Secrets[j].Name })
 	build.emitted = emitted

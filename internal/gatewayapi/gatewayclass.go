@@ -61,6 +61,9 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportGRPCRouteNamedRouteRule,
 	features.SupportTLSRoute,
 	features.SupportTLSRouteModeTerminate,
+	features.SupportBackendTLSPolicy,
+	features.SupportBackendTLSPolicySANValidation,
+	features.SupportGatewayBackendClientCertificate,
 }
 
 func supportedFeatureStatus() []gatewayv1.SupportedFeature {

@@ -37,6 +37,8 @@ var update = flag.Bool("update", false, "rewrite the golden *.out.yaml files")
 //   - A multi-document YAML of Kubernetes objects, decoded by kind.
 //   - A Secret annotated test.shardgate.io/cert: valid gets tls.crt and
 //     tls.key filled from testdata/tls.crt and testdata/tls.key.
+//   - A ConfigMap annotated test.shardgate.io/ca: valid gets ca.crt filled
+//     from testdata/tls.crt.
 //   - Runtime facts use a document of the pseudo kind GatewayRuntime
 //     (apiVersion test.shardgate.io/v1), named like the Gateway, with the
 //     fields of GatewayRuntime at the top level: addresses, addressReason,
@@ -147,6 +149,20 @@ func decodeInput(raw []byte) (*Input, error) {
 			o := &shardgatev1alpha1.GatewayParameters{}
 			err = into(o)
 			in.GatewayParameters = append(in.GatewayParameters, o)
+		case "BackendTLSPolicy":
+			o := &gatewayv1.BackendTLSPolicy{}
+			err = into(o)
+			in.BackendTLSPolicies = append(in.BackendTLSPolicies, o)
+		case "ConfigMap":
+			o := &corev1.ConfigMap{}
+			err = into(o)
+			if o.Annotations["test.shardgate.io/ca"] == "valid" {
+				if o.Data == nil {
+					o.Data = map[string]string{}
+				}
+				o.Data["ca.crt"] = string(crt)
+			}
+			in.ConfigMaps = append(in.ConfigMaps, o)
 		case "GatewayRuntime":
 			o := &runtimeDoc{}
 			if err = yaml.Unmarshal([]byte(doc), o); err == nil {
@@ -177,12 +193,13 @@ func stripComments(doc string) string {
 }
 
 type goldenOutput struct {
-	GatewayClasses  map[string]gatewayv1.GatewayClassStatus  `json:"gatewayClasses,omitempty"`
-	GatewayStatus   map[string]gatewayv1.GatewayStatus       `json:"gatewayStatus,omitempty"`
-	HTTPRouteStatus map[string][]gatewayv1.RouteParentStatus `json:"httpRouteStatus,omitempty"`
-	GRPCRouteStatus map[string][]gatewayv1.RouteParentStatus `json:"grpcRouteStatus,omitempty"`
-	TLSRouteStatus  map[string][]gatewayv1.RouteParentStatus `json:"tlsRouteStatus,omitempty"`
-	Gateways        []*ir.Gateway                            `json:"gateways,omitempty"`
+	GatewayClasses  map[string]gatewayv1.GatewayClassStatus     `json:"gatewayClasses,omitempty"`
+	GatewayStatus   map[string]gatewayv1.GatewayStatus          `json:"gatewayStatus,omitempty"`
+	HTTPRouteStatus map[string][]gatewayv1.RouteParentStatus    `json:"httpRouteStatus,omitempty"`
+	GRPCRouteStatus map[string][]gatewayv1.RouteParentStatus    `json:"grpcRouteStatus,omitempty"`
+	TLSRouteStatus  map[string][]gatewayv1.RouteParentStatus    `json:"tlsRouteStatus,omitempty"`
+	PolicyStatus    map[string][]gatewayv1.PolicyAncestorStatus `json:"backendTLSPolicyStatus,omitempty"`
+	Gateways        []*ir.Gateway                               `json:"gateways,omitempty"`
 }
 
 func nnMap[V any](m map[types.NamespacedName]V) map[string]V {
@@ -214,6 +231,7 @@ func renderOutput(t testing.TB, out *Output, full bool) []byte {
 		HTTPRouteStatus: nnMap(maps.Collect(out.HTTPRouteStatus.All())),
 		GRPCRouteStatus: nnMap(maps.Collect(out.GRPCRouteStatus.All())),
 		TLSRouteStatus:  nnMap(maps.Collect(out.TLSRouteStatus.All())),
+		PolicyStatus:    nnMap(out.BackendTLSPolicyStatus),
 	}
 	if len(g.GatewayClasses) == 0 {
 		g.GatewayClasses = nil
@@ -226,6 +244,16 @@ func renderOutput(t testing.TB, out *Output, full bool) []byte {
 	}
 	for _, gw := range out.Gateways {
 		c := *gw
+		c.Clusters = nil
+		for _, cl := range gw.Clusters {
+			if cl.TLS != nil && cl.TLS.CACertificates != "" {
+				cc, tls := *cl, *cl.TLS
+				tls.CACertificates = string(digest([]byte(tls.CACertificates)))
+				cc.TLS = &tls
+				cl = &cc
+			}
+			c.Clusters = append(c.Clusters, cl)
+		}
 		c.Secrets = nil
 		for _, s := range gw.Secrets {
 			c.Secrets = append(c.Secrets, ir.Secret{Name: s.Name, Cert: digest(s.Cert), Key: digest(s.Key)})
@@ -298,6 +326,10 @@ func reversed(in *Input) *Input {
 	slices.Reverse(c.Namespaces)
 	c.GatewayParameters = slices.Clone(in.GatewayParameters)
 	slices.Reverse(c.GatewayParameters)
+	c.BackendTLSPolicies = slices.Clone(in.BackendTLSPolicies)
+	slices.Reverse(c.BackendTLSPolicies)
+	c.ConfigMaps = slices.Clone(in.ConfigMaps)
+	slices.Reverse(c.ConfigMaps)
 	return &c
 }
 

@@ -50,6 +50,7 @@ type Translator struct {
 	compiled  map[RouteKey]*compiledRoute
 	endpoints map[types.NamespacedName][]portEndpoints
 	gateways  map[types.NamespacedName]*gwState
+	policies  map[types.NamespacedName]*resolvedPolicy
 	facts     Facts
 	last      *Output
 	seq       uint64
@@ -70,6 +71,7 @@ func NewTranslator(s *Store) *Translator {
 		compiled:  map[RouteKey]*compiledRoute{},
 		endpoints: map[types.NamespacedName][]portEndpoints{},
 		gateways:  map[types.NamespacedName]*gwState{},
+		policies:  map[types.NamespacedName]*resolvedPolicy{},
 	}
 }
 
@@ -88,7 +90,11 @@ func (t *Translator) Translate(f Facts) *Output {
 	for k := range d.Routes {
 		delete(t.compiled, k)
 	}
+	for k := range d.Policies {
+		delete(t.policies, k)
+	}
 	idx := storeIndex(s, f, t.endpoints)
+	idx.policyCache = t.policies
 	t.seq++
 	var out *Output
 	if t.last == nil || d.All || !sameFacts(f, t.facts) {
@@ -96,6 +102,7 @@ func (t *Translator) Translate(f Facts) *Output {
 	} else {
 		out = t.translateChanges(idx, d)
 	}
+	out.BackendTLSPolicyStatus = t.policyStatuses(idx)
 	t.facts = f
 	out.Seq = t.seq
 	t.last = out
@@ -274,6 +281,28 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 	return out
 }
 
+// policyStatuses is Index.policyStatuses over the Gateways' states: the
+// Services each one's clusters use are indexed there already.
+func (t *Translator) policyStatuses(idx *Index) PolicyStatuses {
+	if len(idx.policies) == 0 {
+		return nil
+	}
+	var served []types.NamespacedName
+	for _, gw := range idx.gateways {
+		k := nn(gw.Namespace, gw.Name)
+		if st := t.gateways[k]; st != nil && st.result.IR != nil {
+			served = append(served, k)
+		}
+	}
+	return idx.policyStatuses(served, func(gw, svc types.NamespacedName) []string {
+		var out []string
+		for c := range t.gateways[gw].bySvc[svc].all() {
+			out = append(out, c)
+		}
+		return out
+	})
+}
+
 // assemble translates gw in full and records its state; the routes of its
 // previous and new state are merged again.
 func (t *Translator) assemble(idx *Index, gw *gatewayv1.Gateway, prev *gwState, remerge set[RouteKey]) *GatewayResult {
@@ -335,11 +364,16 @@ func Relevant(oldObj, newObj client.Object) bool {
 	}
 	switch n := newObj.(type) {
 	case *gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute,
-		*gatewayv1.TLSRoute, *gatewayv1beta1.ReferenceGrant, *shardgatev1alpha1.GatewayParameters:
+		*gatewayv1.TLSRoute, *gatewayv1beta1.ReferenceGrant, *shardgatev1alpha1.GatewayParameters,
+		*gatewayv1.BackendTLSPolicy:
 		return oldObj.GetGeneration() != newObj.GetGeneration() || newObj.GetGeneration() == 0
 	case *corev1.Service:
 		o, ok := oldObj.(*corev1.Service)
 		return !ok || !equality.Semantic.DeepEqual(o.Spec.Ports, n.Spec.Ports)
+	case *corev1.ConfigMap:
+		// Only a CA bundle is read.
+		o, ok := oldObj.(*corev1.ConfigMap)
+		return !ok || o.Data[caCertKey] != n.Data[caCertKey]
 	case *corev1.Secret:
 		o, ok := oldObj.(*corev1.Secret)
 		return !ok || o.Type != n.Type || !equality.Semantic.DeepEqual(o.Data, n.Data)

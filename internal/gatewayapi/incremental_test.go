@@ -55,6 +55,7 @@ type plainOutput struct {
 	HTTPRouteStatus map[types.NamespacedName][]gatewayv1.RouteParentStatus
 	GRPCRouteStatus map[types.NamespacedName][]gatewayv1.RouteParentStatus
 	TLSRouteStatus  map[types.NamespacedName][]gatewayv1.RouteParentStatus
+	PolicyStatus    PolicyStatuses
 }
 
 func bare(o *Output) plainOutput {
@@ -63,6 +64,7 @@ func bare(o *Output) plainOutput {
 		HTTPRouteStatus: plainStatuses(o.HTTPRouteStatus),
 		GRPCRouteStatus: plainStatuses(o.GRPCRouteStatus),
 		TLSRouteStatus:  plainStatuses(o.TLSRouteStatus),
+		PolicyStatus:    o.BackendTLSPolicyStatus,
 	}
 }
 
@@ -104,6 +106,8 @@ func events(st *Store, prev, next *Input) []func() {
 	kind(objs(prev.Secrets), objs(next.Secrets))
 	kind(objs(prev.Namespaces), objs(next.Namespaces))
 	kind(objs(prev.GatewayParameters), objs(next.GatewayParameters))
+	kind(objs(prev.BackendTLSPolicies), objs(next.BackendTLSPolicies))
+	kind(objs(prev.ConfigMaps), objs(next.ConfigMaps))
 	return out
 }
 
@@ -221,6 +225,12 @@ func stamp(in *Input, rv *int) {
 	for _, o := range in.GatewayParameters {
 		set(o)
 	}
+	for _, o := range in.BackendTLSPolicies {
+		set(o)
+	}
+	for _, o := range in.ConfigMaps {
+		set(o)
+	}
 }
 
 var plainHosts = []string{"foo.example.com", "bar.example.com", "a.b.example.com", "x.example.com", "FOO.example.com"}
@@ -244,6 +254,7 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 	}
 	rv := 0
 	var stats TranslatorStats
+	tlsClusters, policyAncestors := 0, 0
 	for seed := range seeds {
 		r := rand.New(rand.NewPCG(uint64(seed), 7))
 		data := func() []byte {
@@ -283,6 +294,8 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			in.Secrets = mix(r, nil, in.Secrets, 0, 1)
 			in.Namespaces = mix(r, nil, in.Namespaces, 0, 1)
 			in.GatewayParameters = mix(r, nil, in.GatewayParameters, 0, 1)
+			in.BackendTLSPolicies = mix(r, nil, in.BackendTLSPolicies, 0, 1)
+			in.ConfigMaps = mix(r, nil, in.ConfigMaps, 0, 1)
 			// A third of the seeds have shards, whose routes must be owned.
 			if seed%3 == 1 {
 				in.Ownership = randomOwnership(r)
@@ -304,6 +317,14 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			if !sameOutput(got, want) {
 				t.Fatalf("seed %d step %d: the Translator's output differs from Translate's (stats %+v):\n%s", seed, step, tr.Stats, cmp.Diff(bare(want), bare(got)))
 			}
+			for _, g := range want.Gateways {
+				for _, c := range g.Clusters {
+					if c.TLS != nil {
+						tlsClusters++
+					}
+				}
+			}
+			policyAncestors += len(want.BackendTLSPolicyStatus)
 			// A second translation with nothing changed, all from memory.
 			if again := tr.Translate(FactsOf(in)); !sameOutput(again, want) || len(again.StatusChanged) != 0 {
 				t.Fatalf("seed %d step %d: a repeated translation differs (%d changed)", seed, step, len(again.StatusChanged))
@@ -367,6 +388,14 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 				}
 				in = next
 				continue
+			case 7:
+				// BackendTLSPolicy churn: policies and CA ConfigMaps
+				// added, replaced and removed, some status-only.
+				next.BackendTLSPolicies = mix(r, in.BackendTLSPolicies, fresh.BackendTLSPolicies, 0.6, 0.4)
+				next.ConfigMaps = mix(r, in.ConfigMaps, fresh.ConfigMaps, 0.6, 0.4)
+				next.BackendTLSPolicies = statusOnly(r, next.BackendTLSPolicies, &rv)
+				in = next
+				continue
 			}
 			next.GatewayClasses = mix(r, in.GatewayClasses, fresh.GatewayClasses, 0.97, 0.05)
 			next.Gateways = mix(r, in.Gateways, fresh.Gateways, keep, add/2)
@@ -379,6 +408,8 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			next.Secrets = mix(r, in.Secrets, fresh.Secrets, keep, add/2)
 			next.Namespaces = mix(r, in.Namespaces, fresh.Namespaces, 0.97, 0.1)
 			next.GatewayParameters = mix(r, in.GatewayParameters, fresh.GatewayParameters, keep, add/2)
+			next.BackendTLSPolicies = mix(r, in.BackendTLSPolicies, fresh.BackendTLSPolicies, keep, add/2)
+			next.ConfigMaps = mix(r, in.ConfigMaps, fresh.ConfigMaps, keep, add/2)
 			if step%7 == 6 {
 				next.Runtime = fresh.Runtime
 			}
@@ -391,7 +422,10 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 		stats.Patched += tr.Stats.Patched
 		stats.Reused += tr.Stats.Reused
 	}
-	t.Logf("Gateway translations: %+v", stats)
+	t.Logf("Gateway translations: %+v; TLS clusters %d, policies with ancestors %d", stats, tlsClusters, policyAncestors)
+	if tlsClusters == 0 || policyAncestors == 0 {
+		t.Errorf("the edits never produced a TLS cluster (%d) or a policy status (%d)", tlsClusters, policyAncestors)
+	}
 	if stats.Patched == 0 || stats.Reused == 0 {
 		t.Errorf("the edits never exercised a patch or a reuse: %+v", stats)
 	}

@@ -45,6 +45,16 @@ type Index struct {
 	runtime        map[types.NamespacedName]GatewayRuntime
 	shardRefusals  map[types.NamespacedName]string
 	ownership      *Ownership
+	// BackendTLSPolicies and the ConfigMaps they may read.
+	policies   []*gatewayv1.BackendTLSPolicy
+	configMaps map[types.NamespacedName]*corev1.ConfigMap
+	// Resolved once per Index, on first use.
+	btls        *backendTLS
+	clientCerts map[types.NamespacedName]clientCert
+	// policyCache, over a Store, keeps each policy's resolution across
+	// translations; the Translator drops an entry when the policy or a
+	// ConfigMap it names changes.
+	policyCache map[types.NamespacedName]*resolvedPolicy
 
 	// Routes by the Gateway their parentRefs name (NewIndex only; an
 	// Index over a Store finds them in the Store).
@@ -81,6 +91,13 @@ func NewIndex(in *Input) *Index {
 		shardRefusals:  in.ShardRefusals,
 		ownership:      in.Ownership,
 		endpoints:      map[types.NamespacedName][]portEndpoints{},
+		policies:       in.BackendTLSPolicies,
+		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
+	}
+	for _, cm := range in.ConfigMaps {
+		if cm != nil {
+			idx.configMaps[nn(cm.Namespace, cm.Name)] = cm
+		}
 	}
 	for _, ns := range in.Namespaces {
 		if ns != nil {
@@ -165,6 +182,8 @@ func storeIndex(s *Store, f Facts, endpoints map[types.NamespacedName][]portEndp
 		shardRefusals:  f.ShardRefusals,
 		ownership:      f.Ownership,
 		endpoints:      endpoints,
+		policies:       s.policyObjs.list,
+		configMaps:     s.configMaps,
 	}
 	idx.addClassesAndGateways(s.classes.list, s.gateways.list)
 	return idx

@@ -117,8 +117,9 @@ func (st *gwState) removeClusterRefs(cr *compiledRoute) {
 }
 
 // cluster is the IR of a cluster in use.
-func (idx *Index) clusterOf(name string, u *clusterUse) *ir.Cluster {
+func (idx *Index) clusterOf(gw *gatewayv1.Gateway, name string, u *clusterUse) *ir.Cluster {
 	c := &ir.Cluster{Name: name, Protocol: ir.ClusterTCP, WebSocket: u.ws > 0, Endpoints: idx.endpointsFor(u.b)}
+	idx.applyBackendTLS(gw, c, u.b)
 	switch {
 	case u.ranks[2] > 0:
 		c.Protocol = ir.ClusterH2C
@@ -329,7 +330,7 @@ func (idx *Index) patchIR(st *gwState, affected map[*vhostGroup]map[string]bool,
 				}
 				continue
 			}
-			c := idx.clusterOf(name, u)
+			c := idx.clusterOf(st.gw, name, u)
 			switch {
 			case found && sameCluster(next[i], c):
 				// A route changed but not the cluster: the previous
@@ -351,7 +352,8 @@ func (idx *Index) patchIR(st *gwState, affected map[*vhostGroup]map[string]bool,
 }
 
 func sameCluster(a, b *ir.Cluster) bool {
-	return a.Name == b.Name && a.Protocol == b.Protocol && a.WebSocket == b.WebSocket && slices.Equal(a.Endpoints, b.Endpoints)
+	return a.Name == b.Name && a.Protocol == b.Protocol && a.WebSocket == b.WebSocket && slices.Equal(a.Endpoints, b.Endpoints) &&
+		ir.SameUpstreamTLS(a.TLS, b.TLS)
 }
 
 func sortedKeys[V any](m map[RouteKey]V) []RouteKey {

@@ -52,6 +52,8 @@ type Store struct {
 	secretObjs objects[corev1.Secret]
 	nsObjs     objects[corev1.Namespace]
 	paramObjs  objects[shardgatev1alpha1.GatewayParameters]
+	policyObjs objects[gatewayv1.BackendTLSPolicy]
+	cmObjs     objects[corev1.ConfigMap]
 
 	// The lookup maps an Index reads, kept up to date per event.
 	services   map[types.NamespacedName]*corev1.Service
@@ -60,6 +62,7 @@ type Store struct {
 	grants     map[string][]*gatewayv1beta1.ReferenceGrant // by namespace
 	namespaces map[string]*corev1.Namespace
 	params     map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters
+	configMaps map[types.NamespacedName]*corev1.ConfigMap
 
 	// Reverse indexes, and what each object was indexed under.
 	routeDeps      map[RouteKey]deps
@@ -71,6 +74,8 @@ type Store struct {
 	gwsBySecret    map[types.NamespacedName]refs[types.NamespacedName]
 	gwsByGrant     map[string]refs[types.NamespacedName]
 	gwsByNS        map[string]refs[types.NamespacedName]
+	policyDeps     map[types.NamespacedName]policyDeps
+	policiesByCM   map[types.NamespacedName]refs[types.NamespacedName]
 	dirty          dirtySet
 	relevantChecks int // Relevant calls, for tests
 }
@@ -84,12 +89,17 @@ type dirtySet struct {
 	Routes set[RouteKey]
 	// Gateways must be translated again in full.
 	Gateways set[types.NamespacedName]
-	// Endpoints: the Services whose EndpointSlices (or ports) changed.
+	// Endpoints: the Services whose EndpointSlices (or ports) changed, or
+	// whose BackendTLSPolicy (or its CA ConfigMaps) did: their clusters
+	// are built again.
 	Endpoints set[types.NamespacedName]
+	// Policies: the BackendTLSPolicies to resolve again.
+	Policies set[types.NamespacedName]
 }
 
 func newDirty() dirtySet {
-	return dirtySet{Routes: set[RouteKey]{}, Gateways: set[types.NamespacedName]{}, Endpoints: set[types.NamespacedName]{}}
+	return dirtySet{Routes: set[RouteKey]{}, Gateways: set[types.NamespacedName]{}, Endpoints: set[types.NamespacedName]{},
+		Policies: set[types.NamespacedName]{}}
 }
 
 type set[K comparable] map[K]struct{}
@@ -171,6 +181,9 @@ func NewStore(controllerName string) *Store {
 		grants:         map[string][]*gatewayv1beta1.ReferenceGrant{},
 		namespaces:     map[string]*corev1.Namespace{},
 		params:         map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters{},
+		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
+		policyDeps:     map[types.NamespacedName]policyDeps{},
+		policiesByCM:   map[types.NamespacedName]refs[types.NamespacedName]{},
 		routeDeps:      map[RouteKey]deps{},
 		gatewayDeps:    map[types.NamespacedName]deps{},
 		routesBySvc:    map[types.NamespacedName]refs[RouteKey]{},
@@ -260,6 +273,21 @@ func (s *Store) Upsert(obj client.Object) bool {
 		}
 		s.namespaceChanged(k.Name)
 		return true
+	case *gatewayv1.BackendTLSPolicy:
+		old := s.policyObjs.put(k, o)
+		if !s.relevant(old, o) {
+			return false
+		}
+		s.policyChanged(k, o)
+		return true
+	case *corev1.ConfigMap:
+		old := s.cmObjs.put(k, o)
+		s.configMaps[k] = o
+		if !s.relevant(old, o) {
+			return false
+		}
+		s.configMapChanged(k)
+		return true
 	}
 	return false
 }
@@ -328,6 +356,17 @@ func (s *Store) Delete(obj client.Object) bool {
 		}
 		delete(s.namespaces, k.Name)
 		s.namespaceChanged(k.Name)
+	case *gatewayv1.BackendTLSPolicy:
+		if s.policyObjs.remove(k, objKey[gatewayv1.BackendTLSPolicy]) == nil {
+			return false
+		}
+		s.policyChanged(k, nil)
+	case *corev1.ConfigMap:
+		if s.cmObjs.remove(k, objKey[corev1.ConfigMap]) == nil {
+			return false
+		}
+		delete(s.configMaps, k)
+		s.configMapChanged(k)
 	default:
 		return false
 	}
@@ -378,6 +417,10 @@ func isNil(o client.Object) bool {
 	case *corev1.Namespace:
 		return o == nil
 	case *shardgatev1alpha1.GatewayParameters:
+		return o == nil
+	case *gatewayv1.BackendTLSPolicy:
+		return o == nil
+	case *corev1.ConfigMap:
 		return o == nil
 	}
 	return false
@@ -539,6 +582,17 @@ func (s *Store) indexGateway(gw *gatewayv1.Gateway) {
 			}
 		}
 	}
+	if gw.Spec.TLS != nil && gw.Spec.TLS.Backend != nil && gw.Spec.TLS.Backend.ClientCertificateRef != nil {
+		ref := gw.Spec.TLS.Backend.ClientCertificateRef
+		ns := gw.Namespace
+		if ref.Namespace != nil && *ref.Namespace != "" {
+			ns = string(*ref.Namespace)
+		}
+		d.secrets = appendUnique(d.secrets, nn(ns, string(ref.Name)))
+		if ns != gw.Namespace {
+			d.grantNS = appendUnique(d.grantNS, ns)
+		}
+	}
 	for _, sec := range d.secrets {
 		addTo(s.gwsBySecret, sec, k)
 	}
@@ -597,22 +651,24 @@ func (s *Store) Input(f Facts) *Input {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return &Input{
-		ControllerName:    s.controllerName,
-		GatewayClasses:    s.classes.snapshot(),
-		Gateways:          s.gateways.snapshot(),
-		HTTPRoutes:        s.http.snapshot(),
-		GRPCRoutes:        s.grpc.snapshot(),
-		TLSRoutes:         s.tls.snapshot(),
-		ReferenceGrants:   s.grantObjs.snapshot(),
-		Services:          s.svcObjs.snapshot(),
-		EndpointSlices:    s.sliceObjs.snapshot(),
-		Secrets:           s.secretObjs.snapshot(),
-		Namespaces:        s.nsObjs.snapshot(),
-		GatewayParameters: s.paramObjs.snapshot(),
-		Runtime:           f.Runtime,
-		ShardRefusals:     f.ShardRefusals,
-		Ownership:         f.Ownership,
-		RouteByKey:        s.Route,
+		ControllerName:     s.controllerName,
+		GatewayClasses:     s.classes.snapshot(),
+		Gateways:           s.gateways.snapshot(),
+		HTTPRoutes:         s.http.snapshot(),
+		GRPCRoutes:         s.grpc.snapshot(),
+		TLSRoutes:          s.tls.snapshot(),
+		ReferenceGrants:    s.grantObjs.snapshot(),
+		Services:           s.svcObjs.snapshot(),
+		EndpointSlices:     s.sliceObjs.snapshot(),
+		Secrets:            s.secretObjs.snapshot(),
+		Namespaces:         s.nsObjs.snapshot(),
+		GatewayParameters:  s.paramObjs.snapshot(),
+		BackendTLSPolicies: s.policyObjs.snapshot(),
+		ConfigMaps:         s.cmObjs.snapshot(),
+		Runtime:            f.Runtime,
+		ShardRefusals:      f.ShardRefusals,
+		Ownership:          f.Ownership,
+		RouteByKey:         s.Route,
 	}
 }
 
@@ -639,6 +695,8 @@ func (s *Store) Load(in *Input) {
 	loadKind(s, &s.svcObjs, in.Services)
 	loadKind(s, &s.sliceObjs, in.EndpointSlices)
 	loadKind(s, &s.secretObjs, in.Secrets)
+	loadKind(s, &s.cmObjs, in.ConfigMaps)
+	loadKind(s, &s.policyObjs, in.BackendTLSPolicies)
 	loadKind(s, &s.http, in.HTTPRoutes)
 	loadKind(s, &s.grpc, in.GRPCRoutes)
 	loadKind(s, &s.tls, in.TLSRoutes)

@@ -33,6 +33,10 @@ type Input struct {
 	Secrets           []*corev1.Secret
 	Namespaces        []*corev1.Namespace
 	GatewayParameters []*shardgatev1alpha1.GatewayParameters
+	// BackendTLSPolicies, and the ConfigMaps their caCertificateRefs may
+	// name (only ca.crt is read).
+	BackendTLSPolicies []*gatewayv1.BackendTLSPolicy
+	ConfigMaps         []*corev1.ConfigMap
 	// Runtime facts about each Gateway that come from outside the translator
 	// (the Envoy Service's addresses, the xDS publish result). Missing entry =
 	// nothing known yet.
@@ -69,6 +73,9 @@ type Output struct {
 	HTTPRouteStatus RouteStatuses                                    // ONLY our controller's parent entries
 	GRPCRouteStatus RouteStatuses
 	TLSRouteStatus  RouteStatuses
+	// BackendTLSPolicyStatus holds ONLY our controller's ancestor entries,
+	// for the policies that apply to a cluster of one of our Gateways.
+	BackendTLSPolicyStatus PolicyStatuses
 
 	// Seq numbers the Outputs of one Translator, from 1; Translate leaves
 	// it 0. Unless StatusAllChanged, StatusChanged lists every route whose
@@ -134,6 +141,7 @@ func translateIndex(idx *Index) *Output {
 		}
 	}
 	out.setRouteStatuses(parents)
+	out.BackendTLSPolicyStatus = idx.policyStatuses(irServices(out.Gateways))
 	return out
 }
 

@@ -311,6 +311,45 @@ type Cluster struct {
 	WebSocket bool            `json:"websocket,omitempty"`
 	// Endpoints are ready endpoints only, sorted by IP then port.
 	Endpoints []Endpoint `json:"endpoints,omitempty"`
+	// TLS, when set, makes the proxy speak TLS to the backend (a
+	// BackendTLSPolicy applies to the Service port).
+	TLS *UpstreamTLS `json:"tls,omitempty"`
+}
+
+// UpstreamTLS is how the proxy speaks TLS to a backend and verifies it.
+type UpstreamTLS struct {
+	// SNI is the server name sent; without SubjectAltNames it is also the
+	// DNS name the certificate must carry.
+	SNI string `json:"sni"`
+	// CACertificates is the PEM bundle of trusted CAs, or empty with
+	// SystemCAs.
+	CACertificates string `json:"caCertificates,omitempty"`
+	// SystemCAs trusts the proxy's system CA bundle.
+	SystemCAs bool `json:"systemCAs,omitempty"`
+	// SubjectAltNames, when set, replace SNI as the names the certificate
+	// must carry (one of them).
+	SubjectAltNames []SubjectAltName `json:"subjectAltNames,omitempty"`
+	// Invalid: the policy cannot be honoured (no valid CA certificate);
+	// every connection to the backend must fail.
+	Invalid bool `json:"invalid,omitempty"`
+	// ClientCertificate names the entry of Gateway.Secrets presented to
+	// the backend ("" for none): the Gateway's spec.tls.backend
+	// clientCertificateRef.
+	ClientCertificate string `json:"clientCertificate,omitempty"`
+}
+
+// SubjectAltNameType is the kind of a subject alternative name.
+type SubjectAltNameType string
+
+const (
+	SANHostname SubjectAltNameType = "Hostname"
+	SANURI      SubjectAltNameType = "URI"
+)
+
+// SubjectAltName is one name a backend certificate may carry.
+type SubjectAltName struct {
+	Type  SubjectAltNameType `json:"type"`
+	Value string             `json:"value"`
 }
 
 // Endpoint is one backend address.
@@ -318,4 +357,21 @@ type Endpoint struct {
 	IP    string `json:"ip"`
 	Port  int32  `json:"port"`
 	Ready bool   `json:"ready"`
+}
+
+// SameUpstreamTLS reports whether a and b are the same TLS settings.
+func SameUpstreamTLS(a, b *UpstreamTLS) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.SNI != b.SNI || a.CACertificates != b.CACertificates || a.SystemCAs != b.SystemCAs ||
+		a.Invalid != b.Invalid || a.ClientCertificate != b.ClientCertificate || len(a.SubjectAltNames) != len(b.SubjectAltNames) {
+		return false
+	}
+	for i := range a.SubjectAltNames {
+		if a.SubjectAltNames[i] != b.SubjectAltNames[i] {
+			return false
+		}
+	}
+	return true
 }

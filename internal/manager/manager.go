@@ -561,9 +561,10 @@ func (p *process) newManager() (crmanager.Manager, error) {
 
 // cacheOptions keep the informer caches small: no managedFields anywhere
 // (nothing reads them), the data of Secrets that are not TLS Secrets dropped
-// (the translator only reports their type), and Envoy Deployments,
-// ConfigMaps and ServiceAccounts cached only when shardgate manages them,
-// instead of every one in the cluster.
+// (the translator only reports their type), Envoy Deployments and
+// ServiceAccounts cached only when shardgate manages them, instead of every
+// one in the cluster, and ConfigMaps we do not manage reduced to their
+// ca.crt (what a BackendTLSPolicy's caCertificateRefs read) and labels.
 func cacheOptions() cache.Options {
 	ours := labels.SelectorFromSet(labels.Set{infra.LabelManagedBy: infra.LabelManagedByValue})
 	strip := cache.TransformStripManagedFields()
@@ -571,7 +572,7 @@ func cacheOptions() cache.Options {
 		DefaultTransform: strip,
 		ByObject: map[client.Object]cache.ByObject{
 			&appsv1.Deployment{}:     {Label: ours},
-			&corev1.ConfigMap{}:      {Label: ours},
+			&corev1.ConfigMap{}:      {Transform: func(in any) (any, error) { return strip(caBundleOnly(in)) }},
 			&corev1.ServiceAccount{}: {Label: ours},
 			&corev1.Secret{}: {Transform: func(in any) (any, error) {
 				if s, ok := in.(*corev1.Secret); ok && s.Type != corev1.SecretTypeTLS {
@@ -583,6 +584,22 @@ func cacheOptions() cache.Options {
 			}},
 		},
 	}
+}
+
+// caBundleOnly reduces a ConfigMap shardgate does not manage to what the
+// translator reads: its ca.crt (and the labels and owners every cached
+// object keeps); annotations, other keys and binary data are dropped.
+func caBundleOnly(in any) any {
+	cm, ok := in.(*corev1.ConfigMap)
+	if !ok || cm.Labels[infra.LabelManagedBy] == infra.LabelManagedByValue {
+		return in
+	}
+	ca, has := cm.Data["ca.crt"]
+	cm.Data, cm.BinaryData, cm.Annotations = nil, nil, nil
+	if has {
+		cm.Data = map[string]string{"ca.crt": ca}
+	}
+	return cm
 }
 
 func applyOverrides(cfg *config.Config, opts Options) {

@@ -3,8 +3,9 @@
 // what changed, once per object per batch.
 //
 // It writes only this controller's parts: a route's status.parents entries
-// whose controllerName is ours (others' entries are kept verbatim), and the
-// whole status of GatewayClasses and Gateways of our classes. It runs only
+// and a BackendTLSPolicy's status.ancestors entries whose controllerName is
+// ours (others' entries are kept verbatim), and the whole status of
+// GatewayClasses and Gateways of our classes. It runs only
 // on the elected leader; other replicas keep their latest desired status
 // queued so that a new leader starts writing at once.
 //

@@ -29,6 +29,8 @@ const (
 	KindHTTPRoute    Kind = "HTTPRoute"
 	KindGRPCRoute    Kind = "GRPCRoute"
 	KindTLSRoute     Kind = "TLSRoute"
+	// KindBackendTLSPolicy: only our status.ancestors entries are written.
+	KindBackendTLSPolicy Kind = "BackendTLSPolicy"
 )
 
 // Key names one object.
@@ -60,6 +62,8 @@ type Writer struct {
 	// Desired route status by kind: the translation's own immutable maps.
 	// A route absent from them has no entries of ours.
 	http, grpc, tls gatewayapi.RouteStatuses
+	// policies: the desired ancestor entries of ours per BackendTLSPolicy.
+	policies gatewayapi.PolicyStatuses
 	// checked remembers, per route, the resourceVersion and the batch of
 	// the last comparison: the same object version with a desired status
 	// unchanged since then needs no comparison (a difference found then
@@ -139,6 +143,7 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 	w.classes = out.GatewayClasses
 	w.gateways = out.GatewayStatus
 	w.http, w.grpc, w.tls = out.HTTPRouteStatus, out.GRPCRouteStatus, out.TLSRouteStatus
+	w.policies = out.BackendTLSPolicyStatus
 	w.batch++
 	// Every route's desired status may have changed, or a translation was
 	// missed: compare every route. Otherwise only the routes whose desired
@@ -161,6 +166,11 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 	}
 	for _, gw := range in.Gateways {
 		if k, ok := w.differs(gw, now, true); ok {
+			dirty = append(dirty, k)
+		}
+	}
+	for _, p := range in.BackendTLSPolicies { // few: all compared
+		if k, ok := w.differs(p, now, true); ok {
 			dirty = append(dirty, k)
 		}
 	}
@@ -285,6 +295,8 @@ func (w *Writer) forgiveFights(out *gatewayapi.Output) {
 			a, okA := w.gateways[k.NamespacedName]
 			b, okB := out.GatewayStatus[k.NamespacedName]
 			same = okA == okB && equality.Semantic.DeepEqual(a, b)
+		case KindBackendTLSPolicy:
+			same = equality.Semantic.DeepEqual(w.policies[k.NamespacedName], out.BackendTLSPolicyStatus[k.NamespacedName])
 		default:
 			next := out.RouteStatus(string(k.Kind)).At(k.NamespacedName)
 			same = equality.Semantic.DeepEqual(w.desiredRoute(k), next)
@@ -313,6 +325,9 @@ func (w *Writer) forgetGone(in *gatewayapi.Input) {
 	}
 	for _, o := range in.TLSRoutes {
 		live[Key{Kind: KindTLSRoute, NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}] = true
+	}
+	for _, o := range in.BackendTLSPolicies {
+		live[Key{Kind: KindBackendTLSPolicy, NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}] = true
 	}
 	for k := range w.written {
 		if !live[k] {
@@ -434,6 +449,9 @@ func (w *Writer) differs(obj client.Object, now time.Time, submitting bool) (Key
 	case *gatewayv1.TLSRoute:
 		k = Key{Kind: KindTLSRoute, NamespacedName: nn}
 		changed = w.routeDiffers(k, o, o.ResourceVersion, o.Status.Parents, now, submitting)
+	case *gatewayv1.BackendTLSPolicy:
+		k = Key{Kind: KindBackendTLSPolicy, NamespacedName: nn}
+		changed = w.policyDiffers(k, o, now)
 	}
 	return k, changed
 }
@@ -610,6 +628,9 @@ func (w *Writer) object(k Key) (client.Object, func(time.Time) bool) {
 			gw.Status, changed = MergeGateway(gw.Status, desired, now)
 			return changed
 		}
+	}
+	if k.Kind == KindBackendTLSPolicy {
+		return w.policyObject(k)
 	}
 	desired := w.desiredRoute(k)
 	var obj client.Object

@@ -179,6 +179,7 @@ func (c *Checker) Check(r *Resources) error {
 	for _, l := range r.Listeners {
 		e.errs = append(e.errs, listenerReferences(l, c.clusterSet, routes, secrets)...)
 	}
+	e.errs = append(e.errs, clusterSecretReferences(r.Clusters, secrets)...)
 	c.prune(r, e.touched+2*(len(r.Clusters)+len(r.Endpoints))) // each with its wire form
 	if len(e.errs) > 0 {
 		c.reset()

@@ -83,4 +83,12 @@ Copyright The shardgate Authors.
 //   - A port with nothing to serve (HTTPS without TLS servers, TLS without
 //     routes) gets no listener: Envoy refuses a listener without chains.
 //   - Route.SessionPersistence is not translated yet.
+//   - A cluster with TLS (a BackendTLSPolicy) gets an UpstreamTlsContext:
+//     the SNI, the CA bundle inline (or the image's system bundle,
+//     SystemCABundle), match_typed_subject_alt_names (the subject alt
+//     names, else the SNI as an exact DNS name; a wildcard certificate
+//     matches as Envoy matches DNS SANs), ALPN h2 for H2C clusters, and the
+//     Gateway's backend client certificate by SDS. A cluster whose policy
+//     cannot be honoured (TLS.Invalid) has no transport socket and an empty
+//     load assignment: requests get 503, never plaintext.
 package translate

@@ -17,6 +17,11 @@ import (
 // answers 503 rather than waiting.
 func loadAssignment(c *ir.Cluster) *endpointv3.ClusterLoadAssignment {
 	cla := &endpointv3.ClusterLoadAssignment{ClusterName: c.Name}
+	if c.TLS != nil && c.TLS.Invalid {
+		// A BackendTLSPolicy that cannot be honoured: no endpoint, so
+		// every request fails (503) instead of going out in plaintext.
+		return cla
+	}
 	var lbs []*endpointv3.LbEndpoint
 	for _, e := range c.Endpoints {
 		if !e.Ready {

@@ -345,5 +345,5 @@ func sameCluster(a, b *ir.Cluster) bool {
 // sameClusterConfig: the same Cluster message (which does not carry the
 // endpoints).
 func sameClusterConfig(a, b *ir.Cluster) bool {
-	return a.Name == b.Name && a.Protocol == b.Protocol && a.WebSocket == b.WebSocket
+	return a.Name == b.Name && a.Protocol == b.Protocol && a.WebSocket == b.WebSocket && ir.SameUpstreamTLS(a.TLS, b.TLS)
 }

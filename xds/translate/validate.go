@@ -130,6 +130,7 @@ func CheckReferences(r *Resources) error {
 	for _, l := range r.Listeners {
 		errs = append(errs, listenerReferences(l, clusters, routes, secrets)...)
 	}
+	errs = append(errs, clusterSecretReferences(r.Clusters, secrets)...)
 	for _, rc := range r.Routes {
 		errs = append(errs, routeReferences(rc, clusters)...)
 	}
@@ -165,6 +166,31 @@ func clusterReferences(r *Resources, fail func(string, ...any)) map[string]bool 
 		}
 	}
 	return clusters
+}
+
+// clusterSecretReferences checks that the SDS secrets upstream TLS
+// contexts name (a Gateway's backend client certificate) exist.
+func clusterSecretReferences(clusters []*clusterv3.Cluster, secrets map[string]bool) []error {
+	var errs []error
+	for _, c := range clusters {
+		ts := c.GetTransportSocket()
+		if ts == nil {
+			continue
+		}
+		msg, err := ts.GetTypedConfig().UnmarshalNew()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cluster %q: transport socket: %w", c.GetName(), err))
+			continue
+		}
+		if tls, ok := msg.(*tlsv3.UpstreamTlsContext); ok {
+			for _, s := range tls.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs() {
+				if !secrets[s.GetName()] {
+					errs = append(errs, fmt.Errorf("cluster %q: secret %q not found", c.GetName(), s.GetName()))
+				}
+			}
+		}
+	}
+	return errs
 }
 
 func listenerReferences(l *listenerv3.Listener, clusters, routes, secrets map[string]bool) []error {
