@@ -18,8 +18,10 @@ import (
 // translator (and the IR it emits) implements it in full; the conformance
 // suite reads this list to decide which tests to run.
 //
-// Deliberately absent: GatewayInfrastructure (labels/annotations are the
-// infra package's), GatewayAddressEmpty, HTTPRouteDestinationPortMatching,
+// GatewayInfrastructure's labels and annotations are the infra package's
+// (internal/infra/metadata.go).
+//
+// Deliberately absent: GatewayAddressEmpty, HTTPRouteDestinationPortMatching,
 // HTTPRouteRetryBackendTimeout, HTTPRouteRetryConnectionError,
 // TLSRouteModeMixed (Terminate and Passthrough on one port), TCPRoute,
 // UDPRoute, ListenerSet, BackendTLSPolicy, frontend client certificate
@@ -28,6 +30,7 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportGateway,
 	features.SupportGatewayPort8080,
 	features.SupportGatewayStaticAddresses,
+	features.SupportGatewayInfrastructure,
 	features.SupportGatewayHTTPListenerIsolation,
 	features.SupportReferenceGrant,
 	features.SupportHTTPRoute,
