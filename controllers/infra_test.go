@@ -377,6 +377,33 @@ var _ = Describe("Gateway addresses on the real MetalLB controller", Ordered, fu
 		}).Should(Succeed())
 	})
 
+	It("gives a Gateway whose IPAddress entry has no value any address of the pool, with no fixed IP requested", func() {
+		gw := infraGateway(ctx, c, ns, "empty", func(g *gatewayv1.Gateway) {
+			g.Spec.Addresses = []gatewayv1.GatewaySpecAddress{{Type: new(gatewayv1.IPAddressType)}}
+		})
+		var st gatewayv1.GatewayStatus
+		Eventually(func(g Gomega) {
+			st = infraGatewayStatus(ctx, c, gw)(g)
+			g.Expect(st.Addresses).To(HaveLen(1))
+			g.Expect(programmed(st)).NotTo(HavePrefix("False/Address"))
+			g.Expect(programmed(st)).NotTo(Equal("<none>"))
+		}).Should(Succeed())
+		Expect(netip.MustParsePrefix(autoRange).Contains(netip.MustParseAddr(st.Addresses[0].Value))).To(BeTrue(), st.Addresses[0].Value)
+		var svc corev1.Service
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: infra.Name("empty")}, &svc)).To(Succeed())
+		Expect(svc.Annotations).NotTo(HaveKey("metallb.io/loadBalancerIPs"))
+		Expect(svc.Status.LoadBalancer.Ingress).To(HaveLen(1))
+		Expect(svc.Status.LoadBalancer.Ingress[0].IP).To(Equal(st.Addresses[0].Value))
+
+		By("two entries without a value: one address per family, so not all are assigned")
+		update(ctx, c, gw, func(g *gatewayv1.Gateway) {
+			g.Spec.Addresses = []gatewayv1.GatewaySpecAddress{{Type: new(gatewayv1.IPAddressType)}, {}}
+		})
+		Eventually(func(g Gomega) string {
+			return programmed(infraGatewayStatus(ctx, c, gw)(g))
+		}).Should(Equal("False/AddressNotAssigned"))
+	})
+
 	It("reports AddressNotUsable for a requested IP outside every pool, until the request is dropped", func() {
 		gw := infraGateway(ctx, c, ns, "outside", infraAddresses(outside))
 		Eventually(func(g Gomega) string {

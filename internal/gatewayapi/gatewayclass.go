@@ -21,7 +21,10 @@ import (
 // GatewayInfrastructure's labels and annotations are the infra package's
 // (internal/infra/metadata.go).
 //
-// Deliberately absent: GatewayAddressEmpty, HTTPRouteDestinationPortMatching,
+// GatewayAddressEmpty: an IPAddress entry without a value asks MetalLB for
+// any address (internal/addresses).
+//
+// Deliberately absent: HTTPRouteDestinationPortMatching,
 // HTTPRouteRetryBackendTimeout, HTTPRouteRetryConnectionError,
 // TLSRouteModeMixed (Terminate and Passthrough on one port), TCPRoute,
 // UDPRoute, ListenerSet, BackendTLSPolicy, frontend client certificate
@@ -31,6 +34,7 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportGatewayPort8080,
 	features.SupportGatewayStaticAddresses,
 	features.SupportGatewayInfrastructure,
+	features.SupportGatewayAddressEmpty,
 	features.SupportGatewayHTTPListenerIsolation,
 	features.SupportReferenceGrant,
 	features.SupportHTTPRoute,

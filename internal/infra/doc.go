@@ -90,7 +90,8 @@
 //   - Addresses (internal/addresses): the Service carries
 //     metallb.io/address-pool from GatewayParameters spec.addresses.pool and
 //     metallb.io/loadBalancerIPs from the Gateway's spec.addresses of type
-//     IPAddress (an unset type counts as IPAddress).
+//     IPAddress (an unset type counts as IPAddress). An entry without a
+//     value adds no IP: MetalLB assigns any address of the pool.
 //
 // # Running on a real cluster
 //
