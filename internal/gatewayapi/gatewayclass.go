@@ -26,7 +26,7 @@ import (
 //
 // Deliberately absent: HTTPRouteDestinationPortMatching,
 // HTTPRouteRetryBackendTimeout, HTTPRouteRetryConnectionError,
-// TLSRouteModeMixed (Terminate and Passthrough on one port), TCPRoute,
+// TCPRoute,
 // UDPRoute, ListenerSet, BackendTLSPolicy, frontend client certificate
 // validation, and every Mesh feature.
 var SupportedFeatures = []features.FeatureName{
@@ -65,6 +65,7 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportGRPCRouteNamedRouteRule,
 	features.SupportTLSRoute,
 	features.SupportTLSRouteModeTerminate,
+	features.SupportTLSRouteModeMixed,
 }
 
 func supportedFeatureStatus() []gatewayv1.SupportedFeature {

@@ -283,7 +283,9 @@ func tlsSecretProblem(s *corev1.Secret) string {
 }
 
 // markConflicts applies the listener conflict rules: on one port every
-// listener must speak the same protocol (else all are ProtocolConflict), and
+// listener must speak the same protocol, TLS Terminate and Passthrough
+// counting as one (else all are ProtocolConflict; see compatibleProtocols),
+// and
 // hostnames must be distinct (else all sharing one are HostnameConflict). No
 // winner is picked among indistinct listeners.
 func markConflicts(ls []*listenerState) {
@@ -303,7 +305,7 @@ func markConflicts(ls []*listenerState) {
 		group := byPort[p]
 		mixed := false
 		for _, l := range group[1:] {
-			if l.proto != group[0].proto {
+			if !compatibleProtocols(l.proto, group[0].proto) {
 				mixed = true
 			}
 		}

@@ -35,6 +35,11 @@ const (
 	// plaintext stream as TCP; TLSRoutes apply and each carries its
 	// Certificates.
 	ProtocolTLSTerminate Protocol = "TLSTerminate"
+	// ProtocolTLSMixed is a port with TLS listeners of both modes (the
+	// TLSRouteModeMixed feature): TLSRoutes apply, selected by SNI; a
+	// route with Certificates terminates TLS and forwards the plaintext
+	// stream, a route without passes the TLS stream through.
+	ProtocolTLSMixed Protocol = "TLSMixed"
 )
 
 // Listener is one port.
@@ -51,7 +56,8 @@ type Listener struct {
 	// first, then wildcards by decreasing length, then the catch-all (no
 	// SNI) last.
 	TLSServers []TLSServer `json:"tlsServers,omitempty"`
-	// TLSRoutes (TLSPassthrough, TLSTerminate) are ordered like TLSServers.
+	// TLSRoutes (TLSPassthrough, TLSTerminate, TLSMixed) are ordered like
+	// TLSServers.
 	TLSRoutes []TLSRoute `json:"tlsRoutes,omitempty"`
 }
 
@@ -86,7 +92,8 @@ type TLSRoute struct {
 	// SNI is one hostname, possibly a wildcard ("*.example.com"); "" means
 	// any SNI.
 	SNI string `json:"sni,omitempty"`
-	// Certificates are set for ProtocolTLSTerminate only.
+	// Certificates are set for ProtocolTLSTerminate, and for the routes of
+	// ProtocolTLSMixed that terminate (those of a Terminate listener).
 	Certificates []SecretRef `json:"certificates,omitempty"`
 	Backends     []Backend   `json:"backends,omitempty"`
 	// InvalidWeight is the share of connections that must be refused because

@@ -65,12 +65,19 @@ func (t *translator) listener(l *ir.Listener) (*listenerv3.Listener, []*routev3.
 		}
 		return listener(l.Name, l.Port, tlsInspector(), chains...), routes, nil
 
-	case ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate:
+	case ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate, ir.ProtocolTLSMixed:
+		// One filter chain per SNI. A terminating chain (every chain of a
+		// TLSTerminate port, the chains with certificates of a TLSMixed
+		// one) has a downstream TLS transport socket and proxies the
+		// plaintext; a passthrough chain has none and proxies the TLS
+		// stream as it came. Envoy picks the chain by the ClientHello's
+		// SNI (tls_inspector) before any handshake, so both kinds share
+		// the port.
 		var chains []*listenerv3.FilterChain
 		for i := range l.TLSRoutes {
 			tr := &l.TLSRoutes[i]
 			var tls *corev3.TransportSocket
-			if l.Protocol == ir.ProtocolTLSTerminate {
+			if l.Protocol == ir.ProtocolTLSTerminate || l.Protocol == ir.ProtocolTLSMixed && len(tr.Certificates) > 0 {
 				tls = downstreamTLS(tr.Certificates, nil)
 			}
 			var sni []string
