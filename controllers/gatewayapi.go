@@ -136,7 +136,7 @@ func (r *GatewayAPIReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	for _, o := range []client.Object{
 		&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &gatewayv1.GRPCRoute{},
 		&gatewayv1.TLSRoute{}, &gatewayv1beta1.ReferenceGrant{}, &corev1.Service{}, &discoveryv1.EndpointSlice{},
-		&corev1.Secret{}, &corev1.Namespace{}, &shardgatev1alpha1.GatewayParameters{},
+		&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Namespace{}, &shardgatev1alpha1.GatewayParameters{},
 	} {
 		b = b.Watches(o, sh)
 	}

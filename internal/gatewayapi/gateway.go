@@ -520,6 +520,9 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 			for _, c := range l.certs {
 				usedSecrets[c.Name] = true
 			}
+			if l.clientValidation != nil {
+				usedSecrets[l.clientValidation.CA.Name] = true
+			}
 		}
 		sort.Strings(il.Sources)
 		switch proto {
@@ -530,7 +533,7 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 			il.VirtualHosts = g.hosts
 		case ir.ProtocolHTTPS:
 			for _, l := range ls {
-				srv := ir.TLSServer{Name: l.name, Certificates: l.certs}
+				srv := ir.TLSServer{Name: l.name, Certificates: l.certs, ClientValidation: l.clientValidation}
 				if l.hostname != "" {
 					srv.SNI = []string{l.hostname}
 				}

@@ -26,15 +26,16 @@ import (
 //
 // Deliberately absent: HTTPRouteDestinationPortMatching,
 // HTTPRouteRetryBackendTimeout, HTTPRouteRetryConnectionError,
-// TCPRoute,
-// UDPRoute, ListenerSet, BackendTLSPolicy, frontend client certificate
-// validation, and every Mesh feature.
+// TCPRoute, UDPRoute, ListenerSet, BackendTLSPolicy, and every Mesh
+// feature.
 var SupportedFeatures = []features.FeatureName{
 	features.SupportGateway,
 	features.SupportGatewayPort8080,
 	features.SupportGatewayStaticAddresses,
 	features.SupportGatewayInfrastructure,
 	features.SupportGatewayAddressEmpty,
+	features.SupportGatewayFrontendClientCertificateValidation,
+	features.SupportGatewayFrontendClientCertificateValidationInsecureFallback,
 	features.SupportGatewayHTTPListenerIsolation,
 	features.SupportReferenceGrant,
 	features.SupportHTTPRoute,

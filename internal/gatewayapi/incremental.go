@@ -343,6 +343,9 @@ func Relevant(oldObj, newObj client.Object) bool {
 	case *corev1.Secret:
 		o, ok := oldObj.(*corev1.Secret)
 		return !ok || o.Type != n.Type || !equality.Semantic.DeepEqual(o.Data, n.Data)
+	case *corev1.ConfigMap:
+		o, ok := oldObj.(*corev1.ConfigMap)
+		return !ok || !maps.Equal(o.Data, n.Data)
 	case *shardgatev1alpha1.LeaseHost:
 		// What the ownership facts read: spec, labels (the lease owner),
 		// deletion and the names its status says it holds (the engine's

@@ -40,6 +40,7 @@ type Index struct {
 	services       map[types.NamespacedName]*corev1.Service
 	slices         map[types.NamespacedName][]*discoveryv1.EndpointSlice // by ns/service name
 	secrets        map[types.NamespacedName]*corev1.Secret
+	configMaps     map[types.NamespacedName]*corev1.ConfigMap
 	grants         map[string][]*gatewayv1beta1.ReferenceGrant // by namespace
 	params         map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters
 	runtime        map[types.NamespacedName]GatewayRuntime
@@ -75,6 +76,7 @@ func NewIndex(in *Input) *Index {
 		services:       map[types.NamespacedName]*corev1.Service{},
 		slices:         map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
 		secrets:        map[types.NamespacedName]*corev1.Secret{},
+		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
 		grants:         map[string][]*gatewayv1beta1.ReferenceGrant{},
 		params:         map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters{},
 		runtime:        in.Runtime,
@@ -96,6 +98,11 @@ func NewIndex(in *Input) *Index {
 	for _, s := range in.Secrets {
 		if s != nil {
 			idx.secrets[nn(s.Namespace, s.Name)] = s
+		}
+	}
+	for _, c := range in.ConfigMaps {
+		if c != nil {
+			idx.configMaps[nn(c.Namespace, c.Name)] = c
 		}
 	}
 	for _, g := range in.ReferenceGrants {
@@ -159,6 +166,7 @@ func storeIndex(s *Store, f Facts, endpoints map[types.NamespacedName][]portEndp
 		services:       s.services,
 		slices:         s.slices,
 		secrets:        s.secrets,
+		configMaps:     s.configMaps,
 		grants:         s.grants,
 		params:         s.params,
 		runtime:        f.Runtime,

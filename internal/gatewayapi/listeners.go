@@ -40,6 +40,9 @@ type listenerState struct {
 	nsSelector labels.Selector // nil with From=Selector means: matches nothing
 
 	certs []ir.SecretRef
+	// clientValidation is the frontend client certificate validation of
+	// an HTTPS listener (nil: none).
+	clientValidation *ir.ClientValidation
 
 	// attached routes, by route; hostnames are the intersection.
 	attached map[RouteKey]*attachment
@@ -112,6 +115,9 @@ func (idx *Index) buildListeners(gw *gatewayv1.Gateway, secrets map[string]*ir.S
 		idx.listenerNamespaces(ls)
 		if ls.proto == ir.ProtocolHTTPS || ls.proto == ir.ProtocolTLSTerminate {
 			idx.listenerCerts(gw, ls, secrets)
+		}
+		if ls.proto == ir.ProtocolHTTPS {
+			idx.listenerClientValidation(gw, ls, secrets)
 		}
 		out = append(out, ls)
 	}

@@ -26,6 +26,7 @@ func allObjects(in *Input) []client.Object {
 	out = append(out, objs(in.Namespaces)...)
 	out = append(out, objs(in.Gateways)...)
 	out = append(out, objs(in.Secrets)...)
+	out = append(out, objs(in.ConfigMaps)...)
 	out = append(out, objs(in.ReferenceGrants)...)
 	out = append(out, objs(in.Services)...)
 	out = append(out, objs(in.EndpointSlices)...)

@@ -25,7 +25,9 @@ import (
 //   - Service → the routes whose backendRefs or mirrors name it;
 //   - ReferenceGrant (by namespace) → the routes and Gateways that refer
 //     into that namespace from another one;
-//   - Secret → the Gateways whose listeners name it;
+//   - Secret → the Gateways whose listeners name it, or whose
+//     spec.tls.frontend names it as a CA;
+//   - ConfigMap → the Gateways whose spec.tls.frontend names it as a CA;
 //   - Namespace → the routes in it (listener selectors read its labels) and
 //     the Gateways in it;
 //   - Gateway → the routes whose parentRefs name it.
@@ -50,6 +52,7 @@ type Store struct {
 	svcObjs    objects[corev1.Service]
 	sliceObjs  objects[discoveryv1.EndpointSlice]
 	secretObjs objects[corev1.Secret]
+	cmObjs     objects[corev1.ConfigMap]
 	nsObjs     objects[corev1.Namespace]
 	paramObjs  objects[shardgatev1alpha1.GatewayParameters]
 
@@ -57,6 +60,7 @@ type Store struct {
 	services   map[types.NamespacedName]*corev1.Service
 	slices     map[types.NamespacedName][]*discoveryv1.EndpointSlice // by Service, sorted by name
 	secrets    map[types.NamespacedName]*corev1.Secret
+	configMaps map[types.NamespacedName]*corev1.ConfigMap
 	grants     map[string][]*gatewayv1beta1.ReferenceGrant // by namespace
 	namespaces map[string]*corev1.Namespace
 	params     map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters
@@ -69,6 +73,7 @@ type Store struct {
 	routesByNS     map[string]refs[RouteKey]
 	routesByGW     map[types.NamespacedName]refs[RouteKey]
 	gwsBySecret    map[types.NamespacedName]refs[types.NamespacedName]
+	gwsByConfigMap map[types.NamespacedName]refs[types.NamespacedName]
 	gwsByGrant     map[string]refs[types.NamespacedName]
 	gwsByNS        map[string]refs[types.NamespacedName]
 	dirty          dirtySet
@@ -101,6 +106,7 @@ type deps struct {
 	services []types.NamespacedName
 	grantNS  []string // namespaces it refers into from its own
 	secrets  []types.NamespacedName
+	cms      []types.NamespacedName // CA ConfigMaps
 	gateways []types.NamespacedName
 	ns       string
 }
@@ -168,6 +174,7 @@ func NewStore(controllerName string) *Store {
 		services:       map[types.NamespacedName]*corev1.Service{},
 		slices:         map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
 		secrets:        map[types.NamespacedName]*corev1.Secret{},
+		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
 		grants:         map[string][]*gatewayv1beta1.ReferenceGrant{},
 		namespaces:     map[string]*corev1.Namespace{},
 		params:         map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters{},
@@ -178,6 +185,7 @@ func NewStore(controllerName string) *Store {
 		routesByNS:     map[string]refs[RouteKey]{},
 		routesByGW:     map[types.NamespacedName]refs[RouteKey]{},
 		gwsBySecret:    map[types.NamespacedName]refs[types.NamespacedName]{},
+		gwsByConfigMap: map[types.NamespacedName]refs[types.NamespacedName]{},
 		gwsByGrant:     map[string]refs[types.NamespacedName]{},
 		gwsByNS:        map[string]refs[types.NamespacedName]{},
 		dirty:          newDirty(),
@@ -252,6 +260,16 @@ func (s *Store) Upsert(obj client.Object) bool {
 		}
 		s.markGateways(s.gwsBySecret[k])
 		return true
+	case *corev1.ConfigMap:
+		old := s.cmObjs.put(k, o)
+		s.configMaps[k] = o
+		if !s.relevant(old, o) {
+			return false
+		}
+		// Most ConfigMaps are no Gateway's CA: relevant only when named.
+		gws := s.gwsByConfigMap[k]
+		s.markGateways(gws)
+		return gws.len() > 0
 	case *corev1.Namespace:
 		old := s.nsObjs.put(k, o)
 		s.namespaces[k.Name] = o
@@ -322,6 +340,12 @@ func (s *Store) Delete(obj client.Object) bool {
 		}
 		delete(s.secrets, k)
 		s.markGateways(s.gwsBySecret[k])
+	case *corev1.ConfigMap:
+		if s.cmObjs.remove(k, objKey[corev1.ConfigMap]) == nil {
+			return false
+		}
+		delete(s.configMaps, k)
+		s.markGateways(s.gwsByConfigMap[k])
 	case *corev1.Namespace:
 		if s.nsObjs.remove(k, objKey[corev1.Namespace]) == nil {
 			return false
@@ -374,6 +398,8 @@ func isNil(o client.Object) bool {
 	case *discoveryv1.EndpointSlice:
 		return o == nil
 	case *corev1.Secret:
+		return o == nil
+	case *corev1.ConfigMap:
 		return o == nil
 	case *corev1.Namespace:
 		return o == nil
@@ -539,8 +565,15 @@ func (s *Store) indexGateway(gw *gatewayv1.Gateway) {
 			}
 		}
 	}
+	caSecrets, cms, caGrantNS := frontendCARefs(gw)
+	d.secrets = append(d.secrets, caSecrets...)
+	d.cms = cms
+	d.grantNS = append(d.grantNS, caGrantNS...)
 	for _, sec := range d.secrets {
 		addTo(s.gwsBySecret, sec, k)
+	}
+	for _, cm := range d.cms {
+		addTo(s.gwsByConfigMap, cm, k)
 	}
 	for _, ns := range d.grantNS {
 		addTo(s.gwsByGrant, ns, k)
@@ -556,6 +589,9 @@ func (s *Store) unindexGateway(k types.NamespacedName) {
 	}
 	for _, sec := range d.secrets {
 		removeFrom(s.gwsBySecret, sec, k)
+	}
+	for _, cm := range d.cms {
+		removeFrom(s.gwsByConfigMap, cm, k)
 	}
 	for _, ns := range d.grantNS {
 		removeFrom(s.gwsByGrant, ns, k)
@@ -607,6 +643,7 @@ func (s *Store) Input(f Facts) *Input {
 		Services:          s.svcObjs.snapshot(),
 		EndpointSlices:    s.sliceObjs.snapshot(),
 		Secrets:           s.secretObjs.snapshot(),
+		ConfigMaps:        s.cmObjs.snapshot(),
 		Namespaces:        s.nsObjs.snapshot(),
 		GatewayParameters: s.paramObjs.snapshot(),
 		Runtime:           f.Runtime,
@@ -639,6 +676,7 @@ func (s *Store) Load(in *Input) {
 	loadKind(s, &s.svcObjs, in.Services)
 	loadKind(s, &s.sliceObjs, in.EndpointSlices)
 	loadKind(s, &s.secretObjs, in.Secrets)
+	loadKind(s, &s.cmObjs, in.ConfigMaps)
 	loadKind(s, &s.http, in.HTTPRoutes)
 	loadKind(s, &s.grpc, in.GRPCRoutes)
 	loadKind(s, &s.tls, in.TLSRoutes)

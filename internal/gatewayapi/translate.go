@@ -21,16 +21,19 @@ import (
 // Input is a snapshot of every object the translator reads. Nil entries in
 // the slices are ignored.
 type Input struct {
-	ControllerName    string // e.g. "shardgate.io/gateway-controller"
-	GatewayClasses    []*gatewayv1.GatewayClass
-	Gateways          []*gatewayv1.Gateway
-	HTTPRoutes        []*gatewayv1.HTTPRoute
-	GRPCRoutes        []*gatewayv1.GRPCRoute
-	TLSRoutes         []*gatewayv1.TLSRoute
-	ReferenceGrants   []*gatewayv1beta1.ReferenceGrant
-	Services          []*corev1.Service
-	EndpointSlices    []*discoveryv1.EndpointSlice
-	Secrets           []*corev1.Secret
+	ControllerName  string // e.g. "shardgate.io/gateway-controller"
+	GatewayClasses  []*gatewayv1.GatewayClass
+	Gateways        []*gatewayv1.Gateway
+	HTTPRoutes      []*gatewayv1.HTTPRoute
+	GRPCRoutes      []*gatewayv1.GRPCRoute
+	TLSRoutes       []*gatewayv1.TLSRoute
+	ReferenceGrants []*gatewayv1beta1.ReferenceGrant
+	Services        []*corev1.Service
+	EndpointSlices  []*discoveryv1.EndpointSlice
+	Secrets         []*corev1.Secret
+	// ConfigMaps are those that may hold CA certificates for Gateway
+	// frontend client certificate validation (key ca.crt).
+	ConfigMaps        []*corev1.ConfigMap
 	Namespaces        []*corev1.Namespace
 	GatewayParameters []*shardgatev1alpha1.GatewayParameters
 	// Runtime facts about each Gateway that come from outside the translator

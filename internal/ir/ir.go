@@ -68,8 +68,22 @@ type TLSServer struct {
 	// SNI hostnames; empty means any (the listener has no hostname).
 	SNI []string `json:"sni,omitempty"`
 	// Certificates name entries of Gateway.Secrets, in listener order.
-	Certificates []SecretRef    `json:"certificates,omitempty"`
-	VirtualHosts []*VirtualHost `json:"virtualHosts,omitempty"`
+	Certificates []SecretRef `json:"certificates,omitempty"`
+	// ClientValidation, when set, asks clients for a certificate and
+	// validates it (Gateway spec.tls.frontend).
+	ClientValidation *ClientValidation `json:"clientValidation,omitempty"`
+	VirtualHosts     []*VirtualHost    `json:"virtualHosts,omitempty"`
+}
+
+// ClientValidation is frontend client certificate validation.
+type ClientValidation struct {
+	// CA names an entry of Gateway.Secrets holding the trusted CA bundle
+	// (Secret.CA).
+	CA SecretRef `json:"ca"`
+	// InsecureFallback accepts connections without a client certificate or
+	// with one that fails validation (mode AllowInsecureFallback); false
+	// requires a valid one (AllowValidOnly).
+	InsecureFallback bool `json:"insecureFallback,omitempty"`
 }
 
 // SecretRef names a Secret in Gateway.Secrets ("namespace/name").
@@ -77,11 +91,14 @@ type SecretRef struct {
 	Name string `json:"name"`
 }
 
-// Secret is a TLS certificate and key, PEM encoded.
+// Secret is a TLS certificate and key, PEM encoded; or, when CA is set, a
+// bundle of trusted CA certificates (PEM) that validates client
+// certificates.
 type Secret struct {
 	Name string `json:"name"`
 	Cert []byte `json:"cert,omitempty"`
 	Key  []byte `json:"key,omitempty"`
+	CA   []byte `json:"ca,omitempty"`
 }
 
 // TLSRoute forwards a TLS stream selected by SNI.

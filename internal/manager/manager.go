@@ -561,9 +561,12 @@ func (p *process) newManager() (crmanager.Manager, error) {
 
 // cacheOptions keep the informer caches small: no managedFields anywhere
 // (nothing reads them), the data of Secrets that are not TLS Secrets dropped
-// (the translator only reports their type), and Envoy Deployments,
-// ConfigMaps and ServiceAccounts cached only when shardgate manages them,
-// instead of every one in the cluster.
+// but for ca.crt (the translator only reports their type, or reads a CA
+// bundle a Gateway's client certificate validation names), Envoy
+// Deployments and ServiceAccounts cached only when shardgate manages them,
+// instead of every one in the cluster, and of the ConfigMaps shardgate does
+// not manage only ca.crt (any may be named as a Gateway's CA; the rest of
+// their data, binaryData and annotations are dropped).
 func cacheOptions() cache.Options {
 	ours := labels.SelectorFromSet(labels.Set{infra.LabelManagedBy: infra.LabelManagedByValue})
 	strip := cache.TransformStripManagedFields()
@@ -571,18 +574,40 @@ func cacheOptions() cache.Options {
 		DefaultTransform: strip,
 		ByObject: map[client.Object]cache.ByObject{
 			&appsv1.Deployment{}:     {Label: ours},
-			&corev1.ConfigMap{}:      {Label: ours},
 			&corev1.ServiceAccount{}: {Label: ours},
+			&corev1.ConfigMap{}: {Transform: func(in any) (any, error) {
+				if c, ok := in.(*corev1.ConfigMap); ok && !ours.Matches(labels.Set(c.Labels)) {
+					keepCAOnly(c)
+				}
+				return strip(in)
+			}},
 			&corev1.Secret{}: {Transform: func(in any) (any, error) {
 				if s, ok := in.(*corev1.Secret); ok && s.Type != corev1.SecretTypeTLS {
 					for k := range s.Data {
-						s.Data[k] = nil
+						if k != caKey {
+							s.Data[k] = nil
+						}
 					}
 				}
 				return strip(in)
 			}},
 		},
 	}
+}
+
+// caKey is the key of a ConfigMap or Secret that holds a CA bundle.
+const caKey = "ca.crt"
+
+// keepCAOnly drops everything of a ConfigMap the translator does not read:
+// every data key but ca.crt, binaryData and annotations.
+func keepCAOnly(c *corev1.ConfigMap) {
+	if ca, ok := c.Data[caKey]; ok {
+		c.Data = map[string]string{caKey: ca}
+	} else {
+		c.Data = nil
+	}
+	c.BinaryData = nil
+	c.Annotations = nil
 }
 
 func applyOverrides(cfg *config.Config, opts Options) {

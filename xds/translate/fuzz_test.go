@@ -100,6 +100,9 @@ func fuzzGateway(data []byte, cert, key []byte) *ir.Gateway {
 				for k, o := 0, c.n(3); k < o; k++ {
 					ts.Certificates = append(ts.Certificates, ir.SecretRef{Name: fzPick(c, fxSecrets)})
 				}
+				if c.n(3) == 0 {
+					ts.ClientValidation = &ir.ClientValidation{CA: ir.SecretRef{Name: fzPick(c, fxSecrets)}, InsecureFallback: c.bool()}
+				}
 				l.TLSServers = append(l.TLSServers, ts)
 			}
 		default:
