@@ -201,8 +201,10 @@ func (r *InfraReconciler) ensure(ctx context.Context, log logr.Logger, gw *gatew
 	}
 	err = r.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing)
 	if apierrors.IsNotFound(err) && r.APIReader != nil {
-		// The cache holds only objects with our labels: an object of the
-		// name without them is found only by asking the apiserver.
+		// The cache holds only Deployments and ServiceAccounts with our
+		// labels: one of the name without them is found only by asking
+		// the apiserver. (ConfigMaps are all cached, but without our
+		// labels only their ca.crt: such a one fails the checks below.)
 		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), existing)
 	}
 	switch {

@@ -240,6 +240,48 @@ var _ = Describe("Envoy provisioning on the real apiserver", Ordered, func() {
 		}).ShouldNot(HaveKey("metallb.io/loadBalancerIPs"))
 	})
 
+	It("propagates spec.infrastructure labels and annotations to every object and the pods, and removes them when they go", func() {
+		update(ctx, c, gw, func(g *gatewayv1.Gateway) {
+			g.Spec.Infrastructure.Labels = map[gatewayv1.LabelKey]gatewayv1.LabelValue{
+				"team": "edge", "app.kubernetes.io/managed-by": "someone-else",
+			}
+			g.Spec.Infrastructure.Annotations = map[gatewayv1.AnnotationKey]gatewayv1.AnnotationValue{
+				"example.com/owner": "platform", "metallb.io/address-pool": "not-gold",
+			}
+		})
+		Eventually(func(g Gomega) {
+			for _, o := range infraObjects(ns, "edge") {
+				g.Expect(c.Get(ctx, client.ObjectKeyFromObject(o), o)).To(Succeed())
+				g.Expect(o.GetLabels()).To(HaveKeyWithValue("team", "edge"), "%T", o)
+				g.Expect(o.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "shardgate"), "%T", o)
+				g.Expect(o.GetAnnotations()).To(HaveKeyWithValue("example.com/owner", "platform"), "%T", o)
+			}
+			d := infraDeployment(ctx, c, ns, "edge")
+			g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue("team", "edge"))
+			g.Expect(d.Spec.Template.Annotations).To(HaveKeyWithValue("example.com/owner", "platform"))
+			g.Expect(d.Spec.Selector.MatchLabels).NotTo(HaveKey("team"))
+		}).Should(Succeed())
+		var svc corev1.Service
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shardgate-edge"}, &svc)).To(Succeed())
+		Expect(svc.Annotations).To(HaveKeyWithValue("metallb.io/address-pool", "gold"), "the pool comes from GatewayParameters only")
+
+		By("removing them from the Gateway")
+		update(ctx, c, gw, func(g *gatewayv1.Gateway) {
+			g.Spec.Infrastructure.Labels = nil
+			g.Spec.Infrastructure.Annotations = nil
+		})
+		Eventually(func(g Gomega) {
+			for _, o := range infraObjects(ns, "edge") {
+				g.Expect(c.Get(ctx, client.ObjectKeyFromObject(o), o)).To(Succeed())
+				g.Expect(o.GetLabels()).NotTo(HaveKey("team"), "%T", o)
+				g.Expect(o.GetAnnotations()).NotTo(HaveKey("example.com/owner"), "%T", o)
+			}
+			d := infraDeployment(ctx, c, ns, "edge")
+			g.Expect(d.Spec.Template.Labels).NotTo(HaveKey("team"))
+			g.Expect(d.Spec.Template.Annotations).NotTo(HaveKey("example.com/owner"))
+		}).Should(Succeed())
+	})
+
 	It("repairs drift: a deleted ConfigMap comes back, a hand-edited Deployment is reverted", func() {
 		Expect(c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shardgate-edge-bootstrap"}})).To(Succeed())
 		Eventually(func() error {
@@ -333,6 +375,33 @@ var _ = Describe("Gateway addresses on the real MetalLB controller", Ordered, fu
 			g.Expect(programmed(st)).NotTo(Equal("False/AddressNotAssigned"))
 			g.Expect(programmed(st)).NotTo(Equal("False/AddressNotUsable"))
 		}).Should(Succeed())
+	})
+
+	It("gives a Gateway whose IPAddress entry has no value any address of the pool, with no fixed IP requested", func() {
+		gw := infraGateway(ctx, c, ns, "empty", func(g *gatewayv1.Gateway) {
+			g.Spec.Addresses = []gatewayv1.GatewaySpecAddress{{Type: new(gatewayv1.IPAddressType)}}
+		})
+		var st gatewayv1.GatewayStatus
+		Eventually(func(g Gomega) {
+			st = infraGatewayStatus(ctx, c, gw)(g)
+			g.Expect(st.Addresses).To(HaveLen(1))
+			g.Expect(programmed(st)).NotTo(HavePrefix("False/Address"))
+			g.Expect(programmed(st)).NotTo(Equal("<none>"))
+		}).Should(Succeed())
+		Expect(netip.MustParsePrefix(autoRange).Contains(netip.MustParseAddr(st.Addresses[0].Value))).To(BeTrue(), st.Addresses[0].Value)
+		var svc corev1.Service
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: infra.Name("empty")}, &svc)).To(Succeed())
+		Expect(svc.Annotations).NotTo(HaveKey("metallb.io/loadBalancerIPs"))
+		Expect(svc.Status.LoadBalancer.Ingress).To(HaveLen(1))
+		Expect(svc.Status.LoadBalancer.Ingress[0].IP).To(Equal(st.Addresses[0].Value))
+
+		By("two entries without a value: one address per family, so not all are assigned")
+		update(ctx, c, gw, func(g *gatewayv1.Gateway) {
+			g.Spec.Addresses = []gatewayv1.GatewaySpecAddress{{Type: new(gatewayv1.IPAddressType)}, {}}
+		})
+		Eventually(func(g Gomega) string {
+			return programmed(infraGatewayStatus(ctx, c, gw)(g))
+		}).Should(Equal("False/AddressNotAssigned"))
 	})
 
 	It("reports AddressNotUsable for a requested IP outside every pool, until the request is dropped", func() {

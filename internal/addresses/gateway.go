@@ -49,6 +49,20 @@ func RequestedIPs(gw *gatewayv1.Gateway) []netip.Addr {
 	return out
 }
 
+// EmptyIPRequests counts the Gateway's spec.addresses of type IPAddress
+// (or untyped) whose value is empty: each asks for any address from the
+// pool (the GatewayAddressEmpty feature). They add no loadBalancerIPs;
+// MetalLB picks the address.
+func EmptyIPRequests(gw *gatewayv1.Gateway) int {
+	n := 0
+	for _, a := range gw.Spec.Addresses {
+		if (a.Type == nil || *a.Type == gatewayv1.IPAddressType) && a.Value == "" {
+			n++
+		}
+	}
+	return n
+}
+
 // PoolOf is the MetalLB IPAddressPool named by a Gateway's parameters, or
 // "" for MetalLB's choice. params may be nil.
 func PoolOf(params *shardgatev1alpha1.GatewayParameters) string {
@@ -192,7 +206,12 @@ type GatewayAddressState struct {
 //  1. a requested IP that no pool contains: AddressNotUsable, naming it;
 //  2. no address assigned yet, or a requested IP not among the assigned
 //     ones (MetalLB has not caught up with a change): AddressNotAssigned;
-//  3. otherwise no reason.
+//  3. fewer IP addresses assigned than requested, counting every entry
+//     with an empty value as one more address of MetalLB's choice (a
+//     single-stack Service gets one address, so two empty entries, or an
+//     empty one next to a fixed IP of the same family, cannot all be
+//     assigned): AddressNotAssigned;
+//  4. otherwise no reason.
 //
 // The assigned addresses are reported in every case.
 func GatewayAddresses(gw *gatewayv1.Gateway, params *shardgatev1alpha1.GatewayParameters, svc *corev1.Service, pools []metallbv1beta1.IPAddressPool, checkPools bool) GatewayAddressState {
@@ -231,6 +250,11 @@ func GatewayAddresses(gw *gatewayv1.Gateway, params *shardgatev1alpha1.GatewayPa
 			st.Message = fmt.Sprintf("Requested address %s is not assigned to the Gateway's Service yet", ip)
 			return st
 		}
+	}
+	if empty := EmptyIPRequests(gw); empty > 0 && len(assigned) < len(requested)+empty {
+		st.Reason = ReasonAddressNotAssigned
+		st.Message = fmt.Sprintf("%d IP addresses are requested (%d without a value) but %d is assigned to the Gateway's Service",
+			len(requested)+empty, empty, len(assigned))
 	}
 	return st
 }

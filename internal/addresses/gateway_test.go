@@ -98,6 +98,8 @@ func TestGatewayServiceAnnotations(t *testing.T) {
 		{"hostname and garbage skipped, duplicates folded", gwWith(host, gwIP("192.0.2.10"), gwUntyped("nope"), gwUntyped("192.0.2.10"), gwIP("")), gwParams("gold"),
 			map[string]string{AnnotationAddressPool: "gold", AnnotationLoadBalancerIPs: "192.0.2.10"}},
 		{"only a hostname", gwWith(host), nil, map[string]string{}},
+		{"empty IPAddress value: the pool, no fixed IP", gwWith(gwIP("")), gwParams("gold"), map[string]string{AnnotationAddressPool: "gold"}},
+		{"empty untyped value next to a fixed IP", gwWith(gwUntyped(""), gwIP("192.0.2.10")), nil, map[string]string{AnnotationLoadBalancerIPs: "192.0.2.10"}},
 	}
 	for _, c := range cases {
 		if got := GatewayServiceAnnotations(c.gw, c.params); !reflect.DeepEqual(got, c.want) {
@@ -144,6 +146,21 @@ func TestGatewayAddresses(t *testing.T) {
 			addresses: []string{"IPAddress/127.240.0.3"}},
 		{name: "pools unknown: never unusable", gw: gwWith(gwIP("127.240.3.77")), svc: gwLBService(), checkPools: false,
 			reason: ReasonAddressNotAssigned, message: "No address is assigned to the Gateway's Service yet"},
+		{name: "empty value, pending", gw: gwWith(gwIP("")), svc: gwLBService(), checkPools: true,
+			reason: ReasonAddressNotAssigned, message: "No address is assigned to the Gateway's Service yet"},
+		{name: "empty value, assigned from the pool", gw: gwWith(gwIP("")), params: gwParams("silver"), svc: assigned, checkPools: true,
+			addresses: []string{"IPAddress/127.240.0.9"}},
+		{name: "empty untyped value, assigned", gw: gwWith(gwUntyped("")), svc: assigned, checkPools: true,
+			addresses: []string{"IPAddress/127.240.0.9"}},
+		{name: "two empty values, one address", gw: gwWith(gwIP(""), gwUntyped("")), svc: assigned, checkPools: true,
+			reason: ReasonAddressNotAssigned, message: "2 IP addresses are requested (2 without a value) but 1 is assigned to the Gateway's Service",
+			addresses: []string{"IPAddress/127.240.0.9"}},
+		{name: "a fixed IP and an empty value, only the fixed one", gw: gwWith(gwIP("127.240.0.9"), gwIP("")), svc: assigned, checkPools: true,
+			reason: ReasonAddressNotAssigned, message: "2 IP addresses are requested (1 without a value) but 1 is assigned to the Gateway's Service",
+			addresses: []string{"IPAddress/127.240.0.9"}},
+		{name: "a fixed IPv4 and an empty value, dual-stack assignment", gw: gwWith(gwIP("127.240.0.9"), gwIP("")),
+			svc: gwLBService(corev1.LoadBalancerIngress{IP: "127.240.0.9"}, corev1.LoadBalancerIngress{IP: "fd00::9"}), checkPools: true,
+			addresses: []string{"IPAddress/127.240.0.9", "IPAddress/fd00::9"}},
 		{name: "requested IP changed, MetalLB not caught up", gw: gwWith(gwIP("127.240.0.10")), svc: assigned, checkPools: true,
 			reason: ReasonAddressNotAssigned, message: "Requested address 127.240.0.10 is not assigned to the Gateway's Service yet", addresses: []string{"IPAddress/127.240.0.9"}},
 	}

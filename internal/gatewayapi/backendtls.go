@@ -24,7 +24,7 @@ import (
 const (
 	kindBackendTLSPolicy = "BackendTLSPolicy"
 	kindConfigMap        = "ConfigMap"
-	// caCertKey is the ConfigMap key holding a CA bundle.
+	// caCertKey is the ConfigMap or Secret key holding a CA bundle.
 	caCertKey = "ca.crt"
 )
 

@@ -101,8 +101,11 @@ func TestBackendTLSStoreMarksOnlyTargets(t *testing.T) {
 		t.Fatalf("a status-only update marked %v %v", d.Endpoints, d.Policies)
 	}
 	// tenant-a's ConfigMap of the same name is not the policy's.
-	if !s.Upsert(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "ca", UID: "a"}, Data: map[string]string{caCertKey: "x"}}) {
-		t.Fatal("a new ConfigMap is stored")
+	if s.Upsert(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "ca", UID: "a"}, Data: map[string]string{caCertKey: "x"}}) {
+		t.Fatal("a ConfigMap that nothing names cannot alter a translation")
+	}
+	if s.configMaps[nn("tenant-a", "ca")] == nil {
+		t.Fatal("a new ConfigMap is stored all the same")
 	}
 	if d := s.takeDirty(); len(d.Endpoints)+len(d.Policies) != 0 {
 		t.Fatalf("another namespace's ConfigMap marked %v %v", d.Endpoints, d.Policies)

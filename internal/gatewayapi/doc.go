@@ -28,10 +28,19 @@ Copyright The shardgate Authors.
 //
 // Decisions the spec leaves to the implementation, written down here:
 //
-//   - Listeners sharing a port must share a protocol (HTTP, HTTPS, TLS
-//     Terminate, TLS Passthrough); otherwise all of them are Conflicted
-//     (ProtocolConflict). Equal hostnames on a port: all HostnameConflict.
-//     No winner is picked.
+//   - Listeners sharing a port must share a protocol (HTTP, HTTPS, TLS);
+//     otherwise all of them are Conflicted (ProtocolConflict). TLS listeners
+//     of both modes may share a port (TLSRouteModeMixed): the port is one
+//     ir.ProtocolTLSMixed listener, and each TLSRoute terminates or passes
+//     through according to the listener owning its SNI. Equal hostnames on
+//     a port: all HostnameConflict. No winner is picked.
+//   - Frontend client certificate validation (spec.tls.frontend) applies to
+//     HTTPS listeners only (not TLS Terminate). caCertificateRefs may be
+//     core ConfigMaps or Secrets (key ca.crt, PEM certificates); another
+//     namespace needs a ReferenceGrant from the Gateway. Some invalid refs:
+//     ResolvedRefs=False, served with the valid ones; none valid:
+//     Accepted=False NoValidCACertificate, not served. The bundle is the IR
+//     Secret "client-ca:<port>" (frontendtls.go).
 //   - A listener whose certificateRefs do not all resolve is Accepted (routes
 //     attach and are counted) but not Programmed, and is left out of the IR.
 //   - Listener isolation: each hostname on a port is owned by the most

@@ -127,6 +127,30 @@ func fuzzInput(data []byte, cert, key []byte) *Input {
 			}
 			gw.Spec.Listeners = append(gw.Spec.Listeners, l)
 		}
+		if c.n(3) == 0 {
+			// Frontend client certificate validation: a default and a
+			// per-port entry naming CA ConfigMaps or Secrets, possibly
+			// in another namespace, missing or of another kind.
+			val := func() *gatewayv1.FrontendTLSValidation {
+				v := &gatewayv1.FrontendTLSValidation{}
+				if c.bool() {
+					v.Mode = gatewayv1.AllowInsecureFallback
+				}
+				for k := c.n(3); k > 0; k-- {
+					ref := gatewayv1.ObjectReference{Kind: gatewayv1.Kind(pick(c, []string{"ConfigMap", "Secret", "Service"})), Name: gatewayv1.ObjectName(pick(c, []string{"ca", "bad-ca", "gone"}))}
+					if c.n(4) == 0 {
+						ref.Namespace = ptrTo(gatewayv1.Namespace(pick(c, fzNamespaces)))
+					}
+					v.CACertificateRefs = append(v.CACertificateRefs, ref)
+				}
+				return v
+			}
+			f := &gatewayv1.FrontendTLSConfig{Default: gatewayv1.TLSConfig{Validation: val()}}
+			if c.bool() {
+				f.PerPort = []gatewayv1.TLSPortConfig{{Port: gatewayv1.PortNumber(pick(c, fzPorts)), TLS: gatewayv1.TLSConfig{Validation: val()}}}
+			}
+			gw.Spec.TLS = &gatewayv1.GatewayTLSConfig{Frontend: f}
+		}
 		switch c.n(6) {
 		case 0:
 			gw.Spec.Addresses = []gatewayv1.GatewaySpecAddress{{Type: ptrTo(gatewayv1.HostnameAddressType), Value: "x.example.com"}}
@@ -300,13 +324,22 @@ func fuzzInput(data []byte, cert, key []byte) *Input {
 				Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key}})
 		}
 		if c.bool() {
+			in.ConfigMaps = append(in.ConfigMaps, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ca", Namespace: ns}, Data: map[string]string{"ca.crt": string(cert)}})
+		}
+		if c.bool() {
+			in.ConfigMaps = append(in.ConfigMaps, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bad-ca", Namespace: ns}, Data: map[string]string{"ca.crt": "x"}})
+		}
+		if c.bool() {
+			in.Secrets = append(in.Secrets, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ca", Namespace: ns}, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"ca.crt": cert}})
+		}
+		if c.bool() {
 			in.Secrets = append(in.Secrets, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: ns}, Type: corev1.SecretTypeTLS,
 				Data: map[string][]byte{corev1.TLSCertKey: []byte("x"), corev1.TLSPrivateKeyKey: []byte("y")}})
 		}
 		if c.n(3) == 0 {
 			g := &gatewayv1beta1.ReferenceGrant{ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: ns}}
 			g.Spec.From = []gatewayv1beta1.ReferenceGrantFrom{{Group: gatewayv1.GroupName, Kind: gatewayv1beta1.Kind(pick(c, []string{"HTTPRoute", "Gateway", "GRPCRoute", "TLSRoute"})), Namespace: gatewayv1beta1.Namespace(pick(c, fzNamespaces))}}
-			g.Spec.To = []gatewayv1beta1.ReferenceGrantTo{{Group: "", Kind: gatewayv1beta1.Kind(pick(c, []string{"Service", "Secret"}))}}
+			g.Spec.To = []gatewayv1beta1.ReferenceGrantTo{{Group: "", Kind: gatewayv1beta1.Kind(pick(c, []string{"Service", "Secret", "ConfigMap"}))}}
 			in.ReferenceGrants = append(in.ReferenceGrants, g)
 		}
 	}

@@ -516,12 +516,15 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 	for _, p := range ports {
 		ls := byPort[p]
 		sort.SliceStable(ls, func(i, j int) bool { return hostnameMoreSpecific(ls[i].hostname, ls[j].hostname) })
-		proto := ls[0].proto
+		proto := portProtocol(ls)
 		il := ir.Listener{Name: strings.ToLower(string(proto)) + "-" + fmt.Sprint(p), Port: p, Protocol: proto}
 		for _, l := range ls {
 			il.Sources = append(il.Sources, l.name)
 			for _, c := range l.certs {
 				usedSecrets[c.Name] = true
+			}
+			if l.clientValidation != nil {
+				usedSecrets[l.clientValidation.CA.Name] = true
 			}
 		}
 		sort.Strings(il.Sources)
@@ -533,7 +536,7 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 			il.VirtualHosts = g.hosts
 		case ir.ProtocolHTTPS:
 			for _, l := range ls {
-				srv := ir.TLSServer{Name: l.name, Certificates: l.certs}
+				srv := ir.TLSServer{Name: l.name, Certificates: l.certs, ClientValidation: l.clientValidation}
 				if l.hostname != "" {
 					srv.SNI = []string{l.hostname}
 				}
@@ -544,8 +547,8 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 				srv.VirtualHosts = g.hosts
 				il.TLSServers = append(il.TLSServers, srv)
 			}
-		case ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate:
-			il.TLSRoutes = tlsRoutes(ls, proto == ir.ProtocolTLSTerminate, emitted)
+		case ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate, ir.ProtocolTLSMixed:
+			il.TLSRoutes = tlsRoutes(ls, emitted)
 		}
 		out.Listeners = append(out.Listeners, il)
 	}
@@ -783,56 +786,4 @@ func coveringHostnames(h string) []string {
 		out = append(out, "*."+rest)
 	}
 	return append(out, "")
-}
-
-// tlsRoutes builds the SNI table of a TLS port. One SNI is served by one
-// route: the oldest (then alphabetical) wins.
-func tlsRoutes(port []*listenerState, terminate bool, emitted map[RouteKey]bool) []ir.TLSRoute {
-	type cand struct {
-		r       ir.TLSRoute
-		created metav1.Time
-		key     RouteKey
-	}
-	var cands []cand
-	for _, l := range port {
-		for k, a := range l.attached {
-			for _, h := range a.hostname {
-				if owner(port, h) != l {
-					continue
-				}
-				tr := ir.TLSRoute{
-					Name:   k.NN.Namespace + "/" + k.NN.Name + "/" + domain(h),
-					SNI:    h,
-					Source: ir.Source{Kind: k.Kind, Namespace: k.NN.Namespace, Name: k.NN.Name},
-				}
-				if terminate {
-					tr.Certificates = l.certs
-				}
-				for _, rule := range a.route.rules {
-					tr.Backends = append(tr.Backends, rule.tlsBackends...)
-					tr.InvalidWeight += rule.tlsInvalidWeight
-				}
-				cands = append(cands, cand{r: tr, created: a.route.created, key: k})
-			}
-		}
-	}
-	sort.Slice(cands, func(i, j int) bool {
-		a, b := cands[i], cands[j]
-		if a.r.SNI != b.r.SNI {
-			return hostnameMoreSpecific(a.r.SNI, b.r.SNI)
-		}
-		if !a.created.Equal(&b.created) {
-			return a.created.Before(&b.created)
-		}
-		return routeKeyLess(a.key, b.key)
-	})
-	var out []ir.TLSRoute
-	for i, c := range cands {
-		if i > 0 && cands[i-1].r.SNI == c.r.SNI {
-			continue
-		}
-		emitted[c.key] = true
-		out = append(out, c.r)
-	}
-	return out
 }

@@ -18,15 +18,22 @@ import (
 // translator (and the IR it emits) implements it in full; the conformance
 // suite reads this list to decide which tests to run.
 //
-// Deliberately absent: GatewayInfrastructure (labels/annotations are the
-// infra package's), GatewayAddressEmpty,
-// TLSRouteModeMixed (Terminate and Passthrough on one port), TCPRoute,
-// UDPRoute, ListenerSet, BackendTLSPolicy, frontend client certificate
-// validation, and every Mesh feature.
+// GatewayInfrastructure's labels and annotations are the infra package's
+// (internal/infra/metadata.go).
+//
+// GatewayAddressEmpty: an IPAddress entry without a value asks MetalLB for
+// any address (internal/addresses).
+//
+// Deliberately absent: TCPRoute, UDPRoute, ListenerSet, and every Mesh
+// feature.
 var SupportedFeatures = []features.FeatureName{
 	features.SupportGateway,
 	features.SupportGatewayPort8080,
 	features.SupportGatewayStaticAddresses,
+	features.SupportGatewayInfrastructure,
+	features.SupportGatewayAddressEmpty,
+	features.SupportGatewayFrontendClientCertificateValidation,
+	features.SupportGatewayFrontendClientCertificateValidationInsecureFallback,
 	features.SupportGatewayHTTPListenerIsolation,
 	features.SupportGatewayHTTPSListenerDetectMisdirectedRequests,
 	features.SupportReferenceGrant,
@@ -64,6 +71,7 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportBackendTLSPolicy,
 	features.SupportBackendTLSPolicySANValidation,
 	features.SupportGatewayBackendClientCertificate,
+	features.SupportTLSRouteModeMixed,
 }
 
 func supportedFeatureStatus() []gatewayv1.SupportedFeature {

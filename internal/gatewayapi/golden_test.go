@@ -37,8 +37,8 @@ var update = flag.Bool("update", false, "rewrite the golden *.out.yaml files")
 //   - A multi-document YAML of Kubernetes objects, decoded by kind.
 //   - A Secret annotated test.shardgate.io/cert: valid gets tls.crt and
 //     tls.key filled from testdata/tls.crt and testdata/tls.key.
-//   - A ConfigMap annotated test.shardgate.io/ca: valid gets ca.crt filled
-//     from testdata/tls.crt.
+//   - A ConfigMap or Secret annotated test.shardgate.io/ca: valid gets
+//     ca.crt filled from testdata/tls.crt (a CA bundle of one certificate).
 //   - Runtime facts use a document of the pseudo kind GatewayRuntime
 //     (apiVersion test.shardgate.io/v1), named like the Gateway, with the
 //     fields of GatewayRuntime at the top level: addresses, addressReason,
@@ -140,7 +140,23 @@ func decodeInput(raw []byte) (*Input, error) {
 				o.Data[corev1.TLSCertKey] = crt
 				o.Data[corev1.TLSPrivateKeyKey] = key
 			}
+			if o.Annotations["test.shardgate.io/ca"] == "valid" {
+				if o.Data == nil {
+					o.Data = map[string][]byte{}
+				}
+				o.Data["ca.crt"] = crt
+			}
 			in.Secrets = append(in.Secrets, o)
+		case "ConfigMap":
+			o := &corev1.ConfigMap{}
+			err = into(o)
+			if o.Annotations["test.shardgate.io/ca"] == "valid" {
+				if o.Data == nil {
+					o.Data = map[string]string{}
+				}
+				o.Data["ca.crt"] = string(crt)
+			}
+			in.ConfigMaps = append(in.ConfigMaps, o)
 		case "Namespace":
 			o := &corev1.Namespace{}
 			err = into(o)
@@ -153,16 +169,6 @@ func decodeInput(raw []byte) (*Input, error) {
 			o := &gatewayv1.BackendTLSPolicy{}
 			err = into(o)
 			in.BackendTLSPolicies = append(in.BackendTLSPolicies, o)
-		case "ConfigMap":
-			o := &corev1.ConfigMap{}
-			err = into(o)
-			if o.Annotations["test.shardgate.io/ca"] == "valid" {
-				if o.Data == nil {
-					o.Data = map[string]string{}
-				}
-				o.Data["ca.crt"] = string(crt)
-			}
-			in.ConfigMaps = append(in.ConfigMaps, o)
 		case "GatewayRuntime":
 			o := &runtimeDoc{}
 			if err = yaml.Unmarshal([]byte(doc), o); err == nil {
@@ -256,7 +262,7 @@ func renderOutput(t testing.TB, out *Output, full bool) []byte {
 		}
 		c.Secrets = nil
 		for _, s := range gw.Secrets {
-			c.Secrets = append(c.Secrets, ir.Secret{Name: s.Name, Cert: digest(s.Cert), Key: digest(s.Key)})
+			c.Secrets = append(c.Secrets, ir.Secret{Name: s.Name, Cert: digest(s.Cert), Key: digest(s.Key), CA: digest(s.CA)})
 		}
 		g.Gateways = append(g.Gateways, &c)
 	}
@@ -288,7 +294,7 @@ func readableSecrets(v any) {
 		secs, _ := gm["secrets"].([]any)
 		for _, s := range secs {
 			sm, _ := s.(map[string]any)
-			for _, k := range []string{"cert", "key"} {
+			for _, k := range []string{"cert", "key", "ca"} {
 				if str, ok := sm[k].(string); ok {
 					var b []byte
 					if err := json.Unmarshal([]byte(`"`+str+`"`), &b); err == nil {
@@ -322,6 +328,8 @@ func reversed(in *Input) *Input {
 	slices.Reverse(c.EndpointSlices)
 	c.Secrets = slices.Clone(in.Secrets)
 	slices.Reverse(c.Secrets)
+	c.ConfigMaps = slices.Clone(in.ConfigMaps)
+	slices.Reverse(c.ConfigMaps)
 	c.Namespaces = slices.Clone(in.Namespaces)
 	slices.Reverse(c.Namespaces)
 	c.GatewayParameters = slices.Clone(in.GatewayParameters)

@@ -104,6 +104,7 @@ func events(st *Store, prev, next *Input) []func() {
 	kind(objs(prev.Services), objs(next.Services))
 	kind(objs(prev.EndpointSlices), objs(next.EndpointSlices))
 	kind(objs(prev.Secrets), objs(next.Secrets))
+	kind(objs(prev.ConfigMaps), objs(next.ConfigMaps))
 	kind(objs(prev.Namespaces), objs(next.Namespaces))
 	kind(objs(prev.GatewayParameters), objs(next.GatewayParameters))
 	kind(objs(prev.BackendTLSPolicies), objs(next.BackendTLSPolicies))
@@ -219,6 +220,9 @@ func stamp(in *Input, rv *int) {
 	for _, o := range in.Secrets {
 		set(o)
 	}
+	for _, o := range in.ConfigMaps {
+		set(o)
+	}
 	for _, o := range in.Namespaces {
 		set(o)
 	}
@@ -292,6 +296,7 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			in.Services = mix(r, nil, in.Services, 0, 1)
 			in.EndpointSlices = mix(r, nil, in.EndpointSlices, 0, 1)
 			in.Secrets = mix(r, nil, in.Secrets, 0, 1)
+			in.ConfigMaps = mix(r, nil, in.ConfigMaps, 0, 1)
 			in.Namespaces = mix(r, nil, in.Namespaces, 0, 1)
 			in.GatewayParameters = mix(r, nil, in.GatewayParameters, 0, 1)
 			in.BackendTLSPolicies = mix(r, nil, in.BackendTLSPolicies, 0, 1)
@@ -406,6 +411,7 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			next.Services = mix(r, in.Services, fresh.Services, keep, add/2)
 			next.EndpointSlices = mix(r, in.EndpointSlices, fresh.EndpointSlices, keep, add)
 			next.Secrets = mix(r, in.Secrets, fresh.Secrets, keep, add/2)
+			next.ConfigMaps = mix(r, in.ConfigMaps, fresh.ConfigMaps, keep, add/2)
 			next.Namespaces = mix(r, in.Namespaces, fresh.Namespaces, 0.97, 0.1)
 			next.GatewayParameters = mix(r, in.GatewayParameters, fresh.GatewayParameters, keep, add/2)
 			next.BackendTLSPolicies = mix(r, in.BackendTLSPolicies, fresh.BackendTLSPolicies, keep, add/2)

@@ -40,14 +40,14 @@ type Index struct {
 	services       map[types.NamespacedName]*corev1.Service
 	slices         map[types.NamespacedName][]*discoveryv1.EndpointSlice // by ns/service name
 	secrets        map[types.NamespacedName]*corev1.Secret
+	configMaps     map[types.NamespacedName]*corev1.ConfigMap
 	grants         map[string][]*gatewayv1beta1.ReferenceGrant // by namespace
 	params         map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters
 	runtime        map[types.NamespacedName]GatewayRuntime
 	shardRefusals  map[types.NamespacedName]string
 	ownership      *Ownership
-	// BackendTLSPolicies and the ConfigMaps they may read.
-	policies   []*gatewayv1.BackendTLSPolicy
-	configMaps map[types.NamespacedName]*corev1.ConfigMap
+	// BackendTLSPolicies (their CA ConfigMaps are in configMaps).
+	policies []*gatewayv1.BackendTLSPolicy
 	// Resolved once per Index, on first use.
 	btls        *backendTLS
 	clientCerts map[types.NamespacedName]clientCert
@@ -85,6 +85,7 @@ func NewIndex(in *Input) *Index {
 		services:       map[types.NamespacedName]*corev1.Service{},
 		slices:         map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
 		secrets:        map[types.NamespacedName]*corev1.Secret{},
+		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
 		grants:         map[string][]*gatewayv1beta1.ReferenceGrant{},
 		params:         map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters{},
 		runtime:        in.Runtime,
@@ -92,12 +93,6 @@ func NewIndex(in *Input) *Index {
 		ownership:      in.Ownership,
 		endpoints:      map[types.NamespacedName][]portEndpoints{},
 		policies:       in.BackendTLSPolicies,
-		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
-	}
-	for _, cm := range in.ConfigMaps {
-		if cm != nil {
-			idx.configMaps[nn(cm.Namespace, cm.Name)] = cm
-		}
 	}
 	for _, ns := range in.Namespaces {
 		if ns != nil {
@@ -113,6 +108,11 @@ func NewIndex(in *Input) *Index {
 	for _, s := range in.Secrets {
 		if s != nil {
 			idx.secrets[nn(s.Namespace, s.Name)] = s
+		}
+	}
+	for _, c := range in.ConfigMaps {
+		if c != nil {
+			idx.configMaps[nn(c.Namespace, c.Name)] = c
 		}
 	}
 	for _, g := range in.ReferenceGrants {
@@ -176,6 +176,7 @@ func storeIndex(s *Store, f Facts, endpoints map[types.NamespacedName][]portEndp
 		services:       s.services,
 		slices:         s.slices,
 		secrets:        s.secrets,
+		configMaps:     s.configMaps,
 		grants:         s.grants,
 		params:         s.params,
 		runtime:        f.Runtime,
@@ -183,7 +184,6 @@ func storeIndex(s *Store, f Facts, endpoints map[types.NamespacedName][]portEndp
 		ownership:      f.Ownership,
 		endpoints:      endpoints,
 		policies:       s.policyObjs.list,
-		configMaps:     s.configMaps,
 	}
 	idx.addClassesAndGateways(s.classes.list, s.gateways.list)
 	return idx

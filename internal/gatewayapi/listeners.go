@@ -40,6 +40,9 @@ type listenerState struct {
 	nsSelector labels.Selector // nil with From=Selector means: matches nothing
 
 	certs []ir.SecretRef
+	// clientValidation is the frontend client certificate validation of
+	// an HTTPS listener (nil: none).
+	clientValidation *ir.ClientValidation
 
 	// attached routes, by route; hostnames are the intersection.
 	attached map[RouteKey]*attachment
@@ -112,6 +115,9 @@ func (idx *Index) buildListeners(gw *gatewayv1.Gateway, secrets map[string]*ir.S
 		idx.listenerNamespaces(ls)
 		if ls.proto == ir.ProtocolHTTPS || ls.proto == ir.ProtocolTLSTerminate {
 			idx.listenerCerts(gw, ls, secrets)
+		}
+		if ls.proto == ir.ProtocolHTTPS {
+			idx.listenerClientValidation(gw, ls, secrets)
 		}
 		out = append(out, ls)
 	}
@@ -283,7 +289,9 @@ func tlsSecretProblem(s *corev1.Secret) string {
 }
 
 // markConflicts applies the listener conflict rules: on one port every
-// listener must speak the same protocol (else all are ProtocolConflict), and
+// listener must speak the same protocol, TLS Terminate and Passthrough
+// counting as one (else all are ProtocolConflict; see compatibleProtocols),
+// and
 // hostnames must be distinct (else all sharing one are HostnameConflict). No
 // winner is picked among indistinct listeners.
 func markConflicts(ls []*listenerState) {
@@ -303,7 +311,7 @@ func markConflicts(ls []*listenerState) {
 		group := byPort[p]
 		mixed := false
 		for _, l := range group[1:] {
-			if l.proto != group[0].proto {
+			if !compatibleProtocols(l.proto, group[0].proto) {
 				mixed = true
 			}
 		}

@@ -25,7 +25,9 @@ import (
 //   - Service → the routes whose backendRefs or mirrors name it;
 //   - ReferenceGrant (by namespace) → the routes and Gateways that refer
 //     into that namespace from another one;
-//   - Secret → the Gateways whose listeners name it;
+//   - Secret → the Gateways whose listeners name it, or whose
+//     spec.tls.frontend names it as a CA;
+//   - ConfigMap → the Gateways whose spec.tls.frontend names it as a CA;
 //   - Namespace → the routes in it (listener selectors read its labels) and
 //     the Gateways in it;
 //   - Gateway → the routes whose parentRefs name it.
@@ -50,19 +52,19 @@ type Store struct {
 	svcObjs    objects[corev1.Service]
 	sliceObjs  objects[discoveryv1.EndpointSlice]
 	secretObjs objects[corev1.Secret]
+	cmObjs     objects[corev1.ConfigMap]
 	nsObjs     objects[corev1.Namespace]
 	paramObjs  objects[shardgatev1alpha1.GatewayParameters]
 	policyObjs objects[gatewayv1.BackendTLSPolicy]
-	cmObjs     objects[corev1.ConfigMap]
 
 	// The lookup maps an Index reads, kept up to date per event.
 	services   map[types.NamespacedName]*corev1.Service
 	slices     map[types.NamespacedName][]*discoveryv1.EndpointSlice // by Service, sorted by name
 	secrets    map[types.NamespacedName]*corev1.Secret
+	configMaps map[types.NamespacedName]*corev1.ConfigMap
 	grants     map[string][]*gatewayv1beta1.ReferenceGrant // by namespace
 	namespaces map[string]*corev1.Namespace
 	params     map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters
-	configMaps map[types.NamespacedName]*corev1.ConfigMap
 
 	// Reverse indexes, and what each object was indexed under.
 	routeDeps      map[RouteKey]deps
@@ -72,6 +74,7 @@ type Store struct {
 	routesByNS     map[string]refs[RouteKey]
 	routesByGW     map[types.NamespacedName]refs[RouteKey]
 	gwsBySecret    map[types.NamespacedName]refs[types.NamespacedName]
+	gwsByConfigMap map[types.NamespacedName]refs[types.NamespacedName]
 	gwsByGrant     map[string]refs[types.NamespacedName]
 	gwsByNS        map[string]refs[types.NamespacedName]
 	policyDeps     map[types.NamespacedName]policyDeps
@@ -111,6 +114,7 @@ type deps struct {
 	services []types.NamespacedName
 	grantNS  []string // namespaces it refers into from its own
 	secrets  []types.NamespacedName
+	cms      []types.NamespacedName // CA ConfigMaps
 	gateways []types.NamespacedName
 	ns       string
 }
@@ -178,10 +182,10 @@ func NewStore(controllerName string) *Store {
 		services:       map[types.NamespacedName]*corev1.Service{},
 		slices:         map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
 		secrets:        map[types.NamespacedName]*corev1.Secret{},
+		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
 		grants:         map[string][]*gatewayv1beta1.ReferenceGrant{},
 		namespaces:     map[string]*corev1.Namespace{},
 		params:         map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters{},
-		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
 		policyDeps:     map[types.NamespacedName]policyDeps{},
 		policiesByCM:   map[types.NamespacedName]refs[types.NamespacedName]{},
 		routeDeps:      map[RouteKey]deps{},
@@ -191,6 +195,7 @@ func NewStore(controllerName string) *Store {
 		routesByNS:     map[string]refs[RouteKey]{},
 		routesByGW:     map[types.NamespacedName]refs[RouteKey]{},
 		gwsBySecret:    map[types.NamespacedName]refs[types.NamespacedName]{},
+		gwsByConfigMap: map[types.NamespacedName]refs[types.NamespacedName]{},
 		gwsByGrant:     map[string]refs[types.NamespacedName]{},
 		gwsByNS:        map[string]refs[types.NamespacedName]{},
 		dirty:          newDirty(),
@@ -265,6 +270,14 @@ func (s *Store) Upsert(obj client.Object) bool {
 		}
 		s.markGateways(s.gwsBySecret[k])
 		return true
+	case *corev1.ConfigMap:
+		old := s.cmObjs.put(k, o)
+		s.configMaps[k] = o
+		if !s.relevant(old, o) {
+			return false
+		}
+		// Most ConfigMaps are no CA anything names: relevant only when named.
+		return s.configMapChanged(k)
 	case *corev1.Namespace:
 		old := s.nsObjs.put(k, o)
 		s.namespaces[k.Name] = o
@@ -279,14 +292,6 @@ func (s *Store) Upsert(obj client.Object) bool {
 			return false
 		}
 		s.policyChanged(k, o)
-		return true
-	case *corev1.ConfigMap:
-		old := s.cmObjs.put(k, o)
-		s.configMaps[k] = o
-		if !s.relevant(old, o) {
-			return false
-		}
-		s.configMapChanged(k)
 		return true
 	}
 	return false
@@ -350,6 +355,12 @@ func (s *Store) Delete(obj client.Object) bool {
 		}
 		delete(s.secrets, k)
 		s.markGateways(s.gwsBySecret[k])
+	case *corev1.ConfigMap:
+		if s.cmObjs.remove(k, objKey[corev1.ConfigMap]) == nil {
+			return false
+		}
+		delete(s.configMaps, k)
+		s.configMapChanged(k)
 	case *corev1.Namespace:
 		if s.nsObjs.remove(k, objKey[corev1.Namespace]) == nil {
 			return false
@@ -361,12 +372,6 @@ func (s *Store) Delete(obj client.Object) bool {
 			return false
 		}
 		s.policyChanged(k, nil)
-	case *corev1.ConfigMap:
-		if s.cmObjs.remove(k, objKey[corev1.ConfigMap]) == nil {
-			return false
-		}
-		delete(s.configMaps, k)
-		s.configMapChanged(k)
 	default:
 		return false
 	}
@@ -414,13 +419,13 @@ func isNil(o client.Object) bool {
 		return o == nil
 	case *corev1.Secret:
 		return o == nil
+	case *corev1.ConfigMap:
+		return o == nil
 	case *corev1.Namespace:
 		return o == nil
 	case *shardgatev1alpha1.GatewayParameters:
 		return o == nil
 	case *gatewayv1.BackendTLSPolicy:
-		return o == nil
-	case *corev1.ConfigMap:
 		return o == nil
 	}
 	return false
@@ -593,8 +598,15 @@ func (s *Store) indexGateway(gw *gatewayv1.Gateway) {
 			d.grantNS = appendUnique(d.grantNS, ns)
 		}
 	}
+	caSecrets, cms, caGrantNS := frontendCARefs(gw)
+	d.secrets = append(d.secrets, caSecrets...)
+	d.cms = cms
+	d.grantNS = append(d.grantNS, caGrantNS...)
 	for _, sec := range d.secrets {
 		addTo(s.gwsBySecret, sec, k)
+	}
+	for _, cm := range d.cms {
+		addTo(s.gwsByConfigMap, cm, k)
 	}
 	for _, ns := range d.grantNS {
 		addTo(s.gwsByGrant, ns, k)
@@ -610,6 +622,9 @@ func (s *Store) unindexGateway(k types.NamespacedName) {
 	}
 	for _, sec := range d.secrets {
 		removeFrom(s.gwsBySecret, sec, k)
+	}
+	for _, cm := range d.cms {
+		removeFrom(s.gwsByConfigMap, cm, k)
 	}
 	for _, ns := range d.grantNS {
 		removeFrom(s.gwsByGrant, ns, k)

@@ -57,14 +57,19 @@ func (s *Store) policyChanged(k types.NamespacedName, p *gatewayv1.BackendTLSPol
 	s.policyDeps[k] = d
 }
 
-// configMapChanged marks the policies naming ConfigMap k, and the Services
-// they select. A ConfigMap no policy names marks nothing. Call with s.mu
-// held.
-func (s *Store) configMapChanged(k types.NamespacedName) {
-	for p := range s.policiesByCM[k].all() {
+// configMapChanged marks the Gateways naming ConfigMap k as a frontend CA,
+// the policies naming it, and the Services those select. It reports
+// whether anything names k: most ConfigMaps are nobody's CA and mark
+// nothing. Call with s.mu held.
+func (s *Store) configMapChanged(k types.NamespacedName) bool {
+	gws := s.gwsByConfigMap[k]
+	s.markGateways(gws)
+	policies := s.policiesByCM[k]
+	for p := range policies.all() {
 		s.dirty.Policies.add(p)
 		for _, svc := range s.policyDeps[p].services {
 			s.dirty.Endpoints.add(svc)
 		}
 	}
+	return gws.len() > 0 || policies.len() > 0
 }

@@ -123,6 +123,40 @@ func TestStoreMarksOnlyDependents(t *testing.T) {
 	if len(st.dirty.Gateways) != 1 || len(st.dirty.Routes) != 0 {
 		t.Fatalf("a listener's Secret marked Gateways %v and routes %v", st.dirty.Gateways, st.dirty.Routes)
 	}
+	st.takeDirty()
+
+	// A CA ConfigMap: only the Gateways whose spec.tls.frontend names it.
+	gw = gw.DeepCopy()
+	gw.Generation++
+	gw.Spec.TLS = &gatewayv1.GatewayTLSConfig{Frontend: &gatewayv1.FrontendTLSConfig{Default: gatewayv1.TLSConfig{
+		Validation: &gatewayv1.FrontendTLSValidation{CACertificateRefs: []gatewayv1.ObjectReference{{Kind: "ConfigMap", Name: "ca"}}}}}}
+	st.Upsert(gw)
+	st.takeDirty()
+	st.Upsert(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unrelated", Namespace: "default"}, Data: map[string]string{"ca.crt": "x"}})
+	if len(st.dirty.Gateways) != 0 {
+		t.Fatal("a ConfigMap no Gateway names marked a Gateway")
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ca", Namespace: "default", UID: "cm"}, Data: map[string]string{"ca.crt": "a"}}
+	st.Upsert(cm)
+	if !maps.Equal(st.dirty.Gateways, set[types.NamespacedName]{{Namespace: "default", Name: "gw"}: {}}) || len(st.dirty.Routes) != 0 {
+		t.Fatalf("a CA ConfigMap marked Gateways %v and routes %v", st.dirty.Gateways, st.dirty.Routes)
+	}
+	st.takeDirty()
+	same := cm.DeepCopy()
+	same.Labels = map[string]string{"touched": "yes"}
+	if st.Upsert(same) || len(st.dirty.Gateways) != 0 {
+		t.Fatal("a CA ConfigMap change that leaves its data alone marked a Gateway")
+	}
+	changed := same.DeepCopy()
+	changed.Data["ca.crt"] = "b"
+	if !st.Upsert(changed) || len(st.dirty.Gateways) != 1 {
+		t.Fatal("a CA ConfigMap data change marked no Gateway")
+	}
+	st.takeDirty()
+	st.Delete(changed)
+	if len(st.dirty.Gateways) != 1 {
+		t.Fatal("deleting a CA ConfigMap marked no Gateway")
+	}
 }
 
 // TestTranslatorTenantFlowIsIncremental: a new Service, EndpointSlice and

@@ -21,22 +21,24 @@ import (
 // Input is a snapshot of every object the translator reads. Nil entries in
 // the slices are ignored.
 type Input struct {
-	ControllerName    string // e.g. "shardgate.io/gateway-controller"
-	GatewayClasses    []*gatewayv1.GatewayClass
-	Gateways          []*gatewayv1.Gateway
-	HTTPRoutes        []*gatewayv1.HTTPRoute
-	GRPCRoutes        []*gatewayv1.GRPCRoute
-	TLSRoutes         []*gatewayv1.TLSRoute
-	ReferenceGrants   []*gatewayv1beta1.ReferenceGrant
-	Services          []*corev1.Service
-	EndpointSlices    []*discoveryv1.EndpointSlice
-	Secrets           []*corev1.Secret
+	ControllerName  string // e.g. "shardgate.io/gateway-controller"
+	GatewayClasses  []*gatewayv1.GatewayClass
+	Gateways        []*gatewayv1.Gateway
+	HTTPRoutes      []*gatewayv1.HTTPRoute
+	GRPCRoutes      []*gatewayv1.GRPCRoute
+	TLSRoutes       []*gatewayv1.TLSRoute
+	ReferenceGrants []*gatewayv1beta1.ReferenceGrant
+	Services        []*corev1.Service
+	EndpointSlices  []*discoveryv1.EndpointSlice
+	Secrets         []*corev1.Secret
+	// ConfigMaps are those that may hold CA certificates (key ca.crt, the
+	// only one read): for Gateway frontend client certificate validation
+	// and for BackendTLSPolicy caCertificateRefs.
+	ConfigMaps        []*corev1.ConfigMap
 	Namespaces        []*corev1.Namespace
 	GatewayParameters []*shardgatev1alpha1.GatewayParameters
-	// BackendTLSPolicies, and the ConfigMaps their caCertificateRefs may
-	// name (only ca.crt is read).
+	// BackendTLSPolicies say which backends the Gateways speak TLS to.
 	BackendTLSPolicies []*gatewayv1.BackendTLSPolicy
-	ConfigMaps         []*corev1.ConfigMap
 	// Runtime facts about each Gateway that come from outside the translator
 	// (the Envoy Service's addresses, the xDS publish result). Missing entry =
 	// nothing known yet.

@@ -15,7 +15,11 @@
 //	app.kubernetes.io/managed-by: shardgate
 //	gateway.networking.k8s.io/gateway-name: <gw>
 //
-// (the last also selects the pods). The names are:
+// (the last also selects the pods), over the Gateway's
+// spec.infrastructure.labels; the Gateway's spec.infrastructure.annotations
+// are set too, except those under shardgate.io/, metallb.io/ and
+// metallb.universe.tf/ (metadata.go). The pod template carries both, so
+// changing them rolls the pods. The names are:
 //
 //	ServiceAccount  shardgate-<gw>
 //	Deployment      shardgate-<gw>
@@ -86,7 +90,8 @@
 //   - Addresses (internal/addresses): the Service carries
 //     metallb.io/address-pool from GatewayParameters spec.addresses.pool and
 //     metallb.io/loadBalancerIPs from the Gateway's spec.addresses of type
-//     IPAddress (an unset type counts as IPAddress).
+//     IPAddress (an unset type counts as IPAddress). An entry without a
+//     value adds no IP: MetalLB assigns any address of the pool.
 //
 // # Running on a real cluster
 //

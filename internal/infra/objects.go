@@ -128,13 +128,16 @@ func Build(gw *gatewayv1.Gateway, params *shardgatev1alpha1.GatewayParameters, o
 	return o, nil
 }
 
-// meta is the ObjectMeta every object gets: name, namespace, labels and
-// the controller reference to the Gateway.
+// meta is the ObjectMeta every object gets: name, namespace, labels
+// (the Gateway's spec.infrastructure labels under ours), the Gateway's
+// spec.infrastructure annotations, and the controller reference to the
+// Gateway.
 func meta(gw *gatewayv1.Gateway, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:            name,
 		Namespace:       gw.Namespace,
-		Labels:          Labels(gw.Name),
+		Labels:          ObjectLabels(gw),
+		Annotations:     InfrastructureAnnotations(gw),
 		OwnerReferences: []metav1.OwnerReference{OwnerReference(gw)},
 	}
 }
@@ -245,7 +248,12 @@ func service(gw *gatewayv1.Gateway, params *shardgatev1alpha1.GatewayParameters)
 		},
 	}
 	if ann := addresses.GatewayServiceAnnotations(gw, params); len(ann) > 0 {
-		svc.Annotations = ann
+		if svc.Annotations == nil {
+			svc.Annotations = map[string]string{}
+		}
+		for k, v := range ann {
+			svc.Annotations[k] = v
+		}
 	}
 	for _, p := range ServicePorts(gw) {
 		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
@@ -353,7 +361,12 @@ func deployment(gw *gatewayv1.Gateway, params *shardgatev1alpha1.GatewayParamete
 			{Name: "tmp", MountPath: "/tmp"},
 		},
 	}
-	labels := Labels(gw.Name)
+	podAnnotations := InfrastructureAnnotations(gw)
+	if podAnnotations == nil {
+		podAnnotations = map[string]string{}
+	}
+	podAnnotations[AnnotationBootstrapHash] = bootstrapHash
+	podAnnotations[AnnotationClientCertHash] = certHash
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: meta(gw, name),
@@ -362,11 +375,8 @@ func deployment(gw *gatewayv1.Gateway, params *shardgatev1alpha1.GatewayParamete
 			Selector: &metav1.LabelSelector{MatchLabels: SelectorLabels(gw.Name)},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
-					Labels: labels,
-					Annotations: map[string]string{
-						AnnotationBootstrapHash:  bootstrapHash,
-						AnnotationClientCertHash: certHash,
-					},
+					Labels:      ObjectLabels(gw),
+					Annotations: podAnnotations,
 				},
 				Spec: corev1.PodSpec{
 					ServiceAccountName:            name,

@@ -35,6 +35,11 @@ const (
 	// plaintext stream as TCP; TLSRoutes apply and each carries its
 	// Certificates.
 	ProtocolTLSTerminate Protocol = "TLSTerminate"
+	// ProtocolTLSMixed is a port with TLS listeners of both modes (the
+	// TLSRouteModeMixed feature): TLSRoutes apply, selected by SNI; a
+	// route with Certificates terminates TLS and forwards the plaintext
+	// stream, a route without passes the TLS stream through.
+	ProtocolTLSMixed Protocol = "TLSMixed"
 )
 
 // Listener is one port.
@@ -51,7 +56,8 @@ type Listener struct {
 	// first, then wildcards by decreasing length, then the catch-all (no
 	// SNI) last.
 	TLSServers []TLSServer `json:"tlsServers,omitempty"`
-	// TLSRoutes (TLSPassthrough, TLSTerminate) are ordered like TLSServers.
+	// TLSRoutes (TLSPassthrough, TLSTerminate, TLSMixed) are ordered like
+	// TLSServers.
 	TLSRoutes []TLSRoute `json:"tlsRoutes,omitempty"`
 }
 
@@ -62,8 +68,22 @@ type TLSServer struct {
 	// SNI hostnames; empty means any (the listener has no hostname).
 	SNI []string `json:"sni,omitempty"`
 	// Certificates name entries of Gateway.Secrets, in listener order.
-	Certificates []SecretRef    `json:"certificates,omitempty"`
-	VirtualHosts []*VirtualHost `json:"virtualHosts,omitempty"`
+	Certificates []SecretRef `json:"certificates,omitempty"`
+	// ClientValidation, when set, asks clients for a certificate and
+	// validates it (Gateway spec.tls.frontend).
+	ClientValidation *ClientValidation `json:"clientValidation,omitempty"`
+	VirtualHosts     []*VirtualHost    `json:"virtualHosts,omitempty"`
+}
+
+// ClientValidation is frontend client certificate validation.
+type ClientValidation struct {
+	// CA names an entry of Gateway.Secrets holding the trusted CA bundle
+	// (Secret.CA).
+	CA SecretRef `json:"ca"`
+	// InsecureFallback accepts connections without a client certificate or
+	// with one that fails validation (mode AllowInsecureFallback); false
+	// requires a valid one (AllowValidOnly).
+	InsecureFallback bool `json:"insecureFallback,omitempty"`
 }
 
 // SecretRef names a Secret in Gateway.Secrets ("namespace/name").
@@ -71,11 +91,14 @@ type SecretRef struct {
 	Name string `json:"name"`
 }
 
-// Secret is a TLS certificate and key, PEM encoded.
+// Secret is a TLS certificate and key, PEM encoded; or, when CA is set, a
+// bundle of trusted CA certificates (PEM) that validates client
+// certificates.
 type Secret struct {
 	Name string `json:"name"`
 	Cert []byte `json:"cert,omitempty"`
 	Key  []byte `json:"key,omitempty"`
+	CA   []byte `json:"ca,omitempty"`
 }
 
 // TLSRoute forwards a TLS stream selected by SNI.
@@ -86,7 +109,8 @@ type TLSRoute struct {
 	// SNI is one hostname, possibly a wildcard ("*.example.com"); "" means
 	// any SNI.
 	SNI string `json:"sni,omitempty"`
-	// Certificates are set for ProtocolTLSTerminate only.
+	// Certificates are set for ProtocolTLSTerminate, and for the routes of
+	// ProtocolTLSMixed that terminate (those of a Terminate listener).
 	Certificates []SecretRef `json:"certificates,omitempty"`
 	Backends     []Backend   `json:"backends,omitempty"`
 	// InvalidWeight is the share of connections that must be refused because

@@ -1,51 +1,74 @@
 package manager
 
 import (
+	"maps"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/shardgate/shardgate/internal/infra"
 )
 
-// The ConfigMap cache keeps of every ConfigMap shardgate does not manage
-// only what a BackendTLSPolicy reads, ca.crt; its own (the Envoy
-// bootstrap) stay whole.
-func TestConfigMapCacheKeepsOnlyCABundles(t *testing.T) {
-	tenant := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "ca", Labels: map[string]string{"app": "x"},
-			Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...big...}"}},
-		Data:       map[string]string{"ca.crt": "PEM", "other": "large"},
-		BinaryData: map[string][]byte{"blob": make([]byte, 1024)},
-	}
-	got := caBundleOnly(tenant).(*corev1.ConfigMap)
-	if len(got.Data) != 1 || got.Data["ca.crt"] != "PEM" || got.BinaryData != nil || got.Annotations != nil || got.Labels["app"] != "x" {
-		t.Fatalf("tenant ConfigMap kept as %+v", got)
-	}
-	plain := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "cfg"}, Data: map[string]string{"app.yaml": "large"}}
-	if got := caBundleOnly(plain).(*corev1.ConfigMap); got.Data != nil {
-		t.Fatalf("a ConfigMap without ca.crt keeps no data, got %v", got.Data)
-	}
-	ours := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "s", Name: "envoy",
-		Labels: map[string]string{infra.LabelManagedBy: infra.LabelManagedByValue}}, Data: map[string]string{"envoy.yaml": "bootstrap"}}
-	if got := caBundleOnly(ours).(*corev1.ConfigMap); got.Data["envoy.yaml"] != "bootstrap" {
-		t.Fatalf("shardgate's own ConfigMap must stay whole, got %v", got.Data)
-	}
-	found := false
-	for o, bo := range cacheOptions().ByObject {
-		if _, ok := o.(*corev1.ConfigMap); ok {
-			found = true
-			if bo.Label != nil {
-				t.Fatal("ConfigMaps must not be filtered by label: BackendTLSPolicies read tenants' CA ConfigMaps")
+func transformOf[T any](t *testing.T, opts cache.Options) func(any) (any, error) {
+	t.Helper()
+	for o, by := range opts.ByObject {
+		if _, ok := any(o).(T); ok {
+			if by.Transform == nil {
+				t.Fatalf("%T has no transform", o)
 			}
-			out, err := bo.Transform(tenant.DeepCopy())
-			if err != nil || len(out.(*corev1.ConfigMap).Data) != 1 {
-				t.Fatalf("the cache's ConfigMap transform: %v %v", out, err)
-			}
+			return by.Transform
 		}
 	}
-	if !found {
-		t.Fatal("no ConfigMap cache options")
+	t.Fatalf("no cache options for %T", *new(T))
+	return nil
+}
+
+// The cache holds every ConfigMap (any may be a Gateway's client CA), but
+// of those shardgate does not manage only ca.crt; shardgate's own keep
+// everything (the infra controller compares them). Non-TLS Secrets keep
+// ca.crt only.
+func TestCacheKeepsOnlyCABundles(t *testing.T) {
+	opts := cacheOptions()
+	for o, by := range opts.ByObject {
+		if _, ok := o.(*corev1.ConfigMap); ok && by.Label != nil {
+			t.Fatal("ConfigMaps are cached by label: a CA ConfigMap would never reach the translator")
+		}
+	}
+	cmT := transformOf[*corev1.ConfigMap](t, opts)
+	tenant := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "ca", Namespace: "t", Annotations: map[string]string{"big": "x"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Data:       map[string]string{"ca.crt": "PEM", "other": "large"},
+		BinaryData: map[string][]byte{"blob": []byte("large")},
+	}
+	got, err := cmT(tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := got.(*corev1.ConfigMap)
+	if !maps.Equal(c.Data, map[string]string{"ca.crt": "PEM"}) || c.BinaryData != nil || c.Annotations != nil || c.ManagedFields != nil {
+		t.Fatalf("tenant ConfigMap cached as data=%v binary=%v annotations=%v managedFields=%v", c.Data, c.BinaryData, c.Annotations, c.ManagedFields)
+	}
+	noCA, _ := cmT(&corev1.ConfigMap{Data: map[string]string{"other": "large"}})
+	if noCA.(*corev1.ConfigMap).Data != nil {
+		t.Fatal("a ConfigMap without ca.crt keeps data")
+	}
+	ours := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{infra.LabelManagedBy: infra.LabelManagedByValue},
+			Annotations: map[string]string{infra.AnnotationDesiredHash: "h"}},
+		Data: map[string]string{infra.BootstrapKey: "envoy"},
+	}
+	got, _ = cmT(ours)
+	if c := got.(*corev1.ConfigMap); c.Data[infra.BootstrapKey] != "envoy" || c.Annotations[infra.AnnotationDesiredHash] != "h" {
+		t.Fatalf("shardgate's ConfigMap lost data or annotations: %v %v", c.Data, c.Annotations)
+	}
+
+	secT := transformOf[*corev1.Secret](t, opts)
+	got, _ = secT(&corev1.Secret{Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"ca.crt": []byte("PEM"), "password": []byte("x")}})
+	s := got.(*corev1.Secret)
+	if string(s.Data["ca.crt"]) != "PEM" || s.Data["password"] != nil {
+		t.Fatalf("Opaque Secret cached as %v", s.Data)
 	}
 }

@@ -561,10 +561,12 @@ func (p *process) newManager() (crmanager.Manager, error) {
 
 // cacheOptions keep the informer caches small: no managedFields anywhere
 // (nothing reads them), the data of Secrets that are not TLS Secrets dropped
-// (the translator only reports their type), Envoy Deployments and
-// ServiceAccounts cached only when shardgate manages them, instead of every
-// one in the cluster, and ConfigMaps we do not manage reduced to their
-// ca.crt (what a BackendTLSPolicy's caCertificateRefs read) and labels.
+// but for ca.crt (the translator only reports their type, or reads a CA
+// bundle a Gateway's client certificate validation names), Envoy
+// Deployments and ServiceAccounts cached only when shardgate manages them,
+// instead of every one in the cluster, and of the ConfigMaps shardgate does
+// not manage only ca.crt (any may be named as a Gateway's CA; the rest of
+// their data, binaryData and annotations are dropped).
 func cacheOptions() cache.Options {
 	ours := labels.SelectorFromSet(labels.Set{infra.LabelManagedBy: infra.LabelManagedByValue})
 	strip := cache.TransformStripManagedFields()
@@ -572,12 +574,19 @@ func cacheOptions() cache.Options {
 		DefaultTransform: strip,
 		ByObject: map[client.Object]cache.ByObject{
 			&appsv1.Deployment{}:     {Label: ours},
-			&corev1.ConfigMap{}:      {Transform: func(in any) (any, error) { return strip(caBundleOnly(in)) }},
 			&corev1.ServiceAccount{}: {Label: ours},
+			&corev1.ConfigMap{}: {Transform: func(in any) (any, error) {
+				if c, ok := in.(*corev1.ConfigMap); ok && !ours.Matches(labels.Set(c.Labels)) {
+					keepCAOnly(c)
+				}
+				return strip(in)
+			}},
 			&corev1.Secret{}: {Transform: func(in any) (any, error) {
 				if s, ok := in.(*corev1.Secret); ok && s.Type != corev1.SecretTypeTLS {
 					for k := range s.Data {
-						s.Data[k] = nil
+						if k != caKey {
+							s.Data[k] = nil
+						}
 					}
 				}
 				return strip(in)
@@ -586,20 +595,19 @@ func cacheOptions() cache.Options {
 	}
 }
 
-// caBundleOnly reduces a ConfigMap shardgate does not manage to what the
-// translator reads: its ca.crt (and the labels and owners every cached
-// object keeps); annotations, other keys and binary data are dropped.
-func caBundleOnly(in any) any {
-	cm, ok := in.(*corev1.ConfigMap)
-	if !ok || cm.Labels[infra.LabelManagedBy] == infra.LabelManagedByValue {
-		return in
+// caKey is the key of a ConfigMap or Secret that holds a CA bundle.
+const caKey = "ca.crt"
+
+// keepCAOnly drops everything of a ConfigMap the translator does not read:
+// every data key but ca.crt, binaryData and annotations.
+func keepCAOnly(c *corev1.ConfigMap) {
+	if ca, ok := c.Data[caKey]; ok {
+		c.Data = map[string]string{caKey: ca}
+	} else {
+		c.Data = nil
 	}
-	ca, has := cm.Data["ca.crt"]
-	cm.Data, cm.BinaryData, cm.Annotations = nil, nil, nil
-	if has {
-		cm.Data = map[string]string{"ca.crt": ca}
-	}
-	return cm
+	c.BinaryData = nil
+	c.Annotations = nil
 }
 
 func applyOverrides(cfg *config.Config, opts Options) {

@@ -45,7 +45,7 @@ func fzPick[T any](c *fuzzBytes, pool []T) T { return pool[c.n(len(pool))] }
 // does not compile, a port of 0), which Translate or Validate must refuse
 // without panicking.
 var (
-	fxProtocols  = []ir.Protocol{ir.ProtocolHTTP, ir.ProtocolHTTPS, ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate, ir.ProtocolHTTP, "UDP"}
+	fxProtocols  = []ir.Protocol{ir.ProtocolHTTP, ir.ProtocolHTTPS, ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate, ir.ProtocolTLSMixed, ir.ProtocolHTTP, "UDP"}
 	fxPorts      = []int32{80, 443, 8080, 8443, 80, 0}
 	fxHosts      = []string{"*", "foo.example.com", "*.example.com", "bar.example.com", "FOO.example.com", "", "a.b.example.com"}
 	fxSNI        = []string{"", "foo.example.com", "*.example.com", "bar.example.com", "foo.example.com"}
@@ -100,6 +100,9 @@ func fuzzGateway(data []byte, cert, key []byte) *ir.Gateway {
 				for k, o := 0, c.n(3); k < o; k++ {
 					ts.Certificates = append(ts.Certificates, ir.SecretRef{Name: fzPick(c, fxSecrets)})
 				}
+				if c.n(3) == 0 {
+					ts.ClientValidation = &ir.ClientValidation{CA: ir.SecretRef{Name: fzPick(c, fxSecrets)}, InsecureFallback: c.bool()}
+				}
 				l.TLSServers = append(l.TLSServers, ts)
 			}
 		default:
@@ -107,7 +110,7 @@ func fuzzGateway(data []byte, cert, key []byte) *ir.Gateway {
 				tr := ir.TLSRoute{SNI: fzPick(c, fxSNI), Backends: fuzzBackends(c), InvalidWeight: uint32(c.n(3)),
 					Source: ir.Source{Kind: "TLSRoute", Namespace: "default", Name: "t", Rule: j}}
 				tr.Name = fmt.Sprintf("default/t/%d/%s", j, tr.SNI)
-				if p == ir.ProtocolTLSTerminate {
+				if p == ir.ProtocolTLSTerminate || p == ir.ProtocolTLSMixed && c.bool() {
 					tr.Certificates = []ir.SecretRef{{Name: fzPick(c, fxSecrets)}}
 				}
 				l.TLSRoutes = append(l.TLSRoutes, tr)

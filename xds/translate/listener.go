@@ -19,6 +19,7 @@ import (
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/shardgate/shardgate/internal/ir"
 )
@@ -57,7 +58,7 @@ func (t *translator) listener(l *ir.Listener) (*listenerv3.Listener, []*routev3.
 			routes = append(routes, rc)
 			chains = append(chains, filterChain(s.Name,
 				matchSNI(s.SNI),
-				downstreamTLS(s.Certificates, alpnHTTP),
+				downstreamTLSValidating(s.Certificates, alpnHTTP, s.ClientValidation),
 				httpConnectionManager(l.Name, rc.Name)))
 		}
 		if len(chains) == 0 {
@@ -65,12 +66,19 @@ func (t *translator) listener(l *ir.Listener) (*listenerv3.Listener, []*routev3.
 		}
 		return listener(l.Name, l.Port, tlsInspector(), chains...), routes, nil
 
-	case ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate:
+	case ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate, ir.ProtocolTLSMixed:
+		// One filter chain per SNI. A terminating chain (every chain of a
+		// TLSTerminate port, the chains with certificates of a TLSMixed
+		// one) has a downstream TLS transport socket and proxies the
+		// plaintext; a passthrough chain has none and proxies the TLS
+		// stream as it came. Envoy picks the chain by the ClientHello's
+		// SNI (tls_inspector) before any handshake, so both kinds share
+		// the port.
 		var chains []*listenerv3.FilterChain
 		for i := range l.TLSRoutes {
 			tr := &l.TLSRoutes[i]
 			var tls *corev3.TransportSocket
-			if l.Protocol == ir.ProtocolTLSTerminate {
+			if l.Protocol == ir.ProtocolTLSTerminate || l.Protocol == ir.ProtocolTLSMixed && len(tr.Certificates) > 0 {
 				tls = downstreamTLS(tr.Certificates, nil)
 			}
 			var sni []string
@@ -128,6 +136,20 @@ func matchSNI(names []string) *listenerv3.FilterChainMatch {
 
 // downstreamTLS terminates TLS with certificates fetched by SDS over ADS.
 func downstreamTLS(certs []ir.SecretRef, alpn []string) *corev3.TransportSocket {
+	return downstreamTLSValidating(certs, alpn, nil)
+}
+
+// downstreamTLSValidating is downstreamTLS that, with cv, also asks the
+// client for a certificate and validates it against the CA bundle fetched
+// by SDS (a validation-context secret):
+//   - AllowValidOnly: require_client_certificate, and the default
+//     verification (a certificate that does not chain to the CA fails the
+//     handshake);
+//   - AllowInsecureFallback: the certificate is optional, and
+//     trust_chain_verification ACCEPT_UNTRUSTED lets a connection whose
+//     certificate fails verification through (the CA is still offered to
+//     the client and the result recorded).
+func downstreamTLSValidating(certs []ir.SecretRef, alpn []string, cv *ir.ClientValidation) *corev3.TransportSocket {
 	sds := make([]*tlsv3.SdsSecretConfig, 0, len(certs))
 	for _, c := range certs {
 		sds = append(sds, &tlsv3.SdsSecretConfig{Name: c.Name, SdsConfig: adsConfigSource()})
@@ -136,6 +158,24 @@ func downstreamTLS(certs []ir.SecretRef, alpn []string) *corev3.TransportSocket 
 		TlsCertificateSdsSecretConfigs: sds,
 		AlpnProtocols:                  alpn,
 	}}
+	if cv != nil {
+		ca := &tlsv3.SdsSecretConfig{Name: cv.CA.Name, SdsConfig: adsConfigSource()}
+		if cv.InsecureFallback {
+			ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
+				CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+					DefaultValidationContext: &tlsv3.CertificateValidationContext{
+						TrustChainVerification: tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED,
+					},
+					ValidationContextSdsSecretConfig: ca,
+				},
+			}
+		} else {
+			ctx.RequireClientCertificate = wrapperspb.Bool(true)
+			ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContextSdsSecretConfig{
+				ValidationContextSdsSecretConfig: ca,
+			}
+		}
+	}
 	return &corev3.TransportSocket{
 		Name:       transportSocketTLS,
 		ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(ctx)},

@@ -11,8 +11,17 @@ import (
 	"github.com/shardgate/shardgate/internal/ir"
 )
 
-// secret is a certificate and key, inline, served by SDS under the IR name.
+// secret is a certificate and key, inline, served by SDS under the IR name;
+// or, for a CA bundle, a validation context trusting it.
 func secret(s *ir.Secret) *tlsv3.Secret {
+	if len(s.CA) > 0 {
+		return &tlsv3.Secret{
+			Name: s.Name,
+			Type: &tlsv3.Secret_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{
+				TrustedCa: inlineBytes(s.CA),
+			}},
+		}
+	}
 	return &tlsv3.Secret{
 		Name: s.Name,
 		Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{

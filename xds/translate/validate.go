@@ -242,6 +242,9 @@ func listenerReferences(l *listenerv3.Listener, clusters, routes, secrets map[st
 						fail("filter chain %q: secret %q not found", chain, s.GetName())
 					}
 				}
+				if ca := validationSecret(tls.GetCommonTlsContext()); ca != "" && !secrets[ca] {
+					fail("filter chain %q: validation secret %q not found", chain, ca)
+				}
 			}
 		}
 		for _, f := range fc.GetFilters() {
@@ -356,4 +359,13 @@ func headerNames(r *routev3.Route) []string {
 		add(w.GetResponseHeadersToAdd(), w.GetResponseHeadersToRemove())
 	}
 	return out
+}
+
+// validationSecret is the SDS name of a TLS context's validation context
+// ("" for none).
+func validationSecret(c *tlsv3.CommonTlsContext) string {
+	if s := c.GetValidationContextSdsSecretConfig(); s != nil {
+		return s.GetName()
+	}
+	return c.GetCombinedValidationContext().GetValidationContextSdsSecretConfig().GetName()
 }
