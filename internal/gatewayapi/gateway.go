@@ -60,6 +60,18 @@ func (idx *Index) compileRoutesOf(gw types.NamespacedName, done map[RouteKey]*co
 	for _, r := range idx.tlsByGW[gw] {
 		add(RouteKey{Kind: kindTLSRoute, NN: nn(r.Namespace, r.Name)}, r)
 	}
+	for _, ls := range idx.listenerSetsOf(gw) {
+		k := nn(ls.Namespace, ls.Name)
+		for _, r := range idx.httpByLS[k] {
+			add(RouteKey{Kind: kindHTTPRoute, NN: nn(r.Namespace, r.Name)}, r)
+		}
+		for _, r := range idx.grpcByLS[k] {
+			add(RouteKey{Kind: kindGRPCRoute, NN: nn(r.Namespace, r.Name)}, r)
+		}
+		for _, r := range idx.tlsByLS[k] {
+			add(RouteKey{Kind: kindTLSRoute, NN: nn(r.Namespace, r.Name)}, r)
+		}
+	}
 	return out
 }
 
@@ -92,6 +104,11 @@ func assembleGateway(idx *Index, gw *gatewayv1.Gateway, crs []*compiledRoute) (*
 	key := nn(gw.Namespace, gw.Name)
 	secrets := map[string]*ir.Secret{}
 	listeners := idx.buildListeners(gw, secrets)
+	sets := idx.buildListenerSets(gw, listeners, secrets)
+	all := listeners
+	for _, s := range sets {
+		all = append(all[:len(all):len(all)], s.listeners...)
+	}
 
 	var acceptReason, acceptMsg string
 	switch {
@@ -110,27 +127,35 @@ func assembleGateway(idx *Index, gw *gatewayv1.Gateway, crs []*compiledRoute) (*
 
 	res := &GatewayResult{Routes: map[RouteKey][]ParentEntry{}}
 	var pending []*pendingParent
-	patchable := true
+	// A Gateway with ListenerSets is assembled in full on every change
+	// (patches know only the Gateway's own listeners).
+	patchable := len(sets) == 0
 	for _, cr := range crs {
 		if cr.key.Kind != kindHTTPRoute {
 			patchable = false
 		}
-		pending = idx.attach(gw, listeners, cr, pending)
+		pending = idx.attach(gw, listeners, sets, cr, pending)
 	}
 
-	for _, l := range listeners {
+	for _, l := range all {
 		resolveKindConflicts(l)
 	}
 	idx.finishParents(pending, res)
 
 	st, gwAccepted := idx.gatewayStatus(gw, listeners, acceptReason, acceptMsg)
+	gwProgrammed := st.Conditions[1].Status == metav1.ConditionTrue
+	lsStatus, nAttached := listenerSetStatuses(sets, gwAccepted, gwProgrammed, st.Conditions[0].Message, st.Conditions[1].Message)
+	res.ListenerSets = lsStatus
+	if allowsListenerSets(gw) || nAttached > 0 {
+		st.AttachedListenerSets = &nAttached
+	}
 	res.Status = st
 	var b *irBuild
 	if gwAccepted {
-		b = idx.buildIR(gw, listeners, secrets)
+		b = idx.buildIR(gw, all, secrets)
 		res.IR = b.ir
 	}
-	return res, &assembly{gw: gw, listeners: listeners, acceptReason: acceptReason, acceptMsg: acceptMsg,
+	return res, &assembly{gw: gw, listeners: all, acceptReason: acceptReason, acceptMsg: acceptMsg,
 		pending: pending, res: res, build: b, patchable: patchable}
 }
 
@@ -258,13 +283,24 @@ type pendingParent struct {
 	listeners []*listenerState
 }
 
-// attach resolves every parentRef of cr that names gw and records the
-// attachments; their status is rendered by finishParents.
-func (idx *Index) attach(gw *gatewayv1.Gateway, listeners []*listenerState, cr *compiledRoute, pending []*pendingParent) []*pendingParent {
+// attach resolves every parentRef of cr that names gw, or one of the
+// ListenerSets naming gw (sets), and records the attachments; their status
+// is rendered by finishParents. A parentRef naming the Gateway attaches to
+// the Gateway's own listeners only; one naming a ListenerSet, to that
+// ListenerSet's listeners only.
+func (idx *Index) attach(gw *gatewayv1.Gateway, listeners []*listenerState, sets []*lsInfo, cr *compiledRoute, pending []*pendingParent) []*pendingParent {
 	key := nn(gw.Namespace, gw.Name)
 	for i, ref := range cr.refs {
-		g, ok := refGateway(cr.key.NN.Namespace, ref)
-		if !ok || g != key {
+		var set *lsInfo
+		if g, ok := refGateway(cr.key.NN.Namespace, ref); ok {
+			if g != key {
+				continue
+			}
+		} else if k, ok := refListenerSet(cr.key.NN.Namespace, ref); ok {
+			if set = findSet(sets, k); set == nil {
+				continue
+			}
+		} else {
 			continue
 		}
 		dup := false
@@ -278,7 +314,15 @@ func (idx *Index) attach(gw *gatewayv1.Gateway, listeners []*listenerState, cr *
 			continue
 		}
 		p := &pendingParent{refIndex: i, ref: ref, cr: cr}
-		p.reason, p.msg, p.listeners = idx.matchParent(gw, listeners, cr, ref)
+		switch {
+		case set == nil:
+			p.reason, p.msg, p.listeners = idx.matchParent(gw, listeners, cr, ref)
+		case !set.allowed:
+			p.reason, p.msg = string(gatewayv1.RouteReasonNotAllowedByListeners),
+				"The ListenerSet is not allowed by its parent Gateway's allowedListeners"
+		default:
+			p.reason, p.msg, p.listeners = idx.matchParent(gw, set.listeners, cr, ref)
+		}
 		pending = append(pending, p)
 	}
 	return pending
@@ -404,7 +448,7 @@ func (idx *Index) matchParent(gw *gatewayv1.Gateway, listeners []*listenerState,
 	}
 	var allowed []*listenerState
 	for _, l := range candidates {
-		if l.accepted && l.allowsKind(cr.key.Kind) && idx.allowsNamespace(l, gw.Namespace, cr.key.NN.Namespace) {
+		if l.accepted && l.allowsKind(cr.key.Kind) && idx.allowsNamespace(l, cr.key.NN.Namespace) {
 			allowed = append(allowed, l)
 		}
 	}
@@ -516,7 +560,7 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 		proto := ls[0].proto
 		il := ir.Listener{Name: strings.ToLower(string(proto)) + "-" + fmt.Sprint(p), Port: p, Protocol: proto}
 		for _, l := range ls {
-			il.Sources = append(il.Sources, l.name)
+			il.Sources = append(il.Sources, l.irName)
 			for _, c := range l.certs {
 				usedSecrets[c.Name] = true
 			}
@@ -530,7 +574,7 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 			il.VirtualHosts = g.hosts
 		case ir.ProtocolHTTPS:
 			for _, l := range ls {
-				srv := ir.TLSServer{Name: l.name, Certificates: l.certs}
+				srv := ir.TLSServer{Name: l.irName, Certificates: l.certs}
 				if l.hostname != "" {
 					srv.SNI = []string{l.hostname}
 				}

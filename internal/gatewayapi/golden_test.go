@@ -104,6 +104,10 @@ func decodeInput(raw []byte) (*Input, error) {
 			o := &gatewayv1.Gateway{}
 			err = into(o)
 			in.Gateways = append(in.Gateways, o)
+		case "ListenerSet":
+			o := &gatewayv1.ListenerSet{}
+			err = into(o)
+			in.ListenerSets = append(in.ListenerSets, o)
 		case "HTTPRoute":
 			o := &gatewayv1.HTTPRoute{}
 			err = into(o)
@@ -182,6 +186,7 @@ type goldenOutput struct {
 	HTTPRouteStatus map[string][]gatewayv1.RouteParentStatus `json:"httpRouteStatus,omitempty"`
 	GRPCRouteStatus map[string][]gatewayv1.RouteParentStatus `json:"grpcRouteStatus,omitempty"`
 	TLSRouteStatus  map[string][]gatewayv1.RouteParentStatus `json:"tlsRouteStatus,omitempty"`
+	ListenerSets    map[string]gatewayv1.ListenerSetStatus   `json:"listenerSetStatus,omitempty"`
 	Gateways        []*ir.Gateway                            `json:"gateways,omitempty"`
 }
 
@@ -214,6 +219,7 @@ func renderOutput(t testing.TB, out *Output, full bool) []byte {
 		HTTPRouteStatus: nnMap(maps.Collect(out.HTTPRouteStatus.All())),
 		GRPCRouteStatus: nnMap(maps.Collect(out.GRPCRouteStatus.All())),
 		TLSRouteStatus:  nnMap(maps.Collect(out.TLSRouteStatus.All())),
+		ListenerSets:    nnMap(out.ListenerSetStatus),
 	}
 	if len(g.GatewayClasses) == 0 {
 		g.GatewayClasses = nil

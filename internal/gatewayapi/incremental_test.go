@@ -55,6 +55,7 @@ type plainOutput struct {
 	HTTPRouteStatus map[types.NamespacedName][]gatewayv1.RouteParentStatus
 	GRPCRouteStatus map[types.NamespacedName][]gatewayv1.RouteParentStatus
 	TLSRouteStatus  map[types.NamespacedName][]gatewayv1.RouteParentStatus
+	ListenerSets    map[types.NamespacedName]gatewayv1.ListenerSetStatus
 }
 
 func bare(o *Output) plainOutput {
@@ -63,7 +64,15 @@ func bare(o *Output) plainOutput {
 		HTTPRouteStatus: plainStatuses(o.HTTPRouteStatus),
 		GRPCRouteStatus: plainStatuses(o.GRPCRouteStatus),
 		TLSRouteStatus:  plainStatuses(o.TLSRouteStatus),
+		ListenerSets:    nonEmpty(o.ListenerSetStatus),
 	}
+}
+
+func nonEmpty[K comparable, V any](m map[K]V) map[K]V {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 func plainStatuses(r RouteStatuses) map[types.NamespacedName][]gatewayv1.RouteParentStatus {

@@ -28,7 +28,11 @@ import (
 //   - Secret → the Gateways whose listeners name it;
 //   - Namespace → the routes in it (listener selectors read its labels) and
 //     the Gateways in it;
-//   - Gateway → the routes whose parentRefs name it.
+//   - Gateway → the routes whose parentRefs name it, and the ListenerSets
+//     whose parentRef names it;
+//   - ListenerSet → the routes whose parentRefs name it; Secret,
+//     ReferenceGrant (by namespace) and Namespace → the ListenerSets that
+//     read them, whose Gateways a change marks (see storels.go).
 //
 // A change marks exactly those routes and Gateways dirty, once; a
 // Translator built on the Store redoes only them. GatewayClasses and
@@ -62,15 +66,16 @@ type Store struct {
 	params     map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters
 
 	// Reverse indexes, and what each object was indexed under.
-	routeDeps      map[RouteKey]deps
-	gatewayDeps    map[types.NamespacedName]deps
-	routesBySvc    map[types.NamespacedName]refs[RouteKey]
-	routesByGrant  map[string]refs[RouteKey]
-	routesByNS     map[string]refs[RouteKey]
-	routesByGW     map[types.NamespacedName]refs[RouteKey]
-	gwsBySecret    map[types.NamespacedName]refs[types.NamespacedName]
-	gwsByGrant     map[string]refs[types.NamespacedName]
-	gwsByNS        map[string]refs[types.NamespacedName]
+	routeDeps     map[RouteKey]deps
+	gatewayDeps   map[types.NamespacedName]deps
+	routesBySvc   map[types.NamespacedName]refs[RouteKey]
+	routesByGrant map[string]refs[RouteKey]
+	routesByNS    map[string]refs[RouteKey]
+	routesByGW    map[types.NamespacedName]refs[RouteKey]
+	gwsBySecret   map[types.NamespacedName]refs[types.NamespacedName]
+	gwsByGrant    map[string]refs[types.NamespacedName]
+	gwsByNS       map[string]refs[types.NamespacedName]
+	listenerSetIndexes
 	dirty          dirtySet
 	relevantChecks int // Relevant calls, for tests
 }
@@ -102,7 +107,9 @@ type deps struct {
 	grantNS  []string // namespaces it refers into from its own
 	secrets  []types.NamespacedName
 	gateways []types.NamespacedName
-	ns       string
+	// listenerSets its parentRefs name (routes only)
+	listenerSets []types.NamespacedName
+	ns           string
 }
 
 // objects is one kind's objects by name, plus a list to hand out snapshots
@@ -180,7 +187,9 @@ func NewStore(controllerName string) *Store {
 		gwsBySecret:    map[types.NamespacedName]refs[types.NamespacedName]{},
 		gwsByGrant:     map[string]refs[types.NamespacedName]{},
 		gwsByNS:        map[string]refs[types.NamespacedName]{},
-		dirty:          newDirty(),
+
+		listenerSetIndexes: newListenerSetIndexes(),
+		dirty:              newDirty(),
 	}
 }
 
@@ -221,6 +230,8 @@ func (s *Store) Upsert(obj client.Object) bool {
 		return s.upsertRoute(RouteKey{Kind: kindGRPCRoute, NN: k}, o, s.grpc.put(k, o))
 	case *gatewayv1.TLSRoute:
 		return s.upsertRoute(RouteKey{Kind: kindTLSRoute, NN: k}, o, s.tls.put(k, o))
+	case *gatewayv1.ListenerSet:
+		return s.upsertListenerSet(k, o)
 	case *gatewayv1beta1.ReferenceGrant:
 		old := s.grantObjs.put(k, o)
 		s.setGrant(k.Namespace, old, o)
@@ -251,6 +262,7 @@ func (s *Store) Upsert(obj client.Object) bool {
 			return false
 		}
 		s.markGateways(s.gwsBySecret[k])
+		s.markListenerSets(s.lsBySecret[k])
 		return true
 	case *corev1.Namespace:
 		old := s.nsObjs.put(k, o)
@@ -297,6 +309,8 @@ func (s *Store) Delete(obj client.Object) bool {
 		return s.deleteRoute(RouteKey{Kind: kindGRPCRoute, NN: k}, s.grpc.remove(k, objKey[gatewayv1.GRPCRoute]) != nil)
 	case *gatewayv1.TLSRoute:
 		return s.deleteRoute(RouteKey{Kind: kindTLSRoute, NN: k}, s.tls.remove(k, objKey[gatewayv1.TLSRoute]) != nil)
+	case *gatewayv1.ListenerSet:
+		return s.deleteListenerSet(k)
 	case *gatewayv1beta1.ReferenceGrant:
 		old := s.grantObjs.remove(k, objKey[gatewayv1beta1.ReferenceGrant])
 		if old == nil {
@@ -322,6 +336,7 @@ func (s *Store) Delete(obj client.Object) bool {
 		}
 		delete(s.secrets, k)
 		s.markGateways(s.gwsBySecret[k])
+		s.markListenerSets(s.lsBySecret[k])
 	case *corev1.Namespace:
 		if s.nsObjs.remove(k, objKey[corev1.Namespace]) == nil {
 			return false
@@ -366,6 +381,8 @@ func isNil(o client.Object) bool {
 	case *gatewayv1.GRPCRoute:
 		return o == nil
 	case *gatewayv1.TLSRoute:
+		return o == nil
+	case *gatewayv1.ListenerSet:
 		return o == nil
 	case *gatewayv1beta1.ReferenceGrant:
 		return o == nil
@@ -415,6 +432,7 @@ func (s *Store) grantChanged(ns string) {
 		s.dirty.Routes.add(k)
 	}
 	s.markGateways(s.gwsByGrant[ns])
+	s.markListenerSets(s.lsByGrant[ns])
 }
 
 func (s *Store) serviceChanged(k types.NamespacedName) {
@@ -429,6 +447,7 @@ func (s *Store) namespaceChanged(ns string) {
 		s.dirty.Routes.add(r)
 	}
 	s.markGateways(s.gwsByNS[ns])
+	s.markListenerSets(s.lsByNS[ns])
 }
 
 func (s *Store) markGateways(gws refs[types.NamespacedName]) {
@@ -499,6 +518,9 @@ func (s *Store) indexRoute(k RouteKey, obj client.Object) {
 	for _, gw := range d.gateways {
 		addTo(s.routesByGW, gw, k)
 	}
+	for _, ls := range d.listenerSets {
+		addTo(s.routesByLS, ls, k)
+	}
 	addTo(s.routesByNS, d.ns, k)
 	s.routeDeps[k] = d
 }
@@ -516,6 +538,9 @@ func (s *Store) unindexRoute(k RouteKey) {
 	}
 	for _, gw := range d.gateways {
 		removeFrom(s.routesByGW, gw, k)
+	}
+	for _, ls := range d.listenerSets {
+		removeFrom(s.routesByLS, ls, k)
 	}
 	removeFrom(s.routesByNS, d.ns, k)
 	delete(s.routeDeps, k)
@@ -603,6 +628,7 @@ func (s *Store) Input(f Facts) *Input {
 		HTTPRoutes:        s.http.snapshot(),
 		GRPCRoutes:        s.grpc.snapshot(),
 		TLSRoutes:         s.tls.snapshot(),
+		ListenerSets:      s.lsObjs.snapshot(),
 		ReferenceGrants:   s.grantObjs.snapshot(),
 		Services:          s.svcObjs.snapshot(),
 		EndpointSlices:    s.sliceObjs.snapshot(),
@@ -635,6 +661,7 @@ func (s *Store) Load(in *Input) {
 	loadKind(s, &s.paramObjs, in.GatewayParameters)
 	loadKind(s, &s.nsObjs, in.Namespaces)
 	loadKind(s, &s.gateways, in.Gateways)
+	loadKind(s, &s.lsObjs, in.ListenerSets)
 	loadKind(s, &s.grantObjs, in.ReferenceGrants)
 	loadKind(s, &s.svcObjs, in.Services)
 	loadKind(s, &s.sliceObjs, in.EndpointSlices)
