@@ -146,9 +146,7 @@ func assembleGateway(idx *Index, gw *gatewayv1.Gateway, crs []*compiledRoute) (*
 	gwProgrammed := st.Conditions[1].Status == metav1.ConditionTrue
 	lsStatus, nAttached := listenerSetStatuses(sets, gwAccepted, gwProgrammed, st.Conditions[0].Message, st.Conditions[1].Message)
 	res.ListenerSets = lsStatus
-	if allowsListenerSets(gw) || nAttached > 0 {
-		st.AttachedListenerSets = &nAttached
-	}
+	setAttachedListenerSets(gw, &st, nAttached)
 	res.Status = st
 	var b *irBuild
 	if gwAccepted {

@@ -286,6 +286,8 @@ func reversed(in *Input) *Input {
 	slices.Reverse(c.GatewayClasses)
 	c.Gateways = slices.Clone(in.Gateways)
 	slices.Reverse(c.Gateways)
+	c.ListenerSets = slices.Clone(in.ListenerSets)
+	slices.Reverse(c.ListenerSets)
 	c.HTTPRoutes = slices.Clone(in.HTTPRoutes)
 	slices.Reverse(c.HTTPRoutes)
 	c.GRPCRoutes = slices.Clone(in.GRPCRoutes)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -104,6 +105,7 @@ func events(st *Store, prev, next *Input) []func() {
 	}
 	kind(objs(prev.GatewayClasses), objs(next.GatewayClasses))
 	kind(objs(prev.Gateways), objs(next.Gateways))
+	kind(objs(prev.ListenerSets), objs(next.ListenerSets))
 	kind(objs(prev.HTTPRoutes), objs(next.HTTPRoutes))
 	kind(objs(prev.GRPCRoutes), objs(next.GRPCRoutes))
 	kind(objs(prev.TLSRoutes), objs(next.TLSRoutes))
@@ -203,6 +205,9 @@ func stamp(in *Input, rv *int) {
 	for _, o := range in.Gateways {
 		set(o)
 	}
+	for _, o := range in.ListenerSets {
+		set(o)
+	}
 	for _, o := range in.HTTPRoutes {
 		set(o)
 	}
@@ -252,6 +257,7 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 		seeds = 10
 	}
 	rv := 0
+	lsAccepted := 0 // accepted ListenerSets seen, to show they are exercised
 	var stats TranslatorStats
 	for seed := range seeds {
 		r := rand.New(rand.NewPCG(uint64(seed), 7))
@@ -283,6 +289,7 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			// An informer cache holds one object per name.
 			in.GatewayClasses = mix(r, nil, in.GatewayClasses, 0, 1)
 			in.Gateways = mix(r, nil, in.Gateways, 0, 1)
+			in.ListenerSets = mix(r, nil, in.ListenerSets, 0, 1)
 			in.HTTPRoutes = mix(r, nil, in.HTTPRoutes, 0, 1)
 			in.GRPCRoutes = mix(r, nil, in.GRPCRoutes, 0, 1)
 			in.TLSRoutes = mix(r, nil, in.TLSRoutes, 0, 1)
@@ -312,6 +319,11 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			got, want := tr.Translate(FactsOf(in)), Translate(in)
 			if !sameOutput(got, want) {
 				t.Fatalf("seed %d step %d: the Translator's output differs from Translate's (stats %+v):\n%s", seed, step, tr.Stats, cmp.Diff(bare(want), bare(got)))
+			}
+			for _, ls := range want.ListenerSetStatus {
+				if meta.IsStatusConditionTrue(ls.Conditions, "Accepted") {
+					lsAccepted++
+				}
 			}
 			// A second translation with nothing changed, all from memory.
 			if again := tr.Translate(FactsOf(in)); !sameOutput(again, want) || len(again.StatusChanged) != 0 {
@@ -360,6 +372,8 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 				// ReferenceGrant churn, and Namespace labels changing.
 				next.ReferenceGrants = mix(r, in.ReferenceGrants, fresh.ReferenceGrants, 0.5, 0.5)
 				next.Namespaces = relabel(r, in.Namespaces, &rv)
+				// ListenerSet churn, and status-only ListenerSet writes.
+				next.ListenerSets = statusOnly(r, mix(r, in.ListenerSets, fresh.ListenerSets, 0.7, 0.5), &rv)
 				in = next
 				continue
 			case 6:
@@ -379,6 +393,7 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			}
 			next.GatewayClasses = mix(r, in.GatewayClasses, fresh.GatewayClasses, 0.97, 0.05)
 			next.Gateways = mix(r, in.Gateways, fresh.Gateways, keep, add/2)
+			next.ListenerSets = mix(r, in.ListenerSets, fresh.ListenerSets, keep, add)
 			next.HTTPRoutes = mix(r, in.HTTPRoutes, fresh.HTTPRoutes, keep, add)
 			next.GRPCRoutes = mix(r, in.GRPCRoutes, fresh.GRPCRoutes, keep, add)
 			next.TLSRoutes = mix(r, in.TLSRoutes, fresh.TLSRoutes, keep, add)
@@ -400,7 +415,10 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 		stats.Patched += tr.Stats.Patched
 		stats.Reused += tr.Stats.Reused
 	}
-	t.Logf("Gateway translations: %+v", stats)
+	t.Logf("Gateway translations: %+v; accepted ListenerSets seen: %d", stats, lsAccepted)
+	if lsAccepted == 0 {
+		t.Errorf("the edits never produced an accepted ListenerSet")
+	}
 	if stats.Patched == 0 || stats.Reused == 0 {
 		t.Errorf("the edits never exercised a patch or a reuse: %+v", stats)
 	}

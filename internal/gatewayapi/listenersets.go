@@ -341,3 +341,11 @@ func listenerSetStatuses(sets []*lsInfo, gwAccepted, gwProgrammed bool, gwAccept
 	}
 	return out, attached
 }
+
+// setAttachedListenerSets reports n attached ListenerSets in st when gw
+// admits ListenerSets at all (or some are attached).
+func setAttachedListenerSets(gw *gatewayv1.Gateway, st *gatewayv1.GatewayStatus, n int32) {
+	if allowsListenerSets(gw) || n > 0 {
+		st.AttachedListenerSets = &n
+	}
+}

@@ -245,6 +245,7 @@ func patchGateway(idx *Index, st *gwState, gw *gatewayv1.Gateway, changed []Rout
 	}
 
 	status, gwAccepted := idx.gatewayStatus(gw, st.listeners, st.acceptReason, st.acceptMsg)
+	setAttachedListenerSets(gw, &status, 0) // patched Gateways have no ListenerSets
 	res.Status = status
 	if gwAccepted && st.build != nil {
 		res.IR = idx.patchIR(st, affected, clusters)
