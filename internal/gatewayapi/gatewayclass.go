@@ -58,6 +58,7 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportGRPCRouteNamedRouteRule,
 	features.SupportTLSRoute,
 	features.SupportTLSRouteModeTerminate,
+	features.SupportListenerSet,
 }
 
 func supportedFeatureStatus() []gatewayv1.SupportedFeature {
