@@ -60,18 +60,7 @@ func (idx *Index) compileRoutesOf(gw types.NamespacedName, done map[RouteKey]*co
 	for _, r := range idx.tlsByGW[gw] {
 		add(RouteKey{Kind: kindTLSRoute, NN: nn(r.Namespace, r.Name)}, r)
 	}
-	for _, ls := range idx.listenerSetsOf(gw) {
-		k := nn(ls.Namespace, ls.Name)
-		for _, r := range idx.httpByLS[k] {
-			add(RouteKey{Kind: kindHTTPRoute, NN: nn(r.Namespace, r.Name)}, r)
-		}
-		for _, r := range idx.grpcByLS[k] {
-			add(RouteKey{Kind: kindGRPCRoute, NN: nn(r.Namespace, r.Name)}, r)
-		}
-		for _, r := range idx.tlsByLS[k] {
-			add(RouteKey{Kind: kindTLSRoute, NN: nn(r.Namespace, r.Name)}, r)
-		}
-	}
+	idx.listenerSetRoutes(gw, add)
 	return out
 }
 
@@ -289,16 +278,8 @@ type pendingParent struct {
 func (idx *Index) attach(gw *gatewayv1.Gateway, listeners []*listenerState, sets []*lsInfo, cr *compiledRoute, pending []*pendingParent) []*pendingParent {
 	key := nn(gw.Namespace, gw.Name)
 	for i, ref := range cr.refs {
-		var set *lsInfo
-		if g, ok := refGateway(cr.key.NN.Namespace, ref); ok {
-			if g != key {
-				continue
-			}
-		} else if k, ok := refListenerSet(cr.key.NN.Namespace, ref); ok {
-			if set = findSet(sets, k); set == nil {
-				continue
-			}
-		} else {
+		set, ours := refParent(key, sets, cr.key.NN.Namespace, ref)
+		if !ours {
 			continue
 		}
 		dup := false
@@ -312,14 +293,10 @@ func (idx *Index) attach(gw *gatewayv1.Gateway, listeners []*listenerState, sets
 			continue
 		}
 		p := &pendingParent{refIndex: i, ref: ref, cr: cr}
-		switch {
-		case set == nil:
+		if set == nil {
 			p.reason, p.msg, p.listeners = idx.matchParent(gw, listeners, cr, ref)
-		case !set.allowed:
-			p.reason, p.msg = string(gatewayv1.RouteReasonNotAllowedByListeners),
-				"The ListenerSet is not allowed by its parent Gateway's allowedListeners"
-		default:
-			p.reason, p.msg, p.listeners = idx.matchParent(gw, set.listeners, cr, ref)
+		} else {
+			p.reason, p.msg, p.listeners = idx.matchListenerSet(gw, set, cr, ref)
 		}
 		pending = append(pending, p)
 	}
@@ -344,88 +321,6 @@ func (idx *Index) finishParents(pending []*pendingParent, res *GatewayResult) {
 		res.Routes[p.cr.key] = append(res.Routes[p.cr.key], ParentEntry{RefIndex: p.refIndex,
 			Status: parentStatus(idx.controllerName, p.ref, p.cr, p.reason, p.msg)})
 	}
-}
-
-// resolveKindConflicts applies the GRPCRoute hostnames rule: on one
-// listener, an HTTPRoute and a GRPCRoute with intersecting hostnames cannot
-// both be accepted; the oldest (then alphabetical namespace/name) wins, and
-// routes are considered in that order so a rejected route rejects nothing.
-func resolveKindConflicts(l *listenerState) {
-	nHTTP, nGRPC := 0, 0
-	for k := range l.attached {
-		switch k.Kind {
-		case kindHTTPRoute:
-			nHTTP++
-		case kindGRPCRoute:
-			nGRPC++
-		}
-	}
-	if nHTTP == 0 || nGRPC == 0 {
-		return
-	}
-	type item struct {
-		key RouteKey
-		a   *attachment
-	}
-	var items []item
-	for k, a := range l.attached {
-		if k.Kind == kindHTTPRoute || k.Kind == kindGRPCRoute {
-			items = append(items, item{k, a})
-		}
-	}
-	sort.Slice(items, func(i, j int) bool {
-		a, b := items[i], items[j]
-		if !a.a.route.created.Equal(&b.a.route.created) {
-			return a.a.route.created.Before(&b.a.route.created)
-		}
-		if a.key.NN != b.key.NN {
-			return nsNameLess(a.key.NN.Namespace, a.key.NN.Name, b.key.NN.Namespace, b.key.NN.Name)
-		}
-		return a.key.Kind < b.key.Kind
-	})
-	accepted := map[string]map[string]bool{kindHTTPRoute: {}, kindGRPCRoute: {}}
-	for _, it := range items {
-		other := kindHTTPRoute
-		if it.key.Kind == kindHTTPRoute {
-			other = kindGRPCRoute
-		}
-		if hostsIntersect(it.a.hostname, accepted[other]) {
-			delete(l.attached, it.key)
-			continue
-		}
-		for _, h := range it.a.hostname {
-			accepted[it.key.Kind][h] = true
-		}
-	}
-}
-
-// hostsIntersect says whether any hostname of a shares a request hostname
-// with any of b.
-func hostsIntersect(a []string, b map[string]bool) bool {
-	if len(b) == 0 {
-		return false
-	}
-	for _, h := range a {
-		if b[h] {
-			return true
-		}
-		for _, c := range coveringHostnames(h) {
-			if b[c] {
-				return true
-			}
-		}
-		if h == "" {
-			return true
-		}
-		if isWildcard(h) {
-			for o := range b {
-				if hostnameCovers(h, o) {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }
 
 // matchParent attaches cr to the listeners ref selects and returns the

@@ -349,3 +349,44 @@ func setAttachedListenerSets(gw *gatewayv1.Gateway, st *gatewayv1.GatewayStatus,
 		st.AttachedListenerSets = &n
 	}
 }
+
+// listenerSetRoutes hands add the routes (NewIndex only) whose parentRefs
+// name a ListenerSet naming gw.
+func (idx *Index) listenerSetRoutes(gw types.NamespacedName, add func(RouteKey, any)) {
+	for _, ls := range idx.listenerSetsOf(gw) {
+		k := nn(ls.Namespace, ls.Name)
+		for _, r := range idx.httpByLS[k] {
+			add(RouteKey{Kind: kindHTTPRoute, NN: nn(r.Namespace, r.Name)}, r)
+		}
+		for _, r := range idx.grpcByLS[k] {
+			add(RouteKey{Kind: kindGRPCRoute, NN: nn(r.Namespace, r.Name)}, r)
+		}
+		for _, r := range idx.tlsByLS[k] {
+			add(RouteKey{Kind: kindTLSRoute, NN: nn(r.Namespace, r.Name)}, r)
+		}
+	}
+}
+
+// refParent says whether a route parentRef names the Gateway gw or one of
+// the ListenerSets naming it (sets), and which ListenerSet (nil: gw).
+func refParent(gw types.NamespacedName, sets []*lsInfo, routeNS string, ref gatewayv1.ParentReference) (*lsInfo, bool) {
+	if g, ok := refGateway(routeNS, ref); ok {
+		return nil, g == gw
+	}
+	if k, ok := refListenerSet(routeNS, ref); ok {
+		if set := findSet(sets, k); set != nil {
+			return set, true
+		}
+	}
+	return nil, false
+}
+
+// matchListenerSet attaches cr to the listeners of the ListenerSet set
+// that ref selects; a ListenerSet the Gateway does not admit has none.
+func (idx *Index) matchListenerSet(gw *gatewayv1.Gateway, set *lsInfo, cr *compiledRoute, ref gatewayv1.ParentReference) (string, string, []*listenerState) {
+	if !set.allowed {
+		return string(gatewayv1.RouteReasonNotAllowedByListeners),
+			"The ListenerSet is not allowed by its parent Gateway's allowedListeners", nil
+	}
+	return idx.matchParent(gw, set.listeners, cr, ref)
+}
