@@ -5,8 +5,10 @@ Copyright The shardgate Authors.
 package gatewayapi
 
 import (
+	"maps"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -277,4 +279,83 @@ func tlsSecret(t *testing.T, ns, name string) *corev1.Secret {
 	}
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key}}
+}
+
+// TestStoreListenerSetMarks: a ListenerSet marks the Gateway its parentRef
+// names (before and after a change); a Secret, ReferenceGrant or Namespace
+// marks only the Gateways of the ListenerSets that read it; a route naming
+// a ListenerSet is attached through the ListenerSet's Gateway.
+func TestStoreListenerSetMarks(t *testing.T) {
+	in := benchInput(20)
+	st := NewStore(testController)
+	st.Load(in)
+	st.takeDirty()
+	gwA := types.NamespacedName{Namespace: "default", Name: "gw"}
+	gwB := types.NamespacedName{Namespace: "default", Name: "gw-b"}
+	marked := func(want ...types.NamespacedName) {
+		t.Helper()
+		got := slices.Collect(maps.Keys(st.dirty.Gateways))
+		slices.SortFunc(got, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+		if !slices.Equal(got, want) || len(st.dirty.Routes) != 0 {
+			t.Fatalf("marked Gateways %v (want %v) and routes %v", got, want, st.dirty.Routes)
+		}
+		st.takeDirty()
+	}
+
+	e := gatewayv1.ListenerEntry{Name: "https", Port: 443, Protocol: gatewayv1.HTTPSProtocolType, Hostname: ptrTo(gatewayv1.Hostname("t.example.test")),
+		TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{
+			{Name: "own"}, {Name: "shared", Namespace: ptrTo(gatewayv1.Namespace("certs"))}}}}
+	ls := listenerSet("lease-3", "ls", gwA, 1, e)
+	st.Upsert(ls)
+	marked(gwA)
+
+	// A status-only update marks nothing.
+	upd := ls.DeepCopy()
+	upd.ResourceVersion = "7"
+	upd.Status.Conditions = []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue}}
+	if st.Upsert(upd) {
+		t.Fatal("a status-only ListenerSet update is relevant")
+	}
+	marked()
+
+	// Its Secrets, the grants where they live and its Namespace mark its
+	// Gateway; others mark nothing.
+	st.Upsert(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "lease-3", Name: "own"}})
+	marked(gwA)
+	st.Upsert(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "lease-4", Name: "own"}})
+	marked()
+	st.Upsert(&gatewayv1beta1.ReferenceGrant{ObjectMeta: metav1.ObjectMeta{Namespace: "certs", Name: "g"}})
+	marked(gwA)
+	st.Upsert(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lease-3", Labels: map[string]string{"listeners": "yes"}}})
+	st.takeDirty() // the routes in lease-3 are marked too; only the Gateway matters here
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lease-3", Labels: map[string]string{"listeners": "no"}}}
+	st.Upsert(ns)
+	if _, ok := st.dirty.Gateways[gwA]; !ok {
+		t.Fatalf("a label change of the ListenerSet's namespace did not mark its Gateway: %v", st.dirty.Gateways)
+	}
+	st.takeDirty()
+
+	// A route naming the ListenerSet is attached through its Gateway.
+	rt := lsRoute("lease-3", "via-ls", "ls", "t.example.test")
+	st.Upsert(rt)
+	st.takeDirty()
+	k := RouteKey{Kind: kindHTTPRoute, NN: types.NamespacedName{Namespace: "lease-3", Name: "via-ls"}}
+	if got := st.routeGateways(k); !slices.Equal(got, []types.NamespacedName{gwA}) {
+		t.Fatalf("the route is attached through %v", got)
+	}
+
+	// The ListenerSet moves to another Gateway: both are marked, and the
+	// route follows it.
+	moved := ls.DeepCopy()
+	moved.Generation++
+	moved.Spec.ParentRef.Name = gatewayv1.ObjectName(gwB.Name)
+	st.Upsert(moved)
+	marked(gwA, gwB)
+	if got := st.routeGateways(k); !slices.Equal(got, []types.NamespacedName{gwB}) {
+		t.Fatalf("after the move the route is attached through %v", got)
+	}
+	if st.Delete(moved); !slices.Equal(st.routeGateways(k), nil) {
+		t.Fatalf("after the delete the route is attached through %v", st.routeGateways(k))
+	}
+	marked(gwB)
 }
