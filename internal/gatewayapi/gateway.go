@@ -133,7 +133,7 @@ func assembleGateway(idx *Index, gw *gatewayv1.Gateway, crs []*compiledRoute) (*
 
 	st, gwAccepted := idx.gatewayStatus(gw, listeners, acceptReason, acceptMsg)
 	gwProgrammed := st.Conditions[1].Status == metav1.ConditionTrue
-	lsStatus, nAttached := listenerSetStatuses(sets, gwAccepted, gwProgrammed, st.Conditions[0].Message, st.Conditions[1].Message)
+	lsStatus, nAttached := listenerSetStatuses(sets, gwAccepted, gwProgrammed)
 	res.ListenerSets = lsStatus
 	setAttachedListenerSets(gw, &st, nAttached)
 	res.Status = st

@@ -359,3 +359,42 @@ func TestStoreListenerSetMarks(t *testing.T) {
 	}
 	marked(gwB)
 }
+
+// TestListenerSetStatusLeaksNothingOfTheGateway: the Gateway's messages
+// (a refused configuration naming another tenant's route, missing
+// parameters) never appear in a ListenerSet's status.
+func TestListenerSetStatusLeaksNothingOfTheGateway(t *testing.T) {
+	secret := "tenant-x/private-route"
+	gw := types.NamespacedName{Namespace: "default", Name: "gw"}
+	for name, edit := range map[string]func(*Input){
+		"refused configuration": func(in *Input) { in.Runtime[gw] = GatewayRuntime{PublishError: "validation failed for " + secret} },
+		"address not usable": func(in *Input) {
+			in.Runtime[gw] = GatewayRuntime{AddressReason: "AddressNotUsable", AddressMessage: secret}
+		},
+		"not accepted": func(in *Input) { in.ShardRefusals = map[types.NamespacedName]string{gw: secret} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := hostileInput()
+			in.Gateways[0].Spec.AllowedListeners = &gatewayv1.AllowedListeners{Namespaces: &gatewayv1.ListenerNamespaces{From: ptrTo(gatewayv1.NamespacesFromAll)}}
+			in.ListenerSets = []*gatewayv1.ListenerSet{listenerSet("other", "ls", gw, 1, httpEntry("http", "t.example.test"))}
+			edit(in)
+			out := Translate(in)
+			st, ok := out.ListenerSetStatus[types.NamespacedName{Namespace: "other", Name: "ls"}]
+			if !ok {
+				t.Fatal("no ListenerSet status")
+			}
+			if meta.IsStatusConditionTrue(st.Conditions, "Programmed") {
+				t.Fatal("Programmed while the Gateway is not")
+			}
+			conds := slices.Clone(st.Conditions)
+			for _, l := range st.Listeners {
+				conds = append(conds, l.Conditions...)
+			}
+			for _, c := range conds {
+				if strings.Contains(c.Message, secret) {
+					t.Fatalf("%s condition carries the Gateway's message: %q", c.Type, c.Message)
+				}
+			}
+		})
+	}
+}

@@ -278,8 +278,11 @@ func findSet(sets []*lsInfo, k types.NamespacedName) *lsInfo {
 }
 
 // listenerSetStatuses renders the status of each ListenerSet naming the
-// Gateway once routes are attached, and counts those Accepted.
-func listenerSetStatuses(sets []*lsInfo, gwAccepted, gwProgrammed bool, gwAcceptMsg, gwProgMsg string) (map[types.NamespacedName]gatewayv1.ListenerSetStatus, int32) {
+// Gateway once routes are attached, and counts those Accepted. The
+// Gateway's own messages are not repeated: they may carry what the
+// ListenerSet's author may not read (the Gateway's parameters, a refused
+// configuration naming other tenants' routes).
+func listenerSetStatuses(sets []*lsInfo, gwAccepted, gwProgrammed bool) (map[types.NamespacedName]gatewayv1.ListenerSetStatus, int32) {
 	if len(sets) == 0 {
 		return nil, 0
 	}
@@ -305,10 +308,10 @@ func listenerSetStatuses(sets []*lsInfo, gwAccepted, gwProgrammed bool, gwAccept
 			}
 		}
 		var a, p metav1.Condition
-		pendingReason, pendingMsg := string(gatewayv1.ListenerReasonPending), "Gateway is not programmed: "+gwProgMsg
+		pendingReason, pendingMsg := string(gatewayv1.ListenerReasonPending), "The parent Gateway is not programmed yet"
 		switch {
 		case !gwAccepted:
-			msg := "The parent Gateway is not accepted: " + gwAcceptMsg
+			msg := "The parent Gateway is not accepted"
 			a = condition(acc, false, string(gatewayv1.ListenerSetReasonParentNotAccepted), msg, gen)
 			p = condition(prog, false, string(gatewayv1.ListenerSetReasonInvalid), msg, gen)
 			pendingReason, pendingMsg = string(gatewayv1.ListenerReasonInvalid), msg
@@ -327,7 +330,7 @@ func listenerSetStatuses(sets []*lsInfo, gwAccepted, gwProgrammed bool, gwAccept
 			if gwProgrammed {
 				p = condition(prog, true, string(gatewayv1.ListenerSetReasonProgrammed), "ListenerSet is programmed", gen)
 			} else {
-				p = condition(prog, false, string(gatewayv1.ListenerSetReasonPending), "Gateway is not programmed: "+gwProgMsg, gen)
+				p = condition(prog, false, string(gatewayv1.ListenerSetReasonPending), pendingMsg, gen)
 			}
 		}
 		st := gatewayv1.ListenerSetStatus{Conditions: []metav1.Condition{a, p}}
