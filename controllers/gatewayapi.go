@@ -135,9 +135,9 @@ func (r *GatewayAPIReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1, NeedLeaderElection: new(false)})
 	for _, o := range []client.Object{
 		&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &gatewayv1.GRPCRoute{},
-		&gatewayv1.TLSRoute{}, &gatewayv1beta1.ReferenceGrant{}, &corev1.Service{}, &discoveryv1.EndpointSlice{},
-		&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Namespace{}, &shardgatev1alpha1.GatewayParameters{},
-		&gatewayv1.BackendTLSPolicy{},
+		&gatewayv1.TLSRoute{}, &gatewayv1.ListenerSet{}, &gatewayv1beta1.ReferenceGrant{}, &corev1.Service{},
+		&discoveryv1.EndpointSlice{}, &corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Namespace{},
+		&shardgatev1alpha1.GatewayParameters{}, &gatewayv1.BackendTLSPolicy{},
 	} {
 		b = b.Watches(o, sh)
 	}

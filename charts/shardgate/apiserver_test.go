@@ -332,6 +332,17 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 			},
 		})).To(Succeed())
 
+		// A tenant's ListenerSet naming the shard, which does not allow
+		// ListenerSets: its status (NotAllowed) is written all the same.
+		Expect(c.Create(ctx, &gatewayv1.ListenerSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "ls", Namespace: tenant},
+			Spec: gatewayv1.ListenerSetSpec{
+				ParentRef: gatewayv1.ParentGatewayReference{Namespace: new(gatewayv1.Namespace(infraN)), Name: "shard-a"},
+				Listeners: []gatewayv1.ListenerEntry{{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80,
+					Hostname: new(gatewayv1.Hostname("ls." + domain))}},
+			},
+		})).To(Succeed())
+
 		By("the controller writes LeaseHost status and generates the HTTPRoute")
 		var route string
 		eventually(func(g Gomega) {
@@ -357,7 +368,7 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 			g.Expect(ourParent(r.Status.Parents)).To(BeTrue(), "HTTPRoute status: %+v", r.Status)
 		}).Should(Succeed())
 
-		By("the status writer writes GatewayClass, Gateway, route and BackendTLSPolicy status")
+		By("the status writer writes GatewayClass, Gateway, ListenerSet, route and BackendTLSPolicy status")
 		eventually(func(g Gomega) {
 			var gc gatewayv1.GatewayClass
 			g.Expect(c.Get(ctx, client.ObjectKey{Name: "shardgate"}, &gc)).To(Succeed())
@@ -374,6 +385,11 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 			var btp gatewayv1.BackendTLSPolicy
 			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: "web-tls"}, &btp)).To(Succeed())
 			g.Expect(btp.Status.Ancestors).NotTo(BeEmpty(), "BackendTLSPolicy status: %+v", btp.Status)
+			var ls gatewayv1.ListenerSet
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: "ls"}, &ls)).To(Succeed())
+			accepted := meta.FindStatusCondition(ls.Status.Conditions, string(gatewayv1.ListenerSetConditionAccepted))
+			g.Expect(accepted).NotTo(BeNil())
+			g.Expect(accepted.Reason).To(Equal(string(gatewayv1.ListenerSetReasonNotAllowed)), "ListenerSet status: %+v", ls.Status)
 			var p shardgatev1alpha1.GatewayParameters
 			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: infraN, Name: "shard-a"}, &p)).To(Succeed())
 			g.Expect(meta.FindStatusCondition(p.Status.Conditions, shardgatev1alpha1.ConditionValid)).NotTo(BeNil())
@@ -514,6 +530,7 @@ var conditionalGrants = map[grantKey]string{
 	{Group: "gateway.networking.k8s.io", Resource: "grpcroutes", Verb: "get"}:             "status writer re-read after a conflict or cache lag (APIReader)",
 	{Group: "gateway.networking.k8s.io", Resource: "tlsroutes", Verb: "get"}:              "status writer re-read after a conflict or cache lag (APIReader)",
 	{Group: "gateway.networking.k8s.io", Resource: "backendtlspolicies", Verb: "get"}:     "status writer re-read after a conflict or cache lag (APIReader)",
+	{Group: "gateway.networking.k8s.io", Resource: "listenersets", Verb: "get"}:           "status writer re-read after a conflict or cache lag (APIReader)",
 	{Group: "shardgate.io", Resource: "leasehosts", Verb: "get"}:                          "status writer re-read after a conflict (APIReader)",
 	{Group: "shardgate.io", Resource: "gatewayparameters", Verb: "get"}:                   "status writer re-read after a conflict (APIReader)",
 	{Group: "events.k8s.io", Resource: "events", Verb: "patch"}:                           "the event broadcaster patches an Event when it repeats",

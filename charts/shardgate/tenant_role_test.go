@@ -38,7 +38,7 @@ func TestRenderTenantRole(t *testing.T) {
 	g.Expect(role.Rules).To(HaveLen(2))
 	g.Expect(role.Rules[1]).To(Equal(rbacv1.PolicyRule{
 		APIGroups: []string{"gateway.networking.k8s.io"},
-		Resources: []string{"httproutes", "grpcroutes", "tlsroutes"},
+		Resources: []string{"httproutes", "grpcroutes", "tlsroutes", "listenersets"},
 		Verbs:     []string{"get", "list", "watch", "create", "update", "patch", "delete"},
 	}))
 	for _, r := range role.Rules {
@@ -192,10 +192,23 @@ var _ = Describe("the shardgate-tenant role on the harness apiserver", Ordered, 
 		forbidden("LeaseHost list in another namespace", tenant.List(ctx, &shardgatev1alpha1.LeaseHostList{}, client.InNamespace(otherNS)))
 	})
 
-	It("grants routes only through the Owned-shard variant (tenantRole.ownedRoutes)", func() {
+	It("grants routes and ListenerSets only through the Owned-shard variant (tenantRole.ownedRoutes)", func() {
 		owned := bind("shardgate-tenant-owned")
 		Expect(owned.Create(ctx, route(tenantNS))).To(Succeed())
 		forbidden("HTTPRoute status", owned.Status().Update(ctx, route(tenantNS)))
+		ls := &gatewayv1.ListenerSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "own-listeners"},
+			Spec: gatewayv1.ListenerSetSpec{
+				ParentRef: gatewayv1.ParentGatewayReference{Name: "shared", Namespace: new(gatewayv1.Namespace("infra"))},
+				Listeners: []gatewayv1.ListenerEntry{{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80,
+					Hostname: new(gatewayv1.Hostname("shop.example.test"))}},
+			},
+		}
+		Expect(owned.Create(ctx, ls)).To(Succeed())
+		forbidden("ListenerSet status", owned.Status().Update(ctx, ls))
+		other := ls.DeepCopy()
+		other.Namespace, other.ResourceVersion = otherNS, ""
+		forbidden("ListenerSet create in another namespace", owned.Create(ctx, other))
 		forbidden("Gateway create with routes granted", owned.Create(ctx, &gatewayv1.Gateway{
 			ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "gw2"},
 			Spec: gatewayv1.GatewaySpec{GatewayClassName: "shardgate", Listeners: []gatewayv1.Listener{{

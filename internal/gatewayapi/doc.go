@@ -112,6 +112,34 @@ Copyright The shardgate Authors.
 //     of the Gateway; the Gateway gets a ResolvedRefs condition only when
 //     it names one (False: InvalidClientCertificateRef or RefNotPermitted,
 //     and nothing is presented), and stays Accepted either way.
+//   - ListenerSets (listenersets.go): a ListenerSet joins the Gateway its
+//     parentRef names when the Gateway's allowedListeners admits its
+//     namespace (None by default); otherwise it is Accepted=False
+//     NotAllowed and adds nothing. Its listeners come after the Gateway's,
+//     ListenerSets oldest first then by namespace/name. Unlike the
+//     Gateway's own listeners (where no winner is picked), a ListenerSet
+//     listener that shares a port with an earlier listener of another
+//     protocol (unsupported ones included), or its port and hostname, is
+//     Conflicted and the earlier one stays; conflict messages name no
+//     other listener. A ListenerSet listener must use a port of the
+//     Gateway's own listeners (the Envoy Service exposes only those):
+//     otherwise Accepted=False PortUnavailable. certificateRefs resolve in
+//     the ListenerSet's namespace, ReferenceGrants from kind ListenerSet;
+//     allowedRoutes "Same" is the ListenerSet's namespace. A route's
+//     parentRef of kind ListenerSet attaches to that ListenerSet's
+//     listeners only, one to the Gateway to the Gateway's own only. A
+//     ListenerSet is Accepted when one of its listeners is served
+//     (accepted, references resolved); the Gateway counts those in
+//     attachedListenerSets (set whenever allowedListeners admits any
+//     namespace). In the IR a ListenerSet listener is named
+//     "<namespace>/<ListenerSet>/<listener>". A Gateway with ListenerSets
+//     is never patched, always assembled in full.
+//   - ListenerSets on shards: a ListenerSet listener's hostname is admitted
+//     only when the owner of the ListenerSet's namespace holds it (a
+//     wildcard: its domain, with no blocked name or other owner's name
+//     below it), and it is not blocked; a listener without hostname never
+//     is. Otherwise it is Accepted=False HostnameNotOwned and serves
+//     nothing. Routes on an admitted listener still pass the route rule.
 //
 // Translate is made of pure functions: compileRoute turns one route into
 // IR templates given the Services and ReferenceGrants it names, and
@@ -120,9 +148,11 @@ Copyright The shardgate Authors.
 // The incremental Translator is a layer over them, fed by a Store: the
 // event handlers put objects into the Store, which marks at insert time
 // exactly the routes and Gateways a change affects (reverse indexes from
-// Services, ReferenceGrants, Secrets, Namespaces and Gateways; a
-// BackendTLSPolicy, or a ConfigMap one names, marks the clusters of the
-// Services it selects and its resolution), and the
+// Services, ReferenceGrants, Secrets, Namespaces, Gateways and
+// ListenerSets; a ListenerSet, or a Secret, grant or Namespace one reads,
+// marks the Gateway it names; a BackendTLSPolicy, or a ConfigMap one
+// names, marks the clusters of the Services it selects and its
+// resolution), and the
 // Translator redoes only those. Its memory is keyed by route and Gateway
 // names and invalidated by the Store's marks, never by object identity.
 package gatewayapi

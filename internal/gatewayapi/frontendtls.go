@@ -16,7 +16,6 @@ import (
 	"github.com/shardgate/shardgate/internal/ir"
 )
 
-
 // clientCASecretPrefix starts the IR name of a port's client CA bundle:
 // "client-ca:<port>". It cannot collide with a certificate's
 // "namespace/name".

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -343,8 +344,117 @@ func fuzzInput(data []byte, cert, key []byte) *Input {
 			in.ReferenceGrants = append(in.ReferenceGrants, g)
 		}
 	}
-	fuzzBackendTLS(c, in, cert, t0)
+	// BackendTLSPolicies draw from the bytes rotated by half, ListenerSets
+	// from the bytes read backwards: the rest of an input stays what it
+	// was, and they do not depend on how much of it the rest consumed.
+	fuzzBackendTLS(&choices{b: rotated(data)}, in, cert, t0)
+	addListenerSets(&choices{b: backwards(data)}, in, t0)
 	return in
+}
+
+// rotated returns b's second half followed by its first.
+func rotated(b []byte) []byte {
+	h := len(b) / 2
+	return append(slices.Clone(b[h:]), b[:h]...)
+}
+
+// backwards returns b's bytes in reverse order.
+func backwards(b []byte) []byte {
+	out := slices.Clone(b)
+	slices.Reverse(out)
+	return out
+}
+
+// addListenerSets gives some Gateways allowedListeners, adds ListenerSets
+// naming them (listeners drawn from the Gateway listener pools), some
+// ReferenceGrants from ListenerSets, and turns some route parentRefs into
+// ListenerSet parentRefs. It draws its choices last, so that the rest of
+// a fuzz input stays what it was.
+func addListenerSets(c *choices, in *Input, t0 time.Time) {
+	froms := []gatewayv1.FromNamespaces{"", gatewayv1.NamespacesFromSame, gatewayv1.NamespacesFromAll, gatewayv1.NamespacesFromSelector, gatewayv1.NamespacesFromNone, gatewayv1.NamespacesFromAll}
+	for _, gw := range in.Gateways {
+		f := pick(c, froms)
+		if f == "" {
+			continue
+		}
+		gw.Spec.AllowedListeners = &gatewayv1.AllowedListeners{Namespaces: &gatewayv1.ListenerNamespaces{From: ptrTo(f)}}
+		if f == gatewayv1.NamespacesFromSelector {
+			gw.Spec.AllowedListeners.Namespaces.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+		}
+	}
+	lsNames := []string{"ls1", "ls2"}
+	for i := c.n(5); i > 0; i-- {
+		ls := &gatewayv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Name: pick(c, lsNames), Namespace: pick(c, fzNamespaces),
+			Generation: int64(c.n(4)), CreationTimestamp: metav1.NewTime(t0.Add(time.Duration(c.n(3)) * time.Hour))}}
+		ls.Spec.ParentRef = gatewayv1.ParentGatewayReference{Name: gatewayv1.ObjectName(pick(c, fzGateways))}
+		if c.bool() {
+			ls.Spec.ParentRef.Namespace = ptrTo(gatewayv1.Namespace(pick(c, fzNamespaces)))
+		}
+		var parent *gatewayv1.Gateway
+		if len(in.Gateways) > 0 && c.n(4) != 0 {
+			// Mostly a Gateway of the input, on its ports.
+			parent = pick(c, in.Gateways)
+			ls.Spec.ParentRef.Name = gatewayv1.ObjectName(parent.Name)
+			ls.Spec.ParentRef.Namespace = ptrTo(gatewayv1.Namespace(parent.Namespace))
+		}
+		if c.n(8) == 0 {
+			ls.Spec.ParentRef.Kind = ptrTo(gatewayv1.Kind("Service"))
+		}
+		for j := c.n(4); j > 0; j-- {
+			e := gatewayv1.ListenerEntry{Name: gatewayv1.SectionName(pick(c, fzListeners)), Port: pick(c, fzPorts),
+				Protocol: pick(c, []gatewayv1.ProtocolType{"HTTP", "HTTP", "HTTPS", "TLS", "TCP"})}
+			if parent != nil && len(parent.Spec.Listeners) > 0 && c.n(4) != 0 {
+				pl := pick(c, parent.Spec.Listeners)
+				e.Port = pl.Port
+				if c.bool() {
+					e.Protocol = pl.Protocol
+				}
+			}
+			if h := pick(c, fzHostnames); h != "" {
+				e.Hostname = ptrTo(gatewayv1.Hostname(h))
+			}
+			if e.Protocol == "HTTPS" || e.Protocol == "TLS" {
+				e.TLS = &gatewayv1.ListenerTLSConfig{Mode: ptrTo(gatewayv1.TLSModeTerminate)}
+				if e.Protocol == "TLS" && c.bool() {
+					e.TLS.Mode = ptrTo(gatewayv1.TLSModePassthrough)
+				}
+				ref := gatewayv1.SecretObjectReference{Name: gatewayv1.ObjectName(pick(c, fzSecrets))}
+				if c.n(3) == 0 {
+					ref.Namespace = ptrTo(gatewayv1.Namespace(pick(c, fzNamespaces)))
+				}
+				e.TLS.CertificateRefs = []gatewayv1.SecretObjectReference{ref}
+			}
+			if c.bool() {
+				e.AllowedRoutes = &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptrTo(pick(c, froms[1:4]))},
+					Kinds: []gatewayv1.RouteGroupKind{{Kind: gatewayv1.Kind(pick(c, fzKinds))}}}
+			}
+			ls.Spec.Listeners = append(ls.Spec.Listeners, e)
+		}
+		in.ListenerSets = append(in.ListenerSets, ls)
+	}
+	if c.bool() {
+		g := &gatewayv1beta1.ReferenceGrant{ObjectMeta: metav1.ObjectMeta{Name: "g-ls", Namespace: pick(c, fzNamespaces)}}
+		g.Spec.From = []gatewayv1beta1.ReferenceGrantFrom{{Group: gatewayv1.GroupName, Kind: kindListenerSet, Namespace: gatewayv1beta1.Namespace(pick(c, fzNamespaces))}}
+		g.Spec.To = []gatewayv1beta1.ReferenceGrantTo{{Group: "", Kind: kindSecret}}
+		in.ReferenceGrants = append(in.ReferenceGrants, g)
+	}
+	toLS := func(refs []gatewayv1.ParentReference) {
+		for i := range refs {
+			if c.n(3) == 0 {
+				refs[i].Kind = ptrTo(gatewayv1.Kind(kindListenerSet))
+				refs[i].Name = gatewayv1.ObjectName(pick(c, lsNames))
+			}
+		}
+	}
+	for _, r := range in.HTTPRoutes {
+		toLS(r.Spec.ParentRefs)
+	}
+	for _, r := range in.GRPCRoutes {
+		toLS(r.Spec.ParentRefs)
+	}
+	for _, r := range in.TLSRoutes {
+		toLS(r.Spec.ParentRefs)
+	}
 }
 
 // fuzzBackendTLS adds BackendTLSPolicies, their CA ConfigMaps and Gateway

@@ -60,6 +60,7 @@ func (idx *Index) compileRoutesOf(gw types.NamespacedName, done map[RouteKey]*co
 	for _, r := range idx.tlsByGW[gw] {
 		add(RouteKey{Kind: kindTLSRoute, NN: nn(r.Namespace, r.Name)}, r)
 	}
+	idx.listenerSetRoutes(gw, add)
 	return out
 }
 
@@ -92,6 +93,11 @@ func assembleGateway(idx *Index, gw *gatewayv1.Gateway, crs []*compiledRoute) (*
 	key := nn(gw.Namespace, gw.Name)
 	secrets := map[string]*ir.Secret{}
 	listeners := idx.buildListeners(gw, secrets)
+	sets := idx.buildListenerSets(gw, listeners, secrets)
+	all := listeners
+	for _, s := range sets {
+		all = append(all[:len(all):len(all)], s.listeners...)
+	}
 
 	var acceptReason, acceptMsg string
 	switch {
@@ -110,27 +116,33 @@ func assembleGateway(idx *Index, gw *gatewayv1.Gateway, crs []*compiledRoute) (*
 
 	res := &GatewayResult{Routes: map[RouteKey][]ParentEntry{}}
 	var pending []*pendingParent
-	patchable := true
+	// A Gateway with ListenerSets is assembled in full on every change
+	// (patches know only the Gateway's own listeners).
+	patchable := len(sets) == 0
 	for _, cr := range crs {
 		if cr.key.Kind != kindHTTPRoute {
 			patchable = false
 		}
-		pending = idx.attach(gw, listeners, cr, pending)
+		pending = idx.attach(gw, listeners, sets, cr, pending)
 	}
 
-	for _, l := range listeners {
+	for _, l := range all {
 		resolveKindConflicts(l)
 	}
 	idx.finishParents(pending, res)
 
 	st, gwAccepted := idx.gatewayStatus(gw, listeners, acceptReason, acceptMsg)
+	gwProgrammed := st.Conditions[1].Status == metav1.ConditionTrue
+	lsStatus, nAttached := listenerSetStatuses(sets, gwAccepted, gwProgrammed)
+	res.ListenerSets = lsStatus
+	setAttachedListenerSets(gw, &st, nAttached)
 	res.Status = st
 	var b *irBuild
 	if gwAccepted {
-		b = idx.buildIR(gw, listeners, secrets)
+		b = idx.buildIR(gw, all, secrets)
 		res.IR = b.ir
 	}
-	return res, &assembly{gw: gw, listeners: listeners, acceptReason: acceptReason, acceptMsg: acceptMsg,
+	return res, &assembly{gw: gw, listeners: all, acceptReason: acceptReason, acceptMsg: acceptMsg,
 		pending: pending, res: res, build: b, patchable: patchable}
 }
 
@@ -261,13 +273,16 @@ type pendingParent struct {
 	listeners []*listenerState
 }
 
-// attach resolves every parentRef of cr that names gw and records the
-// attachments; their status is rendered by finishParents.
-func (idx *Index) attach(gw *gatewayv1.Gateway, listeners []*listenerState, cr *compiledRoute, pending []*pendingParent) []*pendingParent {
+// attach resolves every parentRef of cr that names gw, or one of the
+// ListenerSets naming gw (sets), and records the attachments; their status
+// is rendered by finishParents. A parentRef naming the Gateway attaches to
+// the Gateway's own listeners only; one naming a ListenerSet, to that
+// ListenerSet's listeners only.
+func (idx *Index) attach(gw *gatewayv1.Gateway, listeners []*listenerState, sets []*lsInfo, cr *compiledRoute, pending []*pendingParent) []*pendingParent {
 	key := nn(gw.Namespace, gw.Name)
 	for i, ref := range cr.refs {
-		g, ok := refGateway(cr.key.NN.Namespace, ref)
-		if !ok || g != key {
+		set, ours := refParent(key, sets, cr.key.NN.Namespace, ref)
+		if !ours {
 			continue
 		}
 		dup := false
@@ -281,7 +296,11 @@ func (idx *Index) attach(gw *gatewayv1.Gateway, listeners []*listenerState, cr *
 			continue
 		}
 		p := &pendingParent{refIndex: i, ref: ref, cr: cr}
-		p.reason, p.msg, p.listeners = idx.matchParent(gw, listeners, cr, ref)
+		if set == nil {
+			p.reason, p.msg, p.listeners = idx.matchParent(gw, listeners, cr, ref)
+		} else {
+			p.reason, p.msg, p.listeners = idx.matchListenerSet(gw, set, cr, ref)
+		}
 		pending = append(pending, p)
 	}
 	return pending
@@ -307,88 +326,6 @@ func (idx *Index) finishParents(pending []*pendingParent, res *GatewayResult) {
 	}
 }
 
-// resolveKindConflicts applies the GRPCRoute hostnames rule: on one
-// listener, an HTTPRoute and a GRPCRoute with intersecting hostnames cannot
-// both be accepted; the oldest (then alphabetical namespace/name) wins, and
-// routes are considered in that order so a rejected route rejects nothing.
-func resolveKindConflicts(l *listenerState) {
-	nHTTP, nGRPC := 0, 0
-	for k := range l.attached {
-		switch k.Kind {
-		case kindHTTPRoute:
-			nHTTP++
-		case kindGRPCRoute:
-			nGRPC++
-		}
-	}
-	if nHTTP == 0 || nGRPC == 0 {
-		return
-	}
-	type item struct {
-		key RouteKey
-		a   *attachment
-	}
-	var items []item
-	for k, a := range l.attached {
-		if k.Kind == kindHTTPRoute || k.Kind == kindGRPCRoute {
-			items = append(items, item{k, a})
-		}
-	}
-	sort.Slice(items, func(i, j int) bool {
-		a, b := items[i], items[j]
-		if !a.a.route.created.Equal(&b.a.route.created) {
-			return a.a.route.created.Before(&b.a.route.created)
-		}
-		if a.key.NN != b.key.NN {
-			return nsNameLess(a.key.NN.Namespace, a.key.NN.Name, b.key.NN.Namespace, b.key.NN.Name)
-		}
-		return a.key.Kind < b.key.Kind
-	})
-	accepted := map[string]map[string]bool{kindHTTPRoute: {}, kindGRPCRoute: {}}
-	for _, it := range items {
-		other := kindHTTPRoute
-		if it.key.Kind == kindHTTPRoute {
-			other = kindGRPCRoute
-		}
-		if hostsIntersect(it.a.hostname, accepted[other]) {
-			delete(l.attached, it.key)
-			continue
-		}
-		for _, h := range it.a.hostname {
-			accepted[it.key.Kind][h] = true
-		}
-	}
-}
-
-// hostsIntersect says whether any hostname of a shares a request hostname
-// with any of b.
-func hostsIntersect(a []string, b map[string]bool) bool {
-	if len(b) == 0 {
-		return false
-	}
-	for _, h := range a {
-		if b[h] {
-			return true
-		}
-		for _, c := range coveringHostnames(h) {
-			if b[c] {
-				return true
-			}
-		}
-		if h == "" {
-			return true
-		}
-		if isWildcard(h) {
-			for o := range b {
-				if hostnameCovers(h, o) {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
 // matchParent attaches cr to the listeners ref selects and returns the
 // Accepted reason ("" = accepted).
 func (idx *Index) matchParent(gw *gatewayv1.Gateway, listeners []*listenerState, cr *compiledRoute, ref gatewayv1.ParentReference) (string, string, []*listenerState) {
@@ -407,7 +344,7 @@ func (idx *Index) matchParent(gw *gatewayv1.Gateway, listeners []*listenerState,
 	}
 	var allowed []*listenerState
 	for _, l := range candidates {
-		if l.accepted && l.allowsKind(cr.key.Kind) && idx.allowsNamespace(l, gw.Namespace, cr.key.NN.Namespace) {
+		if l.accepted && l.allowsKind(cr.key.Kind) && idx.allowsNamespace(l, cr.key.NN.Namespace) {
 			allowed = append(allowed, l)
 		}
 	}
@@ -519,7 +456,7 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 		proto := portProtocol(ls)
 		il := ir.Listener{Name: strings.ToLower(string(proto)) + "-" + fmt.Sprint(p), Port: p, Protocol: proto}
 		for _, l := range ls {
-			il.Sources = append(il.Sources, l.name)
+			il.Sources = append(il.Sources, l.irName)
 			for _, c := range l.certs {
 				usedSecrets[c.Name] = true
 			}
@@ -536,7 +473,7 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 			il.VirtualHosts = g.hosts
 		case ir.ProtocolHTTPS:
 			for _, l := range ls {
-				srv := ir.TLSServer{Name: l.name, Certificates: l.certs, ClientValidation: l.clientValidation}
+				srv := ir.TLSServer{Name: l.irName, Certificates: l.certs, ClientValidation: l.clientValidation}
 				if l.hostname != "" {
 					srv.SNI = []string{l.hostname}
 				}

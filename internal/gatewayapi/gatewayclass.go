@@ -72,6 +72,7 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportBackendTLSPolicySANValidation,
 	features.SupportGatewayBackendClientCertificate,
 	features.SupportTLSRouteModeMixed,
+	features.SupportListenerSet,
 }
 
 func supportedFeatureStatus() []gatewayv1.SupportedFeature {

@@ -106,6 +106,10 @@ func decodeInput(raw []byte) (*Input, error) {
 			o := &gatewayv1.Gateway{}
 			err = into(o)
 			in.Gateways = append(in.Gateways, o)
+		case "ListenerSet":
+			o := &gatewayv1.ListenerSet{}
+			err = into(o)
+			in.ListenerSets = append(in.ListenerSets, o)
 		case "HTTPRoute":
 			o := &gatewayv1.HTTPRoute{}
 			err = into(o)
@@ -204,6 +208,7 @@ type goldenOutput struct {
 	HTTPRouteStatus map[string][]gatewayv1.RouteParentStatus    `json:"httpRouteStatus,omitempty"`
 	GRPCRouteStatus map[string][]gatewayv1.RouteParentStatus    `json:"grpcRouteStatus,omitempty"`
 	TLSRouteStatus  map[string][]gatewayv1.RouteParentStatus    `json:"tlsRouteStatus,omitempty"`
+	ListenerSets    map[string]gatewayv1.ListenerSetStatus      `json:"listenerSetStatus,omitempty"`
 	PolicyStatus    map[string][]gatewayv1.PolicyAncestorStatus `json:"backendTLSPolicyStatus,omitempty"`
 	Gateways        []*ir.Gateway                               `json:"gateways,omitempty"`
 }
@@ -237,6 +242,7 @@ func renderOutput(t testing.TB, out *Output, full bool) []byte {
 		HTTPRouteStatus: nnMap(maps.Collect(out.HTTPRouteStatus.All())),
 		GRPCRouteStatus: nnMap(maps.Collect(out.GRPCRouteStatus.All())),
 		TLSRouteStatus:  nnMap(maps.Collect(out.TLSRouteStatus.All())),
+		ListenerSets:    nnMap(out.ListenerSetStatus),
 		PolicyStatus:    nnMap(out.BackendTLSPolicyStatus),
 	}
 	if len(g.GatewayClasses) == 0 {
@@ -314,6 +320,8 @@ func reversed(in *Input) *Input {
 	slices.Reverse(c.GatewayClasses)
 	c.Gateways = slices.Clone(in.Gateways)
 	slices.Reverse(c.Gateways)
+	c.ListenerSets = slices.Clone(in.ListenerSets)
+	slices.Reverse(c.ListenerSets)
 	c.HTTPRoutes = slices.Clone(in.HTTPRoutes)
 	slices.Reverse(c.HTTPRoutes)
 	c.GRPCRoutes = slices.Clone(in.GRPCRoutes)

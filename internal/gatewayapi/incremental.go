@@ -132,6 +132,9 @@ func (t *Translator) translateAll(idx *Index) *Output {
 		t.Stats.Full++
 		t.gateways[key] = a.state()
 		out.GatewayStatus[key] = res.Status
+		for k, st := range res.ListenerSets {
+			out.ListenerSetStatus[k] = st
+		}
 		if res.IR != nil {
 			out.Gateways = append(out.Gateways, res.IR)
 		}
@@ -147,9 +150,9 @@ func (t *Translator) translateAll(idx *Index) *Output {
 // compileFor returns the compilations of the routes naming gw, compiling
 // those not in t.compiled, and records them in into.
 func (t *Translator) compileFor(idx *Index, gw types.NamespacedName, into map[RouteKey]*compiledRoute) []*compiledRoute {
-	keys := t.store.routesByGW[gw]
-	crs := make([]*compiledRoute, 0, keys.len())
-	for k := range keys.all() {
+	keys, n := t.store.routesOf(gw)
+	crs := make([]*compiledRoute, 0, n)
+	for k := range keys {
 		cr := into[k]
 		if cr == nil {
 			cr = t.compiled[k]
@@ -179,7 +182,14 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 		HTTPRouteStatus: prev.HTTPRouteStatus,
 		GRPCRouteStatus: prev.GRPCRouteStatus,
 		TLSRouteStatus:  prev.TLSRouteStatus,
+
+		ListenerSetStatus: prev.ListenerSetStatus,
 	}
+	// ListenerSet statuses of the Gateways translated again: those of
+	// their previous results are dropped, then the new ones set (a
+	// ListenerSet may move from one Gateway to another).
+	var lsDrop []types.NamespacedName
+	lsSet := map[types.NamespacedName]gatewayv1.ListenerSetStatus{}
 	remerge := set[RouteKey]{}
 	// The Gateways each dirty route named before and names now.
 	changedByGW := map[types.NamespacedName][]RouteKey{}
@@ -193,7 +203,7 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 		if s.route(k) == nil {
 			continue
 		}
-		for _, g := range s.routeDeps[k].gateways {
+		for _, g := range s.routeGateways(k) {
 			if st := t.gateways[g]; st == nil || st.crs[k] == nil {
 				changedByGW[g] = append(changedByGW[g], k)
 			}
@@ -206,6 +216,10 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 		live.add(key)
 		st := t.gateways[key]
 		var res *GatewayResult
+		var prevLS map[types.NamespacedName]gatewayv1.ListenerSetStatus
+		if st != nil {
+			prevLS = st.result.ListenerSets
+		}
 		if _, dirty := d.Gateways[key]; dirty || st == nil {
 			res = t.assemble(idx, gw, st, remerge)
 		} else {
@@ -217,7 +231,7 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 			}
 			newCRs := make(map[RouteKey]*compiledRoute, len(changed))
 			for _, k := range changed {
-				if obj := s.route(k); obj != nil && slices.Contains(s.routeDeps[k].gateways, key) {
+				if obj := s.route(k); obj != nil && slices.Contains(s.routeGateways(k), key) {
 					newCRs[k] = t.compile(idx, k, obj)
 				}
 			}
@@ -228,16 +242,23 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 				res = t.assemble(idx, gw, st, remerge)
 			}
 		}
+		for k := range prevLS {
+			lsDrop = append(lsDrop, k)
+		}
 		if res == nil {
 			delete(out.GatewayStatus, key)
 			continue
 		}
 		out.GatewayStatus[key] = res.Status
+		maps.Copy(lsSet, res.ListenerSets)
 	}
 	for key, st := range t.gateways {
 		if _, ok := live[key]; !ok {
 			delete(t.gateways, key)
 			delete(out.GatewayStatus, key)
+			for k := range st.result.ListenerSets {
+				lsDrop = append(lsDrop, k)
+			}
 			for k := range st.crs {
 				remerge.add(k)
 				if !t.attached(k) {
@@ -245,6 +266,16 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 				}
 			}
 		}
+	}
+	if len(lsDrop) > 0 || len(lsSet) > 0 {
+		out.ListenerSetStatus = maps.Clone(prev.ListenerSetStatus)
+		if out.ListenerSetStatus == nil {
+			out.ListenerSetStatus = map[types.NamespacedName]gatewayv1.ListenerSetStatus{}
+		}
+		for _, k := range lsDrop {
+			delete(out.ListenerSetStatus, k)
+		}
+		maps.Copy(out.ListenerSetStatus, lsSet)
 	}
 	for _, gw := range idx.gateways {
 		if st := t.gateways[nn(gw.Namespace, gw.Name)]; st != nil && st.result.IR != nil {
@@ -256,7 +287,7 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 	for k := range remerge {
 		var entries []ParentEntry
 		if s.route(k) != nil {
-			for _, g := range s.routeDeps[k].gateways {
+			for _, g := range s.routeGateways(k) {
 				if st := t.gateways[g]; st != nil {
 					entries = append(entries, st.result.Routes[k]...)
 				}
@@ -364,7 +395,7 @@ func Relevant(oldObj, newObj client.Object) bool {
 	}
 	switch n := newObj.(type) {
 	case *gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute,
-		*gatewayv1.TLSRoute, *gatewayv1beta1.ReferenceGrant, *shardgatev1alpha1.GatewayParameters,
+		*gatewayv1.TLSRoute, *gatewayv1.ListenerSet, *gatewayv1beta1.ReferenceGrant, *shardgatev1alpha1.GatewayParameters,
 		*gatewayv1.BackendTLSPolicy:
 		return oldObj.GetGeneration() != newObj.GetGeneration() || newObj.GetGeneration() == 0
 	case *corev1.Service:

@@ -16,6 +16,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -55,6 +57,7 @@ type plainOutput struct {
 	HTTPRouteStatus map[types.NamespacedName][]gatewayv1.RouteParentStatus
 	GRPCRouteStatus map[types.NamespacedName][]gatewayv1.RouteParentStatus
 	TLSRouteStatus  map[types.NamespacedName][]gatewayv1.RouteParentStatus
+	ListenerSets    map[types.NamespacedName]gatewayv1.ListenerSetStatus
 	PolicyStatus    PolicyStatuses
 }
 
@@ -64,8 +67,16 @@ func bare(o *Output) plainOutput {
 		HTTPRouteStatus: plainStatuses(o.HTTPRouteStatus),
 		GRPCRouteStatus: plainStatuses(o.GRPCRouteStatus),
 		TLSRouteStatus:  plainStatuses(o.TLSRouteStatus),
+		ListenerSets:    nonEmpty(o.ListenerSetStatus),
 		PolicyStatus:    o.BackendTLSPolicyStatus,
 	}
+}
+
+func nonEmpty[K comparable, V any](m map[K]V) map[K]V {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 func plainStatuses(r RouteStatuses) map[types.NamespacedName][]gatewayv1.RouteParentStatus {
@@ -97,6 +108,7 @@ func events(st *Store, prev, next *Input) []func() {
 	}
 	kind(objs(prev.GatewayClasses), objs(next.GatewayClasses))
 	kind(objs(prev.Gateways), objs(next.Gateways))
+	kind(objs(prev.ListenerSets), objs(next.ListenerSets))
 	kind(objs(prev.HTTPRoutes), objs(next.HTTPRoutes))
 	kind(objs(prev.GRPCRoutes), objs(next.GRPCRoutes))
 	kind(objs(prev.TLSRoutes), objs(next.TLSRoutes))
@@ -199,6 +211,9 @@ func stamp(in *Input, rv *int) {
 	for _, o := range in.Gateways {
 		set(o)
 	}
+	for _, o := range in.ListenerSets {
+		set(o)
+	}
 	for _, o := range in.HTTPRoutes {
 		set(o)
 	}
@@ -257,6 +272,7 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 		seeds = 10
 	}
 	rv := 0
+	lsAccepted := 0 // accepted ListenerSets seen, to show they are exercised
 	var stats TranslatorStats
 	tlsClusters, policyAncestors := 0, 0
 	for seed := range seeds {
@@ -289,6 +305,7 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			// An informer cache holds one object per name.
 			in.GatewayClasses = mix(r, nil, in.GatewayClasses, 0, 1)
 			in.Gateways = mix(r, nil, in.Gateways, 0, 1)
+			in.ListenerSets = mix(r, nil, in.ListenerSets, 0, 1)
 			in.HTTPRoutes = mix(r, nil, in.HTTPRoutes, 0, 1)
 			in.GRPCRoutes = mix(r, nil, in.GRPCRoutes, 0, 1)
 			in.TLSRoutes = mix(r, nil, in.TLSRoutes, 0, 1)
@@ -300,7 +317,6 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			in.Namespaces = mix(r, nil, in.Namespaces, 0, 1)
 			in.GatewayParameters = mix(r, nil, in.GatewayParameters, 0, 1)
 			in.BackendTLSPolicies = mix(r, nil, in.BackendTLSPolicies, 0, 1)
-			in.ConfigMaps = mix(r, nil, in.ConfigMaps, 0, 1)
 			// A third of the seeds have shards, whose routes must be owned.
 			if seed%3 == 1 {
 				in.Ownership = randomOwnership(r)
@@ -330,6 +346,11 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 				}
 			}
 			policyAncestors += len(want.BackendTLSPolicyStatus)
+			for _, ls := range want.ListenerSetStatus {
+				if meta.IsStatusConditionTrue(ls.Conditions, "Accepted") {
+					lsAccepted++
+				}
+			}
 			// A second translation with nothing changed, all from memory.
 			if again := tr.Translate(FactsOf(in)); !sameOutput(again, want) || len(again.StatusChanged) != 0 {
 				t.Fatalf("seed %d step %d: a repeated translation differs (%d changed)", seed, step, len(again.StatusChanged))
@@ -377,6 +398,8 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 				// ReferenceGrant churn, and Namespace labels changing.
 				next.ReferenceGrants = mix(r, in.ReferenceGrants, fresh.ReferenceGrants, 0.5, 0.5)
 				next.Namespaces = relabel(r, in.Namespaces, &rv)
+				// ListenerSet churn, and status-only ListenerSet writes.
+				next.ListenerSets = statusOnly(r, mix(r, in.ListenerSets, fresh.ListenerSets, 0.7, 0.5), &rv)
 				in = next
 				continue
 			case 6:
@@ -404,6 +427,7 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			}
 			next.GatewayClasses = mix(r, in.GatewayClasses, fresh.GatewayClasses, 0.97, 0.05)
 			next.Gateways = mix(r, in.Gateways, fresh.Gateways, keep, add/2)
+			next.ListenerSets = mix(r, in.ListenerSets, fresh.ListenerSets, keep, add)
 			next.HTTPRoutes = mix(r, in.HTTPRoutes, fresh.HTTPRoutes, keep, add)
 			next.GRPCRoutes = mix(r, in.GRPCRoutes, fresh.GRPCRoutes, keep, add)
 			next.TLSRoutes = mix(r, in.TLSRoutes, fresh.TLSRoutes, keep, add)
@@ -428,9 +452,12 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 		stats.Patched += tr.Stats.Patched
 		stats.Reused += tr.Stats.Reused
 	}
-	t.Logf("Gateway translations: %+v; TLS clusters %d, policies with ancestors %d", stats, tlsClusters, policyAncestors)
+	t.Logf("Gateway translations: %+v; TLS clusters %d, policies with ancestors %d, accepted ListenerSets seen: %d", stats, tlsClusters, policyAncestors, lsAccepted)
 	if tlsClusters == 0 || policyAncestors == 0 {
 		t.Errorf("the edits never produced a TLS cluster (%d) or a policy status (%d)", tlsClusters, policyAncestors)
+	}
+	if lsAccepted == 0 {
+		t.Errorf("the edits never produced an accepted ListenerSet")
 	}
 	if stats.Patched == 0 || stats.Reused == 0 {
 		t.Errorf("the edits never exercised a patch or a reuse: %+v", stats)
@@ -451,7 +478,21 @@ func tenantFlow(r *rand.Rand, in *Input, step int, rv *int) {
 	rt.Spec.ParentRefs[0].Namespace = ptrTo(gatewayv1.Namespace(fzNamespaces[r.IntN(len(fzNamespaces))]))
 	rt.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(plainHosts[r.IntN(len(plainHosts))])}
 	rt.Spec.Rules[0].BackendRefs[0].Name = gatewayv1.ObjectName(name)
-	for _, o := range []client.Object{svc, es, rt} {
+	objs := []client.Object{svc, es, rt}
+	// Half the leases speak TLS to their backend: random inputs rarely
+	// line up a policy with a Service a route sends to.
+	var policy *gatewayv1.BackendTLSPolicy
+	if r.IntN(2) == 0 {
+		policy = &gatewayv1.BackendTLSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1},
+			Spec: gatewayv1.BackendTLSPolicySpec{
+				TargetRefs: []gatewayv1.LocalPolicyTargetReferenceWithSectionName{{LocalPolicyTargetReference: gatewayv1.LocalPolicyTargetReference{
+					Kind: "Service", Name: gatewayv1.ObjectName(name)}}},
+				Validation: gatewayv1.BackendTLSPolicyValidation{Hostname: "backend.example.com",
+					WellKnownCACertificates: ptrTo(gatewayv1.WellKnownCACertificatesSystem)},
+			}}
+		objs = append(objs, policy)
+	}
+	for _, o := range objs {
 		*rv++
 		o.SetResourceVersion(fmt.Sprint(*rv))
 		o.SetUID(types.UID(fmt.Sprint("uid-", *rv)))
@@ -459,6 +500,9 @@ func tenantFlow(r *rand.Rand, in *Input, step int, rv *int) {
 	in.Services = append(slices.Clone(in.Services), svc)
 	in.EndpointSlices = append(slices.Clone(in.EndpointSlices), es)
 	in.HTTPRoutes = append(slices.Clone(in.HTTPRoutes), rt)
+	if policy != nil {
+		in.BackendTLSPolicies = append(slices.Clone(in.BackendTLSPolicies), policy)
+	}
 }
 
 // relabel replaces some Namespaces by copies with other labels.

@@ -61,6 +61,15 @@ type Index struct {
 	httpByGW map[types.NamespacedName][]*gatewayv1.HTTPRoute
 	grpcByGW map[types.NamespacedName][]*gatewayv1.GRPCRoute
 	tlsByGW  map[types.NamespacedName][]*gatewayv1.TLSRoute
+	// Routes by the ListenerSet their parentRefs name (NewIndex only).
+	httpByLS map[types.NamespacedName][]*gatewayv1.HTTPRoute
+	grpcByLS map[types.NamespacedName][]*gatewayv1.GRPCRoute
+	tlsByLS  map[types.NamespacedName][]*gatewayv1.TLSRoute
+
+	// ListenerSets by the Gateway their parentRef names, in precedence
+	// order: lsByGW (NewIndex), or lsOf (over a Store).
+	lsByGW map[types.NamespacedName][]*gatewayv1.ListenerSet
+	lsOf   func(types.NamespacedName) []*gatewayv1.ListenerSet
 
 	// endpoints caches each Service port's endpoints (by Service, then
 	// port name; a Service has few ports): they do not depend on the Gateway. Over a Store the
@@ -128,6 +137,7 @@ func NewIndex(in *Input) *Index {
 
 	idx.addClassesAndGateways(in.GatewayClasses, in.Gateways)
 	idx.indexRoutes(in)
+	idx.indexListenerSets(in.ListenerSets)
 	return idx
 }
 
@@ -184,6 +194,7 @@ func storeIndex(s *Store, f Facts, endpoints map[types.NamespacedName][]portEndp
 		ownership:      f.Ownership,
 		endpoints:      endpoints,
 		policies:       s.policyObjs.list,
+		lsOf:           s.listenerSetsOf,
 	}
 	idx.addClassesAndGateways(s.classes.list, s.gateways.list)
 	return idx
@@ -196,12 +207,18 @@ func (idx *Index) indexRoutes(in *Input) {
 	idx.tlsByGW = map[types.NamespacedName][]*gatewayv1.TLSRoute{}
 	// Routes by parent Gateway; a route naming the same Gateway twice is
 	// indexed once.
+	idx.httpByLS = map[types.NamespacedName][]*gatewayv1.HTTPRoute{}
+	idx.grpcByLS = map[types.NamespacedName][]*gatewayv1.GRPCRoute{}
+	idx.tlsByLS = map[types.NamespacedName][]*gatewayv1.TLSRoute{}
 	for _, r := range in.HTTPRoutes {
 		if r == nil {
 			continue
 		}
 		for _, g := range parentGateways(r.Namespace, r.Spec.ParentRefs) {
 			idx.httpByGW[g] = append(idx.httpByGW[g], r)
+		}
+		for _, l := range parentListenerSets(r.Namespace, r.Spec.ParentRefs) {
+			idx.httpByLS[l] = append(idx.httpByLS[l], r)
 		}
 	}
 	for _, r := range in.GRPCRoutes {
@@ -211,6 +228,9 @@ func (idx *Index) indexRoutes(in *Input) {
 		for _, g := range parentGateways(r.Namespace, r.Spec.ParentRefs) {
 			idx.grpcByGW[g] = append(idx.grpcByGW[g], r)
 		}
+		for _, l := range parentListenerSets(r.Namespace, r.Spec.ParentRefs) {
+			idx.grpcByLS[l] = append(idx.grpcByLS[l], r)
+		}
 	}
 	for _, r := range in.TLSRoutes {
 		if r == nil {
@@ -219,6 +239,28 @@ func (idx *Index) indexRoutes(in *Input) {
 		for _, g := range parentGateways(r.Namespace, r.Spec.ParentRefs) {
 			idx.tlsByGW[g] = append(idx.tlsByGW[g], r)
 		}
+		for _, l := range parentListenerSets(r.Namespace, r.Spec.ParentRefs) {
+			idx.tlsByLS[l] = append(idx.tlsByLS[l], r)
+		}
+	}
+}
+
+// indexListenerSets arranges the ListenerSets by the Gateway they name, in
+// precedence order; of two with one name, the first wins.
+func (idx *Index) indexListenerSets(list []*gatewayv1.ListenerSet) {
+	idx.lsByGW = map[types.NamespacedName][]*gatewayv1.ListenerSet{}
+	seen := map[types.NamespacedName]bool{}
+	for _, ls := range list {
+		if ls == nil || seen[nn(ls.Namespace, ls.Name)] {
+			continue
+		}
+		seen[nn(ls.Namespace, ls.Name)] = true
+		if g, ok := listenerSetParent(ls); ok {
+			idx.lsByGW[g] = append(idx.lsByGW[g], ls)
+		}
+	}
+	for _, l := range idx.lsByGW {
+		sortListenerSets(l)
 	}
 }
 

@@ -22,6 +22,9 @@ import (
 type listenerState struct {
 	spec     *gatewayv1.Listener
 	name     string
+	irName   string  // its name in the IR: unique among the Gateway's listeners and those of its ListenerSets
+	ns       string  // the namespace of its Gateway or ListenerSet ("Same" for routes, certificateRefs)
+	set      *lsInfo // the ListenerSet it comes from; nil for the Gateway's own
 	port     int32
 	hostname string      // "" = any
 	proto    ir.Protocol // "" = unsupported protocol
@@ -77,52 +80,62 @@ func (idx *Index) buildListeners(gw *gatewayv1.Gateway, secrets map[string]*ir.S
 	out := make([]*listenerState, 0, len(gw.Spec.Listeners))
 	for i := range gw.Spec.Listeners {
 		l := &gw.Spec.Listeners[i]
-		ls := &listenerState{
-			spec:     l,
-			name:     string(l.Name),
-			port:     l.Port,
-			attached: map[RouteKey]*attachment{},
-			accepted: true,
-		}
-		if l.Hostname != nil {
-			ls.hostname = strings.ToLower(string(*l.Hostname))
-		}
-		switch l.Protocol {
-		case gatewayv1.HTTPProtocolType:
-			ls.proto = ir.ProtocolHTTP
-		case gatewayv1.HTTPSProtocolType:
-			ls.proto = ir.ProtocolHTTPS
-		case gatewayv1.TLSProtocolType:
-			ls.proto = ir.ProtocolTLSTerminate
-			if l.TLS != nil && l.TLS.Mode != nil && *l.TLS.Mode == gatewayv1.TLSModePassthrough {
-				ls.proto = ir.ProtocolTLSPassthrough
-			}
-		}
-		if ls.proto == "" {
-			ls.accepted = false
-			ls.acceptedReason = string(gatewayv1.ListenerReasonUnsupportedProtocol)
-			ls.acceptedMsg = fmt.Sprintf("protocol %q is not supported", l.Protocol)
-			ls.kinds = []gatewayv1.RouteGroupKind{}
-			out = append(out, ls)
-			continue
-		}
-		if ls.proto == ir.ProtocolHTTPS && l.TLS != nil && l.TLS.Mode != nil && *l.TLS.Mode == gatewayv1.TLSModePassthrough {
-			ls.accepted = false
-			ls.acceptedReason = string(gatewayv1.ListenerReasonUnsupportedValue)
-			ls.acceptedMsg = "HTTPS listeners support only tls.mode Terminate"
-		}
-		idx.listenerKinds(ls)
-		idx.listenerNamespaces(ls)
-		if ls.proto == ir.ProtocolHTTPS || ls.proto == ir.ProtocolTLSTerminate {
-			idx.listenerCerts(gw, ls, secrets)
-		}
-		if ls.proto == ir.ProtocolHTTPS {
-			idx.listenerClientValidation(gw, ls, secrets)
-		}
-		out = append(out, ls)
+		out = append(out, idx.buildListener(gw, l, kindGateway, gw.Namespace, string(l.Name), secrets))
 	}
 	markConflicts(out)
 	return out
+}
+
+// buildListener validates one listener of Gateway gw or of a ListenerSet
+// (kind) of gw in namespace ns: protocol, route kinds, namespaces and
+// certificates (resolved from ns, ReferenceGrants from kind), and for HTTPS
+// the client certificate validation gw's spec.tls.frontend sets for the
+// port. irName names it in the IR.
+func (idx *Index) buildListener(gw *gatewayv1.Gateway, l *gatewayv1.Listener, kind, ns, irName string, secrets map[string]*ir.Secret) *listenerState {
+	ls := &listenerState{
+		spec:     l,
+		name:     string(l.Name),
+		irName:   irName,
+		ns:       ns,
+		port:     l.Port,
+		attached: map[RouteKey]*attachment{},
+		accepted: true,
+	}
+	if l.Hostname != nil {
+		ls.hostname = strings.ToLower(string(*l.Hostname))
+	}
+	switch l.Protocol {
+	case gatewayv1.HTTPProtocolType:
+		ls.proto = ir.ProtocolHTTP
+	case gatewayv1.HTTPSProtocolType:
+		ls.proto = ir.ProtocolHTTPS
+	case gatewayv1.TLSProtocolType:
+		ls.proto = ir.ProtocolTLSTerminate
+		if l.TLS != nil && l.TLS.Mode != nil && *l.TLS.Mode == gatewayv1.TLSModePassthrough {
+			ls.proto = ir.ProtocolTLSPassthrough
+		}
+	}
+	if ls.proto == "" {
+		ls.accepted = false
+		ls.acceptedReason = string(gatewayv1.ListenerReasonUnsupportedProtocol)
+		ls.acceptedMsg = fmt.Sprintf("protocol %q is not supported", l.Protocol)
+		ls.kinds = []gatewayv1.RouteGroupKind{}
+		return ls
+	}
+	if ls.proto == ir.ProtocolHTTPS && l.TLS != nil && l.TLS.Mode != nil && *l.TLS.Mode == gatewayv1.TLSModePassthrough {
+		ls.accepted = false
+		ls.acceptedReason = string(gatewayv1.ListenerReasonUnsupportedValue)
+		ls.acceptedMsg = "HTTPS listeners support only tls.mode Terminate"
+	}
+	idx.listenerKinds(ls)
+	idx.listenerNamespaces(ls)
+	if ls.proto == ir.ProtocolHTTPS || ls.proto == ir.ProtocolTLSTerminate {
+		idx.listenerCerts(kind, ns, ls, secrets)
+	}
+	if ls.proto == ir.ProtocolHTTPS {
+		idx.listenerClientValidation(gw, ls, secrets)
+	}
+	return ls
 }
 
 // listenerKinds computes supportedKinds and InvalidRouteKinds.
@@ -198,51 +211,60 @@ func (idx *Index) listenerNamespaces(ls *listenerState) {
 	}
 }
 
-// allowsNamespace applies allowedRoutes.namespaces to a route namespace.
-func (idx *Index) allowsNamespace(ls *listenerState, gwNS, routeNS string) bool {
-	switch ls.nsFrom {
+// allowsNamespace applies allowedRoutes.namespaces to a route namespace
+// ("Same" is the namespace of the listener's Gateway or ListenerSet).
+func (idx *Index) allowsNamespace(ls *listenerState, routeNS string) bool {
+	return idx.fromAllows(ls.nsFrom, ls.nsSelector, ls.ns, routeNS)
+}
+
+// fromAllows applies a From (with its selector) of an object in namespace
+// own to namespace ns.
+func (idx *Index) fromAllows(from gatewayv1.FromNamespaces, sel labels.Selector, own, ns string) bool {
+	switch from {
 	case gatewayv1.NamespacesFromAll:
 		return true
 	case gatewayv1.NamespacesFromSame:
-		return gwNS == routeNS
+		return own == ns
 	case gatewayv1.NamespacesFromSelector:
-		if ls.nsSelector == nil {
+		if sel == nil {
 			return false
 		}
-		ns, ok := idx.namespaces[routeNS]
+		o, ok := idx.namespaces[ns]
 		if !ok {
 			return false
 		}
-		return ls.nsSelector.Matches(labels.Set(ns.Labels))
+		return sel.Matches(labels.Set(o.Labels))
 	}
 	return false
 }
 
-// listenerCerts resolves certificateRefs for a terminating listener. Every
-// ref must resolve; the first failure is reported.
-func (idx *Index) listenerCerts(gw *gatewayv1.Gateway, ls *listenerState, secrets map[string]*ir.Secret) {
+// listenerCerts resolves certificateRefs for a terminating listener of a
+// kind (Gateway, ListenerSet) in namespace own: a Secret in another
+// namespace needs a ReferenceGrant from that kind there. Every ref must
+// resolve; the first failure is reported.
+func (idx *Index) listenerCerts(kind, own string, ls *listenerState, secrets map[string]*ir.Secret) {
 	if ls.spec.TLS == nil || len(ls.spec.TLS.CertificateRefs) == 0 {
 		ls.setRefs(string(gatewayv1.ListenerReasonInvalidCertificateRef), "no certificateRefs")
 		return
 	}
 	for _, ref := range ls.spec.TLS.CertificateRefs {
-		group, kind := "", kindSecret
+		group, refKind := "", kindSecret
 		if ref.Group != nil {
 			group = string(*ref.Group)
 		}
 		if ref.Kind != nil {
-			kind = string(*ref.Kind)
+			refKind = string(*ref.Kind)
 		}
-		ns := gw.Namespace
+		ns := own
 		if ref.Namespace != nil && *ref.Namespace != "" {
 			ns = string(*ref.Namespace)
 		}
-		if group != "" || kind != kindSecret {
+		if group != "" || refKind != kindSecret {
 			ls.setRefs(string(gatewayv1.ListenerReasonInvalidCertificateRef),
-				fmt.Sprintf("certificateRef %s/%s %s: only core Secrets are supported", group, kind, ref.Name))
+				fmt.Sprintf("certificateRef %s/%s %s: only core Secrets are supported", group, refKind, ref.Name))
 			continue
 		}
-		if ns != gw.Namespace && !idx.granted(groupGateway, kindGateway, gw.Namespace, "", kindSecret, ns, string(ref.Name)) {
+		if ns != own && !idx.granted(groupGateway, kind, own, "", kindSecret, ns, string(ref.Name)) {
 			ls.setRefs(string(gatewayv1.ListenerReasonRefNotPermitted),
 				fmt.Sprintf("Secret %s/%s is not permitted by any ReferenceGrant", ns, ref.Name))
 			continue

@@ -216,7 +216,7 @@ func patchGateway(idx *Index, st *gwState, gw *gatewayv1.Gateway, changed []Rout
 	var pending []*pendingParent
 	for _, k := range sortedKeys(newCRs) {
 		cr := newCRs[k]
-		p := idx.attach(gw, st.listeners, cr, nil)
+		p := idx.attach(gw, st.listeners, nil, cr, nil) // a Gateway with ListenerSets is not patchable
 		st.pending[k] = p
 		st.crs[k] = cr
 		pending = append(pending, p...)
@@ -246,6 +246,7 @@ func patchGateway(idx *Index, st *gwState, gw *gatewayv1.Gateway, changed []Rout
 	}
 
 	status, gwAccepted := idx.gatewayStatus(gw, st.listeners, st.acceptReason, st.acceptMsg)
+	setAttachedListenerSets(gw, &status, 0) // patched Gateways have no ListenerSets
 	res.Status = status
 	if gwAccepted && st.build != nil {
 		res.IR = idx.patchIR(st, affected, clusters)

@@ -25,6 +25,7 @@ func allObjects(in *Input) []client.Object {
 	out = append(out, objs(in.GatewayParameters)...)
 	out = append(out, objs(in.Namespaces)...)
 	out = append(out, objs(in.Gateways)...)
+	out = append(out, objs(in.ListenerSets)...)
 	out = append(out, objs(in.Secrets)...)
 	out = append(out, objs(in.ConfigMaps)...)
 	out = append(out, objs(in.BackendTLSPolicies)...)

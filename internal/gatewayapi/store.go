@@ -30,7 +30,11 @@ import (
 //   - ConfigMap → the Gateways whose spec.tls.frontend names it as a CA;
 //   - Namespace → the routes in it (listener selectors read its labels) and
 //     the Gateways in it;
-//   - Gateway → the routes whose parentRefs name it.
+//   - Gateway → the routes whose parentRefs name it, and the ListenerSets
+//     whose parentRef names it;
+//   - ListenerSet → the routes whose parentRefs name it; Secret,
+//     ReferenceGrant (by namespace) and Namespace → the ListenerSets that
+//     read them, whose Gateways a change marks (see storels.go).
 //
 // A change marks exactly those routes and Gateways dirty, once; a
 // Translator built on the Store redoes only them. GatewayClasses and
@@ -79,6 +83,7 @@ type Store struct {
 	gwsByNS        map[string]refs[types.NamespacedName]
 	policyDeps     map[types.NamespacedName]policyDeps
 	policiesByCM   map[types.NamespacedName]refs[types.NamespacedName]
+	listenerSetIndexes
 	dirty          dirtySet
 	relevantChecks int // Relevant calls, for tests
 }
@@ -116,7 +121,9 @@ type deps struct {
 	secrets  []types.NamespacedName
 	cms      []types.NamespacedName // CA ConfigMaps
 	gateways []types.NamespacedName
-	ns       string
+	// listenerSets its parentRefs name (routes only)
+	listenerSets []types.NamespacedName
+	ns           string
 }
 
 // objects is one kind's objects by name, plus a list to hand out snapshots
@@ -198,7 +205,9 @@ func NewStore(controllerName string) *Store {
 		gwsByConfigMap: map[types.NamespacedName]refs[types.NamespacedName]{},
 		gwsByGrant:     map[string]refs[types.NamespacedName]{},
 		gwsByNS:        map[string]refs[types.NamespacedName]{},
-		dirty:          newDirty(),
+
+		listenerSetIndexes: newListenerSetIndexes(),
+		dirty:              newDirty(),
 	}
 }
 
@@ -239,6 +248,8 @@ func (s *Store) Upsert(obj client.Object) bool {
 		return s.upsertRoute(RouteKey{Kind: kindGRPCRoute, NN: k}, o, s.grpc.put(k, o))
 	case *gatewayv1.TLSRoute:
 		return s.upsertRoute(RouteKey{Kind: kindTLSRoute, NN: k}, o, s.tls.put(k, o))
+	case *gatewayv1.ListenerSet:
+		return s.upsertListenerSet(k, o)
 	case *gatewayv1beta1.ReferenceGrant:
 		old := s.grantObjs.put(k, o)
 		s.setGrant(k.Namespace, old, o)
@@ -269,6 +280,7 @@ func (s *Store) Upsert(obj client.Object) bool {
 			return false
 		}
 		s.markGateways(s.gwsBySecret[k])
+		s.markListenerSets(s.lsBySecret[k])
 		return true
 	case *corev1.ConfigMap:
 		old := s.cmObjs.put(k, o)
@@ -330,6 +342,8 @@ func (s *Store) Delete(obj client.Object) bool {
 		return s.deleteRoute(RouteKey{Kind: kindGRPCRoute, NN: k}, s.grpc.remove(k, objKey[gatewayv1.GRPCRoute]) != nil)
 	case *gatewayv1.TLSRoute:
 		return s.deleteRoute(RouteKey{Kind: kindTLSRoute, NN: k}, s.tls.remove(k, objKey[gatewayv1.TLSRoute]) != nil)
+	case *gatewayv1.ListenerSet:
+		return s.deleteListenerSet(k)
 	case *gatewayv1beta1.ReferenceGrant:
 		old := s.grantObjs.remove(k, objKey[gatewayv1beta1.ReferenceGrant])
 		if old == nil {
@@ -355,6 +369,7 @@ func (s *Store) Delete(obj client.Object) bool {
 		}
 		delete(s.secrets, k)
 		s.markGateways(s.gwsBySecret[k])
+		s.markListenerSets(s.lsBySecret[k])
 	case *corev1.ConfigMap:
 		if s.cmObjs.remove(k, objKey[corev1.ConfigMap]) == nil {
 			return false
@@ -411,6 +426,8 @@ func isNil(o client.Object) bool {
 		return o == nil
 	case *gatewayv1.TLSRoute:
 		return o == nil
+	case *gatewayv1.ListenerSet:
+		return o == nil
 	case *gatewayv1beta1.ReferenceGrant:
 		return o == nil
 	case *corev1.Service:
@@ -463,6 +480,7 @@ func (s *Store) grantChanged(ns string) {
 		s.dirty.Routes.add(k)
 	}
 	s.markGateways(s.gwsByGrant[ns])
+	s.markListenerSets(s.lsByGrant[ns])
 }
 
 func (s *Store) serviceChanged(k types.NamespacedName) {
@@ -477,6 +495,7 @@ func (s *Store) namespaceChanged(ns string) {
 		s.dirty.Routes.add(r)
 	}
 	s.markGateways(s.gwsByNS[ns])
+	s.markListenerSets(s.lsByNS[ns])
 }
 
 func (s *Store) markGateways(gws refs[types.NamespacedName]) {
@@ -547,6 +566,9 @@ func (s *Store) indexRoute(k RouteKey, obj client.Object) {
 	for _, gw := range d.gateways {
 		addTo(s.routesByGW, gw, k)
 	}
+	for _, ls := range d.listenerSets {
+		addTo(s.routesByLS, ls, k)
+	}
 	addTo(s.routesByNS, d.ns, k)
 	s.routeDeps[k] = d
 }
@@ -564,6 +586,9 @@ func (s *Store) unindexRoute(k RouteKey) {
 	}
 	for _, gw := range d.gateways {
 		removeFrom(s.routesByGW, gw, k)
+	}
+	for _, ls := range d.listenerSets {
+		removeFrom(s.routesByLS, ls, k)
 	}
 	removeFrom(s.routesByNS, d.ns, k)
 	delete(s.routeDeps, k)
@@ -672,6 +697,7 @@ func (s *Store) Input(f Facts) *Input {
 		HTTPRoutes:         s.http.snapshot(),
 		GRPCRoutes:         s.grpc.snapshot(),
 		TLSRoutes:          s.tls.snapshot(),
+		ListenerSets:       s.lsObjs.snapshot(),
 		ReferenceGrants:    s.grantObjs.snapshot(),
 		Services:           s.svcObjs.snapshot(),
 		EndpointSlices:     s.sliceObjs.snapshot(),
@@ -706,6 +732,7 @@ func (s *Store) Load(in *Input) {
 	loadKind(s, &s.paramObjs, in.GatewayParameters)
 	loadKind(s, &s.nsObjs, in.Namespaces)
 	loadKind(s, &s.gateways, in.Gateways)
+	loadKind(s, &s.lsObjs, in.ListenerSets)
 	loadKind(s, &s.grantObjs, in.ReferenceGrants)
 	loadKind(s, &s.svcObjs, in.Services)
 	loadKind(s, &s.sliceObjs, in.EndpointSlices)

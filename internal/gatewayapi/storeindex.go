@@ -125,6 +125,7 @@ func routeDependencies(ns string, obj client.Object) deps {
 	switch r := obj.(type) {
 	case *gatewayv1.HTTPRoute:
 		d.gateways = parentGateways(ns, r.Spec.ParentRefs)
+		d.listenerSets = parentListenerSets(ns, r.Spec.ParentRefs)
 		for i := range r.Spec.Rules {
 			rule := &r.Spec.Rules[i]
 			for _, f := range rule.Filters {
@@ -139,6 +140,7 @@ func routeDependencies(ns string, obj client.Object) deps {
 		}
 	case *gatewayv1.GRPCRoute:
 		d.gateways = parentGateways(ns, r.Spec.ParentRefs)
+		d.listenerSets = parentListenerSets(ns, r.Spec.ParentRefs)
 		for i := range r.Spec.Rules {
 			rule := &r.Spec.Rules[i]
 			for _, f := range rule.Filters {
@@ -153,6 +155,7 @@ func routeDependencies(ns string, obj client.Object) deps {
 		}
 	case *gatewayv1.TLSRoute:
 		d.gateways = parentGateways(ns, r.Spec.ParentRefs)
+		d.listenerSets = parentListenerSets(ns, r.Spec.ParentRefs)
 		for i := range r.Spec.Rules {
 			for _, br := range r.Spec.Rules[i].BackendRefs {
 				ref(br.BackendObjectReference)

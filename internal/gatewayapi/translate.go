@@ -27,6 +27,7 @@ type Input struct {
 	HTTPRoutes      []*gatewayv1.HTTPRoute
 	GRPCRoutes      []*gatewayv1.GRPCRoute
 	TLSRoutes       []*gatewayv1.TLSRoute
+	ListenerSets    []*gatewayv1.ListenerSet
 	ReferenceGrants []*gatewayv1beta1.ReferenceGrant
 	Services        []*corev1.Service
 	EndpointSlices  []*discoveryv1.EndpointSlice
@@ -78,6 +79,9 @@ type Output struct {
 	// BackendTLSPolicyStatus holds ONLY our controller's ancestor entries,
 	// for the policies that apply to a cluster of one of our Gateways.
 	BackendTLSPolicyStatus PolicyStatuses
+	// ListenerSetStatus holds the ListenerSets whose parentRef names a
+	// Gateway of our classes.
+	ListenerSetStatus map[types.NamespacedName]gatewayv1.ListenerSetStatus
 
 	// Seq numbers the Outputs of one Translator, from 1; Translate leaves
 	// it 0. Unless StatusAllChanged, StatusChanged lists every route whose
@@ -118,6 +122,8 @@ func newOutput() *Output {
 		StatusAllChanged: true,
 		GatewayClasses:   map[string]gatewayv1.GatewayClassStatus{},
 		GatewayStatus:    map[types.NamespacedName]gatewayv1.GatewayStatus{},
+
+		ListenerSetStatus: map[types.NamespacedName]gatewayv1.ListenerSetStatus{},
 	}
 }
 
@@ -135,6 +141,9 @@ func translateIndex(idx *Index) *Output {
 			continue
 		}
 		out.GatewayStatus[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}] = res.Status
+		for k, st := range res.ListenerSets {
+			out.ListenerSetStatus[k] = st
+		}
 		if res.IR != nil {
 			out.Gateways = append(out.Gateways, res.IR)
 		}
@@ -181,6 +190,9 @@ type GatewayResult struct {
 	// IR is nil when the Gateway must not be served (not Accepted).
 	IR     *ir.Gateway
 	Status gatewayv1.GatewayStatus
+	// ListenerSets are the statuses of the ListenerSets whose parentRef
+	// names the Gateway.
+	ListenerSets map[types.NamespacedName]gatewayv1.ListenerSetStatus
 	// Routes are the status entries this Gateway contributes, per route.
 	Routes map[RouteKey][]ParentEntry
 }

@@ -150,6 +150,46 @@ func normGateway(s gatewayv1.GatewayStatus) gatewayv1.GatewayStatus {
 	return s
 }
 
+// MergeListenerSet returns desired with transition times carried over, and
+// whether it differs from existing.
+func MergeListenerSet(existing, desired gatewayv1.ListenerSetStatus, now time.Time) (gatewayv1.ListenerSetStatus, bool) {
+	t := metav1.NewTime(now.Truncate(time.Second))
+	out := *desired.DeepCopy()
+	out.Conditions = conditions(existing.Conditions, desired.Conditions, t)
+	for i := range out.Listeners {
+		for j := range out.Listeners[i].SupportedKinds {
+			if out.Listeners[i].SupportedKinds[j].Group == nil {
+				g := gatewayv1.Group(gatewayv1.GroupName)
+				out.Listeners[i].SupportedKinds[j].Group = &g
+			}
+		}
+		var prev []metav1.Condition
+		for _, l := range existing.Listeners {
+			if l.Name == out.Listeners[i].Name {
+				prev = l.Conditions
+				break
+			}
+		}
+		out.Listeners[i].Conditions = conditions(prev, desired.Listeners[i].Conditions, t)
+	}
+	return out, !equality.Semantic.DeepEqual(normListenerSet(existing), normListenerSet(out))
+}
+
+func normListenerSet(s gatewayv1.ListenerSetStatus) gatewayv1.ListenerSetStatus {
+	if len(s.Conditions) == 0 {
+		s.Conditions = nil
+	}
+	if len(s.Listeners) == 0 {
+		s.Listeners = nil
+	}
+	for i := range s.Listeners {
+		if len(s.Listeners[i].SupportedKinds) == 0 {
+			s.Listeners[i].SupportedKinds = nil
+		}
+	}
+	return s
+}
+
 // MergeGatewayClass returns desired with transition times carried over.
 func MergeGatewayClass(existing, desired gatewayv1.GatewayClassStatus, now time.Time) (gatewayv1.GatewayClassStatus, bool) {
 	t := metav1.NewTime(now.Truncate(time.Second))

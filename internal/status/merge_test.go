@@ -249,3 +249,40 @@ func TestMergeGatewayClass(t *testing.T) {
 		t.Errorf("nil and empty supported features must be equal")
 	}
 }
+
+func TestMergeListenerSet(t *testing.T) {
+	cond := func(typ, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: reason, Message: reason, ObservedGeneration: 1}
+	}
+	desired := gatewayv1.ListenerSetStatus{
+		Conditions: []metav1.Condition{cond("Accepted", "Accepted"), cond("Programmed", "Programmed")},
+		Listeners: []gatewayv1.ListenerEntryStatus{{Name: "http", AttachedRoutes: 1,
+			SupportedKinds: []gatewayv1.RouteGroupKind{{Kind: "HTTPRoute"}},
+			Conditions:     []metav1.Condition{cond("Accepted", "Accepted")}}},
+	}
+	first, changed := MergeListenerSet(gatewayv1.ListenerSetStatus{}, desired, t0)
+	if !changed {
+		t.Fatal("an empty status must change")
+	}
+	if first.Listeners[0].SupportedKinds[0].Group == nil || *first.Listeners[0].SupportedKinds[0].Group != gatewayv1.GroupName {
+		t.Fatal("supportedKinds must carry the apiserver's default group")
+	}
+	if first.Conditions[0].LastTransitionTime.Time != t0.Truncate(time.Second) {
+		t.Fatalf("transition time %v", first.Conditions[0].LastTransitionTime)
+	}
+	// The same desired status later: nothing changes, times are kept.
+	again, changed := MergeListenerSet(first, desired, t1)
+	if changed || !equality.Semantic.DeepEqual(again, first) {
+		t.Fatalf("an unchanged desired status changed the status: %+v", again)
+	}
+	// One listener's attached routes change: a change, and the listener's
+	// unchanged condition keeps its time.
+	desired.Listeners[0].AttachedRoutes = 2
+	next, changed := MergeListenerSet(first, desired, t1)
+	if !changed {
+		t.Fatal("attachedRoutes changed but the merge says nothing changed")
+	}
+	if next.Listeners[0].Conditions[0].LastTransitionTime != first.Listeners[0].Conditions[0].LastTransitionTime {
+		t.Fatal("an unchanged listener condition lost its transition time")
+	}
+}

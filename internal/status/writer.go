@@ -26,6 +26,7 @@ type Kind string
 const (
 	KindGatewayClass Kind = "GatewayClass"
 	KindGateway      Kind = "Gateway"
+	KindListenerSet  Kind = "ListenerSet"
 	KindHTTPRoute    Kind = "HTTPRoute"
 	KindGRPCRoute    Kind = "GRPCRoute"
 	KindTLSRoute     Kind = "TLSRoute"
@@ -59,6 +60,8 @@ type Writer struct {
 	mu       sync.Mutex
 	classes  map[string]gatewayv1.GatewayClassStatus
 	gateways map[types.NamespacedName]gatewayv1.GatewayStatus
+	// listenerSets: the ListenerSets whose parent is a Gateway of ours.
+	listenerSets map[types.NamespacedName]gatewayv1.ListenerSetStatus
 	// Desired route status by kind: the translation's own immutable maps.
 	// A route absent from them has no entries of ours.
 	http, grpc, tls gatewayapi.RouteStatuses
@@ -115,13 +118,15 @@ func New(c client.Client, reader client.Reader, controllerName string, log logr.
 	return &Writer{
 		client: c, reader: reader, controllerName: controllerName, log: log,
 		workers: 32, now: time.Now,
-		classes:    map[string]gatewayv1.GatewayClassStatus{},
-		gateways:   map[types.NamespacedName]gatewayv1.GatewayStatus{},
-		checked:    map[Key]checkedRoute{},
-		since:      map[Key]uint64{},
-		written:    map[Key]uint64{},
-		fights:     map[Key]fight{},
-		floodSlots: make(chan struct{}, floodWriters),
+		classes:  map[string]gatewayv1.GatewayClassStatus{},
+		gateways: map[types.NamespacedName]gatewayv1.GatewayStatus{},
+
+		listenerSets: map[types.NamespacedName]gatewayv1.ListenerSetStatus{},
+		checked:      map[Key]checkedRoute{},
+		since:        map[Key]uint64{},
+		written:      map[Key]uint64{},
+		fights:       map[Key]fight{},
+		floodSlots:   make(chan struct{}, floodWriters),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[Key](),
 			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "status"}),
@@ -142,6 +147,7 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 	w.forgiveFights(out)
 	w.classes = out.GatewayClasses
 	w.gateways = out.GatewayStatus
+	w.listenerSets = out.ListenerSetStatus
 	w.http, w.grpc, w.tls = out.HTTPRouteStatus, out.GRPCRouteStatus, out.TLSRouteStatus
 	w.policies = out.BackendTLSPolicyStatus
 	w.batch++
@@ -171,6 +177,11 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 	}
 	for _, p := range in.BackendTLSPolicies { // few: all compared
 		if k, ok := w.differs(p, now, true); ok {
+			dirty = append(dirty, k)
+		}
+	}
+	for _, ls := range in.ListenerSets {
+		if k, ok := w.differs(ls, now, true); ok {
 			dirty = append(dirty, k)
 		}
 	}
@@ -221,7 +232,7 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 	}
 	delays := w.restoreDelays(dirty, false)
 	for _, k := range dirty {
-		if k.Kind != KindGateway && k.Kind != KindGatewayClass {
+		if k.Kind != KindGateway && k.Kind != KindGatewayClass && k.Kind != KindListenerSet {
 			w.lastRoutes = now
 			break
 		}
@@ -297,6 +308,10 @@ func (w *Writer) forgiveFights(out *gatewayapi.Output) {
 			same = okA == okB && equality.Semantic.DeepEqual(a, b)
 		case KindBackendTLSPolicy:
 			same = equality.Semantic.DeepEqual(w.policies[k.NamespacedName], out.BackendTLSPolicyStatus[k.NamespacedName])
+		case KindListenerSet:
+			a, okA := w.listenerSets[k.NamespacedName]
+			b, okB := out.ListenerSetStatus[k.NamespacedName]
+			same = okA == okB && equality.Semantic.DeepEqual(a, b)
 		default:
 			next := out.RouteStatus(string(k.Kind)).At(k.NamespacedName)
 			same = equality.Semantic.DeepEqual(w.desiredRoute(k), next)
@@ -316,6 +331,9 @@ func (w *Writer) forgetGone(in *gatewayapi.Input) {
 	}
 	for _, o := range in.Gateways {
 		live[Key{Kind: KindGateway, NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}] = true
+	}
+	for _, o := range in.ListenerSets {
+		live[Key{Kind: KindListenerSet, NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}] = true
 	}
 	for _, o := range in.HTTPRoutes {
 		live[Key{Kind: KindHTTPRoute, NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}] = true
@@ -401,7 +419,7 @@ func (w *Writer) enqueue(keys []Key, delays []time.Duration) {
 		if delays != nil {
 			d = delays[i]
 		}
-		if k.Kind == KindGateway || k.Kind == KindGatewayClass {
+		if k.Kind == KindGateway || k.Kind == KindGatewayClass || k.Kind == KindListenerSet {
 			// attachedRoutes changes with every batch of a burst of
 			// routes; the delaying queue keeps the first deadline, so a
 			// Gateway is written at most once per window.
@@ -440,6 +458,13 @@ func (w *Writer) differs(obj client.Object, now time.Time, submitting bool) (Key
 			return k, false
 		}
 		_, changed = MergeGateway(o.Status, w.desiredGateway(nn, desired), now)
+	case *gatewayv1.ListenerSet:
+		k = Key{Kind: KindListenerSet, NamespacedName: nn}
+		desired, ok := w.listenerSets[nn]
+		if !ok || w.behind(k, o.ResourceVersion) {
+			return k, false
+		}
+		_, changed = MergeListenerSet(o.Status, desired, now)
 	case *gatewayv1.HTTPRoute:
 		k = Key{Kind: KindHTTPRoute, NamespacedName: nn}
 		changed = w.routeDiffers(k, o, o.ResourceVersion, o.Status.Parents, now, submitting)
@@ -626,6 +651,16 @@ func (w *Writer) object(k Key) (client.Object, func(time.Time) bool) {
 		gw := &gatewayv1.Gateway{}
 		return gw, func(now time.Time) (changed bool) {
 			gw.Status, changed = MergeGateway(gw.Status, desired, now)
+			return changed
+		}
+	case KindListenerSet:
+		desired, ok := w.listenerSets[k.NamespacedName]
+		if !ok {
+			return nil, nil
+		}
+		ls := &gatewayv1.ListenerSet{}
+		return ls, func(now time.Time) (changed bool) {
+			ls.Status, changed = MergeListenerSet(ls.Status, desired, now)
 			return changed
 		}
 	}

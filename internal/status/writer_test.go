@@ -43,7 +43,7 @@ func startWriterEnv(t *testing.T) *writerEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range []client.Object{&gatewayv1.HTTPRoute{}, &gatewayv1.Gateway{}} {
+	for _, o := range []client.Object{&gatewayv1.HTTPRoute{}, &gatewayv1.Gateway{}, &gatewayv1.ListenerSet{}} {
 		if _, err := ca.GetInformer(ctx, o); err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func (e *writerEnv) cachedClient(t *testing.T) client.WithWatch {
 // sends status-only updates there.
 func (e *writerEnv) writer(t *testing.T, c client.Client) *status.Writer {
 	w := status.New(c, e.api, ours, logr.Discard())
-	for _, o := range []client.Object{&gatewayv1.HTTPRoute{}, &gatewayv1.Gateway{}} {
+	for _, o := range []client.Object{&gatewayv1.HTTPRoute{}, &gatewayv1.Gateway{}, &gatewayv1.ListenerSet{}} {
 		inf, err := e.cache.GetInformer(e.ctx, o)
 		if err != nil {
 			t.Fatal(err)
@@ -149,6 +149,13 @@ func (e *writerEnv) snapshot(t *testing.T, ns string) *gatewayapi.Input {
 	}
 	for i := range gws.Items {
 		in.Gateways = append(in.Gateways, &gws.Items[i])
+	}
+	var sets gatewayv1.ListenerSetList
+	if err := e.cache.List(e.ctx, &sets, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range sets.Items {
+		in.ListenerSets = append(in.ListenerSets, &sets.Items[i])
 	}
 	return in
 }
@@ -336,6 +343,9 @@ func TestWriter(t *testing.T) {
 		}
 		g.Consistently(func() int { return writes(status.KindGateway) - before }).WithTimeout(quietly).Should(Equal(n))
 	})
+
+	t.Run("ListenerSet status is written only on change", func(t *testing.T) { listenerSetOnChange(t, e) })
+	t.Run("a ListenerSet status conflict is retried", func(t *testing.T) { listenerSetConflict(t, e) })
 
 	t.Run("a conflict is retried against the apiserver", func(t *testing.T) {
 		g := NewWithT(t)
