@@ -45,7 +45,10 @@ import (
 // ".half.revoke.test", the other half under ".keep.revoke.test". One shard
 // (Gateway "revoke" with GatewayParameters, domain revoke.test) selects
 // them all.
-var revokeNames = flag.Int("revoke-names", 0, "names held in the revoke phase, one per LeaseHost; a block covers half (default 10000; 40 when the memory phase is smoke-sized)")
+var (
+	revokeNames        = flag.Int("revoke-names", 0, "names held in the revoke phase, one per LeaseHost; a block covers half (default 10000; 40 when the memory phase is smoke-sized)")
+	revokeFloorWorkers = flag.Int("revoke-floor-workers", controllers.DefaultLeaseHostWorkers, "concurrent writers of the revoke phase's floor measurement (default: the LeaseHost controller's workers)")
+)
 
 const (
 	revokeNamespaces = 100
@@ -198,7 +201,8 @@ func (b *bench) revoke(ctx context.Context) error {
 // revocation cannot do without, on objects of the same shape: with
 // shardgate stopped, the bench deletes the kept names' generated routes and
 // writes their LeaseHosts' status Reserved=False Blocked, one name per
-// task, with as many workers as shardgate's LeaseHost controller has. No
+// task, with as many workers as shardgate's LeaseHost controller has
+// (-revoke-floor-workers). No
 // Events, no route status, no reads. A revocation of as many names cannot
 // finish sooner than this on the same machine, whatever the controller
 // does.
@@ -240,7 +244,7 @@ func (b *bench) revokeFloor(ctx context.Context, nss int) error {
 	if len(tasks) == 0 {
 		return errors.New("no held name with a route left to measure on")
 	}
-	workers := controllers.DefaultLeaseHostWorkers
+	workers := max(*revokeFloorWorkers, 1)
 	start := time.Now()
 	err := parallel(ctx, len(tasks), workers, func(ctx context.Context, i int) error {
 		t := tasks[i]
