@@ -114,25 +114,36 @@ func MergeGateway(existing, desired gatewayv1.GatewayStatus, now time.Time) (gat
 			out.Addresses[i].Type = &ip
 		}
 	}
-	for i := range out.Listeners {
-		for j := range out.Listeners[i].SupportedKinds {
-			if out.Listeners[i].SupportedKinds[j].Group == nil {
+	mergeListeners(existing.Listeners, out.Listeners, t, func(l *gatewayv1.ListenerStatus) (gatewayv1.SectionName, []gatewayv1.RouteGroupKind, *[]metav1.Condition) {
+		return l.Name, l.SupportedKinds, &l.Conditions
+	})
+	return out, !equality.Semantic.DeepEqual(normGateway(existing), normGateway(out))
+}
+
+// mergeListeners fills in the apiserver's default group of each listener's
+// supported kinds (so that what we write compares equal to what we read
+// back) and carries each listener's transition times over from the
+// listener of the same name in existing. parts gives a listener's name,
+// supported kinds and conditions: a Gateway's and a ListenerSet's
+// listeners are of different types.
+func mergeListeners[L any](existing, out []L, t metav1.Time, parts func(*L) (gatewayv1.SectionName, []gatewayv1.RouteGroupKind, *[]metav1.Condition)) {
+	for i := range out {
+		name, kinds, conds := parts(&out[i])
+		for j := range kinds {
+			if kinds[j].Group == nil {
 				g := gatewayv1.Group(gatewayv1.GroupName)
-				out.Listeners[i].SupportedKinds[j].Group = &g
+				kinds[j].Group = &g
 			}
 		}
-	}
-	for i := range out.Listeners {
 		var prev []metav1.Condition
-		for _, l := range existing.Listeners {
-			if l.Name == out.Listeners[i].Name {
-				prev = l.Conditions
+		for k := range existing {
+			if n, _, c := parts(&existing[k]); n == name {
+				prev = *c
 				break
 			}
 		}
-		out.Listeners[i].Conditions = conditions(prev, desired.Listeners[i].Conditions, t)
+		*conds = conditions(prev, *conds, t)
 	}
-	return out, !equality.Semantic.DeepEqual(normGateway(existing), normGateway(out))
 }
 
 func normGateway(s gatewayv1.GatewayStatus) gatewayv1.GatewayStatus {
@@ -156,22 +167,9 @@ func MergeListenerSet(existing, desired gatewayv1.ListenerSetStatus, now time.Ti
 	t := metav1.NewTime(now.Truncate(time.Second))
 	out := *desired.DeepCopy()
 	out.Conditions = conditions(existing.Conditions, desired.Conditions, t)
-	for i := range out.Listeners {
-		for j := range out.Listeners[i].SupportedKinds {
-			if out.Listeners[i].SupportedKinds[j].Group == nil {
-				g := gatewayv1.Group(gatewayv1.GroupName)
-				out.Listeners[i].SupportedKinds[j].Group = &g
-			}
-		}
-		var prev []metav1.Condition
-		for _, l := range existing.Listeners {
-			if l.Name == out.Listeners[i].Name {
-				prev = l.Conditions
-				break
-			}
-		}
-		out.Listeners[i].Conditions = conditions(prev, desired.Listeners[i].Conditions, t)
-	}
+	mergeListeners(existing.Listeners, out.Listeners, t, func(l *gatewayv1.ListenerEntryStatus) (gatewayv1.SectionName, []gatewayv1.RouteGroupKind, *[]metav1.Condition) {
+		return l.Name, l.SupportedKinds, &l.Conditions
+	})
 	return out, !equality.Semantic.DeepEqual(normListenerSet(existing), normListenerSet(out))
 }
 
