@@ -5,7 +5,6 @@ Copyright The shardgate Authors.
 package gatewayapi
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -46,10 +45,7 @@ func clusterNamed(t *testing.T, out *Output, name string) *ir.Cluster {
 // name and reads its own namespace's ConfigMaps only.
 func TestBackendTLSPolicyStaysInItsNamespace(t *testing.T) {
 	in := loadInput(t, "testdata/backend-tls-tenants.in.yaml")
-	crt, err := os.ReadFile("testdata/tls.crt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	crt, _ := tlsPEM(t)
 	out := Translate(in)
 	a := clusterNamed(t, out, "tenant-a/api/443")
 	if a.TLS == nil || a.TLS.Invalid || a.TLS.SNI != "a.example.com" || a.TLS.CACertificates != strings.TrimRight(string(crt), "\n")+"\n" {

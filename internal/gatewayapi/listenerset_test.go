@@ -6,7 +6,6 @@ package gatewayapi
 
 import (
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -269,14 +268,7 @@ func TestListenerSetForeignSecret(t *testing.T) {
 // tlsSecret is a valid TLS Secret (testdata/tls.crt and tls.key).
 func tlsSecret(t *testing.T, ns, name string) *corev1.Secret {
 	t.Helper()
-	crt, err := os.ReadFile("testdata/tls.crt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := os.ReadFile("testdata/tls.key")
-	if err != nil {
-		t.Fatal(err)
-	}
+	crt, key := tlsPEM(t)
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key}}
 }

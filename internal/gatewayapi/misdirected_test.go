@@ -6,7 +6,6 @@ package gatewayapi
 
 import (
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 
@@ -102,14 +101,7 @@ func isMisdirected(v *ir.VirtualHost) bool {
 // (GatewayHTTPSListenerDetectMisdirectedRequests). It also checks that no
 // two virtual hosts of a route table share a domain.
 func TestMisdirectedRequests(t *testing.T) {
-	cert, err := os.ReadFile("testdata/tls.crt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := os.ReadFile("testdata/tls.key")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cert, key := tlsPEM(t)
 	seeds := 2000
 	if testing.Short() {
 		seeds = 200
