@@ -122,7 +122,7 @@ func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
 		return
 	}
 	prev := st.published
-	if prev != nil && equalVersions(prev.versions, b.versions) {
+	if prev != nil && equalVersions(prev.versions, b.versions) && translate.SameList(prev.res.Endpoints, b.res.Endpoints) {
 		return
 	}
 	if prev != nil && len(b.introduced) > 0 && s.hasProxyless(st.group) {
@@ -133,12 +133,18 @@ func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
 	s.setSnapshot(st, b.res, b.snap, b.versions, b.lists)
 }
 
-// setSnapshot publishes; call with s.mu held.
+// setSnapshot publishes; call with s.mu held. The load assignments go to
+// their own cache (eds.go): new and changed ones before the snapshot, whose
+// clusters may use them, and removed ones after it.
 func (s *Server) setSnapshot(st *gatewayState, res *translate.Resources, snap *cachev3.Snapshot, versions map[string]string, lists map[string][]types.Resource) {
+	edsVersion, removeEndpoints := s.types.applyEndpoints(st.group, res.Endpoints)
 	if err := s.cache.SetSnapshot(context.Background(), st.group, snap); err != nil {
 		st.refused = fmt.Sprintf("set snapshot: %v", err)
 		return
 	}
+	removeEndpoints()
+	versions = maps.Clone(versions)
+	versions[resourcev3.EndpointType] = edsVersion
 	st.published = &published{res: res, versions: versions, snap: snap, lists: lists, at: time.Now()}
 }
 
@@ -326,7 +332,8 @@ func compareStrings(a, b string) int {
 }
 
 // snapshotOf turns resources into a snapshot whose per-type versions are
-// content hashes.
+// content hashes. The load assignments are left out: they are served from
+// their own cache (setSnapshot).
 //
 // A type whose version equals prev's keeps prev's resource set (the same
 // content), sparing the index go-control-plane builds of it.
@@ -341,8 +348,7 @@ func snapshotOf(res *translate.Resources, digests func(proto.Message) (translate
 	var same map[string]bool
 	if prev != nil && prev.res != nil {
 		same = map[string]bool{
-			resourcev3.ClusterType:  translate.SameList(res.Clusters, prev.res.Clusters),
-			resourcev3.EndpointType: translate.SameList(res.Endpoints, prev.res.Endpoints),
+			resourcev3.ClusterType: translate.SameList(res.Clusters, prev.res.Clusters),
 		}
 	}
 	list := func(typ string, n int, item func(int) types.Resource) {
@@ -359,11 +365,13 @@ func snapshotOf(res *translate.Resources, digests func(proto.Message) (translate
 	list(resourcev3.ListenerType, len(res.Listeners), func(i int) types.Resource { return res.Listeners[i] })
 	list(resourcev3.RouteType, len(res.Routes), func(i int) types.Resource { return res.Routes[i] })
 	list(resourcev3.ClusterType, len(res.Clusters), func(i int) types.Resource { return res.Clusters[i] })
-	list(resourcev3.EndpointType, len(res.Endpoints), func(i int) types.Resource { return res.Endpoints[i] })
 	list(resourcev3.SecretType, len(res.Secrets), func(i int) types.Resource { return res.Secrets[i] })
 	snap := &cachev3.Snapshot{}
 	versions := map[string]string{}
 	for _, typ := range typeOrder {
+		if typ == resourcev3.EndpointType {
+			continue
+		}
 		i := cachev3.GetResponseType(typ)
 		if prev != nil && prev.snap != nil && prev.lists != nil && (same[typ] || translate.SameList(prev.lists[typ], byType[typ])) {
 			versions[typ] = prev.versions[typ]
@@ -402,6 +410,9 @@ func snapshotOf(res *translate.Resources, digests func(proto.Message) (translate
 func setVersionMap(snap *cachev3.Snapshot, byType map[string][]types.Resource, digests func(proto.Message) (translate.Digest, bool), prev *published) error {
 	snap.VersionMap = make(map[string]map[string]string, len(typeOrder))
 	for _, typ := range typeOrder {
+		if typ == resourcev3.EndpointType {
+			continue // not in the snapshot
+		}
 		i := cachev3.GetResponseType(typ)
 		list := byType[typ]
 		var old []types.Resource

@@ -98,7 +98,7 @@ func (s *Server) checkRequest(key streamKey, node *core.Node) error {
 		return status.Errorf(codes.PermissionDenied, "xds: node.cluster %q does not match the client certificate's Gateway %q", node.GetCluster(), identity)
 	}
 	if node != nil {
-		if _, err := s.cache.GetSnapshot(identity); err != nil {
+		if _, err := s.types.SnapshotCache.GetSnapshot(identity); err != nil {
 			s.log.V(1).Info("xDS request from a node with no config (unknown Gateway or nothing published yet)", "node", node.GetId(), "cluster", identity)
 		}
 	}

@@ -59,6 +59,9 @@ type Options struct {
 type Server struct {
 	opts  Options
 	cache cachev3.SnapshotCache
+	// types is the cache under the guard: snapshots, and the load
+	// assignments apart (eds.go).
+	types *typeCache
 	guard *nackGuard
 	log   logr.Logger
 
@@ -96,7 +99,8 @@ func (clusterHash) ID(n *core.Node) string { return n.GetCluster() }
 // New returns a server; Start serves it.
 func New(opts Options) *Server {
 	s := &Server{opts: opts, log: opts.Log, gateways: map[string]*gatewayState{}, streams: map[streamKey]*streamState{}}
-	s.guard = newNACKGuard(cachev3.NewSnapshotCache(true, clusterHash{}, nil))
+	s.types = newTypeCache(cachev3.NewSnapshotCache(true, clusterHash{}, nil), opts.Log)
+	s.guard = newNACKGuard(s.types)
 	s.guard.onChange = s.outcomeChanged
 	s.cache = s.guard
 	return s

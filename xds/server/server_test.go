@@ -11,11 +11,13 @@ import (
 	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/server/stream/v3"
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/proto"
 	k8stypes "k8s.io/apimachinery/pkg/types"
@@ -417,21 +419,28 @@ func largeIR(n int) *ir.Gateway {
 // as go-control-plane would compute them (the hex SHA-256 of each
 // resource's serialization), except a route table's, which changes exactly
 // when the table does; and a change re-versions only what it changed.
+// Load assignments are not in the snapshot (eds.go): one endpoint change
+// sends a proxy that load assignment alone, over state of the world and
+// delta.
 func TestDeltaVersionsAreSetWithTheSnapshot(t *testing.T) {
 	s := New(Options{Log: logr.Discard()})
 	gw := largeIR(50)
 	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
+	group := NodeGroup(nn)
 	s.Publish([]*ir.Gateway{gw})
-	first, err := s.Snapshot(nn)
+	first, err := s.types.SnapshotCache.GetSnapshot(group)
 	if err != nil {
 		t.Fatal(err)
 	}
 	snap := first.(*cachev3.Snapshot)
+	if n := len(snap.GetResources(resourcev3.EndpointType)); n != 0 {
+		t.Fatalf("the snapshot holds %d load assignments; they are served apart", n)
+	}
 	fresh := &cachev3.Snapshot{Resources: snap.Resources}
 	if err := fresh.ConstructVersionMap(); err != nil {
 		t.Fatal(err)
 	}
-	for _, typ := range []string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.ListenerType} {
+	for _, typ := range []string{resourcev3.ClusterType, resourcev3.ListenerType} {
 		if !maps.Equal(snap.GetVersionMap(typ), fresh.GetVersionMap(typ)) || len(snap.GetVersionMap(typ)) == 0 {
 			t.Fatalf("%s: versions %v, go-control-plane computes %v", typ, snap.GetVersionMap(typ), fresh.GetVersionMap(typ))
 		}
@@ -441,41 +450,126 @@ func TestDeltaVersionsAreSetWithTheSnapshot(t *testing.T) {
 		t.Fatalf("route table versions %v", routesBefore)
 	}
 
-	// One cluster's endpoints change: only its load assignment gets a new
-	// version.
+	// A proxy's EDS watches, state of the world and delta, naming every
+	// cluster, get every load assignment first.
+	names := make([]string, len(gw.Clusters))
+	for i, c := range gw.Clusters {
+		names[i] = c.Name
+	}
+	node := &core.Node{Id: "p", Cluster: group}
+	sotw := stream.NewSotwSubscription(names, false)
+	sotwOut := make(chan cachev3.Response, 1)
+	sotwReq := &cachev3.Request{Node: node, TypeUrl: resourcev3.EndpointType, ResourceNames: names}
+	if _, err := s.cache.CreateWatch(sotwReq, sotw, sotwOut); err != nil {
+		t.Fatal(err)
+	}
+	delta := stream.NewDeltaSubscription(names, nil, nil, false)
+	deltaOut := make(chan cachev3.DeltaResponse, 1)
+	deltaReq := &cachev3.DeltaRequest{Node: node, TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: names}
+	if _, err := s.cache.CreateDeltaWatch(deltaReq, delta, deltaOut); err != nil {
+		t.Fatal(err)
+	}
+	sotwNames := func() []string {
+		t.Helper()
+		select {
+		case r := <-sotwOut:
+			d, err := r.GetDiscoveryResponse()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.mu.Lock()
+			published := s.gateways[group].published.versions[resourcev3.EndpointType]
+			s.mu.Unlock()
+			if d.GetVersionInfo() != published {
+				// NACKs are matched with the published version.
+				t.Fatalf("EDS sent at version %q, published as %q", d.GetVersionInfo(), published)
+			}
+			sotw.SetReturnedResources(r.GetReturnedResources())
+			sotwReq = &cachev3.Request{Node: node, TypeUrl: resourcev3.EndpointType, ResourceNames: names, VersionInfo: d.GetVersionInfo()}
+			var got []string
+			for _, a := range d.GetResources() {
+				e := &endpointv3.ClusterLoadAssignment{}
+				if err := a.UnmarshalTo(e); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, e.GetClusterName())
+			}
+			slices.Sort(got)
+			return got
+		default:
+			t.Fatal("no state-of-the-world EDS response")
+		}
+		return nil
+	}
+	deltaNames := func() (got, removed []string) {
+		t.Helper()
+		select {
+		case r := <-deltaOut:
+			d, err := r.GetDeltaDiscoveryResponse()
+			if err != nil {
+				t.Fatal(err)
+			}
+			delta.SetReturnedResources(r.GetReturnedResources())
+			for _, res := range d.GetResources() {
+				got = append(got, res.GetName())
+			}
+			slices.Sort(got)
+			return got, d.GetRemovedResources()
+		default:
+			t.Fatal("no delta EDS response")
+		}
+		return nil, nil
+	}
+	if got := sotwNames(); !slices.Equal(got, names) {
+		t.Fatalf("first state-of-the-world EDS response: %v", got)
+	}
+	if got, _ := deltaNames(); !slices.Equal(got, names) {
+		t.Fatalf("first delta EDS response: %v", got)
+	}
+	rewatch := func() {
+		t.Helper()
+		if _, err := s.cache.CreateWatch(sotwReq, sotw, sotwOut); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.cache.CreateDeltaWatch(deltaReq, delta, deltaOut); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-sotwOut:
+			t.Fatal("a state-of-the-world EDS watch fired with nothing changed")
+		case <-deltaOut:
+			t.Fatal("a delta EDS watch fired with nothing changed")
+		default:
+		}
+	}
+	rewatch()
+
+	// One cluster's endpoints change: only its load assignment is sent.
 	next := *gw
 	next.Clusters = slices.Clone(gw.Clusters)
 	c3 := *next.Clusters[3] // published IR is never modified
 	c3.Endpoints = []ir.Endpoint{{IP: "10.250.0.1", Port: 8080, Ready: true}}
 	next.Clusters[3] = &c3
 	s.Publish([]*ir.Gateway{&next})
-	second, _ := s.Snapshot(nn)
-	after := second.(*cachev3.Snapshot)
-	before := snap.GetVersionMap(resourcev3.EndpointType)
-	changed := 0
-	for name, v := range after.GetVersionMap(resourcev3.EndpointType) {
-		if before[name] != v {
-			changed++
-			if name != next.Clusters[3].Name {
-				t.Fatalf("load assignment %s got a new version", name)
-			}
-		}
+	if got := sotwNames(); !slices.Equal(got, []string{c3.Name}) {
+		t.Fatalf("after one endpoint change, state of the world got %v", got)
 	}
-	if changed != 1 {
-		t.Fatalf("%d load assignments got a new version, want 1", changed)
+	if got, removed := deltaNames(); !slices.Equal(got, []string{c3.Name}) || len(removed) != 0 {
+		t.Fatalf("after one endpoint change, delta got %v, removed %v", got, removed)
 	}
-	fresh = &cachev3.Snapshot{Resources: after.Resources}
-	if err := fresh.ConstructVersionMap(); err != nil {
-		t.Fatal(err)
-	}
-	if !maps.Equal(after.GetVersionMap(resourcev3.EndpointType), fresh.GetVersionMap(resourcev3.EndpointType)) {
-		t.Fatal("load assignment versions differ from go-control-plane's after the change")
-	}
-	if !maps.Equal(after.GetVersionMap(resourcev3.RouteType), routesBefore) {
+	second, _ := s.types.SnapshotCache.GetSnapshot(group)
+	if !maps.Equal(second.(*cachev3.Snapshot).GetVersionMap(resourcev3.RouteType), routesBefore) {
 		t.Fatal("the route table's version changed though the table did not")
 	}
+	view, _ := s.Snapshot(nn)
+	if e, ok := view.GetResources(resourcev3.EndpointType)[c3.Name].(*endpointv3.ClusterLoadAssignment); !ok ||
+		!strings.Contains(mustDecode(t, e).(*endpointv3.ClusterLoadAssignment).String(), "10.250.0.1") {
+		t.Fatalf("Snapshot does not show the changed load assignment: %v", view.GetResources(resourcev3.EndpointType)[c3.Name])
+	}
+	rewatch()
 
-	// A route change re-versions the route table.
+	// A route change re-versions the route table, and sends no load
+	// assignment.
 	third := next
 	third.Listeners = slices.Clone(next.Listeners)
 	vhs := slices.Clone(third.Listeners[0].VirtualHosts)
@@ -485,14 +579,23 @@ func TestDeltaVersionsAreSetWithTheSnapshot(t *testing.T) {
 	vhs[1] = &vh1
 	third.Listeners[0].VirtualHosts = vhs
 	s.Publish([]*ir.Gateway{&third})
-	last, _ := s.Snapshot(nn)
+	last, _ := s.types.SnapshotCache.GetSnapshot(group)
 	if maps.Equal(last.(*cachev3.Snapshot).GetVersionMap(resourcev3.RouteType), routesBefore) {
 		t.Fatal("a changed route table kept its version")
 	}
+	select {
+	case <-sotwOut:
+		t.Fatal("a route change fired the state-of-the-world EDS watch")
+	case <-deltaOut:
+		t.Fatal("a route change fired the delta EDS watch")
+	default:
+	}
 
 	// A new lease (its cluster and load assignment), then another lease
-	// gone from the middle of the lists: the versions are go-control-
-	// plane's own, with an entry for every resource and no other.
+	// gone from the middle of the lists: the cluster versions are
+	// go-control-plane's own, with an entry for every resource and no
+	// other; the delta EDS client is sent the new load assignment, then
+	// told the gone one is removed.
 	retain := RetainRemoved
 	RetainRemoved = 0 // the gone lease's cluster is not kept
 	defer func() { RetainRemoved = retain }()
@@ -506,18 +609,54 @@ func TestDeltaVersionsAreSetWithTheSnapshot(t *testing.T) {
 		if errs := s.PublishErrors(); len(errs) != 0 {
 			t.Fatal(errs)
 		}
-		got, _ := s.Snapshot(nn)
+		got, _ := s.types.SnapshotCache.GetSnapshot(group)
 		snap := got.(*cachev3.Snapshot)
 		fresh := &cachev3.Snapshot{Resources: snap.Resources}
 		if err := fresh.ConstructVersionMap(); err != nil {
 			t.Fatal(err)
 		}
-		for _, typ := range []string{resourcev3.ClusterType, resourcev3.EndpointType} {
-			if !maps.Equal(snap.GetVersionMap(typ), fresh.GetVersionMap(typ)) || len(snap.GetVersionMap(typ)) != len(g.Clusters) {
-				t.Fatalf("step %d, %s: %d versions, go-control-plane computes %d, and they differ", step, typ, len(snap.GetVersionMap(typ)), len(fresh.GetVersionMap(typ)))
+		typ := resourcev3.ClusterType
+		if !maps.Equal(snap.GetVersionMap(typ), fresh.GetVersionMap(typ)) || len(snap.GetVersionMap(typ)) != len(g.Clusters) {
+			t.Fatalf("step %d, %s: %d versions, go-control-plane computes %d, and they differ", step, typ, len(snap.GetVersionMap(typ)), len(fresh.GetVersionMap(typ)))
+		}
+		sent, removed := deltaNames()
+		switch step {
+		case 0:
+			// largeIR(51) also undoes the endpoint change of cluster 3;
+			// the new cluster's load assignment goes once the proxy
+			// asks for it (after its CDS update).
+			if want := []string{g.Clusters[3].Name}; !slices.Equal(sent, want) || len(removed) != 0 {
+				t.Fatalf("new lease: delta sent %v, removed %v; want %v", sent, removed, want)
+			}
+			delta.UpdateResourceSubscriptions([]string{g.Clusters[50].Name}, nil)
+			if _, err := s.cache.CreateDeltaWatch(deltaReq, delta, deltaOut); err != nil {
+				t.Fatal(err)
+			}
+			if sent, removed := deltaNames(); !slices.Equal(sent, []string{g.Clusters[50].Name}) || len(removed) != 0 {
+				t.Fatalf("new lease, subscribed: delta sent %v, removed %v", sent, removed)
+			}
+		case 1:
+			if want := []string{"default/app-0010/80"}; len(sent) != 0 || !slices.Equal(removed, want) {
+				t.Fatalf("gone lease: delta sent %v, removed %v; want removed %v", sent, removed, want)
 			}
 		}
+		if _, err := s.cache.CreateDeltaWatch(deltaReq, delta, deltaOut); err != nil {
+			t.Fatal(err)
+		}
 	}
+	if n := len(view.GetResources(resourcev3.EndpointType)); n != 50 {
+		t.Fatalf("Snapshot showed %d load assignments, want 50", n)
+	}
+}
+
+// mustDecode reads a wire form back as its message.
+func mustDecode(t *testing.T, m proto.Message) proto.Message {
+	t.Helper()
+	d, err := translate.Decode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // Clusters and load assignments are published as wire forms (their checked

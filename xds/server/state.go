@@ -17,8 +17,9 @@ type State struct {
 	NACKRecords int
 	// Pending: Gateways waiting for phase two of a two-phase publish.
 	Pending int
-	// Watches: open watches in the snapshot cache (state of the world and
-	// delta), over every node group.
+	// Watches: open watches in the snapshot cache and the load
+	// assignment caches (state of the world and delta), over every node
+	// group.
 	Watches int
 }
 
@@ -44,5 +45,6 @@ func (s *Server) State() State {
 			st.Watches += info.GetNumWatches() + info.GetNumDeltaWatches()
 		}
 	}
+	st.Watches += s.types.watches()
 	return st
 }
