@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -65,8 +66,10 @@ type Checker struct {
 	tables map[string]*tableState
 	// refs counts, per cluster name, the route references to it.
 	refs map[string]int
-	// clusterSet is the names of the last check's clusters.
-	clusterSet map[string]bool
+	// clusterSet is the names of the last check's clusters;
+	// sortedClusters, whether that check's clusters were sorted by name.
+	clusterSet     map[string]bool
+	sortedClusters bool
 	// wires: the digest of each wire route configuration published.
 	wires map[*routev3.RouteConfiguration]Digest
 	// wire: the wire form of each checked cluster and load assignment
@@ -135,10 +138,21 @@ func (c *Checker) Check(r *Resources) error {
 	for _, s := range r.Secrets {
 		e.one("secret", s.GetName(), s)
 	}
-	if !clusterNames || !assignmentNames {
-		c.clusterSet = clusterReferences(r, e.fail)
-	}
+	var removedClusters []string
 	sameClusters := clusterNames // the names routes refer to
+	if !clusterNames || !assignmentNames {
+		var ok bool
+		if removedClusters, ok = c.clusterIndex(r, e.fail); ok {
+			c.sortedClusters = true
+			// The set was updated in place: only references to the
+			// removed names can have broken.
+			sameClusters = true
+			e.newRefs = append(e.newRefs, removedClusters...)
+		} else {
+			c.clusterSet = clusterReferences(r, e.fail)
+			c.sortedClusters = slices.IsSortedFunc(r.Clusters, func(a, b *clusterv3.Cluster) int { return strings.Compare(a.GetName(), b.GetName()) })
+		}
+	}
 	// Route tables, virtual host by virtual host.
 	wires := make([]*routev3.RouteConfiguration, len(r.Routes))
 	live := make(map[string]bool, len(r.Routes))
@@ -196,6 +210,73 @@ func (c *Checker) Check(r *Resources) error {
 	c.lastClusters, c.lastEndpoints = clusters, endpoints
 	r.Clusters, r.Endpoints = c.lastWireClusters, c.lastWireEndpoints
 	return nil
+}
+
+// clusterIndex is clusterReferences for a check whose cluster or
+// assignment names changed, done from the last check's names: when both
+// lists are sorted by name (as translation sorts them), their names are
+// unique and non-empty exactly when each is greater than the one before, an
+// EDS cluster's assignment is found by walking both lists together, and the
+// cluster set is updated in place from a walk of the last check's clusters
+// and these. It returns the names that left the set, and false, having
+// changed nothing, when a list is not sorted (or nothing was checked
+// before): the caller then runs clusterReferences, which reports what is
+// wrong.
+func (c *Checker) clusterIndex(r *Resources, fail func(string, ...any)) (removed []string, ok bool) {
+	if c.lastClusters == nil || c.clusterSet == nil || !c.sortedClusters {
+		return nil, false
+	}
+	for i, cl := range r.Clusters {
+		if cl.GetName() == "" || i > 0 && r.Clusters[i-1].GetName() >= cl.GetName() {
+			return nil, false
+		}
+	}
+	for i, ep := range r.Endpoints {
+		if ep.GetClusterName() == "" || i > 0 && r.Endpoints[i-1].GetClusterName() >= ep.GetClusterName() {
+			return nil, false
+		}
+	}
+	j := 0
+	for _, cl := range r.Clusters {
+		if cl.GetType() != clusterv3.Cluster_EDS {
+			continue
+		}
+		for j < len(r.Endpoints) && r.Endpoints[j].GetClusterName() < cl.GetName() {
+			j++
+		}
+		if j == len(r.Endpoints) || r.Endpoints[j].GetClusterName() != cl.GetName() {
+			fail("cluster %q: no cluster load assignment", cl.GetName())
+		}
+	}
+	prev, next := c.lastClusters, r.Clusters
+	i, k := 0, 0
+	for i < len(prev) || k < len(next) {
+		if i < len(prev) && k < len(next) && prev[i] == next[k] {
+			i++
+			k++
+			continue
+		}
+		cmp := 1 // only next left
+		switch {
+		case k == len(next):
+			cmp = -1
+		case i < len(prev):
+			cmp = strings.Compare(prev[i].GetName(), next[k].GetName())
+		}
+		switch {
+		case cmp < 0:
+			delete(c.clusterSet, prev[i].GetName())
+			removed = append(removed, prev[i].GetName())
+			i++
+		case cmp > 0:
+			c.clusterSet[next[k].GetName()] = true
+			k++
+		default:
+			i++
+			k++
+		}
+	}
+	return removed, true
 }
 
 // wireList returns the wire form of each message of list (the message
@@ -264,6 +345,7 @@ func (c *Checker) reset() {
 		c.passed, c.known = map[Digest]uint64{}, map[proto.Message]knownDigest{}
 	}
 	c.tables, c.refs, c.clusterSet = map[string]*tableState{}, map[string]int{}, map[string]bool{}
+	c.sortedClusters = false
 	c.wires = map[*routev3.RouteConfiguration]Digest{}
 	c.lastClusters, c.lastEndpoints = nil, nil
 	c.lastWireClusters, c.lastWireEndpoints = nil, nil
