@@ -37,17 +37,18 @@ type gatewayState struct {
 	// last is the IR last published, built again when a retained cluster
 	// expires.
 	last *ir.Gateway
-	// live are the clusters (with their endpoints) of the last config
-	// built; retired, those that left it less than RetainRemoved ago. A
-	// retired cluster stays published, referenced by routes that never
-	// match, so that no proxy sees a route still pointing at a deleted
-	// cluster (clusters reach proxies before the routes that stop using
-	// them) and proxyless clients keep its balancer.
-	live    map[string]keptCluster
-	retired map[string]keptCluster
-	// liveList is the cluster list of the last config built, and
-	// irClusters the IR cluster list it was built from.
-	liveList   []*clusterv3.Cluster
+	// liveList and liveEndpoints are the clusters and load assignments of
+	// the last config built (liveCluster finds one); retired, those that
+	// left it less than RetainRemoved ago. A retired cluster stays
+	// published, referenced by routes that never match, so that no proxy
+	// sees a route still pointing at a deleted cluster (clusters reach
+	// proxies before the routes that stop using them) and proxyless
+	// clients keep its balancer.
+	liveList      []*clusterv3.Cluster
+	liveEndpoints []*endpointv3.ClusterLoadAssignment
+	retired       map[string]keptCluster
+	built         bool // a config was built (remember)
+	// irClusters is the IR cluster list the last config was built from.
 	irClusters []*ir.Cluster
 	// expiry calls onExpire when the first retired cluster expires.
 	expiry   *time.Timer
@@ -210,11 +211,11 @@ func (st *gatewayState) retention(gw *ir.Gateway) (kept, introduced []string) {
 	if !sameIR {
 		var removed []string
 		removed, introduced = diffNames(st.irClusters, gw.Clusters)
-		if st.irClusters == nil && st.live == nil {
+		if st.irClusters == nil && !st.built {
 			introduced = nil // a first config introduces nothing
 		}
 		for _, name := range removed {
-			if k, ok := st.live[name]; ok {
+			if k, ok := st.liveCluster(name); ok {
 				if _, already := st.retired[name]; !already {
 					k.until = now.Add(RetainRemoved)
 					st.retired[name] = k
@@ -299,26 +300,42 @@ func (st *gatewayState) addRetained(res *translate.Resources, kept []string) {
 	})
 }
 
-// remember records the clusters of a validated config as live (retained
-// ones excluded). The very same cluster list as last time (translate.Memo
-// shares unchanged messages) is not walked again.
+// remember records the clusters and load assignments of a validated config
+// as live: the lists themselves, which are never modified once built.
 func (st *gatewayState) remember(res *translate.Resources) {
-	if len(st.retired) == 0 && st.live != nil && translate.SameList(st.liveList, res.Clusters) {
-		return
+	st.liveList, st.liveEndpoints, st.built = res.Clusters, res.Endpoints, true
+}
+
+// liveCluster finds a cluster of the last config built that is not a
+// retained one, with its load assignment: by binary search in the lists,
+// which translation sorts by name (a walk if they are not).
+func (st *gatewayState) liveCluster(name string) (keptCluster, bool) {
+	if _, retained := st.retired[name]; retained {
+		return keptCluster{}, false
 	}
-	cla := make(map[string]*endpointv3.ClusterLoadAssignment, len(res.Endpoints))
-	for _, e := range res.Endpoints {
-		cla[e.GetClusterName()] = e
+	c := find(st.liveList, name, (*clusterv3.Cluster).GetName)
+	if c == nil {
+		return keptCluster{}, false
 	}
-	live := make(map[string]keptCluster, len(res.Clusters))
-	for _, c := range res.Clusters {
-		if _, retained := st.retired[c.GetName()]; retained {
-			continue
+	return keptCluster{cluster: c, endpoints: find(st.liveEndpoints, name, (*endpointv3.ClusterLoadAssignment).GetClusterName)}, true
+}
+
+// find returns the element of list named name, or nil.
+func find[T comparable](list []T, name string, nameOf func(T) string) T {
+	var zero T
+	byName := func(a T, n string) int { return strings.Compare(nameOf(a), n) }
+	if i, ok := slices.BinarySearchFunc(list, name, byName); ok {
+		return list[i]
+	}
+	if slices.IsSortedFunc(list, func(a, b T) int { return strings.Compare(nameOf(a), nameOf(b)) }) {
+		return zero
+	}
+	for _, e := range list {
+		if nameOf(e) == name {
+			return e
 		}
-		live[c.GetName()] = keptCluster{cluster: c, endpoints: cla[c.GetName()]}
 	}
-	st.live = live
-	st.liveList = res.Clusters
+	return zero
 }
 
 func compareStrings(a, b string) int {
