@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 )
 
 // flood times N route Creates (FloodWorkers at a time, each route on its
@@ -29,12 +32,21 @@ func (b *bench) flood(ctx context.Context) error {
 
 		// Baseline: shardgate stopped, nothing else watching routes.
 		b.stopShardgate()
-		d, err := b.floodCreates(ctx)
+		d, floodRoutes, err := b.floodCreates(ctx)
 		if err != nil {
 			return err
 		}
 		b.res.FloodWithout = append(b.res.FloodWithout, d)
 		b.logf("flood %d: %d Creates with shardgate stopped took %s", round+1, n, ms(d))
+		// The floor: the status writes the routes need, one each,
+		// made by the bench alone after the Creates.
+		w, err := b.floodStatusFloor(ctx, floodRoutes)
+		if err != nil {
+			return err
+		}
+		b.res.FloodFloorStatus = append(b.res.FloodFloorStatus, w)
+		b.logf("flood %d: floor: %d status writes by the bench alone took %s (%.0f writes/s); Creates and status writes together %s",
+			round+1, n, ms(w), float64(n)/w.Seconds(), ms(d+w))
 		if err := b.deleteFlood(ctx, false); err != nil {
 			return err
 		}
@@ -52,7 +64,7 @@ func (b *bench) flood(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		d, err = b.floodCreates(ctx)
+		d, _, err = b.floodCreates(ctx)
 		if err != nil {
 			return err
 		}
@@ -82,11 +94,45 @@ func (b *bench) flood(ctx context.Context) error {
 	return nil
 }
 
-// floodCreates creates routes r-0 … r-(N-1) and returns how long that took.
-func (b *bench) floodCreates(ctx context.Context) (time.Duration, error) {
+// floodCreates creates routes r-0 … r-(N-1) and returns how long that took,
+// and the routes as created.
+func (b *bench) floodCreates(ctx context.Context) (time.Duration, []*gatewayv1.HTTPRoute, error) {
+	routes := make([]*gatewayv1.HTTPRoute, b.cfg.FloodRoutes)
 	start := time.Now()
 	err := parallel(ctx, b.cfg.FloodRoutes, b.cfg.FloodWorkers, func(ctx context.Context, i int) error {
-		return b.c.Create(ctx, route(routeName(i), "flood", hostName(i), serviceName(i)))
+		routes[i] = route(routeName(i), "flood", hostName(i), serviceName(i))
+		return b.c.Create(ctx, routes[i])
+	}, nil)
+	return time.Since(start), routes, err
+}
+
+// floodStatusFloor writes, with shardgate stopped and FloodWorkers at a
+// time, the one status each flood route needs (our parent entry, Accepted
+// and ResolvedRefs, as shardgate writes it: a PUT of the route as created,
+// no read first), and returns how long the apiserver took. With the
+// Creates' own time it is the least time the apiserver needs for a flood,
+// whoever makes the writes.
+func (b *bench) floodStatusFloor(ctx context.Context, routes []*gatewayv1.HTTPRoute) (time.Duration, error) {
+	now := metav1.Now()
+	start := time.Now()
+	err := parallel(ctx, len(routes), b.cfg.FloodWorkers, func(ctx context.Context, i int) error {
+		r := routes[i]
+		cond := func(t gatewayv1.RouteConditionType, reason gatewayv1.RouteConditionReason) metav1.Condition {
+			return metav1.Condition{Type: string(t), Status: metav1.ConditionTrue, Reason: string(reason),
+				ObservedGeneration: r.Generation, LastTransitionTime: now}
+		}
+		r.Status.Parents = []gatewayv1.RouteParentStatus{{
+			ParentRef:      r.Spec.ParentRefs[0],
+			ControllerName: shardgatev1alpha1.ControllerName,
+			Conditions: []metav1.Condition{
+				cond(gatewayv1.RouteConditionAccepted, gatewayv1.RouteReasonAccepted),
+				cond(gatewayv1.RouteConditionResolvedRefs, gatewayv1.RouteReasonResolvedRefs),
+			},
+		}}
+		if err := b.c.Status().Update(ctx, r); err != nil {
+			return fmt.Errorf("status of %s: %w", r.Name, err)
+		}
+		return nil
 	}, nil)
 	return time.Since(start), err
 }

@@ -90,6 +90,9 @@ type Results struct {
 	// Accepted by us and attachedRoutes = N.
 	FloodAccepted []time.Duration
 	FloodWrites   []float64 // shardgate_status_writes_total delta
+	// FloodFloorStatus: N status writes by the bench alone, after the
+	// Creates with shardgate stopped.
+	FloodFloorStatus []time.Duration
 	Attached      int       // attachedRoutes when settled (last round)
 	Accepted      int       // routes with our Accepted=True (last round)
 
