@@ -93,8 +93,8 @@ type Results struct {
 	// FloodFloorStatus: N status writes by the bench alone, after the
 	// Creates with shardgate stopped.
 	FloodFloorStatus []time.Duration
-	Attached      int       // attachedRoutes when settled (last round)
-	Accepted      int       // routes with our Accepted=True (last round)
+	Attached         int // attachedRoutes when settled (last round)
+	Accepted         int // routes with our Accepted=True (last round)
 
 	Memory []MemoryFigure
 
