@@ -330,10 +330,15 @@ func (m *changeMeter) drain(count bool) {
 				m.response += len(a.GetValue())
 				m.serialized += len(a.GetValue())
 			}
-			if raw, ok := resp.(*cachev3.RawResponse); ok {
+			// A wire form's checked bytes are copied, not serialized.
+			switch raw := resp.(type) {
+			case *cachev3.RawResponse:
 				for _, r := range raw.GetRawResources() {
-					// A wire form's checked bytes are copied, not serialized.
 					m.serialized -= len(r.Resource.ProtoReflect().GetUnknown())
+				}
+			case *eDSResponse:
+				for _, r := range raw.loadAssignments() {
+					m.serialized -= len(r.ProtoReflect().GetUnknown())
 				}
 			}
 		}

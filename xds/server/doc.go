@@ -1,8 +1,9 @@
 // Package server owns shardgate's xDS server: ADS (state of the world and
 // delta) over go-control-plane's snapshot cache, one node group per Gateway
 // (node.cluster = "<namespace>/<name>"). Load assignments are served apart,
-// from a go-control-plane LinearCache per node group (eds.go): an endpoint
-// change sends the load assignments that changed, not all of them.
+// from a cache per node group that answers as go-control-plane's
+// LinearCache does (eds.go, assignments.go): an endpoint change sends the
+// load assignments that changed, not all of them.
 //
 // It takes IR per Gateway (internal/ir) and never the Gateway API objects:
 // it must not import internal/gatewayapi. Everything it keeps for a Gateway

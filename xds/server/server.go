@@ -99,7 +99,7 @@ func (clusterHash) ID(n *core.Node) string { return n.GetCluster() }
 // New returns a server; Start serves it.
 func New(opts Options) *Server {
 	s := &Server{opts: opts, log: opts.Log, gateways: map[string]*gatewayState{}, streams: map[streamKey]*streamState{}}
-	s.types = newTypeCache(cachev3.NewSnapshotCache(true, clusterHash{}, nil), opts.Log)
+	s.types = newTypeCache(cachev3.NewSnapshotCache(true, clusterHash{}, nil))
 	s.guard = newNACKGuard(s.types)
 	s.guard.onChange = s.outcomeChanged
 	s.cache = s.guard

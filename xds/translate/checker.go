@@ -202,10 +202,10 @@ func (c *Checker) Check(r *Resources) error {
 	copy(r.Routes, wires)
 	clusters, endpoints := r.Clusters, r.Endpoints
 	if !SameList(clusters, c.lastClusters) || c.lastWireClusters == nil {
-		c.lastWireClusters = wireList(c, clusters)
+		c.lastWireClusters = wireList(c, clusters, c.lastClusters, c.lastWireClusters)
 	}
 	if !SameList(endpoints, c.lastEndpoints) || c.lastWireEndpoints == nil {
-		c.lastWireEndpoints = wireList(c, endpoints)
+		c.lastWireEndpoints = wireList(c, endpoints, c.lastEndpoints, c.lastWireEndpoints)
 	}
 	c.lastClusters, c.lastEndpoints = clusters, endpoints
 	r.Clusters, r.Endpoints = c.lastWireClusters, c.lastWireEndpoints
@@ -280,19 +280,35 @@ func (c *Checker) clusterIndex(r *Resources, fail func(string, ...any)) (removed
 }
 
 // wireList returns the wire form of each message of list (the message
-// itself where it has none), in order.
+// itself where it has none), in order. prevWire is the wire list of prev:
+// when list has prev's length, an entry that is prev's very message at the
+// same place keeps its wire form, and only the others are looked up.
 func wireList[T interface {
 	comparable
 	proto.Message
-}](c *Checker, list []T) []T {
+}](c *Checker, list, prev, prevWire []T) []T {
+	if len(list) == len(prev) && len(prevWire) == len(prev) && len(list) > 0 {
+		out := slices.Clone(prevWire)
+		for i, m := range list {
+			if m != prev[i] {
+				out[i] = wireFor(c, m)
+			}
+		}
+		return out
+	}
 	out := make([]T, len(list))
 	for i, m := range list {
-		out[i] = m
-		if w, ok := c.wire[m].(T); ok {
-			out[i] = w
-		}
+		out[i] = wireFor(c, m)
 	}
 	return out
+}
+
+// wireFor is m's wire form, or m where it has none.
+func wireFor[T proto.Message](c *Checker, m T) T {
+	if w, ok := c.wire[m].(T); ok {
+		return w
+	}
+	return m
 }
 
 // SameList reports whether a and b hold the same messages in the same

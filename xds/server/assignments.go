@@ -1,0 +1,447 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"sync"
+
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/shardgate/shardgate/xds/translate"
+)
+
+// assignments is one node group's load assignments, served to state-of-
+// the-world and delta EDS watches. It answers as go-control-plane's
+// LinearCache does (the same responses, versions and watch semantics), but
+// a change costs what it changes: an update looks only at the names it
+// changed in each open watch, and a watch is kept in one set, not under
+// each of the (thousands of) names it asks for. What is left in proportion
+// to the names a client asks for is what the protocol brings: a new watch
+// compares the client's known version of each (one request names them
+// all), and a response hands the server the client's new known versions.
+type assignments struct {
+	prefix string
+
+	mu      sync.Mutex
+	updates uint64 // the version is prefix + updates
+	res     map[string]*assignment
+	// applied is the list last applied, sorted by cluster name.
+	applied []*endpointv3.ClusterLoadAssignment
+	sotw    map[*sotwWatch]struct{}
+	delta   map[*deltaWatch]struct{}
+}
+
+// assignment is one load assignment, with the cache version it was set at
+// (state-of-the-world clients are sent that) and its serialization and
+// content hash (delta clients' resource version), made once for all
+// clients.
+type assignment struct {
+	msg     *endpointv3.ClusterLoadAssignment
+	version string
+
+	once  sync.Once
+	bytes []byte
+	hash  string
+	err   error
+}
+
+func newAssignment(msg *endpointv3.ClusterLoadAssignment, version string) *assignment {
+	return &assignment{msg: msg, version: version}
+}
+
+// wire is the load assignment's serialization and its hex SHA-256 (the
+// version go-control-plane gives a delta resource).
+func (r *assignment) wire() ([]byte, string, error) {
+	r.once.Do(func() {
+		b, err := cachev3.MarshalResource(r.msg)
+		if err != nil {
+			r.err = fmt.Errorf("serialize load assignment %s: %w", r.msg.GetClusterName(), err)
+			return
+		}
+		r.bytes, r.hash = b, cachev3.HashResource(b)
+	})
+	return r.bytes, r.hash, r.err
+}
+
+type sotwWatch struct {
+	req *cachev3.Request
+	sub cachev3.Subscription
+	out chan cachev3.Response
+	// forgotten: known names whose load assignment went while the
+	// watch was open (state of the world cannot say so; the client's
+	// known versions drop them with the next response).
+	forgotten []string
+}
+
+type deltaWatch struct {
+	req *cachev3.DeltaRequest
+	sub cachev3.Subscription
+	out chan cachev3.DeltaResponse
+}
+
+func newAssignments(prefix string) *assignments {
+	return &assignments{prefix: prefix, res: map[string]*assignment{},
+		sotw: map[*sotwWatch]struct{}{}, delta: map[*deltaWatch]struct{}{}}
+}
+
+func (a *assignments) version() string { return a.prefix + strconv.FormatUint(a.updates, 10) }
+
+// current is the list applied and its version.
+func (a *assignments) current() ([]*endpointv3.ClusterLoadAssignment, string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.applied, a.version()
+}
+
+func (a *assignments) watches() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.sotw) + len(a.delta)
+}
+
+// apply makes next, sorted by cluster name, the load assignments (see
+// typeCache.applyEndpoints).
+func (a *assignments) apply(next []*endpointv3.ClusterLoadAssignment) (string, func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.applied != nil && translate.SameList(a.applied, next) {
+		return a.version(), func() {}
+	}
+	update, gone := diffAssignments(a.applied, next)
+	a.applied = next
+	if len(update) > 0 {
+		a.updates++
+		v := a.version()
+		changed := make([]string, 0, len(update))
+		for name, r := range update {
+			a.res[name] = newAssignment(r.(*endpointv3.ClusterLoadAssignment), v)
+			changed = append(changed, name)
+		}
+		a.notify(changed)
+	}
+	return a.version(), func() {
+		if len(gone) == 0 {
+			return
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.updates++
+		for _, name := range gone {
+			delete(a.res, name)
+		}
+		a.notify(gone)
+	}
+}
+
+// set replaces every load assignment with list (nil: none), at once.
+func (a *assignments) set(list []*endpointv3.ClusterLoadAssignment) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.updates++
+	v := a.version()
+	modified := make([]string, 0, len(a.res)+len(list))
+	for name := range a.res {
+		modified = append(modified, name)
+	}
+	clear(a.res)
+	for _, e := range list {
+		a.res[e.GetClusterName()] = newAssignment(e, v)
+		modified = append(modified, e.GetClusterName())
+	}
+	a.applied = list
+	a.notify(modified)
+}
+
+// notify answers the open watches the modified names concern. Call with
+// a.mu held. A watch is open only while nothing it asks for has changed
+// since it opened (else it was answered at once), so the modified names are
+// all it can be sent.
+func (a *assignments) notify(modified []string) {
+	for w := range a.sotw {
+		known, subscribed, wildcard := w.sub.ReturnedResources(), w.sub.SubscribedResources(), w.sub.IsWildcard()
+		var changed []string
+		for _, name := range modified {
+			if _, ok := subscribed[name]; !wildcard && !ok {
+				continue
+			}
+			r := a.res[name]
+			_, isKnown := known[name]
+			switch {
+			case r == nil && isKnown:
+				w.forgotten = append(w.forgotten, name)
+			case r != nil && known[name] != r.version:
+				changed = append(changed, name)
+			}
+		}
+		if len(changed) == 0 {
+			continue
+		}
+		delete(a.sotw, w)
+		w.out <- a.sotwResponse(w, changed, w.forgotten)
+	}
+	for w := range a.delta {
+		known, subscribed, wildcard := w.sub.ReturnedResources(), w.sub.SubscribedResources(), w.sub.IsWildcard()
+		var changed, removed []string
+		for _, name := range modified {
+			if _, ok := subscribed[name]; !wildcard && !ok {
+				continue
+			}
+			r := a.res[name]
+			switch {
+			case r == nil:
+				if _, ok := known[name]; ok {
+					removed = append(removed, name)
+				}
+			default:
+				v, err := r.deltaVersion()
+				if err != nil || known[name] != v {
+					changed = append(changed, name)
+				}
+			}
+		}
+		if len(changed) == 0 && len(removed) == 0 {
+			continue
+		}
+		delete(a.delta, w)
+		w.out <- a.deltaResponse(w, changed, removed)
+	}
+}
+
+// createWatch answers a state-of-the-world request at once when the client
+// lacks a load assignment it asks for (or has no version of this cache:
+// its first request, or one from another process), and else keeps the
+// watch open until one changes.
+func (a *assignments) createWatch(req *cachev3.Request, sub cachev3.Subscription, out chan cachev3.Response) func() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	w := &sotwWatch{req: req, sub: sub, out: out}
+	replyEvenIfEmpty := req.GetVersionInfo() == "" || !strings.HasPrefix(req.GetVersionInfo(), a.prefix)
+	known := sub.ReturnedResources()
+	var changed, stale []string
+	seen := 0 // known names asked for
+	a.each(sub, func(name string, r *assignment) {
+		v, isKnown := known[name]
+		if isKnown {
+			seen++
+		}
+		switch {
+		case r == nil && isKnown:
+			stale = append(stale, name) // forgotten, so that it is sent again once it is back
+		case r != nil && v != r.version:
+			changed = append(changed, name)
+		}
+	})
+	if seen < len(known) {
+		// Known names no longer asked for are forgotten too, so that
+		// they are sent again if asked for again.
+		for name := range known {
+			if _, ok := sub.SubscribedResources()[name]; !sub.IsWildcard() && !ok || sub.IsWildcard() && a.res[name] == nil {
+				stale = append(stale, name)
+			}
+		}
+	}
+	if len(changed) > 0 || replyEvenIfEmpty {
+		out <- a.sotwResponse(w, changed, stale)
+		return func() {}
+	}
+	w.forgotten = stale
+	a.sotw[w] = struct{}{}
+	return func() {
+		a.mu.Lock()
+		delete(a.sotw, w)
+		a.mu.Unlock()
+	}
+}
+
+// createDeltaWatch answers a delta request at once when the client lacks a
+// load assignment it asks for or holds one that is gone (or it opens a
+// wildcard subscription), and else keeps the watch open until one changes.
+func (a *assignments) createDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscription, out chan cachev3.DeltaResponse) func() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	w := &deltaWatch{req: req, sub: sub, out: out}
+	replyEvenIfEmpty := sub.IsWildcard() && req.GetResponseNonce() == ""
+	known := sub.ReturnedResources()
+	var changed, removed []string
+	seen := 0 // known names asked for
+	a.each(sub, func(name string, r *assignment) {
+		k, isKnown := known[name]
+		if isKnown {
+			seen++
+		}
+		if r == nil {
+			if isKnown {
+				removed = append(removed, name)
+			}
+			return
+		}
+		if v, err := r.deltaVersion(); err != nil || k != v {
+			changed = append(changed, name)
+		}
+	})
+	if seen < len(known) {
+		// Known names no longer asked for (or, for a wildcard
+		// subscription, gone) are removed.
+		for name := range known {
+			if _, ok := sub.SubscribedResources()[name]; !sub.IsWildcard() && !ok || sub.IsWildcard() && a.res[name] == nil {
+				removed = append(removed, name)
+			}
+		}
+	}
+	if len(changed) > 0 || len(removed) > 0 || replyEvenIfEmpty {
+		out <- a.deltaResponse(w, changed, removed)
+		return func() {}
+	}
+	a.delta[w] = struct{}{}
+	return func() {
+		a.mu.Lock()
+		delete(a.delta, w)
+		a.mu.Unlock()
+	}
+}
+
+// each calls f for every name sub asks for (every load assignment for a
+// wildcard subscription), with its load assignment or nil.
+func (a *assignments) each(sub cachev3.Subscription, f func(string, *assignment)) {
+	if sub.IsWildcard() {
+		for name, r := range a.res {
+			f(name, r)
+		}
+		return
+	}
+	for name := range sub.SubscribedResources() {
+		f(name, a.res[name])
+	}
+}
+
+func (r *assignment) deltaVersion() (string, error) {
+	_, v, err := r.wire()
+	return v, err
+}
+
+// sotwResponse sends changed; the client's known versions become its
+// earlier ones, with changed at their new version and forgotten ones gone.
+// Call with a.mu held.
+func (a *assignments) sotwResponse(w *sotwWatch, changed, forgotten []string) *eDSResponse {
+	known := maps.Clone(w.sub.ReturnedResources())
+	if known == nil {
+		known = map[string]string{}
+	}
+	for _, name := range forgotten {
+		delete(known, name)
+	}
+	res := make([]*assignment, len(changed))
+	for i, name := range changed {
+		res[i] = a.res[name]
+		known[name] = res[i].version
+	}
+	return &eDSResponse{req: w.req, version: a.version(), res: res, known: known}
+}
+
+// deltaResponse sends changed and removed; the client's known versions
+// follow. Call with a.mu held.
+func (a *assignments) deltaResponse(w *deltaWatch, changed, removed []string) *deltaEDSResponse {
+	known := maps.Clone(w.sub.ReturnedResources())
+	if known == nil {
+		known = map[string]string{}
+	}
+	for _, name := range removed {
+		delete(known, name)
+	}
+	res := make([]*assignment, len(changed))
+	for i, name := range changed {
+		res[i] = a.res[name]
+		v, err := res[i].deltaVersion()
+		if err != nil {
+			v = "" // the response fails to build, and says why
+		}
+		known[name] = v
+	}
+	return &deltaEDSResponse{req: w.req, version: a.version(), res: res, removed: removed, known: known}
+}
+
+// eDSResponse is a state-of-the-world EDS response.
+type eDSResponse struct {
+	req     *cachev3.Request
+	version string
+	res     []*assignment
+	known   map[string]string
+	once    sync.Once
+	out     *discovery.DiscoveryResponse
+	err     error
+}
+
+func (r *eDSResponse) GetDiscoveryResponse() (*discovery.DiscoveryResponse, error) {
+	r.once.Do(func() {
+		out := &discovery.DiscoveryResponse{VersionInfo: r.version, TypeUrl: resourcev3.EndpointType, Resources: make([]*anypb.Any, 0, len(r.res))}
+		for _, e := range r.res {
+			b, _, err := e.wire()
+			if err != nil {
+				r.err = err
+				return
+			}
+			out.Resources = append(out.Resources, &anypb.Any{TypeUrl: resourcev3.EndpointType, Value: b})
+		}
+		r.out = out
+	})
+	return r.out, r.err
+}
+
+func (r *eDSResponse) GetRequest() *discovery.DiscoveryRequest              { return r.req }
+func (r *eDSResponse) GetVersion() (string, error)                          { return r.version, nil }
+func (r *eDSResponse) GetResponseVersion() string                           { return r.version }
+func (r *eDSResponse) GetReturnedResources() map[string]string              { return r.known }
+func (r *eDSResponse) GetContext() context.Context                          { return context.Background() }
+func (r *eDSResponse) loadAssignments() []*endpointv3.ClusterLoadAssignment { return msgs(r.res) }
+
+// deltaEDSResponse is a delta EDS response.
+type deltaEDSResponse struct {
+	req     *cachev3.DeltaRequest
+	version string
+	res     []*assignment
+	removed []string
+	known   map[string]string
+	once    sync.Once
+	out     *discovery.DeltaDiscoveryResponse
+	err     error
+}
+
+func (r *deltaEDSResponse) GetDeltaDiscoveryResponse() (*discovery.DeltaDiscoveryResponse, error) {
+	r.once.Do(func() {
+		out := &discovery.DeltaDiscoveryResponse{SystemVersionInfo: r.version, TypeUrl: resourcev3.EndpointType,
+			RemovedResources: r.removed, Resources: make([]*discovery.Resource, 0, len(r.res))}
+		for _, e := range r.res {
+			b, v, err := e.wire()
+			if err != nil {
+				r.err = err
+				return
+			}
+			out.Resources = append(out.Resources, &discovery.Resource{Name: e.msg.GetClusterName(), Version: v,
+				Resource: &anypb.Any{TypeUrl: resourcev3.EndpointType, Value: b}})
+		}
+		r.out = out
+	})
+	return r.out, r.err
+}
+
+func (r *deltaEDSResponse) GetDeltaRequest() *discovery.DeltaDiscoveryRequest { return r.req }
+func (r *deltaEDSResponse) GetSystemVersion() (string, error)                 { return r.version, nil }
+func (r *deltaEDSResponse) GetResponseVersion() string                        { return r.version }
+func (r *deltaEDSResponse) GetNextVersionMap() map[string]string              { return r.known }
+func (r *deltaEDSResponse) GetReturnedResources() map[string]string           { return r.known }
+func (r *deltaEDSResponse) GetContext() context.Context                       { return context.Background() }
+
+func msgs(res []*assignment) []*endpointv3.ClusterLoadAssignment {
+	out := make([]*endpointv3.ClusterLoadAssignment, len(res))
+	for i, r := range res {
+		out[i] = r.msg
+	}
+	return out
+}
