@@ -12,6 +12,8 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/shardgate/shardgate/xds/translate"
 )
 
 // typeCache serves ClusterLoadAssignments apart from the rest of a
@@ -171,31 +173,11 @@ func diffAssignments(prev, next []*endpointv3.ClusterLoadAssignment) (update map
 		slices.Sort(gone)
 		return update, gone
 	}
-	i, j := 0, 0
-	for i < len(prev) || j < len(next) {
-		if i < len(prev) && j < len(next) && prev[i] == next[j] {
-			i++
-			j++
-			continue
-		}
-		cmp := 1 // only next left
-		switch {
-		case j == len(next):
-			cmp = -1
-		case i < len(prev):
-			cmp = byName(prev[i], next[j])
-		}
-		switch {
-		case cmp < 0:
-			gone = append(gone, prev[i].GetClusterName())
-			i++
-		default:
-			update[next[j].GetClusterName()] = next[j]
-			j++
-			if cmp == 0 {
-				i++
-			}
-		}
-	}
+	_ = translate.DiffSorted(prev, next, (*endpointv3.ClusterLoadAssignment).GetClusterName, func(e *endpointv3.ClusterLoadAssignment) {
+		gone = append(gone, e.GetClusterName())
+	}, func(e *endpointv3.ClusterLoadAssignment, _ bool) error {
+		update[e.GetClusterName()] = e
+		return nil
+	})
 	return update, gone
 }

@@ -494,35 +494,15 @@ func updatedVersions(oldMap map[string]string, old, list []types.Resource, versi
 		return nil, false, nil
 	}
 	m := maps.Clone(oldMap)
-	i, j := 0, 0
-	for i < len(old) || j < len(list) {
-		if i < len(old) && j < len(list) && old[i] == list[j] {
-			i++
-			j++
-			continue
-		}
-		c := 1 // only list left
-		switch {
-		case j == len(list):
-			c = -1
-		case i < len(old):
-			c = byName(old[i], list[j])
-		}
-		switch {
-		case c < 0: // gone
-			delete(m, cachev3.GetResourceName(old[i]))
-			i++
-		default: // new, or changed (c == 0)
-			v, err := version(list[j])
-			if err != nil {
-				return nil, false, err
-			}
-			m[cachev3.GetResourceName(list[j])] = v
-			j++
-			if c == 0 {
-				i++
-			}
-		}
+	err := translate.DiffSorted(old, list, cachev3.GetResourceName, func(gone types.Resource) {
+		delete(m, cachev3.GetResourceName(gone))
+	}, func(r types.Resource, _ bool) error {
+		v, err := version(r)
+		m[cachev3.GetResourceName(r)] = v
+		return err
+	})
+	if err != nil {
+		return nil, false, err
 	}
 	return m, true, nil
 }

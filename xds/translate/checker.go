@@ -248,35 +248,50 @@ func (c *Checker) clusterIndex(r *Resources, fail func(string, ...any)) (removed
 			fail("cluster %q: no cluster load assignment", cl.GetName())
 		}
 	}
-	prev, next := c.lastClusters, r.Clusters
-	i, k := 0, 0
-	for i < len(prev) || k < len(next) {
-		if i < len(prev) && k < len(next) && prev[i] == next[k] {
+	err := DiffSorted(c.lastClusters, r.Clusters, (*clusterv3.Cluster).GetName, func(gone *clusterv3.Cluster) {
+		delete(c.clusterSet, gone.GetName())
+		removed = append(removed, gone.GetName())
+	}, func(cl *clusterv3.Cluster, replaced bool) error {
+		c.clusterSet[cl.GetName()] = true
+		return nil
+	})
+	return removed, err == nil
+}
+
+// DiffSorted walks prev and next, both sorted by name, together: it calls
+// gone for each element of prev whose name next lacks, and changed for each
+// element of next that is not prev's very element under its name (replaced
+// says prev had the name). An element that is prev's at the same place
+// costs a comparison. It stops at changed's first error.
+func DiffSorted[T comparable](prev, next []T, name func(T) string, gone func(T), changed func(e T, replaced bool) error) error {
+	i, j := 0, 0
+	for i < len(prev) || j < len(next) {
+		if i < len(prev) && j < len(next) && prev[i] == next[j] {
 			i++
-			k++
+			j++
 			continue
 		}
 		cmp := 1 // only next left
 		switch {
-		case k == len(next):
+		case j == len(next):
 			cmp = -1
 		case i < len(prev):
-			cmp = strings.Compare(prev[i].GetName(), next[k].GetName())
+			cmp = strings.Compare(name(prev[i]), name(next[j]))
 		}
-		switch {
-		case cmp < 0:
-			delete(c.clusterSet, prev[i].GetName())
-			removed = append(removed, prev[i].GetName())
+		if cmp < 0 {
+			gone(prev[i])
 			i++
-		case cmp > 0:
-			c.clusterSet[next[k].GetName()] = true
-			k++
-		default:
+			continue
+		}
+		if err := changed(next[j], cmp == 0); err != nil {
+			return err
+		}
+		j++
+		if cmp == 0 {
 			i++
-			k++
 		}
 	}
-	return removed, true
+	return nil
 }
 
 // wireList returns the wire form of each message of list (the message
