@@ -108,11 +108,12 @@ func (a *assignments) watches() int {
 
 // apply makes next, sorted by cluster name, the load assignments (see
 // typeCache.applyEndpoints).
-func (a *assignments) apply(next []*endpointv3.ClusterLoadAssignment) (string, func()) {
+func (a *assignments) apply(next []*endpointv3.ClusterLoadAssignment) (remove func() string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.applied != nil && translate.SameList(a.applied, next) {
-		return a.version(), func() {}
+		v := a.version()
+		return func() string { return v }
 	}
 	update, gone := diffAssignments(a.applied, next)
 	a.applied = next
@@ -126,17 +127,17 @@ func (a *assignments) apply(next []*endpointv3.ClusterLoadAssignment) (string, f
 		}
 		a.notify(changed)
 	}
-	return a.version(), func() {
-		if len(gone) == 0 {
-			return
-		}
+	return func() string {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		a.updates++
-		for _, name := range gone {
-			delete(a.res, name)
+		if len(gone) > 0 {
+			a.updates++
+			for _, name := range gone {
+				delete(a.res, name)
+			}
+			a.notify(gone)
 		}
-		a.notify(gone)
+		return a.version()
 	}
 }
 

@@ -71,17 +71,26 @@ func TestAssignmentsAnswerAsLinearCache(t *testing.T) {
 				}
 				add, gone := diffAssignments(applied, next)
 				applied = next
-				_, remove := ours.apply(next)
+				remove := ours.apply(next)
 				if len(add) > 0 {
 					if err := lc.UpdateResources(add, nil); err != nil {
 						t.Fatal(err)
 					}
 				}
-				remove()
+				served := remove()
 				if len(gone) > 0 {
 					if err := lc.UpdateResources(nil, gone); err != nil {
 						t.Fatal(err)
 					}
+				}
+				// The version apply reports (the server publishes it,
+				// and matches NACKs with it) is the one responses carry.
+				probe := make(chan cachev3.Response, 1)
+				if _, err := lc.CreateWatch(&cachev3.Request{TypeUrl: resourcev3.EndpointType}, stream.NewSotwSubscription(nil, false), probe); err != nil {
+					t.Fatal(err)
+				}
+				if got := (<-probe).GetResponseVersion(); got != served {
+					t.Fatalf("apply reported version %s; responses carry %s", served, got)
 				}
 			}
 

@@ -136,13 +136,13 @@ func (c *typeCache) watches() int {
 }
 
 // applyEndpoints makes next, sorted by cluster name, group's load
-// assignments, and returns the version they are served at. The load
-// assignments that are not the last applied list's very messages are
-// updated at once, before the caller publishes the clusters that use them;
-// remove, called after, takes away those next lacks (the clusters that used
-// them are gone by then). Publishes of a group are serialized by the
-// caller.
-func (c *typeCache) applyEndpoints(group string, next []*endpointv3.ClusterLoadAssignment) (version string, remove func()) {
+// assignments. The load assignments that are not the last applied list's
+// very messages are updated at once, before the caller publishes the
+// clusters that use them; remove, called after, takes away those next lacks
+// (the clusters that used them are gone by then) and returns the version
+// the load assignments are then served at. Publishes of a group are
+// serialized by the caller.
+func (c *typeCache) applyEndpoints(group string, next []*endpointv3.ClusterLoadAssignment) (remove func() string) {
 	return c.endpoints(group).apply(next)
 }
 

@@ -138,14 +138,13 @@ func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
 // their own cache (eds.go): new and changed ones before the snapshot, whose
 // clusters may use them, and removed ones after it.
 func (s *Server) setSnapshot(st *gatewayState, res *translate.Resources, snap *cachev3.Snapshot, versions map[string]string, lists map[string][]types.Resource) {
-	edsVersion, removeEndpoints := s.types.applyEndpoints(st.group, res.Endpoints)
+	removeEndpoints := s.types.applyEndpoints(st.group, res.Endpoints)
 	if err := s.cache.SetSnapshot(context.Background(), st.group, snap); err != nil {
 		st.refused = fmt.Sprintf("set snapshot: %v", err)
 		return
 	}
-	removeEndpoints()
 	versions = maps.Clone(versions)
-	versions[resourcev3.EndpointType] = edsVersion
+	versions[resourcev3.EndpointType] = removeEndpoints()
 	st.published = &published{res: res, versions: versions, snap: snap, lists: lists, at: time.Now()}
 }
 
