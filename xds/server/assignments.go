@@ -116,7 +116,6 @@ func (a *assignments) apply(next []*endpointv3.ClusterLoadAssignment) (remove fu
 		return func() string { return v }
 	}
 	update, gone := diffAssignments(a.applied, next)
-	a.applied = next
 	if len(update) > 0 {
 		a.updates++
 		v := a.version()
@@ -127,9 +126,12 @@ func (a *assignments) apply(next []*endpointv3.ClusterLoadAssignment) (remove fu
 		}
 		a.notify(changed)
 	}
+	// next becomes the list applied once remove has run: a publish that
+	// fails between the two leaves the removals to the next apply.
 	return func() string {
 		a.mu.Lock()
 		defer a.mu.Unlock()
+		a.applied = next
 		if len(gone) > 0 {
 			a.updates++
 			for _, name := range gone {
