@@ -594,6 +594,20 @@ func (s *Store) unindexRoute(k RouteKey) {
 	delete(s.routeDeps, k)
 }
 
+// secretDep records ref, a Secret named from namespace from, as a
+// dependency, and its namespace as a ReferenceGrant dependency when it is
+// another.
+func secretDep(from string, ref gatewayv1.SecretObjectReference, secrets *[]types.NamespacedName, grantNS *[]string) {
+	ns := from
+	if ref.Namespace != nil && *ref.Namespace != "" {
+		ns = string(*ref.Namespace)
+	}
+	*secrets = appendUnique(*secrets, nn(ns, string(ref.Name)))
+	if ns != from {
+		*grantNS = appendUnique(*grantNS, ns)
+	}
+}
+
 func (s *Store) indexGateway(gw *gatewayv1.Gateway) {
 	k := nn(gw.Namespace, gw.Name)
 	d := deps{ns: gw.Namespace}
@@ -602,26 +616,11 @@ func (s *Store) indexGateway(gw *gatewayv1.Gateway) {
 			continue
 		}
 		for _, ref := range l.TLS.CertificateRefs {
-			ns := gw.Namespace
-			if ref.Namespace != nil && *ref.Namespace != "" {
-				ns = string(*ref.Namespace)
-			}
-			d.secrets = append(d.secrets, nn(ns, string(ref.Name)))
-			if ns != gw.Namespace {
-				d.grantNS = append(d.grantNS, ns)
-			}
+			secretDep(gw.Namespace, ref, &d.secrets, &d.grantNS)
 		}
 	}
 	if gw.Spec.TLS != nil && gw.Spec.TLS.Backend != nil && gw.Spec.TLS.Backend.ClientCertificateRef != nil {
-		ref := gw.Spec.TLS.Backend.ClientCertificateRef
-		ns := gw.Namespace
-		if ref.Namespace != nil && *ref.Namespace != "" {
-			ns = string(*ref.Namespace)
-		}
-		d.secrets = appendUnique(d.secrets, nn(ns, string(ref.Name)))
-		if ns != gw.Namespace {
-			d.grantNS = appendUnique(d.grantNS, ns)
-		}
+		secretDep(gw.Namespace, *gw.Spec.TLS.Backend.ClientCertificateRef, &d.secrets, &d.grantNS)
 	}
 	caSecrets, cms, caGrantNS := frontendCARefs(gw)
 	d.secrets = append(d.secrets, caSecrets...)

@@ -75,14 +75,7 @@ func (s *Store) indexListenerSet(ls *gatewayv1.ListenerSet) {
 			continue
 		}
 		for _, ref := range l.TLS.CertificateRefs {
-			ns := ls.Namespace
-			if ref.Namespace != nil && *ref.Namespace != "" {
-				ns = string(*ref.Namespace)
-			}
-			d.secrets = appendUnique(d.secrets, nn(ns, string(ref.Name)))
-			if ns != ls.Namespace {
-				d.grantNS = appendUnique(d.grantNS, ns)
-			}
+			secretDep(ls.Namespace, ref, &d.secrets, &d.grantNS)
 		}
 	}
 	if d.hasGateway {

@@ -39,42 +39,56 @@ func conditions(existing, desired []metav1.Condition, now metav1.Time) []metav1.
 // its entries move, or the two controllers would reorder the list in turn
 // forever. It reports whether the result differs from existing.
 func MergeParents(existing, desired []gatewayv1.RouteParentStatus, controllerName string, now time.Time) ([]gatewayv1.RouteParentStatus, bool) {
+	return mergeEntries(existing, desired, controllerName, now, func(p *gatewayv1.RouteParentStatus) (*gatewayv1.ParentReference, *gatewayv1.GatewayController, *[]metav1.Condition) {
+		return &p.ParentRef, &p.ControllerName, &p.Conditions
+	})
+}
+
+// mergeEntries is MergeParents for any list of per-controller entries
+// (route parents, policy ancestors); fields gives an entry's reference,
+// controller name and conditions.
+func mergeEntries[T any](existing, desired []T, controllerName string, now time.Time,
+	fields func(*T) (*gatewayv1.ParentReference, *gatewayv1.GatewayController, *[]metav1.Condition)) ([]T, bool) {
 	t := metav1.NewTime(now.Truncate(time.Second))
 	ctrl := gatewayv1.GatewayController(controllerName)
 	used := make([]bool, len(desired))
-	out := make([]gatewayv1.RouteParentStatus, 0, len(existing)+len(desired))
+	out := make([]T, 0, len(existing)+len(desired))
+	ours := func(d T, prev []metav1.Condition) T {
+		ref, c, conds := fields(&d)
+		*ref = defaultParentRef(*ref)
+		*c = ctrl
+		*conds = conditions(prev, *conds, t)
+		return d
+	}
 	for _, p := range existing {
-		if p.ControllerName != ctrl {
+		pref, pc, pconds := fields(&p)
+		if *pc != ctrl {
 			out = append(out, p)
 			continue
 		}
-		i := slices.IndexFunc(desired, func(d gatewayv1.RouteParentStatus) bool {
-			return equality.Semantic.DeepEqual(defaultParentRef(d.ParentRef), defaultParentRef(p.ParentRef))
+		i := slices.IndexFunc(desired, func(d T) bool {
+			dref, _, _ := fields(&d)
+			return equality.Semantic.DeepEqual(defaultParentRef(*dref), defaultParentRef(*pref))
 		})
 		if i < 0 || used[i] {
 			continue // no longer desired, or a duplicate of ours
 		}
 		used[i] = true
-		d := desired[i]
-		d.ParentRef = defaultParentRef(d.ParentRef)
-		d.ControllerName = ctrl
-		d.Conditions = conditions(p.Conditions, d.Conditions, t)
-		out = append(out, d)
+		out = append(out, ours(desired[i], *pconds))
 	}
 	for i, d := range desired {
-		if used[i] {
-			continue
+		if !used[i] {
+			out = append(out, ours(d, nil))
 		}
-		d.ParentRef = defaultParentRef(d.ParentRef)
-		d.ControllerName = ctrl
-		d.Conditions = conditions(nil, d.Conditions, t)
-		out = append(out, d)
 	}
 	if len(out) == 0 {
 		out = nil
 	}
-	changed := !equality.Semantic.DeepEqual(stripNil(existing), out)
-	return out, changed
+	var before []T
+	if len(existing) > 0 {
+		before = existing
+	}
+	return out, !equality.Semantic.DeepEqual(before, out)
 }
 
 // defaultParentRef fills in what the apiserver defaults in a stored
@@ -91,13 +105,6 @@ func defaultParentRef(ref gatewayv1.ParentReference) gatewayv1.ParentReference {
 		ref.Kind = &k
 	}
 	return ref
-}
-
-func stripNil(p []gatewayv1.RouteParentStatus) []gatewayv1.RouteParentStatus {
-	if len(p) == 0 {
-		return nil
-	}
-	return p
 }
 
 // MergeGateway returns desired with transition times carried over from

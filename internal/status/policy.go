@@ -5,10 +5,8 @@ Copyright The shardgate Authors.
 package status
 
 import (
-	"slices"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -19,45 +17,9 @@ import (
 // it is, drops entries of ours no longer desired and appends new ones in
 // desired's order. It reports whether the result differs from existing.
 func MergeAncestors(existing, desired []gatewayv1.PolicyAncestorStatus, controllerName string, now time.Time) ([]gatewayv1.PolicyAncestorStatus, bool) {
-	t := metav1.NewTime(now.Truncate(time.Second))
-	ctrl := gatewayv1.GatewayController(controllerName)
-	used := make([]bool, len(desired))
-	out := make([]gatewayv1.PolicyAncestorStatus, 0, len(existing)+len(desired))
-	for _, a := range existing {
-		if a.ControllerName != ctrl {
-			out = append(out, a)
-			continue
-		}
-		i := slices.IndexFunc(desired, func(d gatewayv1.PolicyAncestorStatus) bool {
-			return equality.Semantic.DeepEqual(defaultParentRef(d.AncestorRef), defaultParentRef(a.AncestorRef))
-		})
-		if i < 0 || used[i] {
-			continue // no longer desired, or a duplicate of ours
-		}
-		used[i] = true
-		d := desired[i]
-		d.AncestorRef = defaultParentRef(d.AncestorRef)
-		d.ControllerName = ctrl
-		d.Conditions = conditions(a.Conditions, d.Conditions, t)
-		out = append(out, d)
-	}
-	for i, d := range desired {
-		if used[i] {
-			continue
-		}
-		d.AncestorRef = defaultParentRef(d.AncestorRef)
-		d.ControllerName = ctrl
-		d.Conditions = conditions(nil, d.Conditions, t)
-		out = append(out, d)
-	}
-	if len(out) == 0 {
-		out = nil
-	}
-	var before []gatewayv1.PolicyAncestorStatus
-	if len(existing) > 0 {
-		before = existing
-	}
-	return out, !equality.Semantic.DeepEqual(before, out)
+	return mergeEntries(existing, desired, controllerName, now, func(a *gatewayv1.PolicyAncestorStatus) (*gatewayv1.ParentReference, *gatewayv1.GatewayController, *[]metav1.Condition) {
+		return &a.AncestorRef, &a.ControllerName, &a.Conditions
+	})
 }
 
 // policyObject is a BackendTLSPolicy to write and its merge: our ancestor
