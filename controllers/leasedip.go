@@ -262,12 +262,21 @@ func (r *LeasedIPReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 			}
 		}
 		desired := addresses.DesiredService(&lip, target, addresses.Pin(&lip, obs.Pool, existing, siblings))
-		if existing == nil || !addresses.ServiceUpToDate(existing, desired) {
+		switch {
+		case existing == nil:
+			// Created, never applied: the cache may not have seen a
+			// Service another object made under this name yet, and a
+			// forced apply would take it over. The apiserver refuses a
+			// Create of a name that exists; the next pass sees it.
+			if err := r.Client.Create(ctx, desired); apierrors.IsAlreadyExists(err) {
+				return reconcile.Result{Requeue: true}, nil
+			} else if err != nil {
+				return reconcile.Result{}, fmt.Errorf("create Service %s/%s: %w", desired.Namespace, desired.Name, err)
+			}
+			obs.Service = desired
+		case !addresses.ServiceUpToDate(existing, desired):
 			if err := apply(ctx, r.Client, desired); err != nil {
 				return reconcile.Result{}, err
-			}
-			if existing == nil {
-				obs.Service = desired
 			}
 		}
 	}
