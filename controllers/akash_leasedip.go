@@ -52,6 +52,9 @@ type ProviderLeasedIPReconciler struct {
 	Recorder events.EventRecorder
 	Log      logr.Logger
 
+	// live reads the apiserver directly for object writes (see write).
+	live client.Reader
+
 	mu sync.Mutex
 	// services: ProviderLeasedIP name → the Service it wrote.
 	services map[types.NamespacedName]types.NamespacedName
@@ -60,6 +63,7 @@ type ProviderLeasedIPReconciler struct {
 
 // SetupWithManager registers the controller.
 func (r *ProviderLeasedIPReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.live = mgr.GetAPIReader()
 	r.services = map[types.NamespacedName]types.NamespacedName{}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &akashv1.ProviderLeasedIP{}, providerLeasedIPServiceIndex, func(o client.Object) []string {
 		if nn, ok := ipServiceOf(o.(*akashv1.ProviderLeasedIP)); ok {
@@ -182,8 +186,15 @@ func (r *ProviderLeasedIPReconciler) Reconcile(ctx context.Context, req reconcil
 	r.mu.Lock()
 	r.services[req.NamespacedName] = nn
 	r.mu.Unlock()
-	if !found || !ipServiceUpToDate(&existing, desired) {
-		if err := apply(ctx, r.Client, desired); err != nil {
+	switch {
+	case !found:
+		if err := write(ctx, r.Client, r.live, desired, nil); apierrors.IsAlreadyExists(err) {
+			return reconcile.Result{Requeue: true}, nil
+		} else if err != nil {
+			return reconcile.Result{}, err
+		}
+	case !ipServiceUpToDate(&existing, desired):
+		if err := write(ctx, r.Client, r.live, desired, &existing); err != nil {
 			return reconcile.Result{}, err
 		}
 	}

@@ -59,6 +59,9 @@ type ProviderHostReconciler struct {
 	Recorder  events.EventRecorder
 	Log       logr.Logger
 
+	// live reads the apiserver directly for object writes (see write).
+	live client.Reader
+
 	mu sync.Mutex
 	// objects: ProviderHost name → the UIDs of objects of that name with
 	// claims in the engine; owners: UID → name.
@@ -74,6 +77,7 @@ type ProviderHostReconciler struct {
 // SetupWithManager registers the controller and hooks it into the LeaseHost
 // controller's engine. Call it before the manager starts.
 func (r *ProviderHostReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.live = mgr.GetAPIReader()
 	r.objects = map[types.NamespacedName][]types.UID{}
 	r.owners = map[types.UID]types.NamespacedName{}
 	r.routes = map[types.UID]types.NamespacedName{}
@@ -277,8 +281,12 @@ func (r *ProviderHostReconciler) write(ctx context.Context, ph *akashv1.Provider
 		if err := r.Client.Delete(ctx, &existing, client.Preconditions{UID: &existing.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete route %s: %w", nn, err)
 		}
-	case desired != nil && (!found || !akashRouteUpToDate(&existing, desired)):
-		if err := apply(ctx, r.Client, desired); err != nil {
+	case desired != nil && !found:
+		if err := write(ctx, r.Client, r.live, desired, nil); err != nil {
+			return err
+		}
+	case desired != nil && !akashRouteUpToDate(&existing, desired):
+		if err := write(ctx, r.Client, r.live, desired, &existing); err != nil {
 			return err
 		}
 	}

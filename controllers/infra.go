@@ -48,6 +48,9 @@ type InfraReconciler struct {
 	// Now is the clock for certificate expiry (time.Now when nil).
 	Now func() time.Time
 
+	// live reads the apiserver directly for object writes (see write).
+	live client.Reader
+
 	mu sync.Mutex
 }
 
@@ -55,6 +58,7 @@ type InfraReconciler struct {
 // (classes, parameters), and the five owned kinds so that drift is
 // repaired.
 func (r *InfraReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.live = mgr.GetAPIReader()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("infra").
 		For(&gatewayv1.Gateway{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
@@ -209,6 +213,7 @@ func (r *InfraReconciler) ensure(ctx context.Context, log logr.Logger, gw *gatew
 	}
 	switch {
 	case apierrors.IsNotFound(err):
+		return write(ctx, r.Client, r.live, desired, nil)
 	case err != nil:
 		return err
 	case !infra.ControlledBy(existing, string(gw.UID)):
@@ -218,7 +223,7 @@ func (r *InfraReconciler) ensure(ctx context.Context, log logr.Logger, gw *gatew
 	case infra.UpToDate(existing, desired):
 		return nil
 	}
-	return apply(ctx, r.Client, desired)
+	return write(ctx, r.Client, r.live, desired, existing)
 }
 
 func newLike(obj client.Object) (client.Object, error) {

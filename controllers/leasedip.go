@@ -87,11 +87,14 @@ type LeasedIPReconciler struct {
 
 	events  client.Reader
 	metallb bool
+	// live reads the apiserver directly for object writes (see write).
+	live client.Reader
 }
 
 // SetupWithManager registers the LeasedIP controller, its indexes and
 // watches, and the pool usage metrics controller.
 func (r *LeasedIPReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.live = mgr.GetAPIReader()
 	ctx := context.Background()
 	idx := mgr.GetFieldIndexer()
 	lipIndexes := map[string]func(*shardgatev1alpha1.LeasedIP) string{
@@ -264,18 +267,16 @@ func (r *LeasedIPReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		desired := addresses.DesiredService(&lip, target, addresses.Pin(&lip, obs.Pool, existing, siblings))
 		switch {
 		case existing == nil:
-			// Created, never applied: the cache may not have seen a
-			// Service another object made under this name yet, and a
-			// forced apply would take it over. The apiserver refuses a
-			// Create of a name that exists; the next pass sees it.
-			if err := r.Client.Create(ctx, desired); apierrors.IsAlreadyExists(err) {
+			// Created, never applied (see write): the next pass judges a
+			// Service someone else made under this name first.
+			if err := write(ctx, r.Client, r.live, desired, nil); apierrors.IsAlreadyExists(err) {
 				return reconcile.Result{Requeue: true}, nil
 			} else if err != nil {
-				return reconcile.Result{}, fmt.Errorf("create Service %s/%s: %w", desired.Namespace, desired.Name, err)
+				return reconcile.Result{}, err
 			}
 			obs.Service = desired
 		case !addresses.ServiceUpToDate(existing, desired):
-			if err := apply(ctx, r.Client, desired); err != nil {
+			if err := write(ctx, r.Client, r.live, desired, existing); err != nil {
 				return reconcile.Result{}, err
 			}
 		}

@@ -83,6 +83,9 @@ type LeaseHostReconciler struct {
 	blocked  *hostnames.BlockList
 	reserved map[string]string
 
+	// live reads the apiserver directly for object writes (see write).
+	live client.Reader
+
 	mu      sync.Mutex
 	rmu     sync.Mutex // one rebuild at a time
 	rebuilt bool
@@ -133,6 +136,7 @@ func (r *LeaseHostReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if reader == nil {
 		reader = mgr.GetAPIReader()
 	}
+	r.live = reader
 	r.status = status.NewObjectWriter("LeaseHost", r.Client, reader,
 		func() *shardgatev1alpha1.LeaseHost { return &shardgatev1alpha1.LeaseHost{} },
 		status.ObjectWriterOptions{Workers: r.Workers, Log: r.Log})
@@ -626,12 +630,14 @@ func (r *LeaseHostReconciler) write(ctx context.Context, lh *shardgatev1alpha1.L
 		observedRoute = nil
 	case desired == nil:
 		observedRoute = nil
-	case !found || !routeUpToDate(&existing, desired):
-		if err := apply(ctx, r.Client, desired); err != nil {
+	case !found:
+		if err := write(ctx, r.Client, r.live, desired, nil); err != nil {
 			return err
 		}
-		if !found {
-			observedRoute = nil
+		observedRoute = nil
+	case !routeUpToDate(&existing, desired):
+		if err := write(ctx, r.Client, r.live, desired, &existing); err != nil {
+			return err
 		}
 	}
 

@@ -1,0 +1,4 @@
+package controllers
+
+// Write is write, for the tests that run it against a real apiserver.
+var Write = write
