@@ -256,6 +256,11 @@ func patchGateway(idx *Index, st *gwState, gw *gatewayv1.Gateway, changed []Rout
 	return res, true
 }
 
+// sameListeners: a and b are the very same list.
+func sameListeners(a, b []ir.Listener) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
 // removeEntries drops route k's entries under host h.
 func (g *vhostGroup) removeEntries(h string, k RouteKey) {
 	es := g.entries[h]
@@ -280,11 +285,17 @@ func (g *vhostGroup) removeEntries(h string, k RouteKey) {
 func (idx *Index) patchIR(st *gwState, affected map[*vhostGroup]map[string]bool, clusters map[string]bool) *ir.Gateway {
 	prev := st.build.ir
 	out := &ir.Gateway{Namespace: prev.Namespace, Name: prev.Name, Secrets: prev.Secrets}
-	out.Listeners = slices.Clone(prev.Listeners)
+	// An IR with no virtual host changed keeps the very listener list
+	// (IR is never modified once built), which tells the xDS server that
+	// only clusters can have changed.
+	out.Listeners = prev.Listeners
 	for _, g := range st.build.groups {
 		hosts := affected[g]
 		if len(hosts) == 0 {
 			continue
+		}
+		if sameListeners(out.Listeners, prev.Listeners) {
+			out.Listeners = slices.Clone(prev.Listeners)
 		}
 		next := slices.Clone(g.hosts)
 		for _, h := range sortedHosts(hosts) {

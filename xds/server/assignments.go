@@ -143,6 +143,32 @@ func (a *assignments) apply(next []*endpointv3.ClusterLoadAssignment) (remove fu
 	}
 }
 
+// replace makes next the load assignments, where next is the list
+// applied with the load assignments in replaced put in the places of those
+// of the same names (typeCache.replaceEndpoints), and returns the version
+// then served. A list of another length than the one applied is applied
+// in full.
+func (a *assignments) replace(next, replaced []*endpointv3.ClusterLoadAssignment) string {
+	a.mu.Lock()
+	if len(next) != len(a.applied) {
+		a.mu.Unlock()
+		return a.apply(next)()
+	}
+	defer a.mu.Unlock()
+	if len(replaced) > 0 {
+		a.updates++
+		v := a.version()
+		names := make([]string, len(replaced))
+		for i, r := range replaced {
+			names[i] = r.GetClusterName()
+			a.res[names[i]] = newAssignment(r, v)
+		}
+		a.notify(names)
+	}
+	a.applied = next
+	return a.version()
+}
+
 // set replaces every load assignment with list (nil: none), at once.
 func (a *assignments) set(list []*endpointv3.ClusterLoadAssignment) {
 	a.mu.Lock()

@@ -146,6 +146,14 @@ func (c *typeCache) applyEndpoints(group string, next []*endpointv3.ClusterLoadA
 	return c.endpoints(group).apply(next)
 }
 
+// replaceEndpoints is applyEndpoints for a list that differs from the one
+// applied only in replaced, load assignments that replace others of the
+// same names (publishEndpoints knows them, so no list is compared). It
+// returns the version the load assignments are then served at.
+func (c *typeCache) replaceEndpoints(group string, next, replaced []*endpointv3.ClusterLoadAssignment) string {
+	return c.endpoints(group).replace(next, replaced)
+}
+
 // diffAssignments returns the load assignments of next that are not prev's
 // very message under the same name, and the names prev has and next lacks.
 // Both lists sorted by cluster name (as translation sorts them) are walked

@@ -48,6 +48,8 @@ type gatewayState struct {
 	liveEndpoints []*endpointv3.ClusterLoadAssignment
 	retired       map[string]keptCluster
 	built         bool // a config was built (remember)
+	// endpointsOnly counts the configs published by publishEndpoints.
+	endpointsOnly int
 	// irClusters is the IR cluster list the last config was built from.
 	irClusters []*ir.Cluster
 	// expiry calls onExpire when the first retired cluster expires.
@@ -99,7 +101,11 @@ func (st *gatewayState) stop() {
 // publishGateway builds gw and sets its snapshot, or records why it cannot.
 // Call with s.build held.
 func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
+	last := st.last
 	st.last = gw
+	if s.publishEndpoints(st, last, gw) {
+		return
+	}
 	b, err := s.buildGateway(st, gw)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -132,6 +138,61 @@ func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
 		}
 	}
 	s.setSnapshot(st, b.res, b.snap, b.versions, b.lists)
+}
+
+// publishEndpoints publishes gw when it differs from prev, the IR last
+// built, only in the endpoints of clusters (an EndpointSlice change): only
+// the changed load assignments are built, checked and published, and the
+// rest of the published config stays as it is. It reports false, having
+// published nothing, for any other change, and while anything but the
+// last built config is in force (a refused config, a two-phase publish,
+// retained clusters): publishGateway then builds gw in full. Call with
+// s.build held.
+func (s *Server) publishEndpoints(st *gatewayState, prev, gw *ir.Gateway) bool {
+	if prev == nil || !st.built || len(st.retired) > 0 || len(gw.Clusters) == 0 ||
+		gw.Namespace != prev.Namespace || gw.Name != prev.Name ||
+		!sameArray(gw.Listeners, prev.Listeners) || !sameArray(gw.Secrets, prev.Secrets) {
+		return false
+	}
+	s.mu.Lock()
+	pub, inForce := st.published, st.refused == "" && st.pending == nil && !st.stopped
+	s.mu.Unlock()
+	if pub == nil || !inForce || !translate.SameList(pub.res.Endpoints, st.liveEndpoints) {
+		return false
+	}
+	all, changed, ok := st.memo.Endpoints(gw.Clusters)
+	if !ok {
+		return false
+	}
+	st.irClusters = gw.Clusters
+	if len(changed) == 0 {
+		st.endpointsOnly++
+		return true
+	}
+	wire, replaced, ok, err := st.checker.CheckEndpoints(all)
+	if !ok || err != nil {
+		// The full build reports what is wrong.
+		return false
+	}
+	res := *pub.res
+	res.Endpoints = wire
+	st.remember(&res)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.stopped {
+		return true
+	}
+	versions := maps.Clone(pub.versions)
+	versions[resourcev3.EndpointType] = s.types.replaceEndpoints(st.group, wire, replaced)
+	st.published = &published{res: &res, versions: versions, snap: pub.snap, lists: pub.lists, at: time.Now()}
+	st.endpointsOnly++
+	return true
+}
+
+// sameArray: a and b are the very same list (IR lists are never modified
+// once built).
+func sameArray[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // setSnapshot publishes; call with s.mu held. The load assignments go to

@@ -212,6 +212,62 @@ func (c *Checker) Check(r *Resources) error {
 	return nil
 }
 
+// CheckEndpoints checks a config that differs from the last one checked
+// only in some load assignments (translate.Memo.Endpoints gives them): all
+// is the last check's load-assignment list with those replaced, name for
+// name, in their places. Each replacement is validated; nothing else can
+// have changed, since a load assignment's cluster name is all other
+// resources see of it. On success it returns the list to publish (wire
+// forms, as Check puts them in Resources), and the config counts as
+// checked; changed holds the wire forms that replaced others. ok is false,
+// with nothing changed, when all is not such a list or no check passed
+// before: the caller checks the whole config.
+func (c *Checker) CheckEndpoints(all []*endpointv3.ClusterLoadAssignment) (wire, changed []*endpointv3.ClusterLoadAssignment, ok bool, err error) {
+	prev := c.lastEndpoints
+	if prev == nil || c.lastWireEndpoints == nil || len(all) != len(prev) || len(c.lastWireEndpoints) != len(prev) {
+		return nil, nil, false, nil
+	}
+	var replaced []int
+	for i, ep := range all {
+		if ep == prev[i] {
+			continue
+		}
+		if ep.GetClusterName() != prev[i].GetClusterName() {
+			return nil, nil, false, nil
+		}
+		replaced = append(replaced, i)
+	}
+	c.Validated, c.Encoded = 0, 0
+	if len(replaced) == 0 {
+		return c.lastWireEndpoints, nil, true, nil
+	}
+	e := &checkRun{c: c, opts: proto.MarshalOptions{Deterministic: true}}
+	for _, i := range replaced {
+		e.one("cluster load assignment", all[i].GetClusterName(), all[i])
+	}
+	if len(e.errs) > 0 {
+		return nil, nil, true, errors.Join(e.errs...)
+	}
+	wire = slices.Clone(c.lastWireEndpoints)
+	changed = make([]*endpointv3.ClusterLoadAssignment, 0, len(replaced))
+	for _, i := range replaced {
+		wire[i] = wireFor(c, all[i])
+		changed = append(changed, wire[i])
+		// The replaced messages are gone from the config for good (IR is
+		// never modified once built): their memory goes now, so that
+		// endpoint churn with no full check between does not pile up.
+		old := prev[i]
+		if k, ok := c.known[old]; ok {
+			delete(c.passed, k.d)
+		}
+		delete(c.known, c.wire[old])
+		delete(c.known, old)
+		delete(c.wire, old)
+	}
+	c.lastEndpoints, c.lastWireEndpoints = all, wire
+	return wire, changed, true, nil
+}
+
 // clusterIndex is clusterReferences for a check whose cluster or
 // assignment names changed, done from the last check's names: when both
 // lists are sorted by name (as translation sorts them), their names are

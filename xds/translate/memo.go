@@ -338,6 +338,52 @@ func (t *translator) clustersMemo(gw *ir.Gateway, r *Resources) {
 	m.lastClusters, m.lastEndpoints = r.Clusters, r.Endpoints
 }
 
+// Endpoints takes clusters, the cluster list of a config that differs
+// from the one last translated only in the endpoints of its clusters: the
+// same clusters in the same places, some with other endpoints. It returns
+// the config's load assignments, in the cluster list's order, and those of
+// them that changed; only those are built. The rest of the last
+// translation stands as it is: a load assignment is the only message built
+// from a cluster's endpoints.
+//
+// ok is false, with nothing changed, when clusters is not such a list (or
+// nothing was translated yet): the caller translates the config in full.
+func (m *Memo) Endpoints(clusters []*ir.Cluster) (all, changed []*endpointv3.ClusterLoadAssignment, ok bool) {
+	if m.irClusters == nil || len(clusters) != len(m.clusters) || len(m.lastEndpoints) != len(m.clusters) {
+		return nil, nil, false
+	}
+	if &clusters[0] == m.irClusters {
+		return m.lastEndpoints, nil, true
+	}
+	var moved []int // places whose IR is another cluster
+	for i, c := range clusters {
+		e := &m.clusters[i]
+		if e.irp == c {
+			continue
+		}
+		if !sameClusterConfig(&e.ir, c) {
+			return nil, nil, false
+		}
+		moved = append(moved, i)
+	}
+	all = m.lastEndpoints
+	for _, i := range moved {
+		c, e := clusters[i], &m.clusters[i]
+		if sameCluster(&e.ir, c) {
+			e.irp = c
+			continue
+		}
+		if len(changed) == 0 {
+			all = slices.Clone(all) // handed out before: never modified
+		}
+		*e = memoCluster{irp: c, ir: *c, cluster: e.cluster, endpoints: loadAssignment(c)}
+		all[i] = e.endpoints
+		changed = append(changed, e.endpoints)
+	}
+	m.irClusters, m.lastEndpoints = &clusters[0], all
+	return all, changed, true
+}
+
 func sameCluster(a, b *ir.Cluster) bool {
 	return sameClusterConfig(a, b) && slices.Equal(a.Endpoints, b.Endpoints)
 }
