@@ -294,6 +294,8 @@ func (t *translator) clustersMemo(gw *ir.Gateway, r *Resources) {
 	}
 	prev := m.clusters
 	cur := make([]memoCluster, 0, len(gw.Clusters))
+	r.Clusters = make([]*clusterv3.Cluster, 0, len(gw.Clusters))
+	r.Endpoints = make([]*endpointv3.ClusterLoadAssignment, 0, len(gw.Clusters))
 	// The list is sorted when the previous one was and every cluster not
 	// taken from it (in its order) sits between its neighbours.
 	sorted := m.sorted || len(prev) == 0

@@ -38,10 +38,10 @@ func Translate(gw *ir.Gateway) (*Resources, error) {
 
 func (t *translator) translate(gw *ir.Gateway) (*Resources, error) {
 	t.gw = gw
-	r := &Resources{
-		Clusters:  make([]*clusterv3.Cluster, 0, len(gw.Clusters)),
-		Endpoints: make([]*endpointv3.ClusterLoadAssignment, 0, len(gw.Clusters)),
-		Secrets:   make([]*tlsv3.Secret, 0, len(gw.Secrets)),
+	r := &Resources{Secrets: make([]*tlsv3.Secret, 0, len(gw.Secrets))}
+	if t.memo == nil { // the memo hands out its own lists
+		r.Clusters = make([]*clusterv3.Cluster, 0, len(gw.Clusters))
+		r.Endpoints = make([]*endpointv3.ClusterLoadAssignment, 0, len(gw.Clusters))
 	}
 	for i := range gw.Listeners {
 		l := &gw.Listeners[i]
@@ -73,7 +73,8 @@ func (t *translator) translate(gw *ir.Gateway) (*Resources, error) {
 type translator struct {
 	gw *ir.Gateway
 	// byName indexes gw.Clusters when they are not sorted by name (the
-	// IR promises they are; then a binary search finds one).
+	// IR promises they are; then a binary search finds one). Empty and
+	// not nil: the list was found sorted.
 	byName map[string]*ir.Cluster
 	// retained: the clusters that left the Gateway and stay published
 	// for a while; a virtual host that sent to one keeps a route to it
@@ -88,24 +89,26 @@ type translator struct {
 	clustersKept bool
 }
 
-// cluster returns gw's cluster named name, or nil.
+// cluster returns gw's cluster named name, or nil. A binary search finds
+// it in the sorted list the IR promises; only a name it misses costs a
+// look at whether the list is sorted (once per translation), and an
+// unsorted list is indexed.
 func (t *translator) cluster(name string) *ir.Cluster {
 	cs := t.gw.Clusters
-	if t.byName == nil {
-		if slices.IsSortedFunc(cs, func(a, b *ir.Cluster) int { return cmp.Compare(a.Name, b.Name) }) {
-			t.byName = map[string]*ir.Cluster{} // sorted: search
-		} else {
-			t.byName = make(map[string]*ir.Cluster, len(cs))
-			for _, c := range cs {
-				t.byName[c.Name] = c
-			}
-		}
-	}
 	if len(t.byName) > 0 {
 		return t.byName[name]
 	}
 	if i, ok := slices.BinarySearchFunc(cs, name, func(c *ir.Cluster, n string) int { return cmp.Compare(c.Name, n) }); ok {
 		return cs[i]
+	}
+	if t.byName == nil {
+		t.byName = map[string]*ir.Cluster{} // sorted: the search is right
+		if !slices.IsSortedFunc(cs, func(a, b *ir.Cluster) int { return cmp.Compare(a.Name, b.Name) }) {
+			for _, c := range cs {
+				t.byName[c.Name] = c
+			}
+			return t.byName[name]
+		}
 	}
 	return nil
 }
