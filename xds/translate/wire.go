@@ -110,19 +110,31 @@ func (e *checkRun) table(rc *routev3.RouteConfiguration) *routev3.RouteConfigura
 	ts.shell = shell
 
 	// The virtual hosts, in order: an unchanged one is the very same
-	// message at its place.
+	// message at its place. While the new list keeps the old one's places
+	// (virtual hosts edited, none added or removed), the state is updated
+	// in place: next is prev and i == j. (It is the checker's own list;
+	// a check that fails resets the checker.)
 	prev, prevMsgs := ts.vhosts, ts.messages
-	next := make([]*vhostState, 0, len(vhs))
+	next, inPlace := prev, true
+	leave := func(i int) {
+		if inPlace {
+			inPlace = false
+			next = append(make([]*vhostState, 0, len(vhs)), prev[:i]...)
+		}
+	}
 	j := 0
 	for i := 0; i < len(vhs); {
 		v := vhs[i]
 		if j < len(prev) && prevMsgs[j] == v {
-			next = append(next, prev[j])
+			if !inPlace {
+				next = append(next, prev[j])
+			}
 			i++
 			j++
 			continue
 		}
 		if j < len(prev) && prev[j].name < v.GetName() {
+			leave(i)
 			changed = true
 			c.unindex(ts, prev[j])
 			j++
@@ -133,13 +145,22 @@ func (e *checkRun) table(rc *routev3.RouteConfiguration) *routev3.RouteConfigura
 			// Rebuilt in its place: a change only if its bytes differ.
 			changed = changed || !bytes.Equal(vs.field, prev[j].field)
 			c.unindex(ts, prev[j])
+			if inPlace {
+				prev[j] = vs
+			}
 			j++
 		} else {
+			leave(i)
 			changed = true
 		}
 		c.index(ts, vs, e)
-		next = append(next, vs)
+		if !inPlace {
+			next = append(next, vs)
+		}
 		i++
+	}
+	if j < len(prev) {
+		leave(len(vhs))
 	}
 	for ; j < len(prev); j++ {
 		changed = true
