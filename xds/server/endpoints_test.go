@@ -147,3 +147,31 @@ func equalServed(a, b map[string]map[string]string) bool {
 	}
 	return true
 }
+
+// The IR promises clusters sorted by name; a list that is not (translation
+// then sorts the load assignments) is published in full, and right.
+func TestEndpointChangesOfAnUnsortedClusterList(t *testing.T) {
+	gw := largeIR(6)
+	gw.Clusters = slices.Clone(gw.Clusters)
+	slices.Reverse(gw.Clusters)
+	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
+	s := New(Options{Log: logr.Discard()})
+	s.Publish([]*ir.Gateway{gw})
+	for step := range 4 {
+		next := *gw
+		next.Clusters = slices.Clone(gw.Clusters)
+		c := *next.Clusters[1]
+		c.Endpoints = []ir.Endpoint{{IP: fmt.Sprintf("10.8.0.%d", step+1), Port: 8080, Ready: true}}
+		next.Clusters[1] = &c
+		s.Publish([]*ir.Gateway{&next})
+		if errs := s.PublishErrors(); len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		fresh := New(Options{Log: logr.Discard()})
+		fresh.Publish([]*ir.Gateway{&next})
+		if got, want := served(t, s, nn), served(t, fresh, nn); !equalServed(got, want) {
+			t.Fatalf("step %d: served\n%v\nwant\n%v", step, got, want)
+		}
+		gw = &next
+	}
+}

@@ -349,9 +349,11 @@ func (t *translator) clustersMemo(gw *ir.Gateway, r *Resources) {
 // from a cluster's endpoints.
 //
 // ok is false, with nothing changed, when clusters is not such a list (or
-// nothing was translated yet): the caller translates the config in full.
+// nothing was translated yet, or the last list was not sorted by name, so
+// that translation reordered its load assignments): the caller translates
+// the config in full.
 func (m *Memo) Endpoints(clusters []*ir.Cluster) (all, changed []*endpointv3.ClusterLoadAssignment, ok bool) {
-	if m.irClusters == nil || len(clusters) != len(m.clusters) || len(m.lastEndpoints) != len(m.clusters) {
+	if m.irClusters == nil || !m.sorted || len(clusters) != len(m.clusters) || len(m.lastEndpoints) != len(m.clusters) {
 		return nil, nil, false
 	}
 	if &clusters[0] == m.irClusters {
