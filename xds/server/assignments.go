@@ -188,99 +188,114 @@ func (a *assignments) set(list []*endpointv3.ClusterLoadAssignment) {
 	a.notify(modified)
 }
 
+// versionOf is the version a client holding a load assignment holds it at:
+// the cache version it was set at for state of the world (sotwVersion), its
+// content hash for delta (deltaVersion).
+type versionOf func(*assignment) (string, error)
+
+func sotwVersion(r *assignment) (string, error) { return r.version, nil }
+
+func deltaVersion(r *assignment) (string, error) {
+	_, v, err := r.wire()
+	return v, err
+}
+
+// stale is what a client lacks of the names looked at: changed, the load
+// assignments it does not hold at their version; gone, those it holds that
+// are gone (or that it no longer asks for).
+type stale struct{ changed, gone []string }
+
+func (s *stale) add(name string, r *assignment, known map[string]string, version versionOf) {
+	k, isKnown := known[name]
+	if r == nil {
+		if isKnown {
+			s.gone = append(s.gone, name)
+		}
+		return
+	}
+	if v, err := version(r); err != nil || k != v {
+		s.changed = append(s.changed, name)
+	}
+}
+
+// staleOf is what sub's client lacks of names, among those it asks for.
+func (a *assignments) staleOf(sub cachev3.Subscription, names []string, version versionOf) stale {
+	known, subscribed, wildcard := sub.ReturnedResources(), sub.SubscribedResources(), sub.IsWildcard()
+	var s stale
+	for _, name := range names {
+		if _, ok := subscribed[name]; !wildcard && !ok {
+			continue
+		}
+		s.add(name, a.res[name], known, version)
+	}
+	return s
+}
+
+// staleAll is what sub's client lacks of everything it asks for; the
+// names it knows and no longer asks for (or, for a wildcard subscription,
+// that are gone) count as gone.
+func (a *assignments) staleAll(sub cachev3.Subscription, version versionOf) stale {
+	known := sub.ReturnedResources()
+	var s stale
+	seen := 0 // known names asked for
+	a.each(sub, func(name string, r *assignment) {
+		if _, ok := known[name]; ok {
+			seen++
+		}
+		s.add(name, r, known, version)
+	})
+	if seen < len(known) {
+		for name := range known {
+			if _, ok := sub.SubscribedResources()[name]; !sub.IsWildcard() && !ok || sub.IsWildcard() && a.res[name] == nil {
+				s.gone = append(s.gone, name)
+			}
+		}
+	}
+	return s
+}
+
 // notify answers the open watches the modified names concern. Call with
 // a.mu held. A watch is open only while nothing it asks for has changed
 // since it opened (else it was answered at once), so the modified names are
 // all it can be sent.
 func (a *assignments) notify(modified []string) {
 	for w := range a.sotw {
-		known, subscribed, wildcard := w.sub.ReturnedResources(), w.sub.SubscribedResources(), w.sub.IsWildcard()
-		var changed []string
-		for _, name := range modified {
-			if _, ok := subscribed[name]; !wildcard && !ok {
-				continue
-			}
-			r := a.res[name]
-			_, isKnown := known[name]
-			switch {
-			case r == nil && isKnown:
-				w.forgotten = append(w.forgotten, name)
-			case r != nil && known[name] != r.version:
-				changed = append(changed, name)
-			}
-		}
-		if len(changed) == 0 {
+		s := a.staleOf(w.sub, modified, sotwVersion)
+		// State of the world cannot say a load assignment went: the
+		// client's known versions drop it with the next response.
+		w.forgotten = append(w.forgotten, s.gone...)
+		if len(s.changed) == 0 {
 			continue
 		}
 		delete(a.sotw, w)
-		w.out <- a.sotwResponse(w, changed, w.forgotten)
+		w.out <- a.sotwResponse(w, s.changed, w.forgotten)
 	}
 	for w := range a.delta {
-		known, subscribed, wildcard := w.sub.ReturnedResources(), w.sub.SubscribedResources(), w.sub.IsWildcard()
-		var changed, removed []string
-		for _, name := range modified {
-			if _, ok := subscribed[name]; !wildcard && !ok {
-				continue
-			}
-			r := a.res[name]
-			switch {
-			case r == nil:
-				if _, ok := known[name]; ok {
-					removed = append(removed, name)
-				}
-			default:
-				v, err := r.deltaVersion()
-				if err != nil || known[name] != v {
-					changed = append(changed, name)
-				}
-			}
-		}
-		if len(changed) == 0 && len(removed) == 0 {
+		s := a.staleOf(w.sub, modified, deltaVersion)
+		if len(s.changed) == 0 && len(s.gone) == 0 {
 			continue
 		}
 		delete(a.delta, w)
-		w.out <- a.deltaResponse(w, changed, removed)
+		w.out <- a.deltaResponse(w, s.changed, s.gone)
 	}
 }
 
 // createWatch answers a state-of-the-world request at once when the client
 // lacks a load assignment it asks for (or has no version of this cache:
 // its first request, or one from another process), and else keeps the
-// watch open until one changes.
+// watch open until one changes. Known names that are gone or no longer
+// asked for are forgotten, so that they are sent again once back.
 func (a *assignments) createWatch(req *cachev3.Request, sub cachev3.Subscription, out chan cachev3.Response) func() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	w := &sotwWatch{req: req, sub: sub, out: out}
 	replyEvenIfEmpty := req.GetVersionInfo() == "" || !strings.HasPrefix(req.GetVersionInfo(), a.prefix)
-	known := sub.ReturnedResources()
-	var changed, stale []string
-	seen := 0 // known names asked for
-	a.each(sub, func(name string, r *assignment) {
-		v, isKnown := known[name]
-		if isKnown {
-			seen++
-		}
-		switch {
-		case r == nil && isKnown:
-			stale = append(stale, name) // forgotten, so that it is sent again once it is back
-		case r != nil && v != r.version:
-			changed = append(changed, name)
-		}
-	})
-	if seen < len(known) {
-		// Known names no longer asked for are forgotten too, so that
-		// they are sent again if asked for again.
-		for name := range known {
-			if _, ok := sub.SubscribedResources()[name]; !sub.IsWildcard() && !ok || sub.IsWildcard() && a.res[name] == nil {
-				stale = append(stale, name)
-			}
-		}
-	}
-	if len(changed) > 0 || replyEvenIfEmpty {
-		out <- a.sotwResponse(w, changed, stale)
+	s := a.staleAll(sub, sotwVersion)
+	if len(s.changed) > 0 || replyEvenIfEmpty {
+		out <- a.sotwResponse(w, s.changed, s.gone)
 		return func() {}
 	}
-	w.forgotten = stale
+	w.forgotten = s.gone
 	a.sotw[w] = struct{}{}
 	return func() {
 		a.mu.Lock()
@@ -290,42 +305,17 @@ func (a *assignments) createWatch(req *cachev3.Request, sub cachev3.Subscription
 }
 
 // createDeltaWatch answers a delta request at once when the client lacks a
-// load assignment it asks for or holds one that is gone (or it opens a
-// wildcard subscription), and else keeps the watch open until one changes.
+// load assignment it asks for or holds one that is gone or no longer asked
+// for (or it opens a wildcard subscription), and else keeps the watch open
+// until one changes.
 func (a *assignments) createDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscription, out chan cachev3.DeltaResponse) func() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	w := &deltaWatch{req: req, sub: sub, out: out}
 	replyEvenIfEmpty := sub.IsWildcard() && req.GetResponseNonce() == ""
-	known := sub.ReturnedResources()
-	var changed, removed []string
-	seen := 0 // known names asked for
-	a.each(sub, func(name string, r *assignment) {
-		k, isKnown := known[name]
-		if isKnown {
-			seen++
-		}
-		if r == nil {
-			if isKnown {
-				removed = append(removed, name)
-			}
-			return
-		}
-		if v, err := r.deltaVersion(); err != nil || k != v {
-			changed = append(changed, name)
-		}
-	})
-	if seen < len(known) {
-		// Known names no longer asked for (or, for a wildcard
-		// subscription, gone) are removed.
-		for name := range known {
-			if _, ok := sub.SubscribedResources()[name]; !sub.IsWildcard() && !ok || sub.IsWildcard() && a.res[name] == nil {
-				removed = append(removed, name)
-			}
-		}
-	}
-	if len(changed) > 0 || len(removed) > 0 || replyEvenIfEmpty {
-		out <- a.deltaResponse(w, changed, removed)
+	s := a.staleAll(sub, deltaVersion)
+	if len(s.changed) > 0 || len(s.gone) > 0 || replyEvenIfEmpty {
+		out <- a.deltaResponse(w, s.changed, s.gone)
 		return func() {}
 	}
 	a.delta[w] = struct{}{}
@@ -350,49 +340,39 @@ func (a *assignments) each(sub cachev3.Subscription, f func(string, *assignment)
 	}
 }
 
-func (r *assignment) deltaVersion() (string, error) {
-	_, v, err := r.wire()
-	return v, err
-}
-
-// sotwResponse sends changed; the client's known versions become its
-// earlier ones, with changed at their new version and forgotten ones gone.
-// Call with a.mu held.
-func (a *assignments) sotwResponse(w *sotwWatch, changed, forgotten []string) *eDSResponse {
-	known := maps.Clone(w.sub.ReturnedResources())
+// answer is changed's load assignments and the client's known versions
+// after a response with them: its earlier ones, without gone, with changed
+// at their version. Call with a.mu held.
+func (a *assignments) answer(sub cachev3.Subscription, changed, gone []string, version versionOf) ([]*assignment, map[string]string) {
+	known := maps.Clone(sub.ReturnedResources())
 	if known == nil {
 		known = map[string]string{}
 	}
-	for _, name := range forgotten {
+	for _, name := range gone {
 		delete(known, name)
 	}
 	res := make([]*assignment, len(changed))
 	for i, name := range changed {
 		res[i] = a.res[name]
-		known[name] = res[i].version
-	}
-	return &eDSResponse{req: w.req, version: a.version(), res: res, known: known}
-}
-
-// deltaResponse sends changed and removed; the client's known versions
-// follow. Call with a.mu held.
-func (a *assignments) deltaResponse(w *deltaWatch, changed, removed []string) *deltaEDSResponse {
-	known := maps.Clone(w.sub.ReturnedResources())
-	if known == nil {
-		known = map[string]string{}
-	}
-	for _, name := range removed {
-		delete(known, name)
-	}
-	res := make([]*assignment, len(changed))
-	for i, name := range changed {
-		res[i] = a.res[name]
-		v, err := res[i].deltaVersion()
+		v, err := version(res[i])
 		if err != nil {
 			v = "" // the response fails to build, and says why
 		}
 		known[name] = v
 	}
+	return res, known
+}
+
+// sotwResponse sends changed; forgotten names leave the client's known
+// versions. Call with a.mu held.
+func (a *assignments) sotwResponse(w *sotwWatch, changed, forgotten []string) *eDSResponse {
+	res, known := a.answer(w.sub, changed, forgotten, sotwVersion)
+	return &eDSResponse{req: w.req, version: a.version(), res: res, known: known}
+}
+
+// deltaResponse sends changed and removed. Call with a.mu held.
+func (a *assignments) deltaResponse(w *deltaWatch, changed, removed []string) *deltaEDSResponse {
+	res, known := a.answer(w.sub, changed, removed, deltaVersion)
 	return &deltaEDSResponse{req: w.req, version: a.version(), res: res, removed: removed, known: known}
 }
 

@@ -151,15 +151,7 @@ func TestAssignmentsAnswerAsLinearCache(t *testing.T) {
 			compare = func(step int, c *client) {
 				t.Helper()
 				if c.delta {
-					var a, b cachev3.DeltaResponse
-					select {
-					case a = <-c.dOurs:
-					default:
-					}
-					select {
-					case b = <-c.dLC:
-					default:
-					}
+					a, b := poll(c.dOurs), poll(c.dLC)
 					if (a == nil) != (b == nil) {
 						t.Fatalf("step %d, delta: ours responded %v, LinearCache %v", step, a != nil, b != nil)
 					}
@@ -187,15 +179,7 @@ func TestAssignmentsAnswerAsLinearCache(t *testing.T) {
 					c.cancelOurs, c.cancelLC = nil, nil
 					return
 				}
-				var a, b cachev3.Response
-				select {
-				case a = <-c.outOurs:
-				default:
-				}
-				select {
-				case b = <-c.outLC:
-				default:
-				}
+				a, b := poll(c.outOurs), poll(c.outLC)
 				if (a == nil) != (b == nil) {
 					t.Fatalf("step %d, state of the world: ours responded %v, LinearCache %v", step, a != nil, b != nil)
 				}
@@ -315,4 +299,14 @@ func sortDelta(r *discovery.DeltaDiscoveryResponse) {
 		return 0
 	})
 	slices.Sort(r.RemovedResources)
+}
+
+// poll takes what ch holds, or the zero value when it holds nothing.
+func poll[T any](ch chan T) T {
+	var v T
+	select {
+	case v = <-ch:
+	default:
+	}
+	return v
 }
