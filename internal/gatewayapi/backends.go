@@ -5,10 +5,11 @@ Copyright The shardgate Authors.
 package gatewayapi
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -150,7 +151,13 @@ func (idx *Index) endpointsFor(b backend) []ir.Endpoint {
 		}
 	}
 	sl := idx.slices[svc]
-	var out []ir.Endpoint
+	n := 0
+	for _, s := range sl {
+		for _, e := range s.Endpoints {
+			n += len(e.Addresses)
+		}
+	}
+	out := make([]ir.Endpoint, 0, n)
 	for _, s := range sl {
 		if s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6 {
 			continue
@@ -178,11 +185,11 @@ func (idx *Index) endpointsFor(b backend) []ir.Endpoint {
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].IP != out[j].IP {
-			return out[i].IP < out[j].IP
+	slices.SortFunc(out, func(a, b ir.Endpoint) int {
+		if c := strings.Compare(a.IP, b.IP); c != 0 {
+			return c
 		}
-		return out[i].Port < out[j].Port
+		return cmp.Compare(a.Port, b.Port)
 	})
 	// The same address can appear in several slices during a rollover.
 	out = slices.Compact(out)

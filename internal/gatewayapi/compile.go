@@ -6,6 +6,7 @@ package gatewayapi
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,6 +105,7 @@ func (idx *Index) compileHTTPRoute(r *gatewayv1.HTTPRoute) *compiledRoute {
 		controller: controllerUID(r),
 	}
 	settings, serr := httpRouteSettings(r.Annotations)
+	cr.rules = make([]compiledRule, 0, len(r.Spec.Rules))
 	for i := range r.Spec.Rules {
 		if serr != nil {
 			cr.drop(i, serr.reason, serr.msg)
@@ -264,13 +266,31 @@ func (idx *Index) compileHTTPRule(cr *compiledRoute, ns string, i int, rule *gat
 		tmpl.InvalidWeight = invalid
 	}
 
+	c.routes = make([]ir.Route, 0, len(matches))
 	for mi, m := range matches {
 		rt := tmpl
 		rt.Match = m
-		rt.Name = fmt.Sprintf("%s/%s/%s/rule/%d/match/%d", strings.ToLower(cr.key.Kind), cr.key.NN.Namespace, cr.key.NN.Name, i, mi)
+		rt.Name = ruleMatchName("httproute", cr.key.NN, i, mi)
 		c.routes = append(c.routes, rt)
 	}
 	return c, nil
+}
+
+// ruleMatchName names the IR route of match mi of rule i of a route:
+// "<kind>/<namespace>/<name>/rule/<i>/match/<mi>".
+func ruleMatchName(kind string, route types.NamespacedName, i, mi int) string {
+	var b strings.Builder
+	b.Grow(len(kind) + len(route.Namespace) + len(route.Name) + 24)
+	b.WriteString(kind)
+	b.WriteByte('/')
+	b.WriteString(route.Namespace)
+	b.WriteByte('/')
+	b.WriteString(route.Name)
+	b.WriteString("/rule/")
+	b.WriteString(strconv.Itoa(i))
+	b.WriteString("/match/")
+	b.WriteString(strconv.Itoa(mi))
+	return b.String()
 }
 
 func weight(w *int32) uint32 {
@@ -292,8 +312,9 @@ func httpMatches(ms []gatewayv1.HTTPRouteMatch) ([]ir.Match, *ruleError) {
 	out := make([]ir.Match, 0, len(ms))
 	for _, m := range ms {
 		var im ir.Match
-		im.Path = &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/"}
-		if m.Path != nil {
+		if m.Path == nil {
+			im.Path = &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/"}
+		} else {
 			t := gatewayv1.PathMatchPathPrefix
 			if m.Path.Type != nil {
 				t = *m.Path.Type

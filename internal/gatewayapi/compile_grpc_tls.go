@@ -5,7 +5,6 @@ Copyright The shardgate Authors.
 package gatewayapi
 
 import (
-	"fmt"
 	"regexp"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -114,7 +113,7 @@ func (idx *Index) compileGRPCRule(cr *compiledRoute, ns string, i int, rule *gat
 	for mi, m := range matches {
 		rt := tmpl
 		rt.Match = m
-		rt.Name = fmt.Sprintf("grpcroute/%s/%s/rule/%d/match/%d", cr.key.NN.Namespace, cr.key.NN.Name, i, mi)
+		rt.Name = ruleMatchName("grpcroute", cr.key.NN, i, mi)
 		c.routes = append(c.routes, rt)
 	}
 	c.grpcKeys = keys

@@ -35,20 +35,30 @@ func TranslateGateway(idx *Index, gw *gatewayv1.Gateway) *GatewayResult {
 // compilations already made (by another Gateway of the same translation)
 // from done, and recording new ones there when done is not nil.
 func (idx *Index) compileRoutesOf(gw types.NamespacedName, done map[RouteKey]*compiledRoute) []*compiledRoute {
-	var out []*compiledRoute
-	seen := map[RouteKey]bool{}
+	n := len(idx.httpByGW[gw]) + len(idx.grpcByGW[gw]) + len(idx.tlsByGW[gw])
+	out := make([]*compiledRoute, 0, n)
+	// seen holds the routes added for gw: an informer cache holds one
+	// object per name, so the first wins. While done is empty, every route
+	// in it is one of gw's, and done serves as seen.
+	seen, shared := done, done != nil && len(done) == 0
+	if !shared {
+		seen = make(map[RouteKey]*compiledRoute, n)
+	}
 	add := func(k RouteKey, r any) {
-		if seen[k] {
-			return // an informer cache holds one object per name: the first wins
+		if _, dup := seen[k]; dup {
+			return
 		}
-		seen[k] = true
-		cr := done[k]
+		var cr *compiledRoute
+		if done != nil && !shared {
+			cr = done[k]
+		}
 		if cr == nil {
 			cr = compileRoute(idx, r)
-			if done != nil {
+			if done != nil && !shared {
 				done[k] = cr
 			}
 		}
+		seen[k] = cr
 		out = append(out, cr)
 	}
 	for _, r := range idx.httpByGW[gw] {
@@ -114,8 +124,8 @@ func assembleGateway(idx *Index, gw *gatewayv1.Gateway, crs []*compiledRoute) (*
 		}
 	}
 
-	res := &GatewayResult{Routes: map[RouteKey][]ParentEntry{}}
-	var pending []*pendingParent
+	res := &GatewayResult{Routes: make(map[RouteKey][]ParentEntry, len(crs))}
+	pending := make([]*pendingParent, 0, len(crs))
 	// A Gateway with ListenerSets is assembled in full on every change
 	// (patches know only the Gateway's own listeners).
 	patchable := len(sets) == 0
@@ -397,7 +407,7 @@ func (idx *Index) matchParent(gw *gatewayv1.Gateway, listeners []*listenerState,
 
 func parentStatus(controller string, ref gatewayv1.ParentReference, cr *compiledRoute, reason, msg string) gatewayv1.RouteParentStatus {
 	gen := cr.gen
-	var conds []metav1.Condition
+	conds := make([]metav1.Condition, 0, 3)
 	if reason == "" {
 		conds = append(conds, condition(string(gatewayv1.RouteConditionAccepted), true, string(gatewayv1.RouteReasonAccepted), "Route is accepted", gen))
 	} else {
@@ -412,11 +422,12 @@ func parentStatus(controller string, ref gatewayv1.ParentReference, cr *compiled
 		conds = append(conds, condition(string(gatewayv1.RouteConditionPartiallyInvalid), true, cr.dropReason,
 			"Dropped Rule(s): "+strings.Join(cr.dropMsgs, "; "), gen))
 	}
-	return gatewayv1.RouteParentStatus{
-		ParentRef:      *ref.DeepCopy(),
+	st := gatewayv1.RouteParentStatus{
 		ControllerName: gatewayv1.GatewayController(controller),
 		Conditions:     conds,
 	}
+	ref.DeepCopyInto(&st.ParentRef)
+	return st
 }
 
 // buildIR assembles what the Gateway serves from its served listeners.
@@ -493,13 +504,24 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 	// Clusters of the routes that made it into the IR, each route once.
 	// The order does not matter: a cluster takes the most capable
 	// protocol, and WebSocket if any backend asks for it.
-	done := make(map[RouteKey]bool, len(emitted))
+	withRoutes := 0
+	for _, l := range listeners {
+		if len(l.attached) > 0 {
+			withRoutes++
+		}
+	}
+	var done map[*compiledRoute]bool // a route attached to one listener comes once
+	if withRoutes > 1 {
+		done = make(map[*compiledRoute]bool, len(emitted))
+	}
 	for _, l := range listeners {
 		for k, a := range l.attached {
-			if !emitted[k] || done[k] {
+			if !emitted[k] || done[a.route] {
 				continue
 			}
-			done[k] = true
+			if done != nil {
+				done[a.route] = true
+			}
 			for _, b := range a.route.backends {
 				idx.addCluster(gw, clusters, b)
 			}
@@ -645,15 +667,31 @@ func (g *vhostGroup) addRoute(l *listenerState, k RouteKey, a *attachment) bool 
 func (g *vhostGroup) assemble(h string) *ir.VirtualHost {
 	es := g.entries[h]
 	merged := false
-	for _, c := range coveringHostnames(h) {
-		if ce, ok := g.entries[c]; ok && len(ce) > 0 && g.owners[c] == g.owners[h] {
+	if h != "" {
+		own := g.owners[h]
+		var buf [256]byte
+		for c, rest, ok := coverNext(coverStart(h), buf[:0]); ok; c, rest, ok = coverNext(rest, buf[:0]) {
+			if ce := g.entries[string(c)]; len(ce) > 0 && g.owners[string(c)] == own {
+				es = append(es[:len(es):len(es)], ce...)
+				merged = true
+			}
+		}
+		if ce := g.entries[""]; len(ce) > 0 && g.owners[""] == own {
 			es = append(es[:len(es):len(es)], ce...)
 			merged = true
 		}
 	}
 	if len(es) > 1 {
 		es = slices.Clone(es) // sort a copy: entries[h] stays in insertion order
-		sort.Slice(es, func(i, j int) bool { return routeLess(es[i], es[j]) })
+		slices.SortFunc(es, func(a, b *routeEntry) int {
+			if routeLess(a, b) {
+				return -1
+			}
+			if routeLess(b, a) {
+				return 1
+			}
+			return 0
+		})
 	}
 	d := domain(h)
 	vh := &ir.VirtualHost{Name: d, Domains: []string{d}}
@@ -703,24 +741,29 @@ func sharedRun(es []*routeEntry) []ir.Route {
 	return first.run[lo:hi:hi]
 }
 
-// coveringHostnames lists the wildcards (and "" = any) that cover h, most
-// specific first: for a.b.c, "*.b.c", "*.c", "".
-func coveringHostnames(h string) []string {
-	if h == "" {
-		return nil
-	}
-	rest := h
+// coverStart and coverNext walk the wildcards that cover a hostname h, most
+// specific first: for a.b.c, "*.b.c" then "*.c".
+//
+//	var buf [256]byte
+//	for c, rest, ok := coverNext(coverStart(h), buf[:0]); ok; c, rest, ok = coverNext(rest, buf[:0]) {
+//		... m[string(c)] ...
+//	}
+//
+// Every non-empty hostname is also covered by "" (any), which the walk does
+// not yield. Each wildcard is built in buf, valid until the next step, so a
+// map lookup with string(c) allocates nothing.
+func coverStart(h string) string {
 	if isWildcard(h) {
-		rest = h[2:]
+		return h[2:]
 	}
-	var out []string
-	for {
-		i := strings.IndexByte(rest, '.')
-		if i < 0 {
-			break
-		}
-		rest = rest[i+1:]
-		out = append(out, "*."+rest)
+	return h
+}
+
+func coverNext(rest string, buf []byte) (wildcard []byte, next string, ok bool) {
+	i := strings.IndexByte(rest, '.')
+	if i < 0 {
+		return nil, "", false
 	}
-	return append(out, "")
+	next = rest[i+1:]
+	return append(append(buf, '*', '.'), next...), next, true
 }

@@ -90,8 +90,8 @@ func NewIndex(in *Input) *Index {
 	idx := &Index{
 		controllerName: in.ControllerName,
 		classes:        map[string]*classInfo{},
-		namespaces:     map[string]*corev1.Namespace{},
-		services:       map[types.NamespacedName]*corev1.Service{},
+		namespaces:     make(map[string]*corev1.Namespace, len(in.Namespaces)),
+		services:       make(map[types.NamespacedName]*corev1.Service, len(in.Services)),
 		slices:         map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
 		secrets:        map[types.NamespacedName]*corev1.Secret{},
 		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
@@ -267,15 +267,16 @@ func (idx *Index) indexListenerSets(list []*gatewayv1.ListenerSet) {
 // indexSlices arranges EndpointSlices by their Service, each Service's by
 // name.
 func indexSlices(slices []*discoveryv1.EndpointSlice) map[types.NamespacedName][]*discoveryv1.EndpointSlice {
-	out := map[types.NamespacedName][]*discoveryv1.EndpointSlice{}
+	out := make(map[types.NamespacedName][]*discoveryv1.EndpointSlice, len(slices))
 	for _, s := range slices {
 		if svc := sliceService(s); svc.Name != "" {
 			out[svc] = append(out[svc], s)
 		}
 	}
-	for k := range out {
-		sl := out[k]
-		sort.Slice(sl, func(i, j int) bool { return sl[i].Name < sl[j].Name })
+	for _, sl := range out {
+		if len(sl) > 1 {
+			sort.Slice(sl, func(i, j int) bool { return sl[i].Name < sl[j].Name })
+		}
 	}
 	return out
 }

@@ -69,13 +69,14 @@ func hostsIntersect(a []string, b map[string]bool) bool {
 		if b[h] {
 			return true
 		}
-		for _, c := range coveringHostnames(h) {
-			if b[c] {
+		if h == "" || b[""] {
+			return true
+		}
+		var buf [256]byte
+		for c, rest, ok := coverNext(coverStart(h), buf[:0]); ok; c, rest, ok = coverNext(rest, buf[:0]) {
+			if b[string(c)] {
 				return true
 			}
-		}
-		if h == "" {
-			return true
 		}
 		if isWildcard(h) {
 			for o := range b {

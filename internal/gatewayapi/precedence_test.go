@@ -146,8 +146,16 @@ func TestCoveringHostnames(t *testing.T) {
 		"foo.example.com": {"*.example.com", "*.com", ""},
 	}
 	for h, want := range cases {
-		if got := coveringHostnames(h); !reflect.DeepEqual(got, want) {
-			t.Errorf("coveringHostnames(%q) = %q, want %q", h, got, want)
+		var got []string
+		if h != "" {
+			var buf [256]byte
+			for c, rest, ok := coverNext(coverStart(h), buf[:0]); ok; c, rest, ok = coverNext(rest, buf[:0]) {
+				got = append(got, string(c))
+			}
+			got = append(got, "")
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("covering wildcards of %q = %q, want %q", h, got, want)
 		}
 		for _, c := range want {
 			if !hostnameCovers(c, h) {

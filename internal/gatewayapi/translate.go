@@ -5,7 +5,8 @@ Copyright The shardgate Authors.
 package gatewayapi
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -133,8 +134,12 @@ func translateIndex(idx *Index) *Output {
 		out.GatewayClasses[name] = idx.classes[name].status
 	}
 
-	parents := map[RouteKey][]ParentEntry{}
-	done := map[RouteKey]*compiledRoute{}
+	routes := 0
+	for _, rs := range idx.httpByGW {
+		routes += len(rs)
+	}
+	parents := make(map[RouteKey][]ParentEntry, routes)
+	done := make(map[RouteKey]*compiledRoute, routes)
 	for _, gw := range idx.gateways {
 		res, _ := assembleGateway(idx, gw, idx.compileRoutesOf(nn(gw.Namespace, gw.Name), done))
 		if res == nil {
@@ -148,11 +153,17 @@ func translateIndex(idx *Index) *Output {
 			out.Gateways = append(out.Gateways, res.IR)
 		}
 		for k, entries := range res.Routes {
-			parents[k] = append(parents[k], entries...)
+			if have, ok := parents[k]; ok {
+				parents[k] = append(have, entries...)
+			} else {
+				parents[k] = entries // res is not kept: no copy
+			}
 		}
 	}
 	out.setRouteStatuses(parents)
-	out.BackendTLSPolicyStatus = idx.policyStatuses(irServices(out.Gateways))
+	if len(idx.policies) > 0 {
+		out.BackendTLSPolicyStatus = idx.policyStatuses(irServices(out.Gateways))
+	}
 	return out
 }
 
@@ -163,7 +174,7 @@ func (o *Output) setRouteStatuses(parents map[RouteKey][]ParentEntry) {
 	for k, entries := range parents {
 		m := byKind[k.Kind]
 		if m == nil {
-			m = map[types.NamespacedName][]gatewayv1.RouteParentStatus{}
+			m = make(map[types.NamespacedName][]gatewayv1.RouteParentStatus, len(parents))
 			byKind[k.Kind] = m
 		}
 		m[k.NN] = MergeParents(entries)
@@ -213,7 +224,9 @@ type ParentEntry struct {
 // MergeParents orders the entries several Gateways contributed for one route
 // into its status.parents (our entries only), in parentRef order.
 func MergeParents(entries []ParentEntry) []gatewayv1.RouteParentStatus {
-	sort.SliceStable(entries, func(i, j int) bool { return entries[i].RefIndex < entries[j].RefIndex })
+	if len(entries) > 1 {
+		slices.SortStableFunc(entries, func(a, b ParentEntry) int { return cmp.Compare(a.RefIndex, b.RefIndex) })
+	}
 	out := make([]gatewayv1.RouteParentStatus, 0, len(entries))
 	for _, e := range entries {
 		out = append(out, e.Status)
