@@ -34,6 +34,7 @@ func main() {
 	churn := flag.Duration("churn", 0, "minimum length of the churn phase (default 20s; smoke 5s)")
 	phases := flag.String("phases", "", "comma-separated phases to run: flood, memory, tenant, propagation (default all; sizes grow whichever run)")
 	heap := flag.String("heap-profile", "", "save shardgate's heap profile after the largest memory figure to this file")
+	cpu := flag.String("cpu-profile", "", "save shardgate's CPU profile over the route-only propagation samples to this file")
 	flag.Parse()
 	if *smoke {
 		cfg = smokeConfig()
@@ -56,6 +57,7 @@ func main() {
 		cfg.Phases = strings.Split(*phases, ",")
 	}
 	cfg.HeapProfile = *heap
+	cfg.CPUProfile = *cpu
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()

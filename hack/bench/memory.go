@@ -61,7 +61,17 @@ func mib(v int64) string { return fmt.Sprintf("%.1f MiB", float64(v)/(1<<20)) }
 // saveHeapProfile fetches shardgate's heap profile (after a GC) into
 // cfg.HeapProfile.
 func (b *bench) saveHeapProfile(ctx context.Context) error {
-	url := b.pprof + "/debug/pprof/heap?gc=1"
+	if err := b.saveProfile(ctx, "/debug/pprof/heap?gc=1", b.cfg.HeapProfile); err != nil {
+		return err
+	}
+	b.logf("memory: heap profile saved to %s", b.cfg.HeapProfile)
+	return nil
+}
+
+// saveProfile fetches one of shardgate's pprof profiles (path and query)
+// into the file dst.
+func (b *bench) saveProfile(ctx context.Context, path, dst string) error {
+	url := b.pprof + path
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
@@ -74,7 +84,7 @@ func (b *bench) saveHeapProfile(ctx context.Context) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	f, err := os.Create(b.cfg.HeapProfile)
+	f, err := os.Create(dst)
 	if err != nil {
 		return err
 	}
@@ -82,6 +92,5 @@ func (b *bench) saveHeapProfile(ctx context.Context) error {
 		f.Close()
 		return err
 	}
-	b.logf("memory: heap profile saved to %s", b.cfg.HeapProfile)
 	return f.Close()
 }

@@ -60,6 +60,10 @@ type Config struct {
 	// HeapProfile, when set, is where the last memory figure saves
 	// shardgate's heap profile (from its /debug/pprof/heap).
 	HeapProfile string
+	// CPUProfile, when set, is where the route-only propagation phase
+	// saves shardgate's CPU profile over its samples (from
+	// /debug/pprof/profile).
+	CPUProfile string
 }
 
 func fullConfig() Config {

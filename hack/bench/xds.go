@@ -217,7 +217,22 @@ func (b *bench) propagation(ctx context.Context) error {
 	if _, err := b.settledWrites(ctx); err != nil {
 		return err
 	}
-	b.res.Propagation, err = b.sample(ctx, w, n, 20*time.Millisecond, false)
+	const gap = 20 * time.Millisecond
+	var profiled sync.WaitGroup
+	if b.cfg.CPUProfile != "" {
+		// The profile covers the samples' planned time; a slow sample
+		// runs past it.
+		secs := int((time.Duration(n)*gap + time.Second - 1) / time.Second)
+		profiled.Go(func() {
+			if err := b.saveProfile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), b.cfg.CPUProfile); err != nil {
+				b.logf("propagation: CPU profile: %v", err)
+				return
+			}
+			b.logf("propagation: CPU profile (%d s) saved to %s", secs, b.cfg.CPUProfile)
+		})
+	}
+	b.res.Propagation, err = b.sample(ctx, w, n, gap, false)
+	profiled.Wait()
 	if err != nil {
 		return err
 	}
@@ -252,9 +267,9 @@ func (b *bench) propagation(ctx context.Context) error {
 			b.res.ChurnUpdates++
 		}
 	})
-	gap := b.cfg.ChurnDuration / time.Duration(max(n, 1))
-	b.logf("propagation: churn (%d route updates/s), %d samples %s apart", b.cfg.ChurnRate, n, gap)
-	b.res.Churn, err = b.sample(ctx, w, n, gap, false)
+	churnGap := b.cfg.ChurnDuration / time.Duration(max(n, 1))
+	b.logf("propagation: churn (%d route updates/s), %d samples %s apart", b.cfg.ChurnRate, n, churnGap)
+	b.res.Churn, err = b.sample(ctx, w, n, churnGap, false)
 	stopChurn()
 	churnDone.Wait()
 	if err != nil {

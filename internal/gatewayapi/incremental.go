@@ -122,7 +122,7 @@ func (t *Translator) translateAll(idx *Index) *Output {
 	}
 	clear(t.gateways)
 	compiled := make(map[RouteKey]*compiledRoute, len(t.compiled))
-	parents := map[RouteKey][]ParentEntry{}
+	parents := make(map[RouteKey][]ParentEntry, len(t.compiled))
 	for _, gw := range idx.gateways {
 		key := nn(gw.Namespace, gw.Name)
 		res, a := assembleGateway(idx, gw, t.compileFor(idx, key, compiled))
