@@ -72,8 +72,16 @@ type published struct {
 	res      *translate.Resources
 	versions map[string]string // type URL → version
 	snap     *cachev3.Snapshot
-	lists    map[string][]types.Resource // type URL → the resources, in order
+	lists    typeLists
 	at       time.Time
+}
+
+// typeLists are a config's resources by type URL, in order, and which of
+// those lists are sorted by name (sortedByName), so that the next config's
+// lists can be compared with them by a walk.
+type typeLists struct {
+	byType map[string][]types.Resource
+	sorted map[string]bool
 }
 
 // built is a validated config, ready to publish: its snapshot holds exactly
@@ -81,7 +89,7 @@ type published struct {
 type built struct {
 	snap       *cachev3.Snapshot
 	versions   map[string]string
-	lists      map[string][]types.Resource
+	lists      typeLists
 	res        *translate.Resources
 	introduced []string // clusters new to the Gateway's config
 	// introducing: per route table, the virtual hosts that existed before
@@ -198,7 +206,7 @@ func sameArray[T any](a, b []T) bool {
 // setSnapshot publishes; call with s.mu held. The load assignments go to
 // their own cache (eds.go): new and changed ones before the snapshot, whose
 // clusters may use them, and removed ones after it.
-func (s *Server) setSnapshot(st *gatewayState, res *translate.Resources, snap *cachev3.Snapshot, versions map[string]string, lists map[string][]types.Resource) {
+func (s *Server) setSnapshot(st *gatewayState, res *translate.Resources, snap *cachev3.Snapshot, versions map[string]string, lists typeLists) {
 	removeEndpoints := s.types.applyEndpoints(st.group, res.Endpoints)
 	if err := s.cache.SetSnapshot(context.Background(), st.group, snap); err != nil {
 		st.refused = fmt.Sprintf("set snapshot: %v", err)
@@ -243,7 +251,7 @@ func (s *Server) buildGateway(st *gatewayState, gw *ir.Gateway) (*built, error) 
 	s.mu.Lock()
 	prev := st.published
 	s.mu.Unlock()
-	snap, versions, lists, err := snapshotOf(res, st.checker.Digest, prev)
+	snap, versions, lists, err := snapshotOf(res, st.checker, prev)
 	if err != nil {
 		return nil, err
 	}
@@ -417,7 +425,11 @@ func compareStrings(a, b string) int {
 //
 // A type whose resources are the very same messages, in the same order, as
 // prev's keeps its version without hashing them again.
-func snapshotOf(res *translate.Resources, digests func(proto.Message) (translate.Digest, bool), prev *published) (*cachev3.Snapshot, map[string]string, map[string][]types.Resource, error) {
+func snapshotOf(res *translate.Resources, checked digester, prev *published) (*cachev3.Snapshot, map[string]string, typeLists, error) {
+	var digests func(proto.Message) (translate.Digest, bool)
+	if checked != nil {
+		digests = checked.Digest
+	}
 	byType := map[string][]types.Resource{}
 	// A list that is the very same as prev's (translate.Memo hands out
 	// the same cluster and endpoint lists while they do not change) keeps
@@ -428,9 +440,10 @@ func snapshotOf(res *translate.Resources, digests func(proto.Message) (translate
 			resourcev3.ClusterType: translate.SameList(res.Clusters, prev.res.Clusters),
 		}
 	}
+	sorted := map[string]bool{}
 	list := func(typ string, n int, item func(int) types.Resource) {
 		if same[typ] {
-			byType[typ] = prev.lists[typ]
+			byType[typ], sorted[typ] = prev.lists.byType[typ], prev.lists.sorted[typ]
 			return
 		}
 		l := make([]types.Resource, n)
@@ -438,6 +451,15 @@ func snapshotOf(res *translate.Resources, digests func(proto.Message) (translate
 			l[i] = item(i)
 		}
 		byType[typ] = l
+		// The checker knows whether the clusters it checked are sorted;
+		// the other lists are short.
+		if typ == resourcev3.ClusterType && checked != nil {
+			if ok, known := checked.ClustersSorted(res.Clusters); known {
+				sorted[typ] = ok
+				return
+			}
+		}
+		sorted[typ] = sortedByName(l)
 	}
 	list(resourcev3.ListenerType, len(res.Listeners), func(i int) types.Resource { return res.Listeners[i] })
 	list(resourcev3.RouteType, len(res.Routes), func(i int) types.Resource { return res.Routes[i] })
@@ -445,34 +467,49 @@ func snapshotOf(res *translate.Resources, digests func(proto.Message) (translate
 	list(resourcev3.SecretType, len(res.Secrets), func(i int) types.Resource { return res.Secrets[i] })
 	snap := &cachev3.Snapshot{}
 	versions := map[string]string{}
+	// diffable: the types whose list and prev's are both sorted by name
+	// (as the translation sorts them), so that prev's index and versions
+	// can be updated by a walk of both instead of rebuilt.
+	diffable := map[string]bool{}
 	for _, typ := range typeOrder {
 		if typ == resourcev3.EndpointType {
 			continue
 		}
 		i := cachev3.GetResponseType(typ)
-		if prev != nil && prev.snap != nil && prev.lists != nil && (same[typ] || translate.SameList(prev.lists[typ], byType[typ])) {
+		if prev != nil && prev.snap != nil && prev.lists.byType != nil && (same[typ] || translate.SameList(prev.lists.byType[typ], byType[typ])) {
 			versions[typ] = prev.versions[typ]
 			snap.Resources[i] = prev.snap.Resources[i]
 			continue
 		}
-		v, err := contentVersion(byType[typ], digests)
+		var listDigests []translate.Digest
+		if typ == resourcev3.ClusterType && checked != nil {
+			listDigests, _ = checked.ClusterDigests(res.Clusters)
+		}
+		v, err := contentVersion(byType[typ], digests, listDigests)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, typeLists{}, err
 		}
 		versions[typ] = v
 		if prev != nil && prev.snap != nil && prev.snap.Resources[i].Version == v {
 			snap.Resources[i] = prev.snap.Resources[i]
 			continue
 		}
+		if prev != nil && prev.snap != nil && prev.lists.sorted[typ] && sorted[typ] {
+			diffable[typ] = true
+			if old := prev.snap.Resources[i].Items; old != nil {
+				snap.Resources[i] = cachev3.Resources{Version: v, Items: updatedItems(old, prev.lists.byType[typ], byType[typ])}
+				continue
+			}
+		}
 		snap.Resources[i] = cachev3.NewResources(v, byType[typ])
 	}
 	// No snap.Consistent(): the checker's referential checks are a
 	// superset of it, and Consistent misses the route references of API
 	// listeners, so it refuses configs for proxyless gRPC clients.
-	if err := setVersionMap(snap, byType, digests, prev); err != nil {
-		return nil, nil, nil, err
+	if err := setVersionMap(snap, byType, digests, prev, diffable); err != nil {
+		return nil, nil, typeLists{}, err
 	}
-	return snap, versions, byType, nil
+	return snap, versions, typeLists{byType: byType, sorted: sorted}, nil
 }
 
 // setVersionMap gives snap the per-resource versions delta xDS compares,
@@ -484,7 +521,7 @@ func snapshotOf(res *translate.Resources, digests func(proto.Message) (translate
 // A resource's version is go-control-plane's own (the hex SHA-256 of its
 // serialization), except a wire route table's, which is its checked
 // content's generation.
-func setVersionMap(snap *cachev3.Snapshot, byType map[string][]types.Resource, digests func(proto.Message) (translate.Digest, bool), prev *published) error {
+func setVersionMap(snap *cachev3.Snapshot, byType map[string][]types.Resource, digests func(proto.Message) (translate.Digest, bool), prev *published, diffable map[string]bool) error {
 	snap.VersionMap = make(map[string]map[string]string, len(typeOrder))
 	for _, typ := range typeOrder {
 		if typ == resourcev3.EndpointType {
@@ -495,7 +532,7 @@ func setVersionMap(snap *cachev3.Snapshot, byType map[string][]types.Resource, d
 		var old []types.Resource
 		var oldMap map[string]string
 		if prev != nil && prev.snap != nil && prev.snap.VersionMap != nil {
-			old, oldMap = prev.lists[typ], prev.snap.VersionMap[typ]
+			old, oldMap = prev.lists.byType[typ], prev.snap.VersionMap[typ]
 			if oldMap != nil && prev.snap.Resources[i].Version == snap.Resources[i].Version {
 				snap.VersionMap[typ] = oldMap
 				continue
@@ -520,13 +557,13 @@ func setVersionMap(snap *cachev3.Snapshot, byType map[string][]types.Resource, d
 		// entries of resources that are not prev's very messages, so a
 		// new lease versions its own cluster and load assignment, not
 		// every one.
-		if oldMap != nil {
-			if m, ok, err := updatedVersions(oldMap, old, list, version); err != nil {
+		if oldMap != nil && diffable[typ] {
+			m, err := updatedVersions(oldMap, old, list, version)
+			if err != nil {
 				return err
-			} else if ok {
-				snap.VersionMap[typ] = m
-				continue
 			}
+			snap.VersionMap[typ] = m
+			continue
 		}
 		m := make(map[string]string, len(list))
 		for _, r := range list {
@@ -542,17 +579,10 @@ func setVersionMap(snap *cachev3.Snapshot, byType map[string][]types.Resource, d
 }
 
 // updatedVersions returns oldMap, the versions of the resources old, updated
-// for the resources list: both sorted by name, it walks them together and
-// versions only what is not old's very message under the same name. It
-// reports false, having computed nothing, when a list is not sorted by
+// for the resources list: both sorted by name (sortedByName), it walks them
+// together and versions only what is not old's very message under the same
 // name.
-func updatedVersions(oldMap map[string]string, old, list []types.Resource, version func(types.Resource) (string, error)) (map[string]string, bool, error) {
-	byName := func(a, b types.Resource) int {
-		return strings.Compare(cachev3.GetResourceName(a), cachev3.GetResourceName(b))
-	}
-	if !slices.IsSortedFunc(old, byName) || !slices.IsSortedFunc(list, byName) {
-		return nil, false, nil
-	}
+func updatedVersions(oldMap map[string]string, old, list []types.Resource, version func(types.Resource) (string, error)) (map[string]string, error) {
 	m := maps.Clone(oldMap)
 	err := translate.DiffSorted(old, list, cachev3.GetResourceName, func(gone types.Resource) {
 		delete(m, cachev3.GetResourceName(gone))
@@ -562,15 +592,56 @@ func updatedVersions(oldMap map[string]string, old, list []types.Resource, versi
 		return err
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return m, true, nil
+	return m, nil
 }
 
-// contentVersion hashes the digests of items, taken from digests (may be
-// nil) where the checker computed them.
-func contentVersion(items []types.Resource, digests func(proto.Message) (translate.Digest, bool)) (string, error) {
+// updatedItems returns a snapshot's index of the resources list (as
+// cachev3.NewResources builds it) from old, the index of the resources
+// prev: both sorted by name (sortedByName), only what is not prev's very
+// message under the same name is indexed again.
+func updatedItems(old map[string]types.ResourceWithTTL, prev, list []types.Resource) map[string]types.ResourceWithTTL {
+	m := maps.Clone(old)
+	_ = translate.DiffSorted(prev, list, cachev3.GetResourceName, func(gone types.Resource) {
+		delete(m, cachev3.GetResourceName(gone))
+	}, func(r types.Resource, _ bool) error {
+		m[cachev3.GetResourceName(r)] = types.ResourceWithTTL{Resource: r}
+		return nil
+	})
+	return m
+}
+
+// sortedByName reports whether list's names strictly increase: each name
+// then stands once, and two such lists can be compared by a walk
+// (translate.DiffSorted).
+func sortedByName(list []types.Resource) bool {
+	for i := 1; i < len(list); i++ {
+		if cachev3.GetResourceName(list[i-1]) >= cachev3.GetResourceName(list[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// digester gives the digests a check computed (translate.Checker).
+type digester interface {
+	Digest(proto.Message) (translate.Digest, bool)
+	ClusterDigests([]*clusterv3.Cluster) ([]translate.Digest, bool)
+	ClustersSorted([]*clusterv3.Cluster) (sorted, known bool)
+}
+
+// contentVersion hashes the digests of items: listDigests when it has one
+// for each item, in order, else those digests gives (may be nil) where the
+// checker computed them.
+func contentVersion(items []types.Resource, digests func(proto.Message) (translate.Digest, bool), listDigests []translate.Digest) (string, error) {
 	h := sha256.New()
+	if len(listDigests) == len(items) && len(items) > 0 {
+		for i := range listDigests {
+			h.Write(listDigests[i][:])
+		}
+		return hex.EncodeToString(h.Sum(nil))[:16], nil
+	}
 	for _, r := range items {
 		var d translate.Digest
 		ok := false

@@ -22,8 +22,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/ir"
 	"github.com/shardgate/shardgate/xds/translate"
 )
@@ -707,4 +709,69 @@ func TestPublishedClustersReadBackAsTranslated(t *testing.T) {
 		return
 	}
 	t.Fatal("the config dump has no load assignments")
+}
+
+// TestClusterVersionIsTheContentHash: as leases come and go (a cluster
+// added or removed with its route), the published cluster version, which
+// the server takes from the digests the checker keeps in list order, is the
+// hash of the fresh translation's clusters computed from scratch: the
+// version of a content, whatever was published before it. (Clusters are
+// not retained after removal here, so that what is published is exactly
+// the translation.)
+func TestClusterVersionIsTheContentHash(t *testing.T) {
+	old := RetainRemoved
+	RetainRemoved = 0 // a removed cluster goes at once: the published list is the translation's
+	defer func() { RetainRemoved = old }()
+	base := pipelineInput(40)
+	s := New(Options{Log: logr.Discard()})
+	nn := k8stypes.NamespacedName{Namespace: "default", Name: "gw"}
+	routes := slices.Clone(base.HTTPRoutes)
+	for step := range 30 {
+		switch {
+		case step%3 == 2 && len(routes) > 1: // a lease ends
+			routes = slices.Delete(routes, step%len(routes), step%len(routes)+1)
+		default: // a lease's route attaches again (its Service was there all along)
+			routes = append(routes, base.HTTPRoutes[(step*7)%len(base.HTTPRoutes)])
+			slices.SortFunc(routes, func(a, b *gatewayv1.HTTPRoute) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
+			routes = slices.CompactFunc(routes, func(a, b *gatewayv1.HTTPRoute) bool { return a == b })
+		}
+		in := *base
+		in.HTTPRoutes = routes
+		gw := gatewayapi.Translate(&in).Gateways[0]
+		snap := publishOrDie(t, s, gw)
+		fresh := translateOrDie(t, gw)
+		items := make([]types.Resource, len(fresh.Clusters))
+		for i, c := range fresh.Clusters {
+			items[i] = c
+		}
+		want, err := contentVersion(items, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := snap.GetVersion(resourcev3.ClusterType); got != want {
+			t.Fatalf("step %d (%d clusters): cluster version %s, the content's %s", step, len(items), got, want)
+		}
+		// The snapshot's index (updated from the last one's by a walk)
+		// holds exactly these clusters, each under its name.
+		index := snap.GetResources(resourcev3.ClusterType)
+		if len(index) != len(fresh.Clusters) {
+			t.Fatalf("step %d: %d clusters indexed, %d translated", step, len(index), len(fresh.Clusters))
+		}
+		for _, c := range fresh.Clusters {
+			r, ok := index[c.GetName()]
+			if !ok {
+				t.Fatalf("step %d: cluster %s not indexed", step, c.GetName())
+			}
+			got, err := translate.DigestOf(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, _ := translate.DigestOf(c); got != d {
+				t.Fatalf("step %d: cluster %s indexed with other content", step, c.GetName())
+			}
+		}
+	}
+	if _, err := s.Snapshot(nn); err != nil {
+		t.Fatal(err)
+	}
 }

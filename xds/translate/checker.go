@@ -89,6 +89,10 @@ type Checker struct {
 	lastEndpoints     []*endpointv3.ClusterLoadAssignment
 	lastWireClusters  []*clusterv3.Cluster
 	lastWireEndpoints []*endpointv3.ClusterLoadAssignment
+	// lastClusterDigests are the digests of lastWireClusters, in order
+	// (nil when one is not known), so that versioning the cluster list
+	// looks up no message.
+	lastClusterDigests []Digest
 }
 
 type knownDigest struct {
@@ -202,10 +206,10 @@ func (c *Checker) Check(r *Resources) error {
 	copy(r.Routes, wires)
 	clusters, endpoints := r.Clusters, r.Endpoints
 	if !SameList(clusters, c.lastClusters) || c.lastWireClusters == nil {
-		c.lastWireClusters = wireList(c, clusters, c.lastClusters, c.lastWireClusters)
+		c.lastWireClusters, c.lastClusterDigests = wireList(c, clusters, c.lastClusters, c.lastWireClusters, c.lastClusterDigests, (*clusterv3.Cluster).GetName, true)
 	}
 	if !SameList(endpoints, c.lastEndpoints) || c.lastWireEndpoints == nil {
-		c.lastWireEndpoints = wireList(c, endpoints, c.lastEndpoints, c.lastWireEndpoints)
+		c.lastWireEndpoints, _ = wireList(c, endpoints, c.lastEndpoints, c.lastWireEndpoints, nil, (*endpointv3.ClusterLoadAssignment).GetClusterName, false)
 	}
 	c.lastClusters, c.lastEndpoints = clusters, endpoints
 	r.Clusters, r.Endpoints = c.lastWireClusters, c.lastWireEndpoints
@@ -351,27 +355,67 @@ func DiffSorted[T comparable](prev, next []T, name func(T) string, gone func(T),
 }
 
 // wireList returns the wire form of each message of list (the message
-// itself where it has none), in order. prevWire is the wire list of prev:
-// when list has prev's length, an entry that is prev's very message at the
-// same place keeps its wire form, and only the others are looked up.
+// itself where it has none), in order, and with digests set their digests
+// (nil when one is not known). prevWire and prevDigests are those of prev:
+// an entry that is one of prev's very messages keeps its wire form and
+// digest, and only the others are looked up. Entries are matched by place
+// when list has prev's length, and otherwise by a walk of both lists by
+// name (the translation sorts them by name; were they not sorted, only
+// fewer entries would be matched).
 func wireList[T interface {
 	comparable
 	proto.Message
-}](c *Checker, list, prev, prevWire []T) []T {
-	if len(list) == len(prev) && len(prevWire) == len(prev) && len(list) > 0 {
-		out := slices.Clone(prevWire)
-		for i, m := range list {
-			if m != prev[i] {
-				out[i] = wireFor(c, m)
-			}
-		}
-		return out
+}](c *Checker, list, prev, prevWire []T, prevDigests []Digest, name func(T) string, digests bool) ([]T, []Digest) {
+	if len(prevWire) != len(prev) || digests && len(prevDigests) != len(prev) {
+		prev = nil // nothing to match against
 	}
 	out := make([]T, len(list))
-	for i, m := range list {
-		out[i] = wireFor(c, m)
+	var ds []Digest
+	if digests {
+		ds = make([]Digest, len(list))
 	}
-	return out
+	fresh := func(i int, m T) {
+		w := wireFor(c, m)
+		out[i] = w
+		if ds == nil {
+			return
+		}
+		k, ok := c.known[proto.Message(w)]
+		if !ok {
+			ds = nil
+			return
+		}
+		ds[i] = k.d
+	}
+	if len(list) == len(prev) {
+		copy(out, prevWire)
+		if ds != nil {
+			copy(ds, prevDigests)
+		}
+		for i, m := range list {
+			if m != prev[i] {
+				fresh(i, m)
+			}
+		}
+		return out, ds
+	}
+	j := 0
+	for i, m := range list {
+		if j < len(prev) && m != prev[j] {
+			for n := name(m); j < len(prev) && name(prev[j]) < n; j++ {
+			}
+		}
+		if j < len(prev) && m == prev[j] {
+			out[i] = prevWire[j]
+			if ds != nil {
+				ds[i] = prevDigests[j]
+			}
+			j++
+			continue
+		}
+		fresh(i, m)
+	}
+	return out, ds
 }
 
 // wireFor is m's wire form, or m where it has none.
@@ -435,7 +479,7 @@ func (c *Checker) reset() {
 	c.sortedClusters = false
 	c.wires = map[*routev3.RouteConfiguration]Digest{}
 	c.lastClusters, c.lastEndpoints = nil, nil
-	c.lastWireClusters, c.lastWireEndpoints = nil, nil
+	c.lastWireClusters, c.lastWireEndpoints, c.lastClusterDigests = nil, nil, nil
 	if c.wire == nil {
 		c.wire = map[proto.Message]proto.Message{}
 	}
@@ -494,6 +538,25 @@ func (c *Checker) touch(m proto.Message) {
 			c.known[w] = knownDigest{d: k.d, epoch: c.epoch}
 		}
 	}
+}
+
+// ClusterDigests returns the digests of the clusters of the last check
+// that passed, in order, when list is that check's cluster list (its wire
+// forms, as Check left them in Resources).
+func (c *Checker) ClusterDigests(list []*clusterv3.Cluster) ([]Digest, bool) {
+	if c.lastClusterDigests == nil || len(list) != len(c.lastWireClusters) || !SameList(list, c.lastWireClusters) {
+		return nil, false
+	}
+	return c.lastClusterDigests, true
+}
+
+// ClustersSorted reports, when list is the cluster list of the last check
+// that passed (known), whether its names strictly increase.
+func (c *Checker) ClustersSorted(list []*clusterv3.Cluster) (sorted, known bool) {
+	if c.lastWireClusters == nil || !SameList(list, c.lastWireClusters) {
+		return false, false
+	}
+	return c.sortedClusters, true
 }
 
 // Digest returns the digest of a resource of the last check.

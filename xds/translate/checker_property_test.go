@@ -61,6 +61,27 @@ func TestCheckerAgreesWithValidate(t *testing.T) {
 						t.Fatalf("step %d: route table %s as published differs from a fresh translation", step, rc.GetName())
 					}
 				}
+				// The clusters as published (wire forms, kept across
+				// checks by place or by name) serialize as the fresh
+				// translation's, and the digests kept with them, in
+				// order, are theirs.
+				digests, ok := c.ClusterDigests(res.Clusters)
+				if !ok || len(res.Clusters) != len(want.Clusters) {
+					t.Fatalf("step %d: %d clusters published for %d translated; digests kept: %v", step, len(res.Clusters), len(want.Clusters), ok)
+				}
+				for i, cl := range res.Clusters {
+					got, err := DigestOf(cl)
+					if err != nil {
+						t.Fatal(err)
+					}
+					fresh, err := DigestOf(want.Clusters[i])
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got != fresh || digests[i] != fresh {
+						t.Fatalf("step %d: cluster %d (%s): published %x, kept digest %x, fresh translation %x", step, i, cl.GetName(), got[:4], digests[i][:4], fresh[:4])
+					}
+				}
 			}
 			if refused == 0 || refused == 150 {
 				t.Fatalf("%d of 150 steps refused: the edits do not exercise both outcomes", refused)
