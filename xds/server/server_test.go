@@ -732,7 +732,9 @@ func TestClusterVersionIsTheContentHash(t *testing.T) {
 			routes = slices.Delete(routes, step%len(routes), step%len(routes)+1)
 		default: // a lease's route attaches again (its Service was there all along)
 			routes = append(routes, base.HTTPRoutes[(step*7)%len(base.HTTPRoutes)])
-			slices.SortFunc(routes, func(a, b *gatewayv1.HTTPRoute) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
+			slices.SortFunc(routes, func(a, b *gatewayv1.HTTPRoute) int {
+				return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+			})
 			routes = slices.CompactFunc(routes, func(a, b *gatewayv1.HTTPRoute) bool { return a == b })
 		}
 		in := *base
