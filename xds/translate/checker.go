@@ -67,9 +67,12 @@ type Checker struct {
 	// refs counts, per cluster name, the route references to it.
 	refs map[string]int
 	// clusterSet is the names of the last check's clusters;
-	// sortedClusters, whether that check's clusters were sorted by name.
-	clusterSet     map[string]bool
-	sortedClusters bool
+	// sortedClusters and sortedEndpoints, whether that check's clusters
+	// and load assignments were sorted by name (their names then strictly
+	// increase: a check that passed found them unique).
+	clusterSet      map[string]bool
+	sortedClusters  bool
+	sortedEndpoints bool
 	// wires: the digest of each wire route configuration published.
 	wires map[*routev3.RouteConfiguration]Digest
 	// wire: the wire form of each checked cluster and load assignment
@@ -147,7 +150,7 @@ func (c *Checker) Check(r *Resources) error {
 	if !clusterNames || !assignmentNames {
 		var ok bool
 		if removedClusters, ok = c.clusterIndex(r, e.fail); ok {
-			c.sortedClusters = true
+			c.sortedClusters, c.sortedEndpoints = true, true
 			// The set was updated in place: only references to the
 			// removed names can have broken.
 			sameClusters = true
@@ -155,6 +158,9 @@ func (c *Checker) Check(r *Resources) error {
 		} else {
 			c.clusterSet = clusterReferences(r, e.fail)
 			c.sortedClusters = slices.IsSortedFunc(r.Clusters, func(a, b *clusterv3.Cluster) int { return strings.Compare(a.GetName(), b.GetName()) })
+			c.sortedEndpoints = slices.IsSortedFunc(r.Endpoints, func(a, b *endpointv3.ClusterLoadAssignment) int {
+				return strings.Compare(a.GetClusterName(), b.GetClusterName())
+			})
 		}
 	}
 	// Route tables, virtual host by virtual host.
@@ -273,49 +279,105 @@ func (c *Checker) CheckEndpoints(all []*endpointv3.ClusterLoadAssignment) (wire,
 }
 
 // clusterIndex is clusterReferences for a check whose cluster or
-// assignment names changed, done from the last check's names: when both
-// lists are sorted by name (as translation sorts them), their names are
-// unique and non-empty exactly when each is greater than the one before, an
-// EDS cluster's assignment is found by walking both lists together, and the
-// cluster set is updated in place from a walk of the last check's clusters
-// and these. It returns the names that left the set, and false, having
-// changed nothing, when a list is not sorted (or nothing was checked
-// before): the caller then runs clusterReferences, which reports what is
-// wrong.
+// assignment names changed, done from the last check's lists, which passed:
+// both sorted by name (so their names strictly increase), and every EDS
+// cluster with its assignment. It walks each new list alongside the last
+// (sortedChanges), compares names only at the elements that are not the
+// last check's very messages, and checks only what those can have broken:
+// a new or replaced EDS cluster needs its assignment, and a gone assignment
+// must not leave an EDS cluster without one. The cluster set is updated in
+// place. It returns the names that left the set, and false, having changed
+// nothing, when a list is not sorted (or nothing was checked before): the
+// caller then runs clusterReferences, which reports what is wrong.
 func (c *Checker) clusterIndex(r *Resources, fail func(string, ...any)) (removed []string, ok bool) {
-	if c.lastClusters == nil || c.clusterSet == nil || !c.sortedClusters {
+	if c.lastClusters == nil || c.clusterSet == nil || !c.sortedClusters || !c.sortedEndpoints {
 		return nil, false
 	}
-	for i, cl := range r.Clusters {
-		if cl.GetName() == "" || i > 0 && r.Clusters[i-1].GetName() >= cl.GetName() {
-			return nil, false
-		}
+	clusters, ok := sortedChanges(c.lastClusters, r.Clusters, (*clusterv3.Cluster).GetName)
+	if !ok {
+		return nil, false
 	}
-	for i, ep := range r.Endpoints {
-		if ep.GetClusterName() == "" || i > 0 && r.Endpoints[i-1].GetClusterName() >= ep.GetClusterName() {
-			return nil, false
-		}
+	assignments, ok := sortedChanges(c.lastEndpoints, r.Endpoints, (*endpointv3.ClusterLoadAssignment).GetClusterName)
+	if !ok {
+		return nil, false
 	}
-	j := 0
-	for _, cl := range r.Clusters {
-		if cl.GetType() != clusterv3.Cluster_EDS {
-			continue
-		}
-		for j < len(r.Endpoints) && r.Endpoints[j].GetClusterName() < cl.GetName() {
-			j++
-		}
-		if j == len(r.Endpoints) || r.Endpoints[j].GetClusterName() != cl.GetName() {
+	assigned := func(name string) bool {
+		_, found := slices.BinarySearchFunc(r.Endpoints, name, func(ep *endpointv3.ClusterLoadAssignment, n string) int {
+			return strings.Compare(ep.GetClusterName(), n)
+		})
+		return found
+	}
+	for _, i := range clusters.changed {
+		if cl := r.Clusters[i]; cl.GetType() == clusterv3.Cluster_EDS && !assigned(cl.GetName()) {
 			fail("cluster %q: no cluster load assignment", cl.GetName())
 		}
 	}
-	err := DiffSorted(c.lastClusters, r.Clusters, (*clusterv3.Cluster).GetName, func(gone *clusterv3.Cluster) {
-		delete(c.clusterSet, gone.GetName())
-		removed = append(removed, gone.GetName())
-	}, func(cl *clusterv3.Cluster, replaced bool) error {
-		c.clusterSet[cl.GetName()] = true
-		return nil
-	})
-	return removed, err == nil
+	for _, name := range assignments.gone {
+		i, found := slices.BinarySearchFunc(r.Clusters, name, func(cl *clusterv3.Cluster, n string) int {
+			return strings.Compare(cl.GetName(), n)
+		})
+		if !found || r.Clusters[i].GetType() != clusterv3.Cluster_EDS {
+			continue
+		}
+		if _, changed := slices.BinarySearch(clusters.changed, i); !changed && !assigned(name) {
+			fail("cluster %q: no cluster load assignment", name) // a changed one was reported above
+		}
+	}
+	for _, name := range clusters.gone {
+		delete(c.clusterSet, name)
+	}
+	for _, i := range clusters.changed {
+		c.clusterSet[r.Clusters[i].GetName()] = true
+	}
+	return clusters.gone, true
+}
+
+// sortedDiff is what a list changed from the last: the places in the new
+// list of the elements that are not the last list's very messages (new
+// ones, and replacements under a name the last list had), in order, and
+// the names of the last list that the new one lacks.
+type sortedDiff struct {
+	changed []int
+	gone    []string
+}
+
+// sortedChanges walks next alongside prev, whose names strictly increase,
+// and reports what changed, and whether next's names strictly increase
+// too. Names are compared only at the elements that are not prev's very
+// messages at the walk's place; each of those must be greater than the
+// element before it. That covers every neighbouring pair: two of prev's
+// messages come in prev's order (the walk only goes forward), and one of
+// prev's that follows another element is either at the walk's place,
+// beyond every name the walk skipped and so greater than that element, or
+// no longer at the walk's place and compared as any other.
+func sortedChanges[T comparable](prev, next []T, name func(T) string) (d sortedDiff, ok bool) {
+	i := 0
+	for j, m := range next {
+		if i < len(prev) && m == prev[i] {
+			i++
+			continue
+		}
+		n := name(m)
+		for i < len(prev) && name(prev[i]) < n {
+			d.gone = append(d.gone, name(prev[i]))
+			i++
+		}
+		if i < len(prev) && m == prev[i] {
+			i++
+			continue // prev's, after some that are gone
+		}
+		if n == "" || j > 0 && name(next[j-1]) >= n {
+			return sortedDiff{}, false
+		}
+		if i < len(prev) && name(prev[i]) == n {
+			i++ // replaced
+		}
+		d.changed = append(d.changed, j)
+	}
+	for ; i < len(prev); i++ {
+		d.gone = append(d.gone, name(prev[i]))
+	}
+	return d, true
 }
 
 // DiffSorted walks prev and next, both sorted by name, together: it calls
@@ -476,7 +538,7 @@ func (c *Checker) reset() {
 		c.passed, c.known = map[Digest]uint64{}, map[proto.Message]knownDigest{}
 	}
 	c.tables, c.refs, c.clusterSet = map[string]*tableState{}, map[string]int{}, map[string]bool{}
-	c.sortedClusters = false
+	c.sortedClusters, c.sortedEndpoints = false, false
 	c.wires = map[*routev3.RouteConfiguration]Digest{}
 	c.lastClusters, c.lastEndpoints = nil, nil
 	c.lastWireClusters, c.lastWireEndpoints, c.lastClusterDigests = nil, nil, nil

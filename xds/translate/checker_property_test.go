@@ -10,6 +10,8 @@ import (
 	"slices"
 	"testing"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/shardgate/shardgate/internal/ir"
@@ -183,4 +185,119 @@ func propertyEdit(rng *rand.Rand, gw *ir.Gateway) *ir.Gateway {
 	}
 	next.Listeners[0].VirtualHosts = vhs
 	return &next
+}
+
+// TestCheckerAgreesWithValidateOnBrokenLists: the incremental check of the
+// cluster and load-assignment lists (clusterIndex) against Validate, on
+// lists no translation makes: out of order, a message twice, two messages
+// of one name, an empty name, an EDS cluster without its assignment, a
+// cluster gone that routes still use. Each step translates the next IR and
+// may break the lists (copies: no message is modified) before the check, so
+// the check after a broken step starts from broken lists too. The checker
+// must refuse exactly what Validate refuses, and pass the rest.
+func TestCheckerAgreesWithValidateOnBrokenLists(t *testing.T) {
+	for seed := range uint64(40) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 2))
+			gw := propertyBase(12)
+			var m Memo
+			var c Checker
+			var last []*clusterv3.Cluster // the clusters of the step before
+			outcomes := map[bool]int{}
+			for step := range 150 {
+				gw = propertyEdit(rng, gw)
+				res, err := m.Translate(gw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				what := breakLists(rng, res, last)
+				last = res.Clusters // as checked (Check puts wire forms in res)
+				wantErr := Validate(res)
+				gotErr := c.Check(res)
+				if (gotErr == nil) != (wantErr == nil) {
+					t.Fatalf("step %d (%s): incremental check says %v, full validation says %v", step, what, gotErr, wantErr)
+				}
+				outcomes[gotErr == nil]++
+			}
+			if outcomes[true] == 0 || outcomes[false] == 0 {
+				t.Fatalf("outcomes %v: the steps do not exercise both", outcomes)
+			}
+		})
+	}
+}
+
+// breakLists may replace r's cluster or load-assignment list with a broken
+// copy, and says what it did. last are the clusters of the step before.
+func breakLists(rng *rand.Rand, r *Resources, last []*clusterv3.Cluster) string {
+	cl, ep := slices.Clone(r.Clusters), slices.Clone(r.Endpoints)
+	what := "nothing"
+	switch op := rng.IntN(13); {
+	case op == 0 && len(cl) > 1: // two clusters out of order
+		i := rng.IntN(len(cl) - 1)
+		cl[i], cl[i+1] = cl[i+1], cl[i]
+		what = "clusters out of order"
+	case op == 1 && len(ep) > 1:
+		i := rng.IntN(len(ep) - 1)
+		ep[i], ep[i+1] = ep[i+1], ep[i]
+		what = "assignments out of order"
+	case op == 2 && len(cl) > 0: // one cluster twice, in its place
+		i := rng.IntN(len(cl))
+		cl = slices.Insert(cl, i, cl[i])
+		what = "a cluster twice"
+	case op == 3 && len(cl) > 0: // two messages of one name
+		i := rng.IntN(len(cl))
+		dup := proto.Clone(cl[i]).(*clusterv3.Cluster)
+		dup.ConnectTimeout = nil
+		cl = slices.Insert(cl, i+1, dup)
+		what = "two clusters of one name"
+	case op == 4 && len(cl) > 0: // a cluster with no name, often one more, first
+		i := rng.IntN(len(cl))
+		if rng.IntN(2) == 0 {
+			cl = slices.Insert(cl, 0, cl[i])
+			i = 0
+		}
+		unnamed := proto.Clone(cl[i]).(*clusterv3.Cluster)
+		unnamed.Name = ""
+		what = "an EDS cluster with no name"
+		if rng.IntN(2) == 0 { // one that needs no assignment
+			unnamed.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}
+			unnamed.EdsClusterConfig = nil
+			what = "a static cluster with no name"
+		}
+		cl[i] = unnamed
+	case op == 5 && len(ep) > 0: // an EDS cluster without its assignment
+		i := rng.IntN(len(ep))
+		ep = slices.Delete(ep, i, i+1)
+		what = "an assignment gone"
+	case op == 6 && len(cl) > 0: // a cluster gone (routes may use it)
+		i := rng.IntN(len(cl))
+		cl = slices.Delete(cl, i, i+1)
+		what = "a cluster gone"
+	case op == 7 && len(ep) > 0: // an assignment twice
+		i := rng.IntN(len(ep))
+		ep = slices.Insert(ep, i, ep[i])
+		what = "an assignment twice"
+	case op == 9: // a cluster that is not the last step's loses its assignment
+		for i := len(cl) - 1; i >= 0; i-- {
+			if !slices.Contains(last, cl[i]) {
+				ep = slices.DeleteFunc(ep, func(a *endpointv3.ClusterLoadAssignment) bool { return a.GetClusterName() == cl[i].GetName() })
+				what = "a new cluster's assignment gone"
+				break
+			}
+		}
+		if what == "nothing" && len(cl) > 0 { // none is new: make one
+			i := rng.IntN(len(cl))
+			fresh := proto.Clone(cl[i]).(*clusterv3.Cluster)
+			cl[i] = fresh
+			ep = slices.DeleteFunc(ep, func(a *endpointv3.ClusterLoadAssignment) bool { return a.GetClusterName() == fresh.GetName() })
+			what = "a replaced cluster's assignment gone"
+		}
+	case op == 8 && len(cl) > 0: // a cluster moved to the front
+		i := rng.IntN(len(cl))
+		moved := cl[i]
+		cl = slices.Insert(slices.Delete(cl, i, i+1), 0, moved)
+		what = "a cluster moved to the front"
+	}
+	r.Clusters, r.Endpoints = cl, ep
+	return what
 }
