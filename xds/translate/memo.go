@@ -37,9 +37,9 @@ import (
 // concurrent use.
 type Memo struct {
 	// tables: per route configuration name, its virtual hosts in order.
-	tables   map[string][]memoVhost
-	clusters []memoCluster // in IR order
-	sorted   bool          // clusters are sorted by name
+	tables   map[string][]*memoVhost
+	clusters []*memoCluster // in IR order
+	sorted   bool           // clusters are sorted by name
 	// irClusters is the IR cluster list last translated (its first
 	// element), and lastClusters and lastEndpoints its messages.
 	irClusters    **ir.Cluster
@@ -96,7 +96,7 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*Resources, error)
 		}
 	}
 	if string(ws) != m.websocket || m.tables == nil {
-		m.tables = map[string][]memoVhost{}
+		m.tables = map[string][]*memoVhost{}
 		m.websocket = string(ws)
 	}
 	kept := make(map[string]bool, len(retained))
@@ -104,7 +104,7 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*Resources, error)
 		kept[c] = true
 	}
 	m.newRefs = nil
-	t := translator{memo: m, retained: kept, next: map[string][]memoVhost{}}
+	t := translator{memo: m, retained: kept, next: map[string][]*memoVhost{}}
 	res, err := t.translate(gw)
 	if err != nil {
 		return nil, err
@@ -122,13 +122,13 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*Resources, error)
 // mapping, so a translation that fails half-way leaves valid memory.)
 func (t *translator) routeConfigurationMemo(name, scheme string, vhosts []*ir.VirtualHost) (*routev3.RouteConfiguration, error) {
 	prev := t.memo.tables[name]
-	var cur []memoVhost
+	var cur []*memoVhost
 	// While inPlace, the new list so far is prev[:i], and j == i.
 	inPlace := true
 	leave := func(i int) {
 		if inPlace {
 			inPlace = false
-			cur = append(make([]memoVhost, 0, len(vhosts)), prev[:i]...)
+			cur = append(make([]*memoVhost, 0, len(vhosts)), prev[:i]...)
 		}
 	}
 	rc := &routev3.RouteConfiguration{
@@ -138,7 +138,7 @@ func (t *translator) routeConfigurationMemo(name, scheme string, vhosts []*ir.Vi
 	}
 	j := 0
 	for i, v := range vhosts {
-		if j < len(prev) && sameVhost(&prev[j], scheme, v) && t.stillRetained(prev[j].carried) {
+		if j < len(prev) && sameVhost(prev[j], scheme, v) && t.stillRetained(prev[j].carried) {
 			rc.VirtualHosts[i] = prev[j].vh
 			if !inPlace {
 				cur = append(cur, prev[j])
@@ -153,7 +153,7 @@ func (t *translator) routeConfigurationMemo(name, scheme string, vhosts []*ir.Vi
 		}
 		var old *memoVhost
 		if j < len(prev) && prev[j].name == v.Name {
-			old = &prev[j]
+			old = prev[j]
 		}
 		refs := clusterRefs(v)
 		carried := t.carry(old, refs)
@@ -167,7 +167,7 @@ func (t *translator) routeConfigurationMemo(name, scheme string, vhosts []*ir.Vi
 				t.memo.newRefs = append(t.memo.newRefs, vhostRefs{table: name, vhost: v.Name, clusters: added})
 			}
 		}
-		e := memoVhost{routes: v.Routes, name: v.Name, domains: v.Domains, scheme: scheme, vh: vh, refs: refs, carried: carried}
+		e := &memoVhost{routes: v.Routes, name: v.Name, domains: v.Domains, scheme: scheme, vh: vh, refs: refs, carried: carried}
 		if old != nil {
 			if inPlace {
 				prev[j] = e // edited in its place
@@ -293,7 +293,7 @@ func (t *translator) clustersMemo(gw *ir.Gateway, r *Resources) {
 		return
 	}
 	prev := m.clusters
-	cur := make([]memoCluster, 0, len(gw.Clusters))
+	cur := make([]*memoCluster, 0, len(gw.Clusters))
 	r.Clusters = make([]*clusterv3.Cluster, 0, len(gw.Clusters))
 	r.Endpoints = make([]*endpointv3.ClusterLoadAssignment, 0, len(gw.Clusters))
 	// The list is sorted when the previous one was and every cluster not
@@ -301,10 +301,10 @@ func (t *translator) clustersMemo(gw *ir.Gateway, r *Resources) {
 	sorted := m.sorted || len(prev) == 0
 	j := 0
 	for i, c := range gw.Clusters {
-		var e memoCluster
+		var e *memoCluster
 		if j < len(prev) && (prev[j].irp == c || sameCluster(&prev[j].ir, c)) {
 			e = prev[j]
-			e.irp = c
+			e.irp = c // the same cluster (the entry is the memo's alone)
 			j++
 		} else {
 			for j < len(prev) && prev[j].ir.Name < c.Name {
@@ -317,10 +317,10 @@ func (t *translator) clustersMemo(gw *ir.Gateway, r *Resources) {
 				j++
 			case j < len(prev) && sameClusterConfig(&prev[j].ir, c):
 				// Only its endpoints changed: the same cluster.
-				e = memoCluster{irp: c, ir: *c, cluster: prev[j].cluster, endpoints: loadAssignment(c)}
+				e = &memoCluster{irp: c, ir: *c, cluster: prev[j].cluster, endpoints: loadAssignment(c)}
 				j++
 			default:
-				e = memoCluster{irp: c, ir: *c, cluster: cluster(c), endpoints: loadAssignment(c)}
+				e = &memoCluster{irp: c, ir: *c, cluster: cluster(c), endpoints: loadAssignment(c)}
 				if i > 0 && gw.Clusters[i-1].Name >= c.Name || i+1 < len(gw.Clusters) && c.Name >= gw.Clusters[i+1].Name {
 					sorted = false
 				}
@@ -361,7 +361,7 @@ func (m *Memo) Endpoints(clusters []*ir.Cluster) (all, changed []*endpointv3.Clu
 	}
 	var moved []int // places whose IR is another cluster
 	for i, c := range clusters {
-		e := &m.clusters[i]
+		e := m.clusters[i]
 		if e.irp == c {
 			continue
 		}
@@ -372,7 +372,7 @@ func (m *Memo) Endpoints(clusters []*ir.Cluster) (all, changed []*endpointv3.Clu
 	}
 	all = m.lastEndpoints
 	for _, i := range moved {
-		c, e := clusters[i], &m.clusters[i]
+		c, e := clusters[i], m.clusters[i]
 		if sameCluster(&e.ir, c) {
 			e.irp = c
 			continue

@@ -83,7 +83,7 @@ type translator struct {
 	// memo, when set, remembers messages across translations (memo.go);
 	// next is what it remembers after this one.
 	memo *Memo
-	next map[string][]memoVhost
+	next map[string][]*memoVhost
 	// clustersKept: the cluster and endpoint lists are the memo's, as
 	// built and sorted before.
 	clustersKept bool
