@@ -36,11 +36,14 @@ const maxTranslateDebt = 5
 // translations start at most once per interval on average, and the events
 // of each interval are folded into one translation.
 //
-// A translation also pays for the time it took (done): one token per
-// interval of it, up to maxTranslateDebt. So under sustained churn the
-// controller spends at most about half its time translating, however slow
-// a translation is, and leaves the rest of the machine to the apiserver
-// whose events it is following.
+// A slow translation also pays for the time it took (done): in all it
+// costs twice its time in intervals, so that a translation of d starts at
+// least 2d after the one before, up to maxTranslateDebt intervals more than
+// its token. So under sustained churn the controller spends at most about
+// half its time translating and leaves the rest of the machine to the
+// apiserver whose events it is following. A translation of at most half an
+// interval costs its token only: changes arriving one per interval are each
+// translated at once, however long the churn lasts.
 type translateLimiter struct {
 	interval time.Duration
 	now      func() time.Time
@@ -100,15 +103,20 @@ func (l *translateLimiter) take() time.Duration {
 	return 0
 }
 
-// done charges the translation that took d.
+// done charges the translation that took d what it cost beyond its token:
+// twice its time, in intervals, less the token's one.
 func (l *translateLimiter) done(d time.Duration) {
-	if l == nil || d <= 0 {
+	if l == nil {
+		return
+	}
+	extra := 2*float64(d)/float64(l.interval) - 1
+	if extra <= 0 {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.refill()
-	l.tokens -= min(float64(d)/float64(l.interval), maxTranslateDebt)
+	l.tokens -= min(extra, maxTranslateDebt)
 }
 
 // holdOffHandler maps every event that can change the translation to the

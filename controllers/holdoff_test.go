@@ -61,13 +61,14 @@ func TestTranslateLimiter(t *testing.T) {
 		t.Errorf("tokens were not capped at %d", translateBurst)
 	}
 
-	// A slow translation pays for its time: after one of 40 ms (two
-	// intervals) on a full bucket, the next ones find 4-1-2 = 1 token.
+	// A slow translation pays for its time: one of 30 ms costs twice that,
+	// three intervals, its token and two more; on a full bucket, the next
+	// ones find 4-1-2 = 1 token.
 	c.add(time.Hour)
 	if l.take() != 0 {
 		t.Fatal("no token after an hour")
 	}
-	l.done(40 * time.Millisecond)
+	l.done(30 * time.Millisecond)
 	if l.take() != 0 {
 		t.Fatal("the token left after a slow translation was refused")
 	}
@@ -95,6 +96,19 @@ func TestTranslateLimiter(t *testing.T) {
 	}
 	if busy > 600*time.Millisecond {
 		t.Errorf("%s of 10 ms translations in 1 s of churn, want at most about half", busy)
+	}
+
+	// Changes arriving one per interval, each translated in 2 ms, are
+	// each translated at once however long that lasts: a short
+	// translation costs its token only. The arrivals jitter by a
+	// millisecond either way.
+	c.add(time.Hour)
+	for i := range 1000 {
+		c.add(20*time.Millisecond + time.Duration(1-2*(i%2))*time.Millisecond)
+		if d := l.take(); d != 0 {
+			t.Fatalf("change %d, one per interval: waits %s", i+1, d)
+		}
+		l.done(2 * time.Millisecond)
 	}
 
 	if (*translateLimiter)(nil).take() != 0 {
