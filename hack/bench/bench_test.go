@@ -52,9 +52,10 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("memory %d: %+v, want %d routes and ≥ %d Services", i, m, wantSizes[i], wantSizes[i]+cfg.ExtraServices)
 		}
 	}
-	sets := append([]SampleSet{res.Propagation, res.Churn}, res.Tenant...)
-	if len(res.Tenant) != 2 {
-		t.Errorf("tenant flow: %d phases, want 2", len(res.Tenant))
+	sets := append([]SampleSet{res.Propagation, res.Churn, res.PropagationLarge}, res.Tenant...)
+	// Tenant flow at N, P and M routes.
+	if len(res.Tenant) != 3 {
+		t.Errorf("tenant flow: %d phases, want 3", len(res.Tenant))
 	}
 	for i, s := range sets {
 		if len(s.Samples) != cfg.Samples || s.Late > 0 {

@@ -105,8 +105,10 @@ type Results struct {
 	Tenant []SampleSet
 
 	// Propagation (route only, each route's Service already present).
-	Propagation      SampleSet
-	Churn            SampleSet
+	Propagation SampleSet
+	Churn       SampleSet
+	// PropagationLarge: route only at M routes.
+	PropagationLarge SampleSet
 	ChurnUpdates     int64 // route updates made by the churn goroutine
 	ChurnUpdateError int64
 
@@ -193,7 +195,8 @@ func run(ctx context.Context, cfg Config, out io.Writer) (*Results, error) {
 		return b.res, err
 	}
 	// Sizes only grow: N routes (flood, memory, tenant flow), then P
-	// (memory, propagation, tenant flow), then M (memory). A phase left
+	// (memory, propagation, tenant flow), then M (memory, route-only
+	// propagation, tenant flow). A phase left
 	// out still has its sizes loaded for the phases after it.
 	n, p, m := cfg.FloodRoutes, max(cfg.PropagationRoutes, cfg.FloodRoutes), cfg.MemoryRoutes
 	type step struct {
@@ -213,7 +216,9 @@ func run(ctx context.Context, cfg Config, out io.Writer) (*Results, error) {
 	if m > p {
 		steps = append(steps,
 			step{"", func(ctx context.Context) error { return b.growTo(ctx, m) }},
-			step{"memory", b.measureMemory})
+			step{"memory", b.measureMemory},
+			step{"propagation", b.propagationLarge},
+			step{"tenant", b.tenantFlow})
 	}
 	if len(cfg.Phases) > 0 && !slices.Contains(cfg.Phases, "memory") && !slices.Contains(cfg.Phases, "propagation") && !slices.Contains(cfg.Phases, "tenant") {
 		steps = steps[:1] // nothing after the flood needs the larger sizes

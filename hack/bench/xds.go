@@ -217,7 +217,7 @@ func (b *bench) propagation(ctx context.Context) error {
 	if _, err := b.settledWrites(ctx); err != nil {
 		return err
 	}
-	const gap = 20 * time.Millisecond
+	const gap = propagationGap
 	var profiled sync.WaitGroup
 	if b.cfg.CPUProfile != "" {
 		// The profile covers the samples' planned time; a slow sample
@@ -276,6 +276,36 @@ func (b *bench) propagation(ctx context.Context) error {
 		return err
 	}
 	b.logf("propagation under churn: %s; %d churn updates (%d failed)", b.res.Churn, b.res.ChurnUpdates, b.res.ChurnUpdateError)
+	return nil
+}
+
+// propagationGap separates route-only propagation samples: 50 new routes
+// a second.
+const propagationGap = 20 * time.Millisecond
+
+// propagationLarge measures route-only propagation at the largest size:
+// routes created propagationGap apart, each route's Service and
+// EndpointSlice created beforehand (no churn).
+func (b *bench) propagationLarge(ctx context.Context) error {
+	w, err := b.rdsClient(ctx)
+	if err != nil {
+		return err
+	}
+	n, base := b.cfg.Samples, b.routes
+	if err := parallel(ctx, n, b.cfg.LoadWorkers, func(ctx context.Context, i int) error {
+		return b.createBackend(ctx, serviceName(base+i), base+i)
+	}, nil); err != nil {
+		return err
+	}
+	b.services += n
+	if _, err := b.settledWrites(ctx); err != nil {
+		return err
+	}
+	b.res.PropagationLarge, err = b.sample(ctx, w, n, propagationGap, false)
+	if err != nil {
+		return err
+	}
+	b.logf("propagation: %s", b.res.PropagationLarge)
 	return nil
 }
 
