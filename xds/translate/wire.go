@@ -188,6 +188,14 @@ func (e *checkRun) table(rc *routev3.RouteConfiguration) *routev3.RouteConfigura
 	for _, vs := range next {
 		fields = append(fields, vs.field...)
 	}
+	// Each virtual host's element now points into the table's bytes: the
+	// checker holds one copy of a table's serialization, not two.
+	off := 0
+	for _, vs := range next {
+		l := len(vs.field)
+		vs.field = fields[off : off+l : off+l]
+		off += l
+	}
 	wire := &routev3.RouteConfiguration{}
 	if err := proto.Unmarshal(shell, wire); err != nil {
 		e.fail("route configuration %q: decode: %w", name, err)
