@@ -6,6 +6,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -71,10 +73,11 @@ func (b *bench) flood(ctx context.Context) error {
 		created := time.Now()
 		b.res.FloodWith = append(b.res.FloodWith, d)
 		b.logf("flood %d: %d Creates with shardgate running took %s", round+1, n, ms(d))
-		if err := b.waitAccepted(ctx, n); err != nil {
+		at, err := b.waitAccepted(ctx, n)
+		if err != nil {
 			return err
 		}
-		lag := time.Since(created)
+		lag := at.Sub(created)
 		b.res.FloodAccepted = append(b.res.FloodAccepted, lag)
 		after, err := b.settledWrites(ctx)
 		if err != nil {
@@ -138,33 +141,77 @@ func (b *bench) floodStatusFloor(ctx context.Context, routes []*gatewayv1.HTTPRo
 }
 
 // waitAccepted waits until attachedRoutes = n and every flood route has our
-// Accepted=True.
-func (b *bench) waitAccepted(ctx context.Context, n int) error {
-	allAccepted := false
-	return b.poll(ctx, 120*time.Second, 10*time.Millisecond, "attachedRoutes and Accepted", func() (bool, error) {
-		got, _, err := b.attached(ctx)
-		if err != nil || got != n {
-			return false, err
+// Accepted=True, and returns when the last of those changes arrived. It
+// follows watches of the flood's routes and of the Gateway, opened after
+// the Creates (the baseline's Creates had no watcher either): polling a
+// list of every route every few milliseconds would take from the
+// apiserver, while it writes the statuses, much of what the measurement
+// waits for. A watch opened without a resourceVersion first delivers
+// every existing object, so nothing written before it opened is missed.
+func (b *bench) waitAccepted(ctx context.Context, n int) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, 120*time.Second)
+	defer cancel()
+	wc, err := client.NewWithWatch(b.env.Config, client.Options{Scheme: b.env.Scheme})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("watch client: %w", err)
+	}
+	accepted := map[string]bool{}
+	attached, count := -1, 0
+	for {
+		routes, err := wc.Watch(ctx, &gatewayv1.HTTPRouteList{}, client.InNamespace(benchNS), client.MatchingLabels{phaseKey: "flood"})
+		if err != nil {
+			return time.Time{}, fmt.Errorf("watch the flood's routes: %w", err)
 		}
-		if !allAccepted {
-			var list gatewayv1.HTTPRouteList
-			if err := b.c.List(ctx, &list, client.InNamespace(benchNS), client.MatchingLabels{phaseKey: "flood"}); err != nil {
-				return false, err
-			}
-			accepted := 0
-			for i := range list.Items {
-				if ourAccepted(&list.Items[i]) {
-					accepted++
+		gws, err := wc.Watch(ctx, &gatewayv1.GatewayList{}, client.InNamespace(b.gw.Namespace),
+			client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", b.gw.Name)})
+		if err != nil {
+			routes.Stop()
+			return time.Time{}, fmt.Errorf("watch the Gateway: %w", err)
+		}
+		at, done, err := func() (time.Time, bool, error) {
+			defer routes.Stop()
+			defer gws.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return time.Time{}, false, fmt.Errorf("waiting for attachedRoutes and Accepted: %w (attached %d, accepted %d of %d)", ctx.Err(), attached, count, n)
+				case ev, ok := <-routes.ResultChan():
+					if !ok {
+						return time.Time{}, false, nil // closed: watch again
+					}
+					r, isRoute := ev.Object.(*gatewayv1.HTTPRoute)
+					if !isRoute {
+						continue // a watch error event: watch again
+					}
+					was := accepted[r.Name]
+					now := ev.Type != watch.Deleted && ourAccepted(r)
+					accepted[r.Name] = now
+					if now != was {
+						if now {
+							count++
+						} else {
+							count--
+						}
+					}
+				case ev, ok := <-gws.ResultChan():
+					if !ok {
+						return time.Time{}, false, nil
+					}
+					if gw, isGW := ev.Object.(*gatewayv1.Gateway); isGW && ev.Type != watch.Deleted {
+						attached = attachedOf(gw)
+					}
+				}
+				b.res.Accepted = count
+				if attached == n && count == n {
+					b.res.Attached = attached
+					return time.Now(), true, nil
 				}
 			}
-			b.res.Accepted = accepted
-			allAccepted = accepted == n
+		}()
+		if err != nil || done {
+			return at, err
 		}
-		if allAccepted {
-			b.res.Attached = got
-		}
-		return allAccepted, nil
-	})
+	}
 }
 
 // deleteFlood deletes the flood's routes and waits until they are gone

@@ -401,12 +401,19 @@ func (b *bench) attached(ctx context.Context) (int, bool, error) {
 	if err := b.c.Get(ctx, b.gw, &gw); err != nil {
 		return 0, false, err
 	}
+	n := attachedOf(&gw)
+	return max(n, 0), n >= 0, nil
+}
+
+// attachedOf returns a Gateway's attachedRoutes of listener "http", or -1
+// when it has no status for it.
+func attachedOf(gw *gatewayv1.Gateway) int {
 	for _, l := range gw.Status.Listeners {
 		if l.Name == "http" {
-			return int(l.AttachedRoutes), true, nil
+			return int(l.AttachedRoutes)
 		}
 	}
-	return 0, false, nil
+	return -1
 }
 
 func (b *bench) waitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
