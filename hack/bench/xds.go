@@ -208,21 +208,14 @@ func (b *bench) propagation(ctx context.Context) error {
 		return err
 	}
 	n, base := b.cfg.Samples, b.routes
-	if err := parallel(ctx, 2*n, b.cfg.LoadWorkers, func(ctx context.Context, i int) error {
-		return b.createBackend(ctx, serviceName(base+i), base+i)
-	}, nil); err != nil {
+	if err := b.sampleBackends(ctx, 2*n); err != nil {
 		return err
 	}
-	b.services += 2 * n
-	if _, err := b.settledWrites(ctx); err != nil {
-		return err
-	}
-	const gap = propagationGap
 	var profiled sync.WaitGroup
 	if b.cfg.CPUProfile != "" {
 		// The profile covers the samples' planned time; a slow sample
 		// runs past it.
-		secs := int((time.Duration(n)*gap + time.Second - 1) / time.Second)
+		secs := int((time.Duration(n)*propagationGap + time.Second - 1) / time.Second)
 		profiled.Go(func() {
 			if err := b.saveProfile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), b.cfg.CPUProfile); err != nil {
 				b.logf("propagation: CPU profile: %v", err)
@@ -231,7 +224,7 @@ func (b *bench) propagation(ctx context.Context) error {
 			b.logf("propagation: CPU profile (%d s) saved to %s", secs, b.cfg.CPUProfile)
 		})
 	}
-	b.res.Propagation, err = b.sample(ctx, w, n, gap, false)
+	b.res.Propagation, err = b.sample(ctx, w, n, propagationGap, false)
 	profiled.Wait()
 	if err != nil {
 		return err
@@ -291,14 +284,8 @@ func (b *bench) propagationLarge(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	n, base := b.cfg.Samples, b.routes
-	if err := parallel(ctx, n, b.cfg.LoadWorkers, func(ctx context.Context, i int) error {
-		return b.createBackend(ctx, serviceName(base+i), base+i)
-	}, nil); err != nil {
-		return err
-	}
-	b.services += n
-	if _, err := b.settledWrites(ctx); err != nil {
+	n := b.cfg.Samples
+	if err := b.sampleBackends(ctx, n); err != nil {
 		return err
 	}
 	b.res.PropagationLarge, err = b.sample(ctx, w, n, propagationGap, false)
@@ -307,6 +294,21 @@ func (b *bench) propagationLarge(ctx context.Context) error {
 	}
 	b.logf("propagation: %s", b.res.PropagationLarge)
 	return nil
+}
+
+// sampleBackends creates the Services and EndpointSlices of the next n
+// routes, before the routes themselves are sampled, and waits until
+// shardgate's status writes have settled.
+func (b *bench) sampleBackends(ctx context.Context, n int) error {
+	base := b.routes
+	if err := parallel(ctx, n, b.cfg.LoadWorkers, func(ctx context.Context, i int) error {
+		return b.createBackend(ctx, serviceName(base+i), base+i)
+	}, nil); err != nil {
+		return err
+	}
+	b.services += n
+	_, err := b.settledWrites(ctx)
+	return err
 }
 
 // tenantGap separates tenant-flow samples: ten new leases a second.
