@@ -35,6 +35,7 @@ func main() {
 	phases := flag.String("phases", "", "comma-separated phases to run: flood, memory, tenant, propagation (default all; sizes grow whichever run)")
 	heap := flag.String("heap-profile", "", "save shardgate's heap profile after the largest memory figure to this file")
 	cpu := flag.String("cpu-profile", "", "save shardgate's CPU profile over the route-only propagation samples to this file")
+	allocs := flag.String("alloc-profile", "", "save shardgate's allocations over the route-only propagation samples (a delta profile) to this file")
 	flag.Parse()
 	if *smoke {
 		cfg = smokeConfig()
@@ -58,6 +59,7 @@ func main() {
 	}
 	cfg.HeapProfile = *heap
 	cfg.CPUProfile = *cpu
+	cfg.AllocProfile = *allocs
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()

@@ -64,6 +64,9 @@ type Config struct {
 	// saves shardgate's CPU profile over its samples (from
 	// /debug/pprof/profile).
 	CPUProfile string
+	// AllocProfile, when set, is where the same phase saves shardgate's
+	// allocations over its samples (a delta of /debug/pprof/allocs).
+	AllocProfile string
 }
 
 func fullConfig() Config {

@@ -211,17 +211,23 @@ func (b *bench) propagation(ctx context.Context) error {
 	if err := b.sampleBackends(ctx, 2*n); err != nil {
 		return err
 	}
+	// The profiles cover the samples' planned time; a slow sample runs
+	// past it.
+	secs := int((time.Duration(n)*propagationGap + time.Second - 1) / time.Second)
 	var profiled sync.WaitGroup
-	if b.cfg.CPUProfile != "" {
-		// The profile covers the samples' planned time; a slow sample
-		// runs past it.
-		secs := int((time.Duration(n)*propagationGap + time.Second - 1) / time.Second)
+	for _, p := range []struct{ what, path, dst string }{
+		{"CPU profile", "/debug/pprof/profile", b.cfg.CPUProfile},
+		{"allocation profile", "/debug/pprof/allocs", b.cfg.AllocProfile},
+	} {
+		if p.dst == "" {
+			continue
+		}
 		profiled.Go(func() {
-			if err := b.saveProfile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), b.cfg.CPUProfile); err != nil {
-				b.logf("propagation: CPU profile: %v", err)
+			if err := b.saveProfile(ctx, fmt.Sprintf("%s?seconds=%d", p.path, secs), p.dst); err != nil {
+				b.logf("propagation: %s: %v", p.what, err)
 				return
 			}
-			b.logf("propagation: CPU profile (%d s) saved to %s", secs, b.cfg.CPUProfile)
+			b.logf("propagation: %s (%d s) saved to %s", p.what, secs, p.dst)
 		})
 	}
 	b.res.Propagation, err = b.sample(ctx, w, n, propagationGap, false)
