@@ -5,6 +5,7 @@ Copyright The shardgate Authors.
 package gatewayapi
 
 import (
+	"slices"
 	"sort"
 	"sync"
 
@@ -128,9 +129,19 @@ type deps struct {
 
 // objects is one kind's objects by name, plus a list to hand out snapshots
 // without walking a map.
+//
+// A snapshot is the list itself, copied on write: the list is copied when
+// an object is replaced or removed in place after a snapshot was taken,
+// never when one is added (an append writes past every snapshot's length,
+// and a snapshot's capacity ends at its length). So the snapshots a burst
+// of new objects takes cost nothing, and a change to an existing object
+// costs one copy of its kind's list, however many snapshots came before.
 type objects[T any] struct {
 	at   map[types.NamespacedName]int
 	list []*T
+	// shared: list has been handed out by snapshot since it was last
+	// copied.
+	shared bool
 }
 
 func (o *objects[T]) get(k types.NamespacedName) *T {
@@ -140,12 +151,21 @@ func (o *objects[T]) get(k types.NamespacedName) *T {
 	return nil
 }
 
+// own makes list the objects' own before it is changed in place.
+func (o *objects[T]) own() {
+	if o.shared {
+		o.list = slices.Clone(o.list)
+		o.shared = false
+	}
+}
+
 // put stores v under k and returns the object it replaces.
 func (o *objects[T]) put(k types.NamespacedName, v *T) *T {
 	if o.at == nil {
 		o.at = map[types.NamespacedName]int{}
 	}
 	if i, ok := o.at[k]; ok {
+		o.own()
 		old := o.list[i]
 		o.list[i] = v
 		return old
@@ -161,6 +181,7 @@ func (o *objects[T]) remove(k types.NamespacedName, key func(*T) types.Namespace
 	if !ok {
 		return nil
 	}
+	o.own()
 	old := o.list[i]
 	last := len(o.list) - 1
 	if i != last {
@@ -173,13 +194,14 @@ func (o *objects[T]) remove(k types.NamespacedName, key func(*T) types.Namespace
 	return old
 }
 
+// snapshot returns the objects as a list that does not change (see
+// objects).
 func (o *objects[T]) snapshot() []*T {
 	if len(o.list) == 0 {
 		return nil
 	}
-	out := make([]*T, len(o.list))
-	copy(out, o.list)
-	return out
+	o.shared = true
+	return slices.Clip(o.list)
 }
 
 // NewStore returns an empty Store for the given controllerName.
@@ -685,7 +707,8 @@ func (s *Store) route(k RouteKey) client.Object {
 }
 
 // Input is a snapshot of the Store's objects (in no particular order) with
-// the given facts. It copies the lists, not the objects.
+// the given facts. Its lists are copied on write (see objects): taking one
+// costs O(kinds), not O(objects).
 func (s *Store) Input(f Facts) *Input {
 	s.mu.Lock()
 	defer s.mu.Unlock()

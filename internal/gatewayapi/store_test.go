@@ -181,3 +181,51 @@ func TestTranslatorTenantFlowIsIncremental(t *testing.T) {
 		t.Fatalf("want one full translation and 20 patches, got %+v", tr.Stats)
 	}
 }
+
+// TestStoreInputIsASnapshot: an Input's lists stay as they were taken while
+// the store replaces, removes and adds objects, and a later Input sees the
+// changes. (The lists are copied on write.)
+func TestStoreInputIsASnapshot(t *testing.T) {
+	in := benchInput(20)
+	st := NewStore(testController)
+	st.Load(in)
+	first := st.Input(Facts{})
+	want := slices.Clone(first.HTTPRoutes)
+	wantSvcs := slices.Clone(first.Services)
+
+	// Added after the snapshot: no copy is needed, and none is visible.
+	extra := in.HTTPRoutes[0].DeepCopy()
+	extra.Name = "extra"
+	st.Upsert(extra)
+	second := st.Input(Facts{})
+	if len(second.HTTPRoutes) != len(want)+1 || !slices.Contains(second.HTTPRoutes, extra) {
+		t.Fatalf("the second Input has %d routes, want %d with the new one", len(second.HTTPRoutes), len(want)+1)
+	}
+	wantSecond := slices.Clone(second.HTTPRoutes)
+
+	// Replaced and removed in place: both earlier Inputs keep their lists.
+	upd := in.HTTPRoutes[3].DeepCopy()
+	upd.ResourceVersion = "42"
+	st.Upsert(upd)
+	st.Delete(in.HTTPRoutes[5])
+	st.Delete(in.Services[2])
+	extra2 := in.HTTPRoutes[1].DeepCopy()
+	extra2.Name = "extra-2"
+	st.Upsert(extra2)
+	if !slices.Equal(first.HTTPRoutes, want) || !slices.Equal(first.Services, wantSvcs) {
+		t.Fatal("the first Input's lists changed after it was taken")
+	}
+	if !slices.Equal(second.HTTPRoutes, wantSecond) {
+		t.Fatal("the second Input's routes changed after it was taken")
+	}
+	if cap(first.HTTPRoutes) != len(first.HTTPRoutes) {
+		t.Fatalf("an Input's list has room to append into (cap %d, len %d)", cap(first.HTTPRoutes), len(first.HTTPRoutes))
+	}
+
+	third := st.Input(Facts{})
+	if !slices.Contains(third.HTTPRoutes, upd) || slices.Contains(third.HTTPRoutes, in.HTTPRoutes[3]) ||
+		slices.Contains(third.HTTPRoutes, in.HTTPRoutes[5]) || !slices.Contains(third.HTTPRoutes, extra2) ||
+		len(third.HTTPRoutes) != len(want)+1 || slices.Contains(third.Services, in.Services[2]) {
+		t.Fatal("a later Input does not show the replaced, removed and added objects")
+	}
+}
