@@ -182,6 +182,7 @@ func (s *Server) publishEndpoints(st *gatewayState, prev, gw *ir.Gateway) bool {
 		// The full build reports what is wrong.
 		return false
 	}
+	st.memo.Adopt(st.checker)
 	res := *pub.res
 	res.Endpoints = wire
 	st.remember(&res)
@@ -242,6 +243,7 @@ func (s *Server) buildGateway(st *gatewayState, gw *ir.Gateway) (*built, error) 
 	if err := st.checker.Check(checked); err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
 	}
+	st.memo.Adopt(st.checker) // the memo keeps the checked bytes, not the messages
 	if len(api) > 0 {
 		c := *res
 		c.Listeners = api

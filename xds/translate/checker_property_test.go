@@ -23,72 +23,104 @@ import (
 // incremental check refuses exactly what a full Validate of a fresh
 // translation refuses, and what it passes is published as that
 // translation, byte for byte once read back.
+//
+// Run twice: as a bare Memo and Checker, and as the xDS server drives them,
+// with the memo adopting the checked wire forms of its load assignments
+// after each check that passed (Memo.Adopt).
 func TestCheckerAgreesWithValidate(t *testing.T) {
-	for seed := range uint64(8) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 1))
-			gw := propertyBase(12)
-			var m Memo
-			var c Checker
-			refused := 0
-			for step := range 150 {
-				gw = propertyEdit(rng, gw)
-				res, err := m.Translate(gw)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := Translate(gw)
-				if err != nil {
-					t.Fatal(err)
-				}
-				wantErr := Validate(want)
-				gotErr := c.Check(res)
-				if (gotErr == nil) != (wantErr == nil) {
-					t.Fatalf("step %d: incremental check says %v, full validation says %v", step, gotErr, wantErr)
-				}
-				if gotErr != nil {
-					refused++
-					continue
-				}
-				for i, rc := range res.Routes {
-					b, err := proto.MarshalOptions{Deterministic: true}.Marshal(rc)
-					if err != nil {
-						t.Fatal(err)
-					}
-					got := want.Routes[i].ProtoReflect().New().Interface()
-					if err := proto.Unmarshal(b, got); err != nil {
-						t.Fatal(err)
-					}
-					if !proto.Equal(got, want.Routes[i]) {
-						t.Fatalf("step %d: route table %s as published differs from a fresh translation", step, rc.GetName())
-					}
-				}
-				// The clusters as published (wire forms, kept across
-				// checks by place or by name) serialize as the fresh
-				// translation's, and the digests kept with them, in
-				// order, are theirs.
-				digests, ok := c.ClusterDigests(res.Clusters)
-				if !ok || len(res.Clusters) != len(want.Clusters) {
-					t.Fatalf("step %d: %d clusters published for %d translated; digests kept: %v", step, len(res.Clusters), len(want.Clusters), ok)
-				}
-				for i, cl := range res.Clusters {
-					got, err := DigestOf(cl)
-					if err != nil {
-						t.Fatal(err)
-					}
-					fresh, err := DigestOf(want.Clusters[i])
-					if err != nil {
-						t.Fatal(err)
-					}
-					if got != fresh || digests[i] != fresh {
-						t.Fatalf("step %d: cluster %d (%s): published %x, kept digest %x, fresh translation %x", step, i, cl.GetName(), got[:4], digests[i][:4], fresh[:4])
-					}
+	for _, adopt := range []bool{false, true} {
+		for seed := range uint64(8) {
+			t.Run(fmt.Sprintf("adopt=%v/%d", adopt, seed), func(t *testing.T) { checkerAgreesWithValidate(t, seed, adopt) })
+		}
+	}
+}
+
+func checkerAgreesWithValidate(t *testing.T, seed uint64, adopt bool) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	gw := propertyBase(12)
+	var m Memo
+	var c Checker
+	refused := 0
+	for step := range 150 {
+		gw = propertyEdit(rng, gw)
+		res, err := m.Translate(gw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Translate(gw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantErr := Validate(want)
+		gotErr := c.Check(res)
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("step %d: incremental check says %v, full validation says %v", step, gotErr, wantErr)
+		}
+		if gotErr != nil {
+			refused++
+			continue
+		}
+		if adopt {
+			m.Adopt(&c)
+			for i, e := range m.clusters {
+				if len(e.endpoints.ProtoReflect().GetUnknown()) == 0 {
+					t.Fatalf("step %d: the memo still holds load assignment %d (%s) as a message after Adopt", step, i, e.endpoints.GetClusterName())
 				}
 			}
-			if refused == 0 || refused == 150 {
-				t.Fatalf("%d of 150 steps refused: the edits do not exercise both outcomes", refused)
+		}
+		if len(res.Endpoints) != len(want.Endpoints) {
+			t.Fatalf("step %d: %d load assignments published for %d translated", step, len(res.Endpoints), len(want.Endpoints))
+		}
+		for i, ep := range res.Endpoints {
+			got, err := DigestOf(ep)
+			if err != nil {
+				t.Fatal(err)
 			}
-		})
+			fresh, err := DigestOf(want.Endpoints[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != fresh {
+				t.Fatalf("step %d: load assignment %d (%s): published %x, fresh translation %x", step, i, ep.GetClusterName(), got[:4], fresh[:4])
+			}
+		}
+		for i, rc := range res.Routes {
+			b, err := proto.MarshalOptions{Deterministic: true}.Marshal(rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := want.Routes[i].ProtoReflect().New().Interface()
+			if err := proto.Unmarshal(b, got); err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(got, want.Routes[i]) {
+				t.Fatalf("step %d: route table %s as published differs from a fresh translation", step, rc.GetName())
+			}
+		}
+		// The clusters as published (wire forms, kept across
+		// checks by place or by name) serialize as the fresh
+		// translation's, and the digests kept with them, in
+		// order, are theirs.
+		digests, ok := c.ClusterDigests(res.Clusters)
+		if !ok || len(res.Clusters) != len(want.Clusters) {
+			t.Fatalf("step %d: %d clusters published for %d translated; digests kept: %v", step, len(res.Clusters), len(want.Clusters), ok)
+		}
+		for i, cl := range res.Clusters {
+			got, err := DigestOf(cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fresh, err := DigestOf(want.Clusters[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != fresh || digests[i] != fresh {
+				t.Fatalf("step %d: cluster %d (%s): published %x, kept digest %x, fresh translation %x", step, i, cl.GetName(), got[:4], digests[i][:4], fresh[:4])
+			}
+		}
+	}
+	if refused == 0 || refused == 150 {
+		t.Fatalf("%d of 150 steps refused: the edits do not exercise both outcomes", refused)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/shardgate/shardgate/internal/ir"
 )
@@ -386,6 +387,48 @@ func (m *Memo) Endpoints(clusters []*ir.Cluster) (all, changed []*endpointv3.Clu
 	}
 	m.irClusters, m.lastEndpoints = &clusters[0], all
 	return all, changed, true
+}
+
+// Adopt makes the memo hold, for each load assignment of its last
+// translation (or Endpoints call), the wire form c published for it
+// (wire.go), instead of the message, once c passed that very list: the
+// serialized bytes, which c holds anyway, are then the only copy, and the
+// message goes. At 10k Services with three endpoints each that is about
+// 17 MB of messages. The next translation hands out the wire forms of
+// unchanged load assignments, which c recognises as the last check's.
+//
+// It does nothing when c's last passed check was not of the memo's last
+// list (the caller added retained clusters, or the check failed), or when
+// that list was not sorted by name. Call it
+// after each check that passed; a memo that is never adopted works as
+// before.
+func (m *Memo) Adopt(c *Checker) {
+	wire := c.lastWireEndpoints
+	n := len(m.lastEndpoints)
+	// An unsorted IR list had the translation sort the memo's lists in
+	// place: their places no longer match m.clusters'.
+	if !m.sorted || wire == nil || n == 0 || len(m.clusters) != n || len(wire) != n || !SameList(m.lastEndpoints, c.lastEndpoints) {
+		return
+	}
+	if SameList(m.lastEndpoints, wire) {
+		return // adopted already
+	}
+	for i, e := range m.clusters {
+		w := wire[i]
+		if e.endpoints == w {
+			continue
+		}
+		// The message goes: nothing hands it out again, so the
+		// checker's memory of it goes too.
+		orig := e.endpoints
+		e.endpoints = w
+		if c.wire[orig] == proto.Message(w) {
+			delete(c.wire, orig)
+			delete(c.known, orig)
+		}
+	}
+	m.lastEndpoints = wire
+	c.lastEndpoints = wire
 }
 
 func sameCluster(a, b *ir.Cluster) bool {
