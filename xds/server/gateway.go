@@ -66,6 +66,9 @@ type keptCluster struct {
 	cluster   *clusterv3.Cluster
 	endpoints *endpointv3.ClusterLoadAssignment
 	until     time.Time
+	// secrets are the SDS secrets the cluster's upstream TLS context
+	// names: it is retained only while the config has them.
+	secrets []string
 }
 
 type published struct {
@@ -287,7 +290,11 @@ func (st *gatewayState) retention(gw *ir.Gateway) (kept, introduced []string) {
 		for _, name := range removed {
 			if k, ok := st.liveCluster(name); ok {
 				if _, already := st.retired[name]; !already {
-					k.until = now.Add(RetainRemoved)
+					secrets, err := st.checker.ClusterSecrets(k.cluster)
+					if err != nil {
+						continue // the check would refuse it
+					}
+					k.until, k.secrets = now.Add(RetainRemoved), secrets
 					st.retired[name] = k
 				}
 			}
@@ -296,7 +303,7 @@ func (st *gatewayState) retention(gw *ir.Gateway) (kept, introduced []string) {
 	}
 	var next time.Time
 	for name, k := range st.retired {
-		if !now.Before(k.until) || hasCluster(gw.Clusters, name) {
+		if !now.Before(k.until) || hasCluster(gw.Clusters, name) || !hasSecrets(gw.Secrets, k.secrets) {
 			delete(st.retired, name)
 			continue
 		}
@@ -342,6 +349,18 @@ func diffNames(a, b []*ir.Cluster) (removed, introduced []string) {
 func hasCluster(cs []*ir.Cluster, name string) bool {
 	_, ok := slices.BinarySearchFunc(cs, name, func(c *ir.Cluster, n string) int { return compareStrings(c.Name, n) })
 	return ok
+}
+
+// hasSecrets reports whether every one of names is among secrets: a
+// retained cluster whose client certificate left the config would have
+// Envoy wait for it.
+func hasSecrets(secrets []ir.Secret, names []string) bool {
+	for _, n := range names {
+		if !slices.ContainsFunc(secrets, func(s ir.Secret) bool { return s.Name == n }) {
+			return false
+		}
+	}
+	return true
 }
 
 // expire runs when a retained cluster expires.

@@ -777,3 +777,58 @@ func TestClusterVersionIsTheContentHash(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A removed cluster that presents a client certificate is retained only
+// while the config still has that secret: were the secret gone with it,
+// Envoy would wait for it, and the check refuses such a config.
+func TestRetainedClusterNeedsItsClientCertificate(t *testing.T) {
+	old := RetainRemoved
+	RetainRemoved = time.Minute
+	defer func() { RetainRemoved = old }()
+	const secret = "default/client"
+	withTLS := func(secrets ...string) *ir.Gateway {
+		gw := largeIR(3)
+		gw.Clusters = slices.Clone(gw.Clusters)
+		c := *gw.Clusters[1]
+		c.TLS = &ir.UpstreamTLS{SNI: "app-0001.example.com", SystemCAs: true, ClientCertificate: secret}
+		gw.Clusters[1] = &c
+		for _, s := range secrets {
+			gw.Secrets = append(gw.Secrets, ir.Secret{Name: s, Cert: []byte("c"), Key: []byte("k")})
+		}
+		return gw
+	}
+	without := func(gw *ir.Gateway, secrets ...string) *ir.Gateway {
+		next := *gw
+		next.Listeners = slices.Clone(gw.Listeners)
+		next.Listeners[0].VirtualHosts = slices.Delete(slices.Clone(gw.Listeners[0].VirtualHosts), 1, 2)
+		next.Clusters = slices.Delete(slices.Clone(gw.Clusters), 1, 2)
+		next.Secrets = nil
+		for _, s := range secrets {
+			next.Secrets = append(next.Secrets, ir.Secret{Name: s, Cert: []byte("c"), Key: []byte("k")})
+		}
+		return &next
+	}
+	tlsCluster := withTLS().Clusters[1].Name
+	for _, tc := range []struct {
+		name     string
+		keep     bool // the next config keeps the secret
+		retained bool
+	}{{"secret kept", true, true}, {"secret gone too", false, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Options{Log: logr.Discard()})
+			gw := withTLS(secret)
+			publishOrDie(t, s, gw)
+			var next *ir.Gateway
+			if tc.keep {
+				next = without(gw, secret)
+			} else {
+				next = without(gw)
+			}
+			snap := publishOrDie(t, s, next)
+			_, got := snap.GetResources(resourcev3.ClusterType)[tlsCluster]
+			if got != tc.retained {
+				t.Fatalf("cluster %s published: %v, want %v", tlsCluster, got, tc.retained)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -78,6 +79,14 @@ type Checker struct {
 	// wire: the wire form of each checked cluster and load assignment
 	// (wire.go), by message; known holds each wire form's digest too.
 	wire map[proto.Message]proto.Message
+	// facts: the facts of each wire cluster, read from its message when
+	// it was checked (a wire form shows only its name).
+	facts map[proto.Message]clusterFacts
+	// sockets: the clusters of the last check whose transport sockets
+	// name secrets or cannot be read (few), by name, kept with the
+	// cluster set, so that secret references are checked without a walk
+	// of every cluster.
+	sockets map[string]clusterFacts
 
 	// Validated is how many messages the last check validated (the rest
 	// passed before).
@@ -134,6 +143,7 @@ func (c *Checker) Check(r *Resources) error {
 	if !clusterNames {
 		clusterNames = walkChanged(r.Clusters, c.lastClusters, (*clusterv3.Cluster).GetName, func(cl *clusterv3.Cluster) {
 			e.one("cluster", cl.GetName(), cl)
+			c.indexSockets(cl)
 		})
 	}
 	assignmentNames := c.lastEndpoints != nil && SameList(r.Endpoints, c.lastEndpoints)
@@ -156,7 +166,11 @@ func (c *Checker) Check(r *Resources) error {
 			sameClusters = true
 			e.newRefs = append(e.newRefs, removedClusters...)
 		} else {
-			c.clusterSet = clusterReferences(r, e.fail)
+			c.clusterSet = clusterReferences(r, func(cl *clusterv3.Cluster) bool { return c.clusterFacts(cl).eds }, e.fail)
+			clear(c.sockets)
+			for _, cl := range r.Clusters {
+				c.indexSockets(cl)
+			}
 			c.sortedClusters = slices.IsSortedFunc(r.Clusters, func(a, b *clusterv3.Cluster) int { return strings.Compare(a.GetName(), b.GetName()) })
 			c.sortedEndpoints = slices.IsSortedFunc(r.Endpoints, func(a, b *endpointv3.ClusterLoadAssignment) int {
 				return strings.Compare(a.GetClusterName(), b.GetClusterName())
@@ -203,7 +217,9 @@ func (c *Checker) Check(r *Resources) error {
 	for _, l := range r.Listeners {
 		e.errs = append(e.errs, listenerReferences(l, c.clusterSet, routes, secrets)...)
 	}
-	e.errs = append(e.errs, clusterSecretReferences(r.Clusters, secrets)...)
+	for _, name := range slices.Sorted(maps.Keys(c.sockets)) {
+		e.errs = append(e.errs, socketErrors(name, c.sockets[name], secrets)...)
+	}
 	c.prune(r, e.touched+2*(len(r.Clusters)+len(r.Endpoints))) // each with its wire form
 	if len(e.errs) > 0 {
 		c.reset()
@@ -308,7 +324,7 @@ func (c *Checker) clusterIndex(r *Resources, fail func(string, ...any)) (removed
 		return found
 	}
 	for _, i := range clusters.changed {
-		if cl := r.Clusters[i]; cl.GetType() == clusterv3.Cluster_EDS && !assigned(cl.GetName()) {
+		if cl := r.Clusters[i]; c.clusterFacts(cl).eds && !assigned(cl.GetName()) {
 			fail("cluster %q: no cluster load assignment", cl.GetName())
 		}
 	}
@@ -316,7 +332,7 @@ func (c *Checker) clusterIndex(r *Resources, fail func(string, ...any)) (removed
 		i, found := slices.BinarySearchFunc(r.Clusters, name, func(cl *clusterv3.Cluster, n string) int {
 			return strings.Compare(cl.GetName(), n)
 		})
-		if !found || r.Clusters[i].GetType() != clusterv3.Cluster_EDS {
+		if !found || !c.clusterFacts(r.Clusters[i]).eds {
 			continue
 		}
 		if _, changed := slices.BinarySearch(clusters.changed, i); !changed && !assigned(name) {
@@ -325,6 +341,7 @@ func (c *Checker) clusterIndex(r *Resources, fail func(string, ...any)) (removed
 	}
 	for _, name := range clusters.gone {
 		delete(c.clusterSet, name)
+		delete(c.sockets, name)
 	}
 	for _, i := range clusters.changed {
 		c.clusterSet[r.Clusters[i].GetName()] = true
@@ -538,12 +555,14 @@ func (c *Checker) reset() {
 		c.passed, c.known = map[Digest]uint64{}, map[proto.Message]knownDigest{}
 	}
 	c.tables, c.refs, c.clusterSet = map[string]*tableState{}, map[string]int{}, map[string]bool{}
+	c.sockets = map[string]clusterFacts{}
 	c.sortedClusters, c.sortedEndpoints = false, false
 	c.wires = map[*routev3.RouteConfiguration]Digest{}
 	c.lastClusters, c.lastEndpoints = nil, nil
 	c.lastWireClusters, c.lastWireEndpoints, c.lastClusterDigests = nil, nil, nil
 	if c.wire == nil {
 		c.wire = map[proto.Message]proto.Message{}
+		c.facts = map[proto.Message]clusterFacts{}
 	}
 }
 
@@ -567,6 +586,7 @@ func (c *Checker) prune(r *Resources, used int) {
 			if k.epoch != c.epoch {
 				delete(c.known, m)
 				delete(c.wire, m)
+				delete(c.facts, m)
 			}
 		}
 	}
@@ -631,6 +651,49 @@ func (c *Checker) Digest(m proto.Message) (Digest, bool) {
 	return k.d, ok
 }
 
+// clusterFacts returns a cluster's facts: read from the message, or for a
+// wire form those its message had when it was checked, or (forgotten)
+// read from its decoded serialization.
+func (c *Checker) clusterFacts(cl *clusterv3.Cluster) clusterFacts {
+	if len(cl.ProtoReflect().GetUnknown()) == 0 {
+		return factsOf(cl)
+	}
+	if f, ok := c.facts[cl]; ok {
+		return f
+	}
+	full, err := Decode(cl)
+	if err != nil {
+		return clusterFacts{socket: err}
+	}
+	f := factsOf(full.(*clusterv3.Cluster))
+	c.facts[cl] = f
+	return f
+}
+
+// ClusterSecrets returns the SDS secrets a cluster's upstream TLS context
+// names, or why its transport socket cannot be read; a wire form's facts
+// are those its message had when it was checked.
+func (c *Checker) ClusterSecrets(cl *clusterv3.Cluster) ([]string, error) {
+	if c.facts == nil {
+		c.reset()
+	}
+	f := c.clusterFacts(cl)
+	if f.socket != nil {
+		return nil, fmt.Errorf("cluster %q: transport socket: %w", cl.GetName(), f.socket)
+	}
+	return f.secrets, nil
+}
+
+// indexSockets records whether a changed cluster's transport socket needs
+// checking (see Checker.sockets).
+func (c *Checker) indexSockets(cl *clusterv3.Cluster) {
+	if f := c.clusterFacts(cl); f.sockets() {
+		c.sockets[cl.GetName()] = f
+	} else {
+		delete(c.sockets, cl.GetName())
+	}
+}
+
 // checkRun is one Check's working state.
 type checkRun struct {
 	c       *Checker
@@ -666,6 +729,9 @@ func (e *checkRun) digest(m proto.Message) (Digest, error) {
 	if w := wireOf(m, e.buf); w != nil {
 		c.wire[m] = w
 		c.known[w] = knownDigest{d: d, epoch: c.epoch}
+		if cl, ok := m.(*clusterv3.Cluster); ok {
+			c.facts[w] = factsOf(cl)
+		}
 	}
 	return d, nil
 }

@@ -25,8 +25,8 @@ import (
 // translation, byte for byte once read back.
 //
 // Run twice: as a bare Memo and Checker, and as the xDS server drives them,
-// with the memo adopting the checked wire forms of its load assignments
-// after each check that passed (Memo.Adopt).
+// with the memo adopting the checked wire forms of its clusters and load
+// assignments after each check that passed (Memo.Adopt).
 func TestCheckerAgreesWithValidate(t *testing.T) {
 	for _, adopt := range []bool{false, true} {
 		for seed := range uint64(8) {
@@ -63,8 +63,8 @@ func checkerAgreesWithValidate(t *testing.T, seed uint64, adopt bool) {
 		if adopt {
 			m.Adopt(&c)
 			for i, e := range m.clusters {
-				if len(e.endpoints.ProtoReflect().GetUnknown()) == 0 {
-					t.Fatalf("step %d: the memo still holds load assignment %d (%s) as a message after Adopt", step, i, e.endpoints.GetClusterName())
+				if len(e.endpoints.ProtoReflect().GetUnknown()) == 0 || len(e.cluster.ProtoReflect().GetUnknown()) == 0 {
+					t.Fatalf("step %d: the memo still holds cluster %d (%s) or its load assignment as a message after Adopt", step, i, e.cluster.GetName())
 				}
 			}
 		}
@@ -227,34 +227,43 @@ func propertyEdit(rng *rand.Rand, gw *ir.Gateway) *ir.Gateway {
 // may break the lists (copies: no message is modified) before the check, so
 // the check after a broken step starts from broken lists too. The checker
 // must refuse exactly what Validate refuses, and pass the rest.
+//
+// Run twice: bare, and with the memo adopting what passed (Memo.Adopt).
 func TestCheckerAgreesWithValidateOnBrokenLists(t *testing.T) {
-	for seed := range uint64(40) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 2))
-			gw := propertyBase(12)
-			var m Memo
-			var c Checker
-			var last []*clusterv3.Cluster // the clusters of the step before
-			outcomes := map[bool]int{}
-			for step := range 150 {
-				gw = propertyEdit(rng, gw)
-				res, err := m.Translate(gw)
-				if err != nil {
-					t.Fatal(err)
-				}
-				what := breakLists(rng, res, last)
-				last = res.Clusters // as checked (Check puts wire forms in res)
-				wantErr := Validate(res)
-				gotErr := c.Check(res)
-				if (gotErr == nil) != (wantErr == nil) {
-					t.Fatalf("step %d (%s): incremental check says %v, full validation says %v", step, what, gotErr, wantErr)
-				}
-				outcomes[gotErr == nil]++
-			}
-			if outcomes[true] == 0 || outcomes[false] == 0 {
-				t.Fatalf("outcomes %v: the steps do not exercise both", outcomes)
-			}
-		})
+	for _, adopt := range []bool{false, true} {
+		for seed := range uint64(40) {
+			t.Run(fmt.Sprintf("adopt=%v/%d", adopt, seed), func(t *testing.T) { checkerAgreesOnBrokenLists(t, seed, adopt) })
+		}
+	}
+}
+
+func checkerAgreesOnBrokenLists(t *testing.T, seed uint64, adopt bool) {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	gw := propertyBase(12)
+	var m Memo
+	var c Checker
+	var last []*clusterv3.Cluster // the clusters of the step before
+	outcomes := map[bool]int{}
+	for step := range 150 {
+		gw = propertyEdit(rng, gw)
+		res, err := m.Translate(gw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		what := breakLists(rng, res, last)
+		last = res.Clusters // as checked (Check puts wire forms in res)
+		wantErr := Validate(res)
+		gotErr := c.Check(res)
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("step %d (%s): incremental check says %v, full validation says %v", step, what, gotErr, wantErr)
+		}
+		outcomes[gotErr == nil]++
+		if gotErr == nil && adopt {
+			m.Adopt(&c)
+		}
+	}
+	if outcomes[true] == 0 || outcomes[false] == 0 {
+		t.Fatalf("outcomes %v: the steps do not exercise both", outcomes)
 	}
 }
 

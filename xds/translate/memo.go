@@ -50,6 +50,11 @@ type Memo struct {
 	// newRefs: the virtual hosts of the last translation that now send to
 	// a cluster their previous version did not (see Introducing).
 	newRefs []vhostRefs
+	// built: the places of the clusters whose messages the last list
+	// built (see Adopt); unadopted: entries of earlier lists may still
+	// hold messages a check passed.
+	built     []int
+	unadopted bool
 }
 
 // vhostRefs names clusters of one virtual host of one route table.
@@ -294,6 +299,7 @@ func (t *translator) clustersMemo(gw *ir.Gateway, r *Resources) {
 		return
 	}
 	prev := m.clusters
+	m.newList()
 	cur := make([]*memoCluster, 0, len(gw.Clusters))
 	r.Clusters = make([]*clusterv3.Cluster, 0, len(gw.Clusters))
 	r.Endpoints = make([]*endpointv3.ClusterLoadAssignment, 0, len(gw.Clusters))
@@ -319,9 +325,11 @@ func (t *translator) clustersMemo(gw *ir.Gateway, r *Resources) {
 			case j < len(prev) && sameClusterConfig(&prev[j].ir, c):
 				// Only its endpoints changed: the same cluster.
 				e = &memoCluster{irp: c, ir: *c, cluster: prev[j].cluster, endpoints: loadAssignment(c)}
+				m.built = append(m.built, i)
 				j++
 			default:
 				e = &memoCluster{irp: c, ir: *c, cluster: cluster(c), endpoints: loadAssignment(c)}
+				m.built = append(m.built, i)
 				if i > 0 && gw.Clusters[i-1].Name >= c.Name || i+1 < len(gw.Clusters) && c.Name >= gw.Clusters[i+1].Name {
 					sorted = false
 				}
@@ -372,6 +380,9 @@ func (m *Memo) Endpoints(clusters []*ir.Cluster) (all, changed []*endpointv3.Clu
 		moved = append(moved, i)
 	}
 	all = m.lastEndpoints
+	if len(moved) > 0 {
+		m.newList()
+	}
 	for _, i := range moved {
 		c, e := clusters[i], m.clusters[i]
 		if sameCluster(&e.ir, c) {
@@ -382,6 +393,7 @@ func (m *Memo) Endpoints(clusters []*ir.Cluster) (all, changed []*endpointv3.Clu
 			all = slices.Clone(all) // handed out before: never modified
 		}
 		*e = memoCluster{irp: c, ir: *c, cluster: e.cluster, endpoints: loadAssignment(c)}
+		m.built = append(m.built, i)
 		all[i] = e.endpoints
 		changed = append(changed, e.endpoints)
 	}
@@ -389,46 +401,94 @@ func (m *Memo) Endpoints(clusters []*ir.Cluster) (all, changed []*endpointv3.Clu
 	return all, changed, true
 }
 
-// Adopt makes the memo hold, for each load assignment of its last
-// translation (or Endpoints call), the wire form c published for it
+// Adopt makes the memo hold, for each cluster and load assignment of its
+// last translation (or Endpoints call), the wire form c published for it
 // (wire.go), instead of the message, once c passed that very list: the
-// serialized bytes, which c holds anyway, are then the only copy, and the
-// message goes. At 10k Services with three endpoints each that is about
-// 17 MB of messages. The next translation hands out the wire forms of
-// unchanged load assignments, which c recognises as the last check's.
+// checked bytes, which c holds anyway, are then the only copy, and the
+// message goes (c keeps what its checks read of a cluster). At 10k
+// Services with three endpoints each that is about 25 MB of messages. The
+// next translation hands out the wire forms of unchanged resources, which
+// c recognises as the last check's.
 //
-// It does nothing when c's last passed check was not of the memo's last
-// list (the caller added retained clusters, or the check failed), or when
-// that list was not sorted by name. Call it
-// after each check that passed; a memo that is never adopted works as
-// before.
+// It does nothing for a list c's last passed check did not have (the
+// caller added retained clusters, or the check failed), or when the memo's
+// lists were not sorted by name. Call it after each check that passed; a
+// memo that is never adopted works as before.
 func (m *Memo) Adopt(c *Checker) {
-	wire := c.lastWireEndpoints
-	n := len(m.lastEndpoints)
 	// An unsorted IR list had the translation sort the memo's lists in
 	// place: their places no longer match m.clusters'.
-	if !m.sorted || wire == nil || n == 0 || len(m.clusters) != n || len(wire) != n || !SameList(m.lastEndpoints, c.lastEndpoints) {
+	if !m.sorted || len(m.clusters) == 0 {
 		return
 	}
-	if SameList(m.lastEndpoints, wire) {
-		return // adopted already
+	// Only the places built since the last adoption hold messages, unless
+	// an adoption was missed: then every place is looked at.
+	places, all := m.built, m.unadopted
+	ok := true
+	if adopt(c, m.lastEndpoints, c.lastEndpoints, c.lastWireEndpoints, len(m.clusters), places, all, func(i int) **endpointv3.ClusterLoadAssignment {
+		return &m.clusters[i].endpoints
+	}) {
+		m.lastEndpoints = c.lastWireEndpoints
+		c.lastEndpoints = c.lastWireEndpoints
+	} else {
+		ok = false
 	}
-	for i, e := range m.clusters {
-		w := wire[i]
-		if e.endpoints == w {
+	if adopt(c, m.lastClusters, c.lastClusters, c.lastWireClusters, len(m.clusters), places, all, func(i int) **clusterv3.Cluster {
+		return &m.clusters[i].cluster
+	}) {
+		m.lastClusters = c.lastWireClusters
+		c.lastClusters = c.lastWireClusters
+	} else {
+		ok = false
+	}
+	if ok {
+		m.built, m.unadopted = nil, false
+	}
+}
+
+// newList notes that the memo is about to hand out new lists: what the
+// last ones built and no check adopted is left behind.
+func (m *Memo) newList() {
+	if len(m.built) > 0 {
+		m.unadopted = true
+	}
+	m.built = m.built[:0]
+}
+
+// adopt replaces, at the given places of the memo's list mine (all n of
+// them with all; the memo's entry at place i is held at at(i)),
+// the message by its wire form from wire, when checked (the list c last
+// passed) is mine. It reports whether mine is now wire.
+func adopt[T interface {
+	comparable
+	proto.Message
+}](c *Checker, mine, checked, wire []T, n int, places []int, all bool, at func(int) *T) bool {
+	if wire == nil || len(mine) != n || len(wire) != n || !SameList(mine, checked) {
+		return false
+	}
+	if len(mine) == 0 || &mine[0] == &wire[0] {
+		return true // adopted already
+	}
+	if all {
+		places = make([]int, n)
+		for i := range places {
+			places[i] = i
+		}
+	}
+	for _, i := range places {
+		p, w := at(i), wire[i]
+		if *p == w {
 			continue
 		}
 		// The message goes: nothing hands it out again, so the
 		// checker's memory of it goes too.
-		orig := e.endpoints
-		e.endpoints = w
+		orig := *p
+		*p = w
 		if c.wire[orig] == proto.Message(w) {
 			delete(c.wire, orig)
 			delete(c.known, orig)
 		}
 	}
-	m.lastEndpoints = wire
-	c.lastEndpoints = wire
+	return true
 }
 
 func sameCluster(a, b *ir.Cluster) bool {

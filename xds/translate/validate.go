@@ -7,6 +7,7 @@ package translate
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -25,7 +26,13 @@ import (
 // resource, and every typed_config packed inside it, passes the generated
 // ValidateAll(), and CheckReferences finds nothing missing or duplicated.
 // The error names each failing resource and says what is wrong.
+//
+// Wire forms (wire.go) are validated as what they serialize to.
 func Validate(r *Resources) error {
+	r, err := decodeWire(r)
+	if err != nil {
+		return err
+	}
 	var errs []error
 	check := func(kind, name string, m proto.Message) {
 		if err := validateMessage(m); err != nil {
@@ -51,6 +58,45 @@ func Validate(r *Resources) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// decodeWire returns r with every wire form decoded: r itself when it holds
+// none, else a copy with new lists.
+func decodeWire(r *Resources) (*Resources, error) {
+	out := *r
+	var err error
+	if out.Routes, err = decodeList(r.Routes); err == nil {
+		if out.Clusters, err = decodeList(r.Clusters); err == nil {
+			out.Endpoints, err = decodeList(r.Endpoints)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// decodeList returns list with its wire forms decoded (list itself when it
+// has none).
+func decodeList[T proto.Message](list []T) ([]T, error) {
+	var out []T
+	for i, m := range list {
+		if len(m.ProtoReflect().GetUnknown()) == 0 {
+			continue
+		}
+		d, err := Decode(m)
+		if err != nil {
+			return nil, fmt.Errorf("%T %d: %w", m, i, err)
+		}
+		if out == nil {
+			out = slices.Clone(list)
+		}
+		out[i] = d.(T)
+	}
+	if out == nil {
+		return list, nil
+	}
+	return out, nil
 }
 
 // validateMessage runs m's ValidateAll and then that of every Any inside m:
@@ -122,7 +168,7 @@ func CheckReferences(r *Resources) error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
-	clusters := clusterReferences(r, fail)
+	clusters := clusterReferences(r, func(c *clusterv3.Cluster) bool { return c.GetType() == clusterv3.Cluster_EDS }, fail)
 	routes := uniqueNames("route configuration", len(r.Routes), func(i int) string { return r.Routes[i].GetName() }, fail)
 	secrets := uniqueNames("secret", len(r.Secrets), func(i int) string { return r.Secrets[i].GetName() }, fail)
 	uniqueNames("listener", len(r.Listeners), func(i int) string { return r.Listeners[i].GetName() }, fail)
@@ -157,38 +203,73 @@ func uniqueNames(kind string, n int, name func(int) string, fail func(string, ..
 // clusterReferences checks the names of r's clusters and load assignments,
 // and that every EDS cluster has an assignment. It returns the cluster
 // names.
-func clusterReferences(r *Resources, fail func(string, ...any)) map[string]bool {
+//
+// eds tells whether a cluster takes its endpoints from EDS.
+func clusterReferences(r *Resources, eds func(*clusterv3.Cluster) bool, fail func(string, ...any)) map[string]bool {
 	clusters := uniqueNames("cluster", len(r.Clusters), func(i int) string { return r.Clusters[i].GetName() }, fail)
 	assignments := uniqueNames("cluster load assignment", len(r.Endpoints), func(i int) string { return r.Endpoints[i].GetClusterName() }, fail)
 	for _, c := range r.Clusters {
-		if c.GetType() == clusterv3.Cluster_EDS && c.GetName() != "" && !assignments[c.GetName()] {
+		if c.GetName() != "" && !assignments[c.GetName()] && eds(c) {
 			fail("cluster %q: no cluster load assignment", c.GetName())
 		}
 	}
 	return clusters
 }
 
-// clusterSecretReferences checks that the SDS secrets upstream TLS
-// contexts name (a Gateway's backend client certificate) exist.
+// clusterFacts is what the referential checks read of a cluster: whether it
+// takes its endpoints from EDS, and the SDS secrets its upstream TLS
+// context names (or why its transport socket cannot be read).
+type clusterFacts struct {
+	eds     bool
+	secrets []string
+	socket  error
+}
+
+// sockets: the cluster's transport socket names secrets or cannot be read.
+func (f clusterFacts) sockets() bool { return len(f.secrets) > 0 || f.socket != nil }
+
+// factsOf reads a cluster message's facts (not a wire form's: see
+// Checker.clusterFacts).
+func factsOf(c *clusterv3.Cluster) clusterFacts {
+	f := clusterFacts{eds: c.GetType() == clusterv3.Cluster_EDS}
+	ts := c.GetTransportSocket()
+	if ts == nil {
+		return f
+	}
+	msg, err := ts.GetTypedConfig().UnmarshalNew()
+	if err != nil {
+		f.socket = err
+		return f
+	}
+	if tls, ok := msg.(*tlsv3.UpstreamTlsContext); ok {
+		for _, s := range tls.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs() {
+			f.secrets = append(f.secrets, s.GetName())
+		}
+	}
+	return f
+}
+
+// socketErrors checks one cluster's transport socket: it can be read, and
+// the SDS secrets its upstream TLS context names (a Gateway's backend
+// client certificate) exist.
+func socketErrors(name string, f clusterFacts, secrets map[string]bool) []error {
+	if f.socket != nil {
+		return []error{fmt.Errorf("cluster %q: transport socket: %w", name, f.socket)}
+	}
+	var errs []error
+	for _, s := range f.secrets {
+		if !secrets[s] {
+			errs = append(errs, fmt.Errorf("cluster %q: secret %q not found", name, s))
+		}
+	}
+	return errs
+}
+
+// clusterSecretReferences is socketErrors for every cluster.
 func clusterSecretReferences(clusters []*clusterv3.Cluster, secrets map[string]bool) []error {
 	var errs []error
 	for _, c := range clusters {
-		ts := c.GetTransportSocket()
-		if ts == nil {
-			continue
-		}
-		msg, err := ts.GetTypedConfig().UnmarshalNew()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("cluster %q: transport socket: %w", c.GetName(), err))
-			continue
-		}
-		if tls, ok := msg.(*tlsv3.UpstreamTlsContext); ok {
-			for _, s := range tls.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs() {
-				if !secrets[s.GetName()] {
-					errs = append(errs, fmt.Errorf("cluster %q: secret %q not found", c.GetName(), s.GetName()))
-				}
-			}
-		}
+		errs = append(errs, socketErrors(c.GetName(), factsOf(c), secrets)...)
 	}
 	return errs
 }
