@@ -181,13 +181,13 @@ func (s *Server) startTwoPhase(st *gatewayState, b *built) bool {
 	}
 	s.setSnapshot(st, one, snap, versions, lists)
 	st.pending = &pendingPublish{rdsVersion: versions[resourcev3.RouteType], next: b}
-	go s.finishTwoPhase(st)
+	go s.finishTwoPhase(st, time.Now().Add(PhaseTwoTimeout))
 	return true
 }
 
-// finishTwoPhase publishes phase two once phase one is acknowledged.
-func (s *Server) finishTwoPhase(st *gatewayState) {
-	deadline := time.Now().Add(PhaseTwoTimeout)
+// finishTwoPhase publishes phase two once phase one is acknowledged, or at
+// deadline.
+func (s *Server) finishTwoPhase(st *gatewayState, deadline time.Time) {
 	for {
 		s.mu.Lock()
 		p := st.pending
