@@ -7,6 +7,7 @@ package translate
 import (
 	"bytes"
 	"crypto/sha256"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -197,6 +198,37 @@ func BenchmarkCheckOneRouteChange(b *testing.B) {
 		b.StartTimer()
 		if err := c.Check(res); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestCheckerKeepsOnlyCurrentTables: a route table changed again and again
+// leaves the checker holding its current wire form only, not the earlier
+// ones (each holds a whole serialized table).
+func TestCheckerKeepsOnlyCurrentTables(t *testing.T) {
+	gw := propertyBase(12)
+	var m Memo
+	var c Checker
+	for step := range 40 {
+		next := *gw
+		next.Listeners = slices.Clone(gw.Listeners)
+		vhs := slices.Clone(next.Listeners[0].VirtualHosts)
+		vhs[step%len(vhs)] = propertyVhost(vhs[step%len(vhs)].Name, gw.Clusters[0].Name, fmt.Sprintf("/step-%d", step))
+		next.Listeners[0].VirtualHosts = vhs
+		gw = &next
+		res, err := m.Translate(gw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Check(res); err != nil {
+			t.Fatal(err)
+		}
+		m.Adopt(&c)
+		if len(c.wires) != len(res.Routes) {
+			t.Fatalf("step %d: the checker holds %d wire route tables for %d tables", step, len(c.wires), len(res.Routes))
+		}
+		if _, ok := c.Digest(res.Routes[0]); !ok {
+			t.Fatalf("step %d: the current table has no digest", step)
 		}
 	}
 }

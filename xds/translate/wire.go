@@ -202,6 +202,9 @@ func (e *checkRun) table(rc *routev3.RouteConfiguration) *routev3.RouteConfigura
 		return rc
 	}
 	wire.ProtoReflect().SetUnknown(protoreflect.RawFields(fields))
+	// The table's previous wire form is no longer this config's: its
+	// digest (and with it its bytes) goes now, not when pruned.
+	delete(c.wires, ts.wire)
 	ts.wire = wire
 	c.wires[wire] = wireDigest(generation.Add(1))
 	return wire
