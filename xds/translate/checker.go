@@ -105,6 +105,9 @@ type Checker struct {
 	// (nil when one is not known), so that versioning the cluster list
 	// looks up no message.
 	lastClusterDigests []Digest
+	// lastBuilt: the virtual hosts the last check that passed serialized
+	// (see wireVhosts).
+	lastBuilt []builtVhost
 }
 
 type knownDigest struct {
@@ -132,6 +135,7 @@ func (c *Checker) Check(r *Resources) error {
 	}
 	c.epoch++
 	c.Validated, c.Encoded = 0, 0
+	c.lastBuilt = nil
 	e := &checkRun{c: c, opts: proto.MarshalOptions{Deterministic: true}}
 	for _, l := range r.Listeners {
 		e.one("listener", l.GetName(), l)
@@ -226,6 +230,7 @@ func (c *Checker) Check(r *Resources) error {
 		return errors.Join(e.errs...)
 	}
 	copy(r.Routes, wires)
+	c.lastBuilt = e.built
 	clusters, endpoints := r.Clusters, r.Endpoints
 	if !SameList(clusters, c.lastClusters) || c.lastWireClusters == nil {
 		c.lastWireClusters, c.lastClusterDigests = wireList(c, clusters, c.lastClusters, c.lastWireClusters, c.lastClusterDigests, (*clusterv3.Cluster).GetName, true)
@@ -556,6 +561,7 @@ func (c *Checker) reset() {
 	}
 	c.tables, c.refs, c.clusterSet = map[string]*tableState{}, map[string]int{}, map[string]bool{}
 	c.sockets = map[string]clusterFacts{}
+	c.lastBuilt = nil
 	c.sortedClusters, c.sortedEndpoints = false, false
 	c.wires = map[*routev3.RouteConfiguration]Digest{}
 	c.lastClusters, c.lastEndpoints = nil, nil
@@ -702,6 +708,15 @@ type checkRun struct {
 	errs    []error
 	touched int
 	newRefs []string
+	// built: the virtual hosts this check serialized, by table and place.
+	built []builtVhost
+}
+
+// builtVhost is a virtual host a check serialized: messages[i] of table
+// ts.
+type builtVhost struct {
+	ts *tableState
+	i  int
 }
 
 func (e *checkRun) fail(format string, args ...any) {

@@ -25,8 +25,8 @@ import (
 // translation, byte for byte once read back.
 //
 // Run twice: as a bare Memo and Checker, and as the xDS server drives them,
-// with the memo adopting the checked wire forms of its clusters and load
-// assignments after each check that passed (Memo.Adopt).
+// with the memo adopting the checked wire forms of its virtual hosts,
+// clusters and load assignments after each check that passed (Memo.Adopt).
 func TestCheckerAgreesWithValidate(t *testing.T) {
 	for _, adopt := range []bool{false, true} {
 		for seed := range uint64(8) {
@@ -65,6 +65,13 @@ func checkerAgreesWithValidate(t *testing.T, seed uint64, adopt bool) {
 			for i, e := range m.clusters {
 				if len(e.endpoints.ProtoReflect().GetUnknown()) == 0 || len(e.cluster.ProtoReflect().GetUnknown()) == 0 {
 					t.Fatalf("step %d: the memo still holds cluster %d (%s) or its load assignment as a message after Adopt", step, i, e.cluster.GetName())
+				}
+			}
+			for table, hosts := range m.tables {
+				for _, e := range hosts {
+					if len(e.vh.ProtoReflect().GetUnknown()) == 0 {
+						t.Fatalf("step %d: the memo still holds virtual host %s of %s as a message after Adopt", step, e.name, table)
+					}
 				}
 			}
 		}

@@ -55,6 +55,8 @@ type Memo struct {
 	// hold messages a check passed.
 	built     []int
 	unadopted bool
+	// vbuilt: the virtual hosts built since the last adoption.
+	vbuilt []*memoVhost
 }
 
 // vhostRefs names clusters of one virtual host of one route table.
@@ -174,6 +176,7 @@ func (t *translator) routeConfigurationMemo(name, scheme string, vhosts []*ir.Vi
 			}
 		}
 		e := &memoVhost{routes: v.Routes, name: v.Name, domains: v.Domains, scheme: scheme, vh: vh, refs: refs, carried: carried}
+		t.memo.noteVhost(e)
 		if old != nil {
 			if inPlace {
 				prev[j] = e // edited in its place
@@ -415,6 +418,7 @@ func (m *Memo) Endpoints(clusters []*ir.Cluster) (all, changed []*endpointv3.Clu
 // lists were not sorted by name. Call it after each check that passed; a
 // memo that is never adopted works as before.
 func (m *Memo) Adopt(c *Checker) {
+	m.adoptVhosts(c)
 	// An unsorted IR list had the translation sort the memo's lists in
 	// place: their places no longer match m.clusters'.
 	if !m.sorted || len(m.clusters) == 0 {
@@ -442,6 +446,47 @@ func (m *Memo) Adopt(c *Checker) {
 	}
 	if ok {
 		m.built, m.unadopted = nil, false
+	}
+}
+
+// noteVhost records a virtual host built, for the next adoption; past a
+// bound (a memo nobody adopts for) it records no more, and the next
+// adoption looks at every host.
+func (m *Memo) noteVhost(e *memoVhost) {
+	if len(m.vbuilt) < 1<<16 {
+		m.vbuilt = append(m.vbuilt, e)
+	}
+}
+
+// adoptVhosts replaces the virtual hosts the last check that passed
+// serialized by their wire forms (Checker.wireVhosts), in the checker and
+// here alike: a host the checker knows by its wire form must come back as
+// that wire form, or it is serialized again. The hosts built since the
+// last adoption are looked at, or every one when those do not account for
+// every wire form.
+func (m *Memo) adoptVhosts(c *Checker) {
+	wire := c.wireVhosts()
+	built := m.vbuilt
+	m.vbuilt = nil
+	if len(wire) == 0 {
+		return
+	}
+	adopted := 0
+	for _, e := range built {
+		if w := wire[e.vh]; w != nil {
+			e.vh = w
+			adopted++
+		}
+	}
+	if adopted == len(wire) {
+		return
+	}
+	for _, hosts := range m.tables {
+		for _, e := range hosts {
+			if w := wire[e.vh]; w != nil {
+				e.vh = w
+			}
+		}
 	}
 }
 

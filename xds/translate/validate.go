@@ -65,9 +65,9 @@ func Validate(r *Resources) error {
 func decodeWire(r *Resources) (*Resources, error) {
 	out := *r
 	var err error
-	if out.Routes, err = decodeList(r.Routes); err == nil {
-		if out.Clusters, err = decodeList(r.Clusters); err == nil {
-			out.Endpoints, err = decodeList(r.Endpoints)
+	if out.Routes, err = decodeList(r.Routes, tableHasWire); err == nil {
+		if out.Clusters, err = decodeList(r.Clusters, nil); err == nil {
+			out.Endpoints, err = decodeList(r.Endpoints, nil)
 		}
 	}
 	if err != nil {
@@ -76,15 +76,28 @@ func decodeWire(r *Resources) (*Resources, error) {
 	return &out, nil
 }
 
+// tableHasWire: a route table (a memo's, before its check) holds a
+// virtual host's wire form.
+func tableHasWire(rc *routev3.RouteConfiguration) bool {
+	for _, vh := range rc.GetVirtualHosts() {
+		if len(vh.ProtoReflect().GetUnknown()) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // decodeList returns list with its wire forms decoded (list itself when it
-// has none).
-func decodeList[T proto.Message](list []T) ([]T, error) {
+// has none); inner, when set, tells a message that holds wire forms
+// further down.
+func decodeList[T proto.Message](list []T, inner func(T) bool) ([]T, error) {
 	var out []T
 	for i, m := range list {
-		if len(m.ProtoReflect().GetUnknown()) == 0 {
+		whole := len(m.ProtoReflect().GetUnknown()) > 0
+		if !whole && (inner == nil || !inner(m)) {
 			continue
 		}
-		d, err := Decode(m)
+		d, err := decodeAny(m)
 		if err != nil {
 			return nil, fmt.Errorf("%T %d: %w", m, i, err)
 		}
@@ -95,6 +108,19 @@ func decodeList[T proto.Message](list []T) ([]T, error) {
 	}
 	if out == nil {
 		return list, nil
+	}
+	return out, nil
+}
+
+// decodeAny is m serialized and read back as a new message of its type.
+func decodeAny(m proto.Message) (proto.Message, error) {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("serialize: %w", err)
+	}
+	out := m.ProtoReflect().New().Interface()
+	if err := proto.Unmarshal(b, out); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
 	}
 	return out, nil
 }

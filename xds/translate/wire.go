@@ -141,6 +141,7 @@ func (e *checkRun) table(rc *routev3.RouteConfiguration) *routev3.RouteConfigura
 			continue
 		}
 		vs := e.vhost(name, v)
+		e.built = append(e.built, builtVhost{ts: ts, i: i})
 		if j < len(prev) && prev[j].name == v.GetName() {
 			// Rebuilt in its place: a change only if its bytes differ.
 			changed = changed || !bytes.Equal(vs.field, prev[j].field)
@@ -188,14 +189,6 @@ func (e *checkRun) table(rc *routev3.RouteConfiguration) *routev3.RouteConfigura
 	for _, vs := range next {
 		fields = append(fields, vs.field...)
 	}
-	// Each virtual host's element now points into the table's bytes: the
-	// checker holds one copy of a table's serialization, not two.
-	off := 0
-	for _, vs := range next {
-		l := len(vs.field)
-		vs.field = fields[off : off+l : off+l]
-		off += l
-	}
 	wire := &routev3.RouteConfiguration{}
 	if err := proto.Unmarshal(shell, wire); err != nil {
 		e.fail("route configuration %q: decode: %w", name, err)
@@ -210,9 +203,68 @@ func (e *checkRun) table(rc *routev3.RouteConfiguration) *routev3.RouteConfigura
 	return wire
 }
 
+// wireVhosts replaces each virtual host the last check that passed
+// serialized by its wire form: a message with its name as its one field and
+// the rest of its checked serialization as unknown fields, sharing the
+// checker's bytes of it. The replacement happens in the checker's state
+// and in the virtual host lists of the route tables checked (the memo's,
+// built for that check alone). It returns the wire forms by the message
+// they replace, for the memo that built those messages to adopt
+// (Memo.Adopt); the messages then go. The checker recognises a host by its
+// wire form from then on, so a memo that handed out the message again
+// would have it serialized again: only Memo.Adopt calls this.
+func (c *Checker) wireVhosts() map[*routev3.VirtualHost]*routev3.VirtualHost {
+	if len(c.lastBuilt) == 0 {
+		return nil
+	}
+	out := make(map[*routev3.VirtualHost]*routev3.VirtualHost, len(c.lastBuilt))
+	for _, b := range c.lastBuilt {
+		if b.i >= len(b.ts.messages) || b.i >= len(b.ts.vhosts) {
+			continue
+		}
+		v, vs := b.ts.messages[b.i], b.ts.vhosts[b.i]
+		if vs.vh != v || len(v.ProtoReflect().GetUnknown()) > 0 {
+			continue // a wire form already, or not this state's message
+		}
+		_, _, n := protowire.ConsumeTag(vs.field)
+		if n < 0 {
+			continue
+		}
+		_, m := protowire.ConsumeVarint(vs.field[n:])
+		if m < 0 {
+			continue
+		}
+		// Its name is its first field: the wire form keeps it as a field
+		// (the checker walks hosts by name) and the rest as unknown.
+		payload := vs.field[n+m:]
+		head := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), v.GetName())
+		if v.GetName() == "" || !bytes.HasPrefix(payload, head) {
+			continue
+		}
+		w := &routev3.VirtualHost{Name: v.GetName()}
+		w.ProtoReflect().SetUnknown(protoreflect.RawFields(payload[len(head):]))
+		b.ts.messages[b.i] = w
+		vs.vh = w
+		out[v] = w
+	}
+	c.lastBuilt = nil
+	return out
+}
+
 // vhost serializes, validates and indexes one virtual host of table.
 func (e *checkRun) vhost(table string, v *routev3.VirtualHost) *vhostState {
 	vs := &vhostState{vh: v, name: v.GetName()}
+	if len(v.ProtoReflect().GetUnknown()) > 0 {
+		// A wire form (after a refused check forgot the checker's state):
+		// its facts and validation are those of what it serializes to.
+		full, err := Decode(v)
+		if err != nil {
+			e.fail("route configuration %q: virtual host: decode: %w", table, err)
+			return vs
+		}
+		v = full.(*routev3.VirtualHost)
+		vs.name = v.GetName()
+	}
 	where := func() string { return fmt.Sprintf("route configuration %q virtual host %s", table, v.GetName()) }
 	size := e.opts.Size(v)
 	field := protowire.AppendTag(make([]byte, 0, size+16), virtualHostsField, protowire.BytesType)
