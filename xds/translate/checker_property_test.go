@@ -28,9 +28,15 @@ import (
 // with the memo adopting the checked wire forms of its virtual hosts,
 // clusters and load assignments after each check that passed (Memo.Adopt).
 func TestCheckerAgreesWithValidate(t *testing.T) {
+	bareAndAdopting(t, 8, checkerAgreesWithValidate)
+}
+
+// bareAndAdopting runs property for seeds 0 to seeds-1, without and with
+// the memo adopting after each check that passed.
+func bareAndAdopting(t *testing.T, seeds uint64, property func(t *testing.T, seed uint64, adopt bool)) {
 	for _, adopt := range []bool{false, true} {
-		for seed := range uint64(8) {
-			t.Run(fmt.Sprintf("adopt=%v/%d", adopt, seed), func(t *testing.T) { checkerAgreesWithValidate(t, seed, adopt) })
+		for seed := range seeds {
+			t.Run(fmt.Sprintf("adopt=%v/%d", adopt, seed), func(t *testing.T) { property(t, seed, adopt) })
 		}
 	}
 }
@@ -237,11 +243,7 @@ func propertyEdit(rng *rand.Rand, gw *ir.Gateway) *ir.Gateway {
 //
 // Run twice: bare, and with the memo adopting what passed (Memo.Adopt).
 func TestCheckerAgreesWithValidateOnBrokenLists(t *testing.T) {
-	for _, adopt := range []bool{false, true} {
-		for seed := range uint64(40) {
-			t.Run(fmt.Sprintf("adopt=%v/%d", adopt, seed), func(t *testing.T) { checkerAgreesOnBrokenLists(t, seed, adopt) })
-		}
-	}
+	bareAndAdopting(t, 40, checkerAgreesOnBrokenLists)
 }
 
 func checkerAgreesOnBrokenLists(t *testing.T, seed uint64, adopt bool) {

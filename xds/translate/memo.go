@@ -427,23 +427,12 @@ func (m *Memo) Adopt(c *Checker) {
 	// Only the places built since the last adoption hold messages, unless
 	// an adoption was missed: then every place is looked at.
 	places, all := m.built, m.unadopted
-	ok := true
-	if adopt(c, m.lastEndpoints, c.lastEndpoints, c.lastWireEndpoints, len(m.clusters), places, all, func(i int) **endpointv3.ClusterLoadAssignment {
+	ok := adopt(c, &m.lastEndpoints, &c.lastEndpoints, c.lastWireEndpoints, len(m.clusters), places, all, func(i int) **endpointv3.ClusterLoadAssignment {
 		return &m.clusters[i].endpoints
-	}) {
-		m.lastEndpoints = c.lastWireEndpoints
-		c.lastEndpoints = c.lastWireEndpoints
-	} else {
-		ok = false
-	}
-	if adopt(c, m.lastClusters, c.lastClusters, c.lastWireClusters, len(m.clusters), places, all, func(i int) **clusterv3.Cluster {
+	})
+	ok = adopt(c, &m.lastClusters, &c.lastClusters, c.lastWireClusters, len(m.clusters), places, all, func(i int) **clusterv3.Cluster {
 		return &m.clusters[i].cluster
-	}) {
-		m.lastClusters = c.lastWireClusters
-		c.lastClusters = c.lastWireClusters
-	} else {
-		ok = false
-	}
+	}) && ok
 	if ok {
 		m.built, m.unadopted = nil, false
 	}
@@ -499,18 +488,20 @@ func (m *Memo) newList() {
 	m.built = m.built[:0]
 }
 
-// adopt replaces, at the given places of the memo's list mine (all n of
-// them with all; the memo's entry at place i is held at at(i)),
-// the message by its wire form from wire, when checked (the list c last
-// passed) is mine. It reports whether mine is now wire.
+// adopt replaces, at the given places of the memo's list *mine (all n of
+// them with all; the memo's entry at place i is held at at(i)), the
+// message by its wire form from wire, when *checked (the list c last
+// passed) is *mine; both lists then become wire. It reports whether *mine
+// is wire.
 func adopt[T interface {
 	comparable
 	proto.Message
-}](c *Checker, mine, checked, wire []T, n int, places []int, all bool, at func(int) *T) bool {
-	if wire == nil || len(mine) != n || len(wire) != n || !SameList(mine, checked) {
+}](c *Checker, mine, checked *[]T, wire []T, n int, places []int, all bool, at func(int) *T) bool {
+	if wire == nil || len(*mine) != n || len(wire) != n || !SameList(*mine, *checked) {
 		return false
 	}
-	if len(mine) == 0 || &mine[0] == &wire[0] {
+	if n == 0 || &(*mine)[0] == &wire[0] {
+		*checked = wire
 		return true // adopted already
 	}
 	if all {
@@ -533,6 +524,7 @@ func adopt[T interface {
 			delete(c.known, orig)
 		}
 	}
+	*mine, *checked = wire, wire
 	return true
 }
 

@@ -97,7 +97,7 @@ func decodeList[T proto.Message](list []T, inner func(T) bool) ([]T, error) {
 		if !whole && (inner == nil || !inner(m)) {
 			continue
 		}
-		d, err := decodeAny(m)
+		d, err := roundTrip(m)
 		if err != nil {
 			return nil, fmt.Errorf("%T %d: %w", m, i, err)
 		}
@@ -108,19 +108,6 @@ func decodeList[T proto.Message](list []T, inner func(T) bool) ([]T, error) {
 	}
 	if out == nil {
 		return list, nil
-	}
-	return out, nil
-}
-
-// decodeAny is m serialized and read back as a new message of its type.
-func decodeAny(m proto.Message) (proto.Message, error) {
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("serialize: %w", err)
-	}
-	out := m.ProtoReflect().New().Interface()
-	if err := proto.Unmarshal(b, out); err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
 	}
 	return out, nil
 }

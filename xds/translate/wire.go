@@ -434,6 +434,12 @@ func Decode(m proto.Message) (proto.Message, error) {
 	if len(m.ProtoReflect().GetUnknown()) == 0 {
 		return m, nil
 	}
+	return roundTrip(m)
+}
+
+// roundTrip is m serialized and read back as a new message of its type:
+// every wire form in it, at any depth, becomes message fields.
+func roundTrip(m proto.Message) (proto.Message, error) {
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("serialize: %w", err)
