@@ -53,6 +53,26 @@ type Ownership struct {
 	Holders map[string]string
 	// Blocked is the provider's block list (nil blocks nothing).
 	Blocked *hostnames.BlockList
+	// Retiring are the routes shardgate generated for LeaseHosts that
+	// hold no name any more (blocked, taken over, withheld) or are being
+	// deleted, by namespace/name, with that LeaseHost's UID: shardgate
+	// deletes each of them. They serve nothing meanwhile; the translator
+	// does not read this (see RetiringRoute).
+	Retiring map[types.NamespacedName]types.UID
+}
+
+// RetiringRoute says whether the route nn, whose controller is the object
+// with UID controller, is one shardgate is about to delete: its LeaseHost
+// holds no name, and no handover keeps it serving one.
+func (o *Ownership) RetiringRoute(nn types.NamespacedName, controller types.UID) bool {
+	if o == nil || controller == "" {
+		return false
+	}
+	if _, generated := o.Generated[nn]; generated {
+		return false
+	}
+	uid, ok := o.Retiring[nn]
+	return ok && uid == controller
 }
 
 // GeneratedRoute is the route shardgate writes for one LeaseHost.

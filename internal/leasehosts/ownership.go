@@ -78,6 +78,15 @@ func Ownership(in OwnershipInput) *gatewayapi.Ownership {
 	}
 	var plans []planned
 	var claimants []hostnames.Claimant
+	// A LeaseHost that holds no name, or is being deleted, has its route
+	// deleted by the LeaseHost controller (a ProviderHost's route is not
+	// one of its LeaseHost's dependents: not counted).
+	retire := func(lh *shardgatev1alpha1.LeaseHost) {
+		if out.Retiring == nil {
+			out.Retiring = map[types.NamespacedName]types.UID{}
+		}
+		out.Retiring[types.NamespacedName{Namespace: lh.Namespace, Name: RouteName(lh)}] = lh.UID
+	}
 	providerPolicy := in.Policy
 	providerPolicy.RequireOwner = false
 	for i, list := range [][]*shardgatev1alpha1.LeaseHost{in.LeaseHosts, in.ProviderHosts} {
@@ -86,7 +95,13 @@ func Ownership(in OwnershipInput) *gatewayapi.Ownership {
 			policy = providerPolicy
 		}
 		for _, lh := range list {
-			if lh == nil || lh.DeletionTimestamp != nil {
+			if lh == nil {
+				continue
+			}
+			if lh.DeletionTimestamp != nil {
+				if i == 0 {
+					retire(lh)
+				}
 				continue
 			}
 			p := PlanIn(lh, in.Shards, namespaces[lh.Namespace], policy)
@@ -107,6 +122,9 @@ func Ownership(in OwnershipInput) *gatewayapi.Ownership {
 			}
 		}
 		if len(held) == 0 {
+			if !pl.provider {
+				retire(pl.lh)
+			}
 			continue
 		}
 		g := gatewayapi.GeneratedRoute{LeaseHost: pl.lh.UID, Hosts: map[types.NamespacedName][]string{}, Unowned: pl.provider}

@@ -54,9 +54,12 @@ func TestOwnership(t *testing.T) {
 	homograph := hostLH("tenant-b", "apple", "uid-b3", "akash1bob", 5, "xn--80ak6aa92e.com", 50)
 	sub := subdomainLH("web")
 	sub.Namespace, sub.UID, sub.Spec.Lease.Owner = "tenant-a", "uid-a2", "akash1alice"
+	// A LeaseHost being deleted claims nothing.
+	leaving := hostLH("tenant-a", "leaving", "uid-a3", "akash1alice", 6, "leaving.example.test", 60)
+	leaving.DeletionTimestamp = &metav1.Time{}
 
 	got := Ownership(OwnershipInput{
-		LeaseHosts: []*shardgatev1alpha1.LeaseHost{alice, spoof, own, stray, homograph, sub},
+		LeaseHosts: []*shardgatev1alpha1.LeaseHost{alice, spoof, own, stray, homograph, sub, leaving},
 		Namespaces: []*corev1.Namespace{ownedNS("tenant-a", "akash1alice"), ownedNS("tenant-b", "akash1bob"), ownedNS("stray", "")},
 		Shards:     []sharding.Shard{shardA, shardB},
 		Routes:     map[types.NamespacedName]gatewayapi.ShardRoutes{shardB.Gateway: gatewayapi.RoutesOwned},
@@ -77,9 +80,28 @@ func TestOwnership(t *testing.T) {
 		Holders: map[string]string{"shop.example.test": "akash1alice", "bob.example.test": "akash1bob",
 			"web.a.example.test": "akash1alice", "web.b.example.test": "akash1alice"},
 		Blocked: hostnames.MustBlockList(".apple.com"),
+		// The routes of the LeaseHosts that hold nothing, which the
+		// LeaseHost controller deletes.
+		Retiring: map[types.NamespacedName]types.UID{
+			{Namespace: "tenant-b", Name: "steal"}:   "uid-b",
+			{Namespace: "stray", Name: "free"}:       "uid-c",
+			{Namespace: "tenant-b", Name: "apple"}:   "uid-b3",
+			{Namespace: "tenant-a", Name: "leaving"}: "uid-a3",
+		},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Ownership =\n%+v\nwant\n%+v", got, want)
+	}
+	for nn, uid := range want.Retiring {
+		if !got.RetiringRoute(nn, uid) {
+			t.Errorf("RetiringRoute(%s, %s) = false, want true", nn, uid)
+		}
+		if got.RetiringRoute(nn, "uid-other") {
+			t.Errorf("RetiringRoute(%s) of a route another object controls = true, want false", nn)
+		}
+	}
+	if got.RetiringRoute(types.NamespacedName{Namespace: "tenant-a", Name: "shop"}, "uid-a") {
+		t.Error("RetiringRoute of a route whose LeaseHost holds its name = true, want false")
 	}
 }
 
@@ -102,6 +124,7 @@ func TestHandover(t *testing.T) {
 	}
 	prev := facts("akash1alice", map[types.NamespacedName]gatewayapi.GeneratedRoute{oldRoute: held("uid-old")})
 	next := facts("akash1alice", map[types.NamespacedName]gatewayapi.GeneratedRoute{newRoute: held("uid-new")})
+	next.Retiring = map[types.NamespacedName]types.UID{oldRoute: "uid-old"} // its LeaseHost holds nothing now
 	live := map[types.UID]bool{"uid-old": true, "uid-new": true}
 	route := func(nn types.NamespacedName, uid string, hosts ...gatewayv1.Hostname) *gatewayv1.HTTPRoute {
 		return &gatewayv1.HTTPRoute{
@@ -119,6 +142,13 @@ func TestHandover(t *testing.T) {
 	}
 	if _, touched := next.Generated[oldRoute]; touched {
 		t.Fatal("Handover modified next")
+	}
+	// While it serves the name, the old route is not one being deleted.
+	if got.RetiringRoute(oldRoute, "uid-old") {
+		t.Fatal("a route kept serving through a handover counts as retiring")
+	}
+	if !next.RetiringRoute(oldRoute, "uid-old") {
+		t.Fatal("without the handover, the old route should count as retiring")
 	}
 	// Carried from one translation to the next while the new route lacks it.
 	again := Handover(got, next, []*gatewayv1.HTTPRoute{oldR, route(newRoute, "uid-new")}, live)

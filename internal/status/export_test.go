@@ -1,5 +1,15 @@
 package status
 
+import "time"
+
 // RestoreBackoff is restoreBackoff, for the integration tests (package
 // status_test, which the harness's imports keep outside this package).
 const RestoreBackoff = restoreBackoff
+
+// SetRetiringWriteDelay sets retiringWriteDelay until the test ends; call it
+// before the writer under test takes a Submit.
+func SetRetiringWriteDelay(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := retiringWriteDelay
+	retiringWriteDelay = d
+	t.Cleanup(func() { retiringWriteDelay = old })
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -191,21 +192,34 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 			dirty = append(dirty, k)
 		}
 	}
+	// retiring: the dirty routes shardgate is deleting (their writes
+	// wait retiringWriteDelay; see there).
+	var retiring map[Key]bool
+	route := func(obj client.Object) {
+		k, ok := w.differs(obj, now, true)
+		if !ok {
+			return
+		}
+		dirty = append(dirty, k)
+		if k.Kind != KindHTTPRoute {
+			return
+		}
+		if c := metav1.GetControllerOf(obj); c != nil && in.Ownership.RetiringRoute(k.NamespacedName, c.UID) {
+			if retiring == nil {
+				retiring = map[Key]bool{}
+			}
+			retiring[k] = true
+		}
+	}
 	if all {
 		for _, r := range in.HTTPRoutes {
-			if k, ok := w.differs(r, now, true); ok {
-				dirty = append(dirty, k)
-			}
+			route(r)
 		}
 		for _, r := range in.GRPCRoutes {
-			if k, ok := w.differs(r, now, true); ok {
-				dirty = append(dirty, k)
-			}
+			route(r)
 		}
 		for _, r := range in.TLSRoutes {
-			if k, ok := w.differs(r, now, true); ok {
-				dirty = append(dirty, k)
-			}
+			route(r)
 		}
 		// A route that reached the store after in was listed but before
 		// the translation is in out and not in in, and no later
@@ -215,9 +229,7 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 			for _, kind := range []string{string(KindHTTPRoute), string(KindGRPCRoute), string(KindTLSRoute)} {
 				for nn := range out.RouteStatus(kind).All() {
 					if obj := in.RouteByKey(gatewayapi.RouteKey{Kind: kind, NN: nn}); obj != nil {
-						if k, ok := w.differs(obj, now, true); ok {
-							dirty = append(dirty, k)
-						}
+						route(obj)
 					}
 				}
 			}
@@ -228,15 +240,23 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 			if obj == nil {
 				continue // deleted
 			}
-			if k, ok := w.differs(obj, now, true); ok {
-				dirty = append(dirty, k)
-			}
+			route(obj)
 		}
 	}
 	if routes := len(in.HTTPRoutes) + len(in.GRPCRoutes) + len(in.TLSRoutes); len(w.written) > 2*routes+64 || len(w.checked) > routes+64 {
 		w.forgetGone(in)
 	}
 	delays := w.restoreDelays(dirty, false)
+	if len(retiring) > 0 {
+		if delays == nil {
+			delays = make([]time.Duration, len(dirty))
+		}
+		for i, k := range dirty {
+			if retiring[k] {
+				delays[i] = max(delays[i], retiringWriteDelay)
+			}
+		}
+	}
 	for _, k := range dirty {
 		if k.Kind != KindGateway && k.Kind != KindGatewayClass && k.Kind != KindListenerSet {
 			w.lastRoutes = now
@@ -529,6 +549,14 @@ func (w *Writer) recordWrite(k Key, rv string) {
 	w.written[k] = n
 	w.mu.Unlock()
 }
+
+// retiringWriteDelay is how long a status write waits for a route that
+// shardgate is deleting (gatewayapi.Ownership.RetiringRoute: its
+// LeaseHost lost its names, to a block-list entry for example). The route
+// already serves nothing; its deletion usually lands first, and the write,
+// which would cost the apiserver as much as the deletion, is then never
+// sent. A route still there after the delay gets its status.
+var retiringWriteDelay = 30 * time.Second
 
 // GatewayWriteWindow coalesces Gateway and GatewayClass status writes.
 const GatewayWriteWindow = 50 * time.Millisecond

@@ -3,6 +3,7 @@ package status_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -111,6 +113,24 @@ func (e *writerEnv) namespace(t *testing.T, name string) string {
 func (e *writerEnv) route(t *testing.T, ns, name string) types.NamespacedName {
 	r := &gatewayv1.HTTPRoute{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: gatewayv1.HTTPRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{
+			ParentRefs: []gatewayv1.ParentReference{{Name: "gw"}},
+		}},
+	}
+	if err := e.api.Create(e.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	e.cached(t, key, func(*gatewayv1.HTTPRoute) bool { return true })
+	return key
+}
+
+// controlledRoute creates a route whose controller is the object with UID
+// uid (a LeaseHost's generated route) and waits for the cache to have it.
+func (e *writerEnv) controlledRoute(t *testing.T, ns, name string, uid types.UID) types.NamespacedName {
+	r := &gatewayv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "shardgate.io/v1alpha1", Kind: "LeaseHost", Name: name, UID: uid, Controller: ptr(true)}}},
 		Spec: gatewayv1.HTTPRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{
 			ParentRefs: []gatewayv1.ParentReference{{Name: "gw"}},
 		}},
@@ -380,6 +400,59 @@ func TestWriter(t *testing.T) {
 		g.Expect(r.Labels).To(HaveKeyWithValue("raced", "yes"), "the other writer's change must stay")
 		g.Consistently(func() int { return writes(status.KindHTTPRoute) - before }).WithTimeout(quietly).Should(Equal(2),
 			"one refused write and one retry")
+	})
+
+	t.Run("a route shardgate is deleting is written only if it outlives the delay", func(t *testing.T) {
+		g := NewWithT(t)
+		const delay = 5 * time.Second
+		status.SetRetiringWriteDelay(t, delay)
+		ns := e.namespace(t, "retiring")
+		plain := e.route(t, ns, "plain")
+		gone := e.controlledRoute(t, ns, "gone", "uid-gone")
+		stays := e.controlledRoute(t, ns, "stays", "uid-stays")
+		// Controlled by another object than the one Retiring names (a
+		// tenant's route by the generated route's name): not retiring.
+		other := e.controlledRoute(t, ns, "other", "uid-tenant")
+		var mu sync.Mutex
+		sent := map[string]int{}
+		c := interceptor.NewClient(e.cachedClient(t), interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				mu.Lock()
+				sent[obj.GetName()]++
+				mu.Unlock()
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			},
+		})
+		sentTo := func(name string) func() int {
+			return func() int { mu.Lock(); defer mu.Unlock(); return sent[name] }
+		}
+		w := e.writer(t, c)
+		e.start(t, w)
+		in := e.snapshot(t, ns)
+		in.Ownership = &gatewayapi.Ownership{Retiring: map[types.NamespacedName]types.UID{
+			gone: "uid-gone", stays: "uid-stays", other: "uid-leasehost"}}
+		desired := map[types.NamespacedName][]gatewayv1.RouteParentStatus{}
+		for _, k := range []types.NamespacedName{plain, gone, stays, other} {
+			desired[k] = acceptedBy("refused")
+		}
+		submitted := time.Now()
+		w.Submit(in, output(desired))
+		g.Expect(e.api.Delete(e.ctx, &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gone.Name}})).To(Succeed())
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(e.cache.Get(e.ctx, gone, &gatewayv1.HTTPRoute{}))
+		}).WithTimeout(30 * time.Second).Should(BeTrue())
+		deletionSeen := time.Since(submitted)
+
+		for _, k := range []types.NamespacedName{plain, other, stays} {
+			g.Eventually(e.parents(k)).WithTimeout(30*time.Second).Should(WithTransform(ourMessage, Equal("refused")), "route %s", k)
+		}
+		g.Expect(time.Since(submitted)).To(BeNumerically(">=", delay), "the retiring route's write must wait for the delay")
+		if deletionSeen >= delay {
+			t.Logf("the deletion reached the cache only after %s, past the %s delay: whether the deleted route's write was skipped is not judged", deletionSeen, delay)
+			return
+		}
+		g.Consistently(sentTo("gone")).WithTimeout(quietly).Should(BeZero(), "a route deleted within the delay must not be written")
+		g.Expect(sentTo("stays")()).To(Equal(1))
 	})
 
 	t.Run("another controller's entries are never touched", func(t *testing.T) {
