@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,10 @@ import (
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 )
+
+// floodProfileSeconds is how long -flood-cpu-profile profiles: a flood's
+// Creates and its statuses take 3–4 s on 2 cores.
+const floodProfileSeconds = 4
 
 // flood times N route Creates (FloodWorkers at a time, each route on its
 // own Service and EndpointSlice, created beforehand) with shardgate stopped
@@ -34,12 +39,13 @@ func (b *bench) flood(ctx context.Context) error {
 
 		// Baseline: shardgate stopped, nothing else watching routes.
 		b.stopShardgate()
+		cpu := b.cpuNow()
 		d, floodRoutes, err := b.floodCreates(ctx)
 		if err != nil {
 			return err
 		}
 		b.res.FloodWithout = append(b.res.FloodWithout, d)
-		b.logf("flood %d: %d Creates with shardgate stopped took %s", round+1, n, ms(d))
+		b.logf("flood %d: %d Creates with shardgate stopped took %s (%s)", round+1, n, ms(d), b.cpuSince(cpu))
 		// The floor: the status writes the routes need, one each,
 		// made by the bench alone after the Creates.
 		w, err := b.floodStatusFloor(ctx, floodRoutes)
@@ -66,18 +72,32 @@ func (b *bench) flood(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		var profiled sync.WaitGroup
+		if last && b.cfg.FloodCPUProfile != "" {
+			profiled.Go(func() {
+				if err := b.saveProfile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", floodProfileSeconds), b.cfg.FloodCPUProfile); err != nil {
+					b.logf("flood: CPU profile: %v", err)
+					return
+				}
+				b.logf("flood: CPU profile (%d s) saved to %s", floodProfileSeconds, b.cfg.FloodCPUProfile)
+			})
+		}
+		cpu = b.cpuNow()
 		d, _, err = b.floodCreates(ctx)
 		if err != nil {
 			return err
 		}
 		created := time.Now()
 		b.res.FloodWith = append(b.res.FloodWith, d)
-		b.logf("flood %d: %d Creates with shardgate running took %s", round+1, n, ms(d))
+		b.logf("flood %d: %d Creates with shardgate running took %s (%s)", round+1, n, ms(d), b.cpuSince(cpu))
+		cpu = b.cpuNow()
 		at, err := b.waitAccepted(ctx, n)
 		if err != nil {
 			return err
 		}
 		lag := at.Sub(created)
+		b.logf("flood %d: from the last Create until all Accepted: %s", round+1, b.cpuSince(cpu))
+		profiled.Wait()
 		b.res.FloodAccepted = append(b.res.FloodAccepted, lag)
 		after, err := b.settledWrites(ctx)
 		if err != nil {

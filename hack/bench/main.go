@@ -36,6 +36,7 @@ func main() {
 	heap := flag.String("heap-profile", "", "save shardgate's heap profile after the largest memory figure to this file")
 	cpu := flag.String("cpu-profile", "", "save shardgate's CPU profile over the route-only propagation samples to this file")
 	allocs := flag.String("alloc-profile", "", "save shardgate's allocations over the route-only propagation samples (a delta profile) to this file")
+	floodCPU := flag.String("flood-cpu-profile", "", "save shardgate's CPU profile over the last flood round (its Creates and the statuses after them, 4 s) to this file")
 	flag.Parse()
 	if *smoke {
 		cfg = smokeConfig()
@@ -60,6 +61,7 @@ func main() {
 	cfg.HeapProfile = *heap
 	cfg.CPUProfile = *cpu
 	cfg.AllocProfile = *allocs
+	cfg.FloodCPUProfile = *floodCPU
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()

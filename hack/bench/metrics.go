@@ -97,3 +97,81 @@ func procMemory(pid int) (procMem, error) {
 	}
 	return m, s.Err()
 }
+
+// clockTicks is USER_HZ, the unit of /proc's CPU times (100 on Linux).
+const clockTicks = 100
+
+// procCPU is the CPU time (user and system) pid has used, from
+// /proc/<pid>/stat.
+func procCPU(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command (field 2) may hold spaces: the fields that follow start
+	// after its closing parenthesis. utime and stime are fields 14 and 15.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command field", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the command", pid, len(f))
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// machineCPU is the CPU time every CPU of the machine has spent busy (all
+// but idle and iowait), from /proc/stat.
+func machineCPU() (time.Duration, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var ticks int64
+	for i, v := range f[1:] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// cpuMark is shardgate's and the machine's CPU time at one moment.
+type cpuMark struct{ shardgate, machine time.Duration }
+
+// cpuNow reads a cpuMark; errors leave the figures zero (the CPU figures
+// are information, not a measurement the bench depends on).
+func (b *bench) cpuNow() cpuMark {
+	var m cpuMark
+	if b.proc != nil {
+		m.shardgate, _ = procCPU(b.proc.PID())
+	}
+	m.machine, _ = machineCPU()
+	return m
+}
+
+// cpuSince describes the CPU shardgate and the whole machine used since m.
+func (b *bench) cpuSince(m cpuMark) string {
+	n := b.cpuNow()
+	return fmt.Sprintf("CPU: shardgate %s, the machine %s", ms(n.shardgate-m.shardgate), ms(n.machine-m.machine))
+}

@@ -178,7 +178,7 @@ func (b *bench) revoke(ctx context.Context) error {
 				parts = append(parts, fmt.Sprintf("%s %.0f", k, d))
 			}
 		}
-		writes = "; shardgate's apiserver requests: " + strings.Join(parts, ", ")
+		writes = "; shardgate's apiserver requests and its writes by kind: " + strings.Join(parts, ", ")
 	}
 	if werr != nil {
 		s := w.state()
@@ -269,7 +269,7 @@ func (b *bench) revokeFloor(ctx context.Context, nss int) error {
 }
 
 // requests reads shardgate's rest_client_requests_total by method and
-// code.
+// code, and its shardgate_kube_writes_total by kind and verb.
 func (b *bench) requests(ctx context.Context) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.metrics, nil)
 	if err != nil {
@@ -293,7 +293,13 @@ func (b *bench) requests(ctx context.Context) (map[string]float64, error) {
 	}
 	for s.Scan() {
 		line := s.Text()
-		if !strings.HasPrefix(line, "rest_client_requests_total{") {
+		var key string
+		switch {
+		case strings.HasPrefix(line, "rest_client_requests_total{"):
+			key = label(line, "method") + " " + label(line, "code")
+		case strings.HasPrefix(line, "shardgate_kube_writes_total{"):
+			key = label(line, "kind") + " " + label(line, "verb")
+		default:
 			continue
 		}
 		fields := strings.Fields(line)
@@ -301,7 +307,7 @@ func (b *bench) requests(ctx context.Context) (map[string]float64, error) {
 		if err != nil {
 			continue
 		}
-		out[label(line, "method")+" "+label(line, "code")] += v
+		out[key] += v
 	}
 	return out, s.Err()
 }

@@ -67,6 +67,9 @@ type Config struct {
 	// AllocProfile, when set, is where the same phase saves shardgate's
 	// allocations over its samples (a delta of /debug/pprof/allocs).
 	AllocProfile string
+	// FloodCPUProfile, when set, is where the last flood round saves
+	// shardgate's CPU profile, from its first Create for FloodProfileTime.
+	FloodCPUProfile string
 }
 
 func fullConfig() Config {
