@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
@@ -59,20 +61,32 @@ type Ownership struct {
 	// deletes each of them. They serve nothing meanwhile; the translator
 	// does not read this (see RetiringRoute).
 	Retiring map[types.NamespacedName]types.UID
+	// LeaseHosts are the UIDs of the LeaseHosts there are (nil: not
+	// known). A route whose controller is a LeaseHost not among them is
+	// being deleted too: by the LeaseHost controller, which releases a
+	// deleted LeaseHost's names and route, and by the garbage collector.
+	// The translator does not read this either.
+	LeaseHosts map[types.UID]bool
 }
 
 // RetiringRoute says whether the route nn, whose controller is the object
-// with UID controller, is one shardgate is about to delete: its LeaseHost
-// holds no name, and no handover keeps it serving one.
-func (o *Ownership) RetiringRoute(nn types.NamespacedName, controller types.UID) bool {
-	if o == nil || controller == "" {
+// controller refers to, is one shardgate is about to delete: its LeaseHost
+// holds no name, or is gone, and no handover keeps it serving one.
+func (o *Ownership) RetiringRoute(nn types.NamespacedName, controller metav1.OwnerReference) bool {
+	if o == nil || controller.UID == "" {
 		return false
 	}
 	if _, generated := o.Generated[nn]; generated {
 		return false
 	}
-	uid, ok := o.Retiring[nn]
-	return ok && uid == controller
+	if uid, ok := o.Retiring[nn]; ok && uid == controller.UID {
+		return true
+	}
+	if o.LeaseHosts == nil || controller.Kind != "LeaseHost" {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(controller.APIVersion)
+	return err == nil && gv.Group == shardgatev1alpha1.GroupVersion.Group && !o.LeaseHosts[controller.UID]
 }
 
 // GeneratedRoute is the route shardgate writes for one LeaseHost.

@@ -47,6 +47,7 @@ func Ownership(in OwnershipInput) *gatewayapi.Ownership {
 		NamespaceOwners: map[string]string{},
 		Holders:         map[string]string{},
 		Blocked:         in.Blocked,
+		LeaseHosts:      make(map[types.UID]bool, len(in.LeaseHosts)),
 	}
 	for _, s := range in.Shards {
 		routes := in.Routes[s.Gateway]
@@ -97,6 +98,9 @@ func Ownership(in OwnershipInput) *gatewayapi.Ownership {
 		for _, lh := range list {
 			if lh == nil {
 				continue
+			}
+			if i == 0 {
+				out.LeaseHosts[lh.UID] = true
 			}
 			if lh.DeletionTimestamp != nil {
 				if i == 0 {

@@ -88,21 +88,41 @@ func TestOwnership(t *testing.T) {
 			{Namespace: "tenant-b", Name: "apple"}:   "uid-b3",
 			{Namespace: "tenant-a", Name: "leaving"}: "uid-a3",
 		},
+		LeaseHosts: map[types.UID]bool{"uid-a": true, "uid-b": true, "uid-b2": true, "uid-c": true, "uid-b3": true, "uid-a2": true, "uid-a3": true},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Ownership =\n%+v\nwant\n%+v", got, want)
 	}
 	for nn, uid := range want.Retiring {
-		if !got.RetiringRoute(nn, uid) {
+		if !got.RetiringRoute(nn, leaseHostRef(uid)) {
 			t.Errorf("RetiringRoute(%s, %s) = false, want true", nn, uid)
 		}
-		if got.RetiringRoute(nn, "uid-other") {
-			t.Errorf("RetiringRoute(%s) of a route another object controls = true, want false", nn)
+		if got.RetiringRoute(nn, leaseHostRef("uid-b2")) {
+			t.Errorf("RetiringRoute(%s) of a route another live LeaseHost controls = true, want false", nn)
 		}
 	}
-	if got.RetiringRoute(types.NamespacedName{Namespace: "tenant-a", Name: "shop"}, "uid-a") {
+	shop := types.NamespacedName{Namespace: "tenant-a", Name: "shop"}
+	if got.RetiringRoute(shop, leaseHostRef("uid-a")) {
 		t.Error("RetiringRoute of a route whose LeaseHost holds its name = true, want false")
 	}
+	// A route whose controller is a LeaseHost that is gone is being
+	// deleted; one controlled by an object of another kind is not ours to
+	// judge.
+	orphan := types.NamespacedName{Namespace: "tenant-a", Name: "closed"}
+	if !got.RetiringRoute(orphan, leaseHostRef("uid-gone")) {
+		t.Error("RetiringRoute of a route whose LeaseHost is gone = false, want true")
+	}
+	other := metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "LeaseHost", Name: "x", UID: "uid-gone"}
+	if got.RetiringRoute(orphan, other) {
+		t.Error("RetiringRoute of a route controlled by another API group's object = true, want false")
+	}
+	if (&gatewayapi.Ownership{}).RetiringRoute(orphan, leaseHostRef("uid-gone")) {
+		t.Error("RetiringRoute without the LeaseHosts known = true, want false")
+	}
+}
+
+func leaseHostRef(uid types.UID) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: shardgatev1alpha1.GroupVersion.String(), Kind: "LeaseHost", Name: "lh", UID: uid, Controller: new(true)}
 }
 
 // TestHandover: a name moving between one owner's LeaseHosts stays with
@@ -144,10 +164,10 @@ func TestHandover(t *testing.T) {
 		t.Fatal("Handover modified next")
 	}
 	// While it serves the name, the old route is not one being deleted.
-	if got.RetiringRoute(oldRoute, "uid-old") {
+	if got.RetiringRoute(oldRoute, leaseHostRef("uid-old")) {
 		t.Fatal("a route kept serving through a handover counts as retiring")
 	}
-	if !next.RetiringRoute(oldRoute, "uid-old") {
+	if !next.RetiringRoute(oldRoute, leaseHostRef("uid-old")) {
 		t.Fatal("without the handover, the old route should count as retiring")
 	}
 	// Carried from one translation to the next while the new route lacks it.

@@ -204,7 +204,7 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 		if k.Kind != KindHTTPRoute {
 			return
 		}
-		if c := metav1.GetControllerOf(obj); c != nil && in.Ownership.RetiringRoute(k.NamespacedName, c.UID) {
+		if c := metav1.GetControllerOf(obj); c != nil && in.Ownership.RetiringRoute(k.NamespacedName, *c) {
 			if retiring == nil {
 				retiring = map[Key]bool{}
 			}

@@ -403,16 +403,20 @@ func TestWriter(t *testing.T) {
 	})
 
 	t.Run("a route shardgate is deleting is written only if it outlives the delay", func(t *testing.T) {
+		// Routes shardgate deletes: those of LeaseHosts that hold no name
+		// (Retiring) and those whose LeaseHost is gone.
 		g := NewWithT(t)
-		const delay = 5 * time.Second
+		const delay = 10 * time.Second
 		status.SetRetiringWriteDelay(t, delay)
 		ns := e.namespace(t, "retiring")
 		plain := e.route(t, ns, "plain")
 		gone := e.controlledRoute(t, ns, "gone", "uid-gone")
 		stays := e.controlledRoute(t, ns, "stays", "uid-stays")
-		// Controlled by another object than the one Retiring names (a
-		// tenant's route by the generated route's name): not retiring.
+		// Controlled by another live LeaseHost than the one Retiring
+		// names: not retiring.
 		other := e.controlledRoute(t, ns, "other", "uid-tenant")
+		// Controlled by a LeaseHost that is gone (a lease closed).
+		closed := e.controlledRoute(t, ns, "closed", "uid-closed")
 		var mu sync.Mutex
 		sent := map[string]int{}
 		c := interceptor.NewClient(e.cachedClient(t), interceptor.Funcs{
@@ -429,17 +433,23 @@ func TestWriter(t *testing.T) {
 		w := e.writer(t, c)
 		e.start(t, w)
 		in := e.snapshot(t, ns)
-		in.Ownership = &gatewayapi.Ownership{Retiring: map[types.NamespacedName]types.UID{
-			gone: "uid-gone", stays: "uid-stays", other: "uid-leasehost"}}
+		in.Ownership = &gatewayapi.Ownership{
+			Retiring: map[types.NamespacedName]types.UID{
+				gone: "uid-gone", stays: "uid-stays", other: "uid-leasehost"},
+			LeaseHosts: map[types.UID]bool{"uid-gone": true, "uid-stays": true, "uid-tenant": true, "uid-leasehost": true},
+		}
 		desired := map[types.NamespacedName][]gatewayv1.RouteParentStatus{}
-		for _, k := range []types.NamespacedName{plain, gone, stays, other} {
+		for _, k := range []types.NamespacedName{plain, gone, stays, other, closed} {
 			desired[k] = acceptedBy("refused")
 		}
 		submitted := time.Now()
 		w.Submit(in, output(desired))
-		g.Expect(e.api.Delete(e.ctx, &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gone.Name}})).To(Succeed())
+		for _, k := range []types.NamespacedName{gone, closed} {
+			g.Expect(e.api.Delete(e.ctx, &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: k.Name}})).To(Succeed())
+		}
 		g.Eventually(func() bool {
-			return apierrors.IsNotFound(e.cache.Get(e.ctx, gone, &gatewayv1.HTTPRoute{}))
+			return apierrors.IsNotFound(e.cache.Get(e.ctx, gone, &gatewayv1.HTTPRoute{})) &&
+				apierrors.IsNotFound(e.cache.Get(e.ctx, closed, &gatewayv1.HTTPRoute{}))
 		}).WithTimeout(30 * time.Second).Should(BeTrue())
 		deletionSeen := time.Since(submitted)
 
@@ -447,11 +457,21 @@ func TestWriter(t *testing.T) {
 			g.Eventually(e.parents(k)).WithTimeout(30*time.Second).Should(WithTransform(ourMessage, Equal("refused")), "route %s", k)
 		}
 		g.Expect(time.Since(submitted)).To(BeNumerically(">=", delay), "the retiring route's write must wait for the delay")
+		// The others did not wait: each was written well before the delay
+		// ran out (the transition time is the write's, in whole seconds).
+		for _, k := range []types.NamespacedName{plain, other} {
+			var r gatewayv1.HTTPRoute
+			g.Expect(e.api.Get(e.ctx, k, &r)).To(Succeed())
+			g.Expect(r.Status.Parents).NotTo(BeEmpty())
+			g.Expect(r.Status.Parents[0].Conditions[0].LastTransitionTime.Time).To(BeTemporally("<", submitted.Add(delay/2)),
+				"route %s is not being deleted: its write must not wait", k)
+		}
 		if deletionSeen >= delay {
 			t.Logf("the deletion reached the cache only after %s, past the %s delay: whether the deleted route's write was skipped is not judged", deletionSeen, delay)
 			return
 		}
-		g.Consistently(sentTo("gone")).WithTimeout(quietly).Should(BeZero(), "a route deleted within the delay must not be written")
+		g.Consistently(func() int { return sentTo("gone")() + sentTo("closed")() }).WithTimeout(quietly).Should(BeZero(),
+			"a route deleted within the delay must not be written")
 		g.Expect(sentTo("stays")()).To(Equal(1))
 	})
 
