@@ -83,13 +83,16 @@ func (b *bench) flood(ctx context.Context) error {
 			})
 		}
 		cpu = b.cpuNow()
+		reqs, _ := b.requests(ctx)
 		d, _, err = b.floodCreates(ctx)
 		if err != nil {
 			return err
 		}
 		created := time.Now()
 		b.res.FloodWith = append(b.res.FloodWith, d)
-		b.logf("flood %d: %d Creates with shardgate running took %s (%s)", round+1, n, ms(d), b.cpuSince(cpu))
+		sofar, _ := b.statusWrites(ctx)
+		b.logf("flood %d: %d Creates with shardgate running took %s (%s); %.0f status writes made during them",
+			round+1, n, ms(d), b.cpuSince(cpu), sofar-before)
 		cpu = b.cpuNow()
 		at, err := b.waitAccepted(ctx, n)
 		if err != nil {
@@ -97,6 +100,9 @@ func (b *bench) flood(ctx context.Context) error {
 		}
 		lag := at.Sub(created)
 		b.logf("flood %d: from the last Create until all Accepted: %s", round+1, b.cpuSince(cpu))
+		if after, err := b.requests(ctx); err == nil && reqs != nil {
+			b.logf("flood %d: shardgate's apiserver requests and writes by kind over the round: %s", round+1, requestsDelta(reqs, after))
+		}
 		profiled.Wait()
 		b.res.FloodAccepted = append(b.res.FloodAccepted, lag)
 		after, err := b.settledWrites(ctx)

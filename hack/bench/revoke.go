@@ -172,13 +172,7 @@ func (b *bench) revoke(ctx context.Context) error {
 	after, _ := b.requests(ctx)
 	writes := ""
 	if before != nil && after != nil {
-		var parts []string
-		for _, k := range slices.Sorted(maps.Keys(after)) {
-			if d := after[k] - before[k]; d > 0 {
-				parts = append(parts, fmt.Sprintf("%s %.0f", k, d))
-			}
-		}
-		writes = "; shardgate's apiserver requests and its writes by kind: " + strings.Join(parts, ", ")
+		writes = "; shardgate's apiserver requests and its writes by kind: " + requestsDelta(before, after)
 	}
 	if werr != nil {
 		s := w.state()
@@ -266,6 +260,18 @@ func (b *bench) revokeFloor(ctx context.Context, nss int) error {
 	fmt.Fprintf(b.out, "revoke floor: the writes a revocation needs, for %d names, by the bench alone (shardgate stopped, %d workers; a route DELETE and a LeaseHost status PUT per name, nothing else): %s, %.0f writes/s\n\n",
 		len(tasks), workers, ms(took), rate)
 	return nil
+}
+
+// requestsDelta lists what grew from before to after, two readings of
+// requests.
+func requestsDelta(before, after map[string]float64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(after)) {
+		if d := after[k] - before[k]; d > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, d))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // requests reads shardgate's rest_client_requests_total by method and
