@@ -109,9 +109,12 @@ type GatewayAPIReconciler struct {
 
 // ownershipInputs identifies what a computed Ownership was computed from:
 // the informers' objects are immutable, so the same pointers mean the same
-// objects.
+// objects. A LeaseHost is known by its UID instead, with the version last
+// compared: a new version that counts the same (leasehosts.SameClaims: a
+// status update of its conditions, or the drop of a revoked name's hint)
+// needs no new Ownership.
 type ownershipInputs struct {
-	leaseHosts map[*shardgatev1alpha1.LeaseHost]struct{}
+	leaseHosts map[types.UID]*shardgatev1alpha1.LeaseHost
 	providers  map[*shardgatev1alpha1.LeaseHost]struct{}
 	namespaces map[*corev1.Namespace]struct{}
 	shards     []sharding.Shard
@@ -127,7 +130,7 @@ func (r *GatewayAPIReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.store = gatewayapi.NewStore(r.ControllerName)
 	r.translator = gatewayapi.NewTranslator(r.store)
 	r.limit = newTranslateLimiter(r.MinInterval, time.Now)
-	h := holdOffHandler{d: r.HoldOff, limit: r.limit, recheck: r.Status.Recheck}
+	h := holdOffHandler{d: r.HoldOff, limit: r.limit, recheck: r.Status.RecheckUpdate}
 	sh := storeHandler{store: r.store, next: h}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("gatewayapi").
@@ -234,7 +237,7 @@ func (r *GatewayAPIReconciler) ownershipFor(in *gatewayapi.Input, leaseHosts, pr
 	key := ownershipInputs{shards: shards, refused: refused, blocked: blocked, policy: policy}
 	base := r.ownershipOf.computed
 	if base == nil || !r.ownershipOf.same(&key, leaseHosts, in.Namespaces) || !sameSet(r.ownershipOf.providers, providers) {
-		key.leaseHosts, key.namespaces, key.providers = set(leaseHosts), set(in.Namespaces), set(providers)
+		key.leaseHosts, key.namespaces, key.providers = byUID(leaseHosts), set(in.Namespaces), set(providers)
 		base = leasehosts.Ownership(leasehosts.OwnershipInput{
 			LeaseHosts: leaseHosts, Namespaces: in.Namespaces, Shards: shards, Policy: policy, Blocked: blocked,
 			ProviderHosts: providers,
@@ -265,9 +268,43 @@ func (r *GatewayAPIReconciler) ownershipFor(in *gatewayapi.Input, leaseHosts, pr
 }
 
 func (k *ownershipInputs) same(o *ownershipInputs, leaseHosts []*shardgatev1alpha1.LeaseHost, namespaces []*corev1.Namespace) bool {
-	return sameSet(k.leaseHosts, leaseHosts) && sameSet(k.namespaces, namespaces) &&
+	return sameSet(k.namespaces, namespaces) &&
 		reflect.DeepEqual(k.shards, o.shards) && slices.Equal(k.refused, o.refused) && k.blocked == o.blocked &&
-		slices.Equal(k.policy.Keys, o.policy.Keys) && k.policy.RequireOwner == o.policy.RequireOwner
+		slices.Equal(k.policy.Keys, o.policy.Keys) && k.policy.RequireOwner == o.policy.RequireOwner &&
+		k.sameLeaseHosts(leaseHosts)
+}
+
+// sameLeaseHosts: leaseHosts are the LeaseHosts k was computed from, each
+// the same object or one that counts the same (leasehosts.SameClaims under
+// k's block list). The versions found the same are remembered, so the
+// older ones can go.
+func (k *ownershipInputs) sameLeaseHosts(leaseHosts []*shardgatev1alpha1.LeaseHost) bool {
+	if len(k.leaseHosts) != len(leaseHosts) {
+		return false
+	}
+	var newer []*shardgatev1alpha1.LeaseHost
+	for _, lh := range leaseHosts {
+		was := k.leaseHosts[lh.UID]
+		if was == lh {
+			continue
+		}
+		if !leasehosts.SameClaims(was, lh, k.blocked) {
+			return false
+		}
+		newer = append(newer, lh)
+	}
+	for _, lh := range newer {
+		k.leaseHosts[lh.UID] = lh
+	}
+	return true
+}
+
+func byUID(items []*shardgatev1alpha1.LeaseHost) map[types.UID]*shardgatev1alpha1.LeaseHost {
+	out := make(map[types.UID]*shardgatev1alpha1.LeaseHost, len(items))
+	for _, it := range items {
+		out[it.UID] = it
+	}
+	return out
 }
 
 func set[T any](items []*T) map[*T]struct{} {

@@ -2,9 +2,11 @@ package leasehosts
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -300,4 +302,40 @@ func ProviderNames(shards []sharding.Shard) map[string]string {
 		}
 	}
 	return names
+}
+
+// SameClaims reports whether a and b, two versions of one LeaseHost, count
+// the same in Ownership, computed with blocked as the block list: nothing
+// Ownership reads differs (name, creation, deletion, labels, spec) but
+// status hints for blocked names, which are never held whatever their
+// hint. A status update that only changes conditions, or drops the hint of
+// a name a block revoked, then needs no new Ownership. False means it may
+// need one.
+func SameClaims(a, b *shardgatev1alpha1.LeaseHost, blocked *hostnames.BlockList) bool {
+	if a == b {
+		return true
+	}
+	if a == nil || b == nil || a.UID != b.UID || a.Namespace != b.Namespace || a.Name != b.Name ||
+		!a.CreationTimestamp.Equal(&b.CreationTimestamp) || (a.DeletionTimestamp == nil) != (b.DeletionTimestamp == nil) ||
+		!maps.Equal(a.Labels, b.Labels) || !equality.Semantic.DeepEqual(a.Spec, b.Spec) {
+		return false
+	}
+	return sameHints(a.Status.ReservedHosts, b.Status.ReservedHosts, blocked) &&
+		sameHints(b.Status.ReservedHosts, a.Status.ReservedHosts, blocked)
+}
+
+// sameHints: every name of a that blocked does not block is in b.
+func sameHints(a, b []string, blocked *hostnames.BlockList) bool {
+	for _, h := range a {
+		if slices.Contains(b, h) {
+			continue
+		}
+		if blocked == nil {
+			return false
+		}
+		if _, ok := blocked.Match(h); !ok {
+			return false
+		}
+	}
+	return true
 }

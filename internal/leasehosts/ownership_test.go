@@ -221,3 +221,80 @@ func BenchmarkOwnership(b *testing.B) {
 		Ownership(in)
 	}
 }
+
+// TestSameClaims: a new version of a LeaseHost that SameClaims finds the
+// same gives the same Ownership; one that changes what Ownership reads is
+// never found the same.
+func TestSameClaims(t *testing.T) {
+	blocked := hostnames.MustBlockList(".blocked.test")
+	shop := hostLH("tenant-a", "shop", "uid-a", "akash1alice", 1, "shop.example.test", 10)
+	shop.Status.ReservedHosts = []string{"shop.example.test"}
+	// Held until a block revoked it: the hint is still there.
+	revoked := hostLH("tenant-a", "bad", "uid-b", "akash1alice", 2, "x.blocked.test", 20)
+	revoked.Status.ReservedHosts = []string{"x.blocked.test"}
+	// Waiting for shop's name: its hint decides nothing while shop holds it.
+	other := hostLH("tenant-b", "rival", "uid-c", "akash1bob", 3, "shop.example.test", 30)
+
+	cases := []struct {
+		name   string
+		of     *shardgatev1alpha1.LeaseHost
+		change func(lh *shardgatev1alpha1.LeaseHost)
+		same   bool
+	}{
+		{"conditions only", shop, func(lh *shardgatev1alpha1.LeaseHost) {
+			lh.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "Pending"}}
+		}, true},
+		{"the hint of a blocked name dropped", revoked, func(lh *shardgatev1alpha1.LeaseHost) { lh.Status.ReservedHosts = nil }, true},
+		{"the hint of a blocked name added", revoked, func(lh *shardgatev1alpha1.LeaseHost) {
+			lh.Status.ReservedHosts = append(lh.Status.ReservedHosts, "y.blocked.test")
+		}, true},
+		{"the hint of a held name dropped", shop, func(lh *shardgatev1alpha1.LeaseHost) { lh.Status.ReservedHosts = nil }, false},
+		{"a hint added", other, func(lh *shardgatev1alpha1.LeaseHost) { lh.Status.ReservedHosts = []string{"shop.example.test"} }, false},
+		{"a label", shop, func(lh *shardgatev1alpha1.LeaseHost) { lh.Labels = map[string]string{"tier": "gold"} }, false},
+		{"the hostname", shop, func(lh *shardgatev1alpha1.LeaseHost) { lh.Spec.Hostname = "shop2.example.test" }, false},
+		{"takeover", other, func(lh *shardgatev1alpha1.LeaseHost) { lh.Spec.Takeover = true }, false},
+		{"being deleted", shop, func(lh *shardgatev1alpha1.LeaseHost) { lh.DeletionTimestamp = &metav1.Time{} }, false},
+		{"created at another time", shop, func(lh *shardgatev1alpha1.LeaseHost) { lh.CreationTimestamp = metav1.Unix(5, 0) }, false},
+		{"another object by that name", shop, func(lh *shardgatev1alpha1.LeaseHost) { lh.UID = "uid-a2" }, false},
+	}
+	ownership := func(lhs ...*shardgatev1alpha1.LeaseHost) *gatewayapi.Ownership {
+		return Ownership(OwnershipInput{
+			LeaseHosts: lhs,
+			Namespaces: []*corev1.Namespace{ownedNS("tenant-a", "akash1alice"), ownedNS("tenant-b", "akash1bob")},
+			Shards:     []sharding.Shard{shardA},
+			Policy:     tenancy.DefaultPolicy(),
+			Blocked:    blocked,
+		})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			next := c.of.DeepCopy()
+			c.change(next)
+			if got := SameClaims(c.of, next, blocked); got != c.same {
+				t.Fatalf("SameClaims = %v, want %v", got, c.same)
+			}
+			if got := SameClaims(next, c.of, blocked); got != c.same {
+				t.Fatalf("SameClaims, the other way round = %v, want %v", got, c.same)
+			}
+			if !c.same {
+				return
+			}
+			var before, after []*shardgatev1alpha1.LeaseHost
+			for _, lh := range []*shardgatev1alpha1.LeaseHost{shop, revoked, other} {
+				before = append(before, lh)
+				if lh == c.of {
+					lh = next
+				}
+				after = append(after, lh)
+			}
+			if a, b := ownership(before...), ownership(after...); !reflect.DeepEqual(a, b) {
+				t.Fatalf("SameClaims, yet Ownership differs:\n%+v\n%+v", a, b)
+			}
+		})
+	}
+	dropped := revoked.DeepCopy()
+	dropped.Status.ReservedHosts = nil
+	if SameClaims(revoked, dropped, nil) {
+		t.Error("without a block list, a dropped hint counts the same")
+	}
+}
