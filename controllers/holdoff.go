@@ -131,7 +131,7 @@ func (l *translateLimiter) done(d time.Duration) {
 type holdOffHandler struct {
 	d       time.Duration
 	limit   *translateLimiter
-	recheck func(client.Object)
+	recheck func(old, obj client.Object)
 }
 
 func (h holdOffHandler) add(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -155,7 +155,7 @@ func (h holdOffHandler) Update(_ context.Context, e event.UpdateEvent, q workque
 		return
 	}
 	if h.recheck != nil {
-		h.recheck(e.ObjectNew)
+		h.recheck(e.ObjectOld, e.ObjectNew)
 	}
 }
 func (h holdOffHandler) Delete(_ context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -186,7 +186,7 @@ func (h storeHandler) Update(_ context.Context, e event.UpdateEvent, q workqueue
 		return
 	}
 	if h.next.recheck != nil {
-		h.next.recheck(e.ObjectNew)
+		h.next.recheck(e.ObjectOld, e.ObjectNew)
 	}
 }
 func (h storeHandler) Delete(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

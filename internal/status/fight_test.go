@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -103,5 +104,68 @@ func TestFloodSlots(t *testing.T) {
 	}
 	if len(w.floodSlots) != 0 {
 		t.Errorf("writes after the flood took slots")
+	}
+}
+
+// TestRecheckOfOurOwnWriteIsNoFight: an update that carries the version
+// our last write made (or may have: a write in flight), and differs from
+// the desired status only because that moved on since, is queued like any
+// difference but counts no restore; so does an update that did not touch
+// the status; a status someone else wrote counts one.
+func TestRecheckOfOurOwnWriteIsNoFight(t *testing.T) {
+	w := New(nil, nil, ours, logr.Discard())
+	nn := types.NamespacedName{Namespace: "ns", Name: "r"}
+	k := Key{Kind: KindHTTPRoute, NamespacedName: nn}
+	accepted := func(msg string) []gatewayv1.RouteParentStatus {
+		return []gatewayv1.RouteParentStatus{{
+			ParentRef:      gatewayv1.ParentReference{Name: "gw"},
+			ControllerName: ours,
+			Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted",
+				Message: msg, ObservedGeneration: 1}},
+		}}
+	}
+	route := func(rv, msg string) *gatewayv1.HTTPRoute {
+		r := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name, ResourceVersion: rv, Generation: 1}}
+		r.Status.Parents = accepted(msg)
+		return r
+	}
+	w.submitted = true
+	w.http = gatewayapi.RouteStatuses{}.Set(nn, accepted("second"))
+	w.recordWrite(k, "5") // our write of "first" made version 5
+
+	w.Recheck(route("5", "first"))
+	if w.queue.Len() != 1 {
+		t.Fatalf("our own outdated write landing: %d queued, want 1", w.queue.Len())
+	}
+	if _, ok := w.fights[k]; ok {
+		t.Fatal("our own write landing counted as a fight")
+	}
+	// Our next write is in flight; its version is not known yet: the
+	// update may be it landing before its answer.
+	w.writing[k] = true
+	w.Recheck(route("6", "first"))
+	if _, ok := w.fights[k]; ok {
+		t.Fatal("an update while our write is in flight counted as a fight")
+	}
+	w.recordWrite(k, "6")
+	if w.writing[k] {
+		t.Fatal("the write's answer did not end its flight")
+	}
+	// An update that leaves the status as it was (a label, say) while
+	// our write of the desired status is still to come: no fight either.
+	labelled := route("6", "first")
+	labelled.ResourceVersion, labelled.Labels = "8", map[string]string{"k": "v"}
+	w.RecheckUpdate(route("6", "first"), labelled)
+	if _, ok := w.fights[k]; ok {
+		t.Fatal("an update that did not touch the status counted as a fight")
+	}
+	w.RecheckUpdate(labelled, route("9", "someone else's"))
+	if f := w.fights[k]; f.n != 1 {
+		t.Fatalf("an update that changed the status: %d restores counted, want 1", f.n)
+	}
+	delete(w.fights, k)
+	w.Recheck(route("7", "someone else's"))
+	if f := w.fights[k]; f.n != 1 {
+		t.Fatalf("a version someone else wrote: %d restores counted, want 1", f.n)
 	}
 }

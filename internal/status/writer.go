@@ -84,6 +84,9 @@ type Writer struct {
 	// object older than that is the cache lagging behind our own write,
 	// not a status that needs writing again.
 	written map[Key]uint64
+	// writing holds the objects whose status write is in flight: an
+	// update of one may be our write landing before its answer did.
+	writing map[Key]bool
 	// publish: the xDS server's publish outcomes by Gateway (publish.go).
 	publish map[types.NamespacedName]string
 	// fights counts, per object, the times its status had to be restored
@@ -132,6 +135,7 @@ func New(c client.Client, reader client.Reader, controllerName string, log logr.
 		checked:      map[Key]checkedRoute{},
 		since:        map[Key]uint64{},
 		written:      map[Key]uint64{},
+		writing:      map[Key]bool{},
 		fights:       map[Key]fight{},
 		floodSlots:   make(chan struct{}, floodWriters),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
@@ -418,7 +422,40 @@ type checkedRoute struct {
 // differ. The controller calls it for status-only updates, which need no new
 // translation: our own writes landing (no write follows), or another
 // controller changing entries that are ours (we write them back, once).
-func (w *Writer) Recheck(obj client.Object) {
+func (w *Writer) Recheck(obj client.Object) { w.recheck(obj, true) }
+
+// RecheckUpdate is Recheck for an update from old to obj. Only an update
+// that changed the status can be someone else undoing ours and count as
+// a restore (see fights); one that left the status as it was (labels, an
+// annotation, a resync) only queues a write if the status differs from
+// the desired one, as a translation would.
+func (w *Writer) RecheckUpdate(old, obj client.Object) {
+	w.recheck(obj, old == nil || !equality.Semantic.DeepEqual(statusOf(old), statusOf(obj)))
+}
+
+// statusOf is the status of an object of a kind the writer writes, nil for
+// other kinds.
+func statusOf(obj client.Object) any {
+	switch o := obj.(type) {
+	case *gatewayv1.GatewayClass:
+		return o.Status
+	case *gatewayv1.Gateway:
+		return o.Status
+	case *gatewayv1.ListenerSet:
+		return o.Status
+	case *gatewayv1.HTTPRoute:
+		return o.Status
+	case *gatewayv1.GRPCRoute:
+		return o.Status
+	case *gatewayv1.TLSRoute:
+		return o.Status
+	case *gatewayv1.BackendTLSPolicy:
+		return o.Status
+	}
+	return nil
+}
+
+func (w *Writer) recheck(obj client.Object, statusChanged bool) {
 	w.mu.Lock()
 	var (
 		k      Key
@@ -429,7 +466,9 @@ func (w *Writer) Recheck(obj client.Object) {
 		k, dirty = w.differs(obj, w.now(), false)
 	}
 	if dirty {
-		delays = w.restoreDelays([]Key{k}, true)
+		// Our own write landing, after the desired status moved on, is
+		// no fight: only a version someone else wrote counts as one.
+		delays = w.restoreDelays([]Key{k}, statusChanged && !w.ownWrite(k, obj.GetResourceVersion()))
 	}
 	w.mu.Unlock()
 	if dirty {
@@ -540,14 +579,28 @@ func (w *Writer) behind(k Key, rv string) bool {
 	return err == nil && n < last
 }
 
+// ownWrite reports whether rv is the version our last write of k made, or
+// may be: a write of k is in flight. Call with w.mu held.
+func (w *Writer) ownWrite(k Key, rv string) bool {
+	if w.writing[k] {
+		return true
+	}
+	last, ok := w.written[k]
+	if !ok {
+		return false
+	}
+	n, err := strconv.ParseUint(rv, 10, 64)
+	return err == nil && n == last
+}
+
 func (w *Writer) recordWrite(k Key, rv string) {
 	n, err := strconv.ParseUint(rv, 10, 64)
-	if err != nil {
-		return
-	}
 	w.mu.Lock()
-	w.written[k] = n
-	w.mu.Unlock()
+	defer w.mu.Unlock()
+	delete(w.writing, k)
+	if err == nil {
+		w.written[k] = n
+	}
 }
 
 // retiringWriteDelay is how long a status write waits for a route that
@@ -625,12 +678,18 @@ func (w *Writer) write(ctx context.Context, k Key) error {
 		}
 		release := w.floodSlot(ctx)
 		writesTotal.WithLabelValues(string(k.Kind)).Inc()
+		w.mu.Lock()
+		w.writing[k] = true
+		w.mu.Unlock()
 		err := w.client.Status().Update(ctx, obj)
 		release()
 		if err == nil {
 			w.recordWrite(k, obj.GetResourceVersion())
 			return nil
 		}
+		w.mu.Lock()
+		delete(w.writing, k)
+		w.mu.Unlock()
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
