@@ -47,6 +47,7 @@ import (
 // them all.
 var (
 	revokeNames        = flag.Int("revoke-names", 0, "names held in the revoke phase, one per LeaseHost; a block covers half (default 10000; 40 when the memory phase is smoke-sized)")
+	revokeCPUProfile   = flag.String("revoke-cpu-profile", "", "save shardgate's CPU profile over the first 10 s of the revocation to this file")
 	revokeFloorWorkers = flag.Int("revoke-floor-workers", controllers.DefaultLeaseHostWorkers, "concurrent writers of the revoke phase's floor measurement (default: the LeaseHost controller's workers)")
 )
 
@@ -158,6 +159,17 @@ func (b *bench) revoke(ctx context.Context) error {
 
 	b.logf("revoke: adding block-list entry %q (covers %d of %d names)", revokeSuffix, blocked, names)
 	before, _ := b.requests(ctx)
+	cpu := b.cpuNow()
+	var profiled sync.WaitGroup
+	if *revokeCPUProfile != "" {
+		profiled.Go(func() {
+			if err := b.saveProfile(ctx, "/debug/pprof/profile?seconds=10", *revokeCPUProfile); err != nil {
+				b.logf("revoke: CPU profile: %v", err)
+				return
+			}
+			b.logf("revoke: CPU profile (10 s) saved to %s", *revokeCPUProfile)
+		})
+	}
 	w.arm(blocked)
 	at := time.Now()
 	if err := writeBlockList(cfgPath, revokeSuffix); err != nil {
@@ -169,6 +181,8 @@ func (b *bench) revoke(ctx context.Context) error {
 	werr := w.wait(ctx, 10*time.Minute, "every covered name revoked", revoked, b)
 	routesGone, statusBlocked := w.times(at)
 	took := max(routesGone, statusBlocked)
+	b.logf("revoke: %s", b.cpuSince(cpu))
+	profiled.Wait()
 	after, _ := b.requests(ctx)
 	writes := ""
 	if before != nil && after != nil {
