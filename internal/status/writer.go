@@ -422,6 +422,8 @@ type checkedRoute struct {
 // differ. The controller calls it for status-only updates, which need no new
 // translation: our own writes landing (no write follows), or another
 // controller changing entries that are ours (we write them back, once).
+// Without the previous version, a difference counts as a status change
+// (see RecheckUpdate, which the controller's event handlers use).
 func (w *Writer) Recheck(obj client.Object) { w.recheck(obj, true) }
 
 // RecheckUpdate is Recheck for an update from old to obj. Only an update
@@ -605,7 +607,8 @@ func (w *Writer) recordWrite(k Key, rv string) {
 
 // retiringWriteDelay is how long a status write waits for a route that
 // shardgate is deleting (gatewayapi.Ownership.RetiringRoute: its
-// LeaseHost lost its names, to a block-list entry for example). The route
+// LeaseHost lost its names, to a block-list entry for example, or is
+// gone). The route
 // already serves nothing; its deletion usually lands first, and the write,
 // which would cost the apiserver as much as the deletion, is then never
 // sent. A route still there after the delay gets its status.

@@ -68,8 +68,8 @@ func (e *writerEnv) cachedClient(t *testing.T) client.WithWatch {
 }
 
 // writer returns a Writer over c, not yet started. Every update the
-// informers deliver goes to Recheck, as the controller's event handler
-// sends status-only updates there.
+// informers deliver goes to RecheckUpdate, as the controller's event
+// handler sends the updates that need no translation there.
 func (e *writerEnv) writer(t *testing.T, c client.Client) *status.Writer {
 	w := status.New(c, e.api, ours, logr.Discard())
 	for _, o := range []client.Object{&gatewayv1.HTTPRoute{}, &gatewayv1.Gateway{}, &gatewayv1.ListenerSet{}} {
@@ -78,9 +78,10 @@ func (e *writerEnv) writer(t *testing.T, c client.Client) *status.Writer {
 			t.Fatal(err)
 		}
 		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			UpdateFunc: func(_, obj any) {
+			UpdateFunc: func(old, obj any) {
+				before, _ := old.(client.Object)
 				if o, ok := obj.(client.Object); ok {
-					w.Recheck(o)
+					w.RecheckUpdate(before, o)
 				}
 			},
 		})
