@@ -111,9 +111,11 @@ func (e *writerEnv) namespace(t *testing.T, name string) string {
 	return name
 }
 
-func (e *writerEnv) route(t *testing.T, ns, name string) types.NamespacedName {
+// route creates a route attached to Gateway "gw", with owners as its
+// ownerReferences, and waits for the cache to have it.
+func (e *writerEnv) route(t *testing.T, ns, name string, owners ...metav1.OwnerReference) types.NamespacedName {
 	r := &gatewayv1.HTTPRoute{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: owners},
 		Spec: gatewayv1.HTTPRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{
 			ParentRefs: []gatewayv1.ParentReference{{Name: "gw"}},
 		}},
@@ -126,22 +128,11 @@ func (e *writerEnv) route(t *testing.T, ns, name string) types.NamespacedName {
 	return key
 }
 
-// controlledRoute creates a route whose controller is the object with UID
-// uid (a LeaseHost's generated route) and waits for the cache to have it.
+// controlledRoute creates a route whose controller is the LeaseHost with
+// UID uid (a LeaseHost's generated route).
 func (e *writerEnv) controlledRoute(t *testing.T, ns, name string, uid types.UID) types.NamespacedName {
-	r := &gatewayv1.HTTPRoute{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: "shardgate.io/v1alpha1", Kind: "LeaseHost", Name: name, UID: uid, Controller: ptr(true)}}},
-		Spec: gatewayv1.HTTPRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{
-			ParentRefs: []gatewayv1.ParentReference{{Name: "gw"}},
-		}},
-	}
-	if err := e.api.Create(e.ctx, r); err != nil {
-		t.Fatal(err)
-	}
-	key := types.NamespacedName{Namespace: ns, Name: name}
-	e.cached(t, key, func(*gatewayv1.HTTPRoute) bool { return true })
-	return key
+	return e.route(t, ns, name, metav1.OwnerReference{
+		APIVersion: "shardgate.io/v1alpha1", Kind: "LeaseHost", Name: name, UID: uid, Controller: ptr(true)})
 }
 
 // cached waits until the cache's copy of route key satisfies ok.
