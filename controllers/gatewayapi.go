@@ -105,6 +105,8 @@ type GatewayAPIReconciler struct {
 	// one's handover reads; ownershipOf memoises them (see ownershipFor).
 	ownership   *gatewayapi.Ownership
 	ownershipOf ownershipInputs
+	// deleted: the LeaseHosts seen deleted lately (Ownership.Deleted).
+	deleted deletedLeaseHosts
 }
 
 // ownershipInputs identifies what a computed Ownership was computed from:
@@ -237,11 +239,13 @@ func (r *GatewayAPIReconciler) ownershipFor(in *gatewayapi.Input, leaseHosts, pr
 	key := ownershipInputs{shards: shards, refused: refused, blocked: blocked, policy: policy}
 	base := r.ownershipOf.computed
 	if base == nil || !r.ownershipOf.same(&key, leaseHosts, in.Namespaces) || !sameSet(r.ownershipOf.providers, providers) {
+		before := r.ownershipOf.leaseHosts
 		key.leaseHosts, key.namespaces, key.providers = byUID(leaseHosts), set(in.Namespaces), set(providers)
 		base = leasehosts.Ownership(leasehosts.OwnershipInput{
 			LeaseHosts: leaseHosts, Namespaces: in.Namespaces, Shards: shards, Policy: policy, Blocked: blocked,
 			ProviderHosts: providers,
 		})
+		base.Deleted = r.deleted.update(before, key.leaseHosts, time.Now())
 		for _, gw := range refused {
 			if _, ok := base.Shards[gw]; !ok {
 				base.Shards[gw] = gatewayapi.RoutesGenerated
@@ -297,6 +301,40 @@ func (k *ownershipInputs) sameLeaseHosts(leaseHosts []*shardgatev1alpha1.LeaseHo
 		k.leaseHosts[lh.UID] = lh
 	}
 	return true
+}
+
+// deletedLeaseHosts are the LeaseHosts seen deleted, with when: the
+// routes they controlled are being deleted (Ownership.Deleted), by the
+// LeaseHost controller and the garbage collector, which is done in
+// moments; deletedMemory later they are forgotten.
+type deletedLeaseHosts map[types.UID]time.Time
+
+const deletedMemory = 2 * time.Minute
+
+// update records the LeaseHosts of before that now lacks as deleted at
+// at, forgets those deleted more than deletedMemory ago, and returns the
+// rest as a new set (nil when empty).
+func (d *deletedLeaseHosts) update(before, now map[types.UID]*shardgatev1alpha1.LeaseHost, at time.Time) map[types.UID]bool {
+	for uid := range before {
+		if _, ok := now[uid]; !ok {
+			if *d == nil {
+				*d = deletedLeaseHosts{}
+			}
+			(*d)[uid] = at
+		}
+	}
+	var out map[types.UID]bool
+	for uid, t := range *d {
+		if at.Sub(t) > deletedMemory {
+			delete(*d, uid)
+			continue
+		}
+		if out == nil {
+			out = map[types.UID]bool{}
+		}
+		out[uid] = true
+	}
+	return out
 }
 
 func byUID(items []*shardgatev1alpha1.LeaseHost) map[types.UID]*shardgatev1alpha1.LeaseHost {

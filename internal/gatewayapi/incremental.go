@@ -115,7 +115,7 @@ func sameFacts(a, b Facts) bool {
 }
 
 // sameOwnership compares what the translator reads of two Ownerships:
-// Retiring and LeaseHosts, which only the status writer reads, may differ.
+// Retiring and Deleted, which only the status writer reads, may differ.
 func sameOwnership(a, b *Ownership) bool {
 	if a == b {
 		return true

@@ -648,7 +648,7 @@ func TestTranslatorPatchesLargeGateway(t *testing.T) {
 }
 
 // TestSameOwnershipComparesWhatTheTranslatorReads: two Ownerships that
-// differ in any field but Retiring and LeaseHosts (the status writer's)
+// differ in any field but Retiring and Deleted (the status writer's)
 // make a new translation of everything; a difference in those two does
 // not. A field added to Ownership fails this test until it is placed.
 func TestSameOwnershipComparesWhatTheTranslatorReads(t *testing.T) {
@@ -662,7 +662,7 @@ func TestSameOwnershipComparesWhatTheTranslatorReads(t *testing.T) {
 			Holders:         map[string]string{"a.example.test": "owner"},
 			Blocked:         hostnames.MustBlockList(".blocked.test"),
 			Retiring:        map[types.NamespacedName]types.UID{{Namespace: "t", Name: "old"}: "uid-old"},
-			LeaseHosts:      map[types.UID]bool{"uid": true, "uid-old": true},
+			Deleted:         map[types.UID]bool{"uid-gone": true},
 		}
 	}
 	changes := map[string]func(o *Ownership){
@@ -672,9 +672,9 @@ func TestSameOwnershipComparesWhatTheTranslatorReads(t *testing.T) {
 		"Holders":         func(o *Ownership) { o.Holders["b.example.test"] = "owner" },
 		"Blocked":         func(o *Ownership) { o.Blocked = hostnames.MustBlockList(".other.test") },
 		"Retiring":        func(o *Ownership) { o.Retiring = nil },
-		"LeaseHosts":      func(o *Ownership) { o.LeaseHosts["uid-new"] = true },
+		"Deleted":         func(o *Ownership) { o.Deleted["uid-new"] = true },
 	}
-	statusOnly := map[string]bool{"Retiring": true, "LeaseHosts": true}
+	statusOnly := map[string]bool{"Retiring": true, "Deleted": true}
 	for i := range reflect.TypeFor[Ownership]().NumField() {
 		name := reflect.TypeFor[Ownership]().Field(i).Name
 		change, ok := changes[name]

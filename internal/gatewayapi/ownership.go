@@ -61,17 +61,19 @@ type Ownership struct {
 	// deletes each of them. They serve nothing meanwhile; the translator
 	// does not read this (see RetiringRoute).
 	Retiring map[types.NamespacedName]types.UID
-	// LeaseHosts are the UIDs of the LeaseHosts there are (nil: not
-	// known). A route whose controller is a LeaseHost not among them is
-	// being deleted too: by the LeaseHost controller, which releases a
-	// deleted LeaseHost's names and route, and by the garbage collector.
-	// The translator does not read this either.
-	LeaseHosts map[types.UID]bool
+	// Deleted are the UIDs of LeaseHosts that were there and are gone
+	// (lately: the controller forgets them after a while). A route whose
+	// controller is one of them is being deleted too: by the LeaseHost
+	// controller, which releases a deleted LeaseHost's names and route,
+	// and by the garbage collector. A UID that never was a LeaseHost's (a
+	// tenant's forged ownerReference) is not in it. The translator does
+	// not read this either.
+	Deleted map[types.UID]bool
 }
 
 // RetiringRoute says whether the route nn, whose controller is the object
 // controller refers to, is one shardgate is about to delete: its LeaseHost
-// holds no name, or is gone, and no handover keeps it serving one.
+// holds no name, or was deleted, and no handover keeps it serving one.
 func (o *Ownership) RetiringRoute(nn types.NamespacedName, controller metav1.OwnerReference) bool {
 	if o == nil || controller.UID == "" {
 		return false
@@ -82,11 +84,11 @@ func (o *Ownership) RetiringRoute(nn types.NamespacedName, controller metav1.Own
 	if uid, ok := o.Retiring[nn]; ok && uid == controller.UID {
 		return true
 	}
-	if o.LeaseHosts == nil || controller.Kind != "LeaseHost" {
+	if !o.Deleted[controller.UID] || controller.Kind != "LeaseHost" {
 		return false
 	}
 	gv, err := schema.ParseGroupVersion(controller.APIVersion)
-	return err == nil && gv.Group == shardgatev1alpha1.GroupVersion.Group && !o.LeaseHosts[controller.UID]
+	return err == nil && gv.Group == shardgatev1alpha1.GroupVersion.Group
 }
 
 // GeneratedRoute is the route shardgate writes for one LeaseHost.

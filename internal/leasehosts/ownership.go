@@ -49,7 +49,6 @@ func Ownership(in OwnershipInput) *gatewayapi.Ownership {
 		NamespaceOwners: map[string]string{},
 		Holders:         map[string]string{},
 		Blocked:         in.Blocked,
-		LeaseHosts:      make(map[types.UID]bool, len(in.LeaseHosts)),
 	}
 	for _, s := range in.Shards {
 		routes := in.Routes[s.Gateway]
@@ -100,9 +99,6 @@ func Ownership(in OwnershipInput) *gatewayapi.Ownership {
 		for _, lh := range list {
 			if lh == nil {
 				continue
-			}
-			if i == 0 {
-				out.LeaseHosts[lh.UID] = true
 			}
 			if lh.DeletionTimestamp != nil {
 				if i == 0 {

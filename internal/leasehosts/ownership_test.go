@@ -88,7 +88,6 @@ func TestOwnership(t *testing.T) {
 			{Namespace: "tenant-b", Name: "apple"}:   "uid-b3",
 			{Namespace: "tenant-a", Name: "leaving"}: "uid-a3",
 		},
-		LeaseHosts: map[types.UID]bool{"uid-a": true, "uid-b": true, "uid-b2": true, "uid-c": true, "uid-b3": true, "uid-a2": true, "uid-a3": true},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Ownership =\n%+v\nwant\n%+v", got, want)
@@ -98,26 +97,27 @@ func TestOwnership(t *testing.T) {
 			t.Errorf("RetiringRoute(%s, %s) = false, want true", nn, uid)
 		}
 		if got.RetiringRoute(nn, leaseHostRef("uid-b2")) {
-			t.Errorf("RetiringRoute(%s) of a route another live LeaseHost controls = true, want false", nn)
+			t.Errorf("RetiringRoute(%s) of a route another LeaseHost controls = true, want false", nn)
 		}
 	}
 	shop := types.NamespacedName{Namespace: "tenant-a", Name: "shop"}
 	if got.RetiringRoute(shop, leaseHostRef("uid-a")) {
 		t.Error("RetiringRoute of a route whose LeaseHost holds its name = true, want false")
 	}
-	// A route whose controller is a LeaseHost that is gone is being
-	// deleted; one controlled by an object of another kind is not ours to
-	// judge.
+	// A route whose controller is a LeaseHost that was deleted is being
+	// deleted; one whose controller UID never was a LeaseHost's (forged),
+	// or is an object of another kind, is not.
 	orphan := types.NamespacedName{Namespace: "tenant-a", Name: "closed"}
+	if got.RetiringRoute(orphan, leaseHostRef("uid-gone")) {
+		t.Error("RetiringRoute of a route whose controller UID is no LeaseHost's = true, want false")
+	}
+	got.Deleted = map[types.UID]bool{"uid-gone": true}
 	if !got.RetiringRoute(orphan, leaseHostRef("uid-gone")) {
-		t.Error("RetiringRoute of a route whose LeaseHost is gone = false, want true")
+		t.Error("RetiringRoute of a route whose LeaseHost was deleted = false, want true")
 	}
 	other := metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "LeaseHost", Name: "x", UID: "uid-gone"}
 	if got.RetiringRoute(orphan, other) {
 		t.Error("RetiringRoute of a route controlled by another API group's object = true, want false")
-	}
-	if (&gatewayapi.Ownership{}).RetiringRoute(orphan, leaseHostRef("uid-gone")) {
-		t.Error("RetiringRoute without the LeaseHosts known = true, want false")
 	}
 }
 

@@ -404,10 +404,11 @@ func TestWriter(t *testing.T) {
 		plain := e.route(t, ns, "plain")
 		gone := e.controlledRoute(t, ns, "gone", "uid-gone")
 		stays := e.controlledRoute(t, ns, "stays", "uid-stays")
-		// Controlled by another live LeaseHost than the one Retiring
-		// names: not retiring.
+		// Controlled by another LeaseHost than the one Retiring names,
+		// which was not deleted either (a UID no LeaseHost had, as a
+		// tenant's forged ownerReference has): not retiring.
 		other := e.controlledRoute(t, ns, "other", "uid-tenant")
-		// Controlled by a LeaseHost that is gone (a lease closed).
+		// Controlled by a LeaseHost that was deleted (a lease closed).
 		closed := e.controlledRoute(t, ns, "closed", "uid-closed")
 		var mu sync.Mutex
 		sent := map[string]int{}
@@ -428,7 +429,7 @@ func TestWriter(t *testing.T) {
 		in.Ownership = &gatewayapi.Ownership{
 			Retiring: map[types.NamespacedName]types.UID{
 				gone: "uid-gone", stays: "uid-stays", other: "uid-leasehost"},
-			LeaseHosts: map[types.UID]bool{"uid-gone": true, "uid-stays": true, "uid-tenant": true, "uid-leasehost": true},
+			Deleted: map[types.UID]bool{"uid-closed": true},
 		}
 		desired := map[types.NamespacedName][]gatewayv1.RouteParentStatus{}
 		for _, k := range []types.NamespacedName{plain, gone, stays, other, closed} {
