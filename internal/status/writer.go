@@ -607,11 +607,11 @@ func (w *Writer) recordWrite(k Key, rv string) {
 
 // retiringWriteDelay is how long a status write waits for a route that
 // shardgate is deleting (gatewayapi.Ownership.RetiringRoute: its
-// LeaseHost lost its names, to a block-list entry for example, or is
-// gone). The route
-// already serves nothing; its deletion usually lands first, and the write,
-// which would cost the apiserver as much as the deletion, is then never
-// sent. A route still there after the delay gets its status.
+// LeaseHost lost its names, to a block-list entry for example, or was
+// deleted). The route already serves nothing; its deletion usually lands
+// first, and the write, which would cost the apiserver as much as the
+// deletion, is then never sent. A route still there after the delay gets
+// its status.
 var retiringWriteDelay = 30 * time.Second
 
 // GatewayWriteWindow coalesces Gateway and GatewayClass status writes.
