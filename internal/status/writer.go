@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -424,40 +425,31 @@ type checkedRoute struct {
 // controller changing entries that are ours (we write them back, once).
 // Without the previous version, a difference counts as a status change
 // (see RecheckUpdate, which the controller's event handlers use).
-func (w *Writer) Recheck(obj client.Object) { w.recheck(obj, true) }
+func (w *Writer) Recheck(obj client.Object) { w.recheck(nil, obj) }
 
 // RecheckUpdate is Recheck for an update from old to obj. Only an update
 // that changed the status can be someone else undoing ours and count as
 // a restore (see fights); one that left the status as it was (labels, an
 // annotation, a resync) only queues a write if the status differs from
 // the desired one, as a translation would.
-func (w *Writer) RecheckUpdate(old, obj client.Object) {
-	w.recheck(obj, old == nil || !equality.Semantic.DeepEqual(statusOf(old), statusOf(obj)))
-}
+func (w *Writer) RecheckUpdate(old, obj client.Object) { w.recheck(old, obj) }
 
-// statusOf is the status of an object of a kind the writer writes, nil for
-// other kinds.
-func statusOf(obj client.Object) any {
-	switch o := obj.(type) {
-	case *gatewayv1.GatewayClass:
-		return o.Status
-	case *gatewayv1.Gateway:
-		return o.Status
-	case *gatewayv1.ListenerSet:
-		return o.Status
-	case *gatewayv1.HTTPRoute:
-		return o.Status
-	case *gatewayv1.GRPCRoute:
-		return o.Status
-	case *gatewayv1.TLSRoute:
-		return o.Status
-	case *gatewayv1.BackendTLSPolicy:
-		return o.Status
+// statusChanged reports whether obj's status differs from old's, the
+// version before it (nil: not known, so it may have).
+func statusChanged(old, obj client.Object) bool {
+	if old == nil {
+		return true
 	}
-	return nil
+	a, b := reflect.ValueOf(old), reflect.ValueOf(obj)
+	if a.Kind() != reflect.Pointer || a.Type() != b.Type() {
+		return true
+	}
+	sa, sb := a.Elem().FieldByName("Status"), b.Elem().FieldByName("Status")
+	return !sa.IsValid() || !sb.IsValid() || !equality.Semantic.DeepEqual(sa.Interface(), sb.Interface())
 }
 
-func (w *Writer) recheck(obj client.Object, statusChanged bool) {
+// recheck is Recheck for an update from old (nil: not known) to obj.
+func (w *Writer) recheck(old, obj client.Object) {
 	w.mu.Lock()
 	var (
 		k      Key
@@ -470,7 +462,8 @@ func (w *Writer) recheck(obj client.Object, statusChanged bool) {
 	if dirty {
 		// Our own write landing, after the desired status moved on, is
 		// no fight: only a version someone else wrote counts as one.
-		delays = w.restoreDelays([]Key{k}, statusChanged && !w.ownWrite(k, obj.GetResourceVersion()))
+		restoring := !w.ownWrite(k, obj.GetResourceVersion()) && statusChanged(old, obj)
+		delays = w.restoreDelays([]Key{k}, restoring)
 	}
 	w.mu.Unlock()
 	if dirty {
