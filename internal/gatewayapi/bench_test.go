@@ -6,6 +6,7 @@ package gatewayapi
 
 import (
 	"fmt"
+	"maps"
 	"syscall"
 	"testing"
 	"time"
@@ -216,6 +217,63 @@ func BenchmarkTranslatorTenantFlow(b *testing.B) {
 	target(b, start, time.Millisecond)
 	if tr.Stats.Full != 1 {
 		b.Fatalf("a new lease translated the Gateway in full (%+v)", tr.Stats)
+	}
+}
+
+// BenchmarkTranslatorLeaseHostFlow: 10k routes on a shard in Generated
+// mode, each generated for its LeaseHost; per translation a new lease
+// arrives as the hostname operator's flow makes it: its Service,
+// EndpointSlice and route, and ownership facts in which its LeaseHost
+// holds the route's name (a new Ownership, its Generated map copied and
+// one entry added, as the controller computes it). Target: ≤ 1 ms.
+func BenchmarkTranslatorLeaseHostFlow(b *testing.B) {
+	in := benchInput(10000)
+	gw := types.NamespacedName{Namespace: "default", Name: "gw"}
+	generated := func(rt *gatewayv1.HTTPRoute, i int) (types.NamespacedName, GeneratedRoute) {
+		yes := true
+		uid := types.UID(fmt.Sprintf("uid-lh-%d", i))
+		rt.OwnerReferences = []metav1.OwnerReference{{APIVersion: "shardgate.io/v1alpha1", Kind: "LeaseHost", Name: rt.Name, UID: uid, Controller: &yes}}
+		return types.NamespacedName{Namespace: rt.Namespace, Name: rt.Name},
+			GeneratedRoute{LeaseHost: uid, Hosts: map[types.NamespacedName][]string{gw: {string(rt.Spec.Hostnames[0])}}}
+	}
+	o := &Ownership{Shards: map[types.NamespacedName]ShardRoutes{gw: RoutesGenerated}, Generated: map[types.NamespacedName]GeneratedRoute{}}
+	for i, rt := range in.HTTPRoutes {
+		k, g := generated(rt, i)
+		o.Generated[k] = g
+	}
+	in.Ownership = o
+	rv := 0
+	stamp(in, &rv)
+	st := NewStore(testController)
+	st.Load(in)
+	tr := NewTranslator(st)
+	f := FactsOf(in)
+	if out := tr.Translate(f); out.GatewayStatus[gw].Listeners[0].AttachedRoutes != 10000 {
+		b.Fatalf("attached routes: %d", out.GatewayStatus[gw].Listeners[0].AttachedRoutes)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := now()
+	i := 10000
+	for b.Loop() {
+		svc, es, rt := benchLease(i)
+		k, g := generated(rt, i)
+		next := *f.Ownership
+		next.Generated = maps.Clone(f.Ownership.Generated)
+		next.Generated[k] = g
+		f.Ownership = &next
+		st.Upsert(svc)
+		st.Upsert(es)
+		st.Upsert(rt)
+		i++
+		out := tr.Translate(f)
+		if n := out.GatewayStatus[gw].Listeners[0].AttachedRoutes; n != int32(i) {
+			b.Fatalf("%d routes attached, want %d", n, i)
+		}
+	}
+	target(b, start, time.Millisecond)
+	if tr.Stats.Full != 1 {
+		b.Fatalf("a new LeaseHost's route translated the Gateway in full (%+v)", tr.Stats)
 	}
 }
 

@@ -84,6 +84,11 @@ func (t *Translator) Translate(f Facts) *Output {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.takeDirty()
+	if t.last != nil && !d.All {
+		if !sameRuntime(f, t.facts) || t.ownershipChanges(t.facts.Ownership, f.Ownership, &d) {
+			d.All = true
+		}
+	}
 	for svc := range d.Endpoints {
 		delete(t.endpoints, svc)
 	}
@@ -97,7 +102,7 @@ func (t *Translator) Translate(f Facts) *Output {
 	idx.policyCache = t.policies
 	t.seq++
 	var out *Output
-	if t.last == nil || d.All || !sameFacts(f, t.facts) {
+	if t.last == nil || d.All {
 		out = t.translateAll(idx)
 	} else {
 		out = t.translateChanges(idx, d)
@@ -109,23 +114,69 @@ func (t *Translator) Translate(f Facts) *Output {
 	return out
 }
 
-func sameFacts(a, b Facts) bool {
-	return reflect.DeepEqual(a.Runtime, b.Runtime) && reflect.DeepEqual(a.ShardRefusals, b.ShardRefusals) &&
-		sameOwnership(a.Ownership, b.Ownership)
+// sameRuntime: a and b have the same Gateway runtime facts and shard
+// refusals, which a Gateway's whole assembly reads.
+func sameRuntime(a, b Facts) bool {
+	return reflect.DeepEqual(a.Runtime, b.Runtime) && reflect.DeepEqual(a.ShardRefusals, b.ShardRefusals)
 }
 
-// sameOwnership compares what the translator reads of two Ownerships:
-// Retiring and Deleted, which only the status writer reads, may differ.
-func sameOwnership(a, b *Ownership) bool {
+// ownershipChanges marks in d what differs between a and b, the ownership
+// facts of the last translation and of this one, as the translator reads
+// them, and reports whether everything must be translated again:
+//
+//   - other shards, or a shard in another routes mode: everything;
+//   - a route's Generated entry (a LeaseHost's route, the names it holds
+//     on each shard): that route, which is admitted again on its shards;
+//   - the holders, the namespace owners or the block list: the shards
+//     that read them, those in Owned mode (every route's names are checked
+//     against the holders) and those with ListenerSets (their listeners'
+//     names are). A shard in Generated mode reads only Generated.
+//
+// Retiring and Deleted, which only the status writer reads, are not
+// compared. The comparison costs O(routes generated), map lookups only;
+// what it marks costs what any change of those routes and Gateways does.
+func (t *Translator) ownershipChanges(a, b *Ownership, d *dirtySet) (all bool) {
 	if a == b {
-		return true
-	}
-	if a == nil || b == nil {
 		return false
 	}
-	return reflect.DeepEqual(a.Shards, b.Shards) && reflect.DeepEqual(a.Generated, b.Generated) &&
-		reflect.DeepEqual(a.NamespaceOwners, b.NamespaceOwners) && reflect.DeepEqual(a.Holders, b.Holders) &&
-		reflect.DeepEqual(a.Blocked, b.Blocked)
+	if a == nil || b == nil || !maps.Equal(a.Shards, b.Shards) {
+		return true
+	}
+	for k, ga := range a.Generated {
+		if gb, ok := b.Generated[k]; !ok || !sameGenerated(ga, gb) {
+			d.Routes.add(RouteKey{Kind: kindHTTPRoute, NN: k})
+		}
+	}
+	for k := range b.Generated {
+		if _, ok := a.Generated[k]; !ok {
+			d.Routes.add(RouteKey{Kind: kindHTTPRoute, NN: k})
+		}
+	}
+	var readers []types.NamespacedName
+	for gw, mode := range b.Shards {
+		if mode == RoutesOwned || t.store.hasListenerSets(gw) {
+			readers = append(readers, gw)
+		}
+	}
+	if len(readers) > 0 && !(maps.Equal(a.Holders, b.Holders) && maps.Equal(a.NamespaceOwners, b.NamespaceOwners) &&
+		(a.Blocked == b.Blocked || reflect.DeepEqual(a.Blocked, b.Blocked))) {
+		for _, gw := range readers {
+			d.Gateways.add(gw)
+		}
+	}
+	return false
+}
+
+func sameGenerated(a, b GeneratedRoute) bool {
+	if a.LeaseHost != b.LeaseHost || a.Unowned != b.Unowned || len(a.Hosts) != len(b.Hosts) {
+		return false
+	}
+	for gw, hs := range a.Hosts {
+		if hb, ok := b.Hosts[gw]; !ok || !slices.Equal(hs, hb) {
+			return false
+		}
+	}
+	return true
 }
 
 // translateAll assembles every Gateway again, reusing the compilations.

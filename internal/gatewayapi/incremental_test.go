@@ -321,6 +321,7 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			// A third of the seeds have shards, whose routes must be owned.
 			if seed%3 == 1 {
 				in.Ownership = randomOwnership(r)
+				generateSome(r, in.Ownership, in.HTTPRoutes, 0.3)
 			}
 			stamp(in, &rv)
 			return in
@@ -379,6 +380,9 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 				// other objects get status-only updates: new objects,
 				// same spec, which must not matter.
 				next.HTTPRoutes = mix(r, in.HTTPRoutes, fresh.HTTPRoutes, 0.9, 0.2)
+				// LeaseHosts come and go: a few routes' generated
+				// entries change, nothing else of the ownership facts.
+				next.Ownership = editGenerated(r, in.Ownership, next.HTTPRoutes)
 				next.Gateways = statusOnly(r, in.Gateways, &rv)
 				next.Services = statusOnly(r, in.Services, &rv)
 				next.GatewayParameters = statusOnly(r, in.GatewayParameters, &rv)
@@ -393,12 +397,23 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 				// The tenant flow: a new Service, its EndpointSlice and a
 				// route naming it, all in one step.
 				tenantFlow(r, next, step, &rv)
+				// On shards, the lease's LeaseHost holds the route's
+				// names (the route is generated), or some of them.
+				if next.Ownership != nil && r.IntN(3) > 0 {
+					rt := next.HTTPRoutes[len(next.HTTPRoutes)-1]
+					o := *next.Ownership
+					o.Generated = maps.Clone(o.Generated)
+					generateSome(r, &o, []*gatewayv1.HTTPRoute{rt}, 1)
+					next.Ownership = &o
+				}
 				in = next
 				continue
 			case 4:
 				// ReferenceGrant churn, and Namespace labels changing.
 				next.ReferenceGrants = mix(r, in.ReferenceGrants, fresh.ReferenceGrants, 0.5, 0.5)
 				next.Namespaces = relabel(r, in.Namespaces, &rv)
+				// Names change hands, namespaces their owners.
+				next.Ownership = editOwners(r, in.Ownership)
 				// ListenerSet churn, and status-only ListenerSet writes.
 				next.ListenerSets = statusOnly(r, mix(r, in.ListenerSets, fresh.ListenerSets, 0.7, 0.5), &rv)
 				in = next
@@ -576,6 +591,86 @@ func randomOwnership(r *rand.Rand) *Ownership {
 	return o
 }
 
+// generateSome makes each of routes, with probability p, one shardgate
+// generates: a Generated entry under the route's controller (or Unowned
+// when it has none, as in Akash mode), holding some of its hostnames on
+// the shards among its parents; sometimes under another LeaseHost's UID,
+// which generates nothing.
+func generateSome(r *rand.Rand, o *Ownership, routes []*gatewayv1.HTTPRoute, p float64) {
+	for _, rt := range routes {
+		if r.Float64() >= p {
+			continue
+		}
+		g := GeneratedRoute{Hosts: map[types.NamespacedName][]string{}}
+		if ref := metav1.GetControllerOf(rt); ref != nil {
+			g.LeaseHost = ref.UID
+		} else {
+			g.LeaseHost, g.Unowned = "uid-provider", true
+		}
+		if r.IntN(6) == 0 {
+			g.LeaseHost, g.Unowned = "uid-another", false
+		}
+		for _, ref := range rt.Spec.ParentRefs {
+			gw := types.NamespacedName{Namespace: rt.Namespace, Name: string(ref.Name)}
+			if ref.Namespace != nil {
+				gw.Namespace = string(*ref.Namespace)
+			}
+			if _, shard := o.Shards[gw]; !shard {
+				continue
+			}
+			for _, h := range rt.Spec.Hostnames {
+				if r.IntN(4) > 0 && !slices.Contains(g.Hosts[gw], string(h)) {
+					g.Hosts[gw] = append(g.Hosts[gw], string(h))
+				}
+			}
+		}
+		o.Generated[types.NamespacedName{Namespace: rt.Namespace, Name: rt.Name}] = g
+	}
+}
+
+// editGenerated returns a copy of o (nil stays nil) in which a few routes'
+// Generated entries changed: some dropped (the LeaseHost lost its names or
+// went), some routes newly generated, some holding other names.
+func editGenerated(r *rand.Rand, o *Ownership, routes []*gatewayv1.HTTPRoute) *Ownership {
+	if o == nil {
+		return nil
+	}
+	c := *o
+	c.Generated = maps.Clone(o.Generated)
+	for k := range c.Generated {
+		if r.IntN(8) == 0 {
+			delete(c.Generated, k)
+		}
+	}
+	generateSome(r, &c, routes, 0.1)
+	return &c
+}
+
+// editOwners returns a copy of o (nil stays nil) in which some names
+// changed holders and some namespaces their owners.
+func editOwners(r *rand.Rand, o *Ownership) *Ownership {
+	if o == nil {
+		return nil
+	}
+	c := *o
+	c.Holders, c.NamespaceOwners = maps.Clone(o.Holders), maps.Clone(o.NamespaceOwners)
+	owners := []string{"akash1alice", "akash1bob"}
+	for _, h := range plainHosts {
+		switch r.IntN(6) {
+		case 0:
+			delete(c.Holders, h)
+		case 1:
+			c.Holders[h] = owners[r.IntN(2)]
+		}
+	}
+	for _, ns := range fzNamespaces {
+		if r.IntN(4) == 0 {
+			c.NamespaceOwners[ns] = owners[r.IntN(2)]
+		}
+	}
+	return &c
+}
+
 // TestTranslatorPatchesLargeGateway: one Gateway with 300 routes, edited a
 // few routes at a time (hostnames shared between routes, backends moved
 // between Services, routes deleted and created): every translation after
@@ -647,17 +742,24 @@ func TestTranslatorPatchesLargeGateway(t *testing.T) {
 	}
 }
 
-// TestSameOwnershipComparesWhatTheTranslatorReads: two Ownerships that
-// differ in any field but Retiring and Deleted (the status writer's)
-// make a new translation of everything; a difference in those two does
-// not. A field added to Ownership fails this test until it is placed.
-func TestSameOwnershipComparesWhatTheTranslatorReads(t *testing.T) {
+// TestOwnershipChangesMarksWhatTheTranslatorReads: a difference in any
+// field of Ownership but Retiring and Deleted (the status writer's) marks
+// what it affects; a difference in those two marks nothing. A field added
+// to Ownership fails this test until it is placed. Each change marks no
+// more than it must: a route's Generated entry marks that route only, the
+// holders, namespace owners and block list mark the Owned shard only.
+func TestOwnershipChangesMarksWhatTheTranslatorReads(t *testing.T) {
 	gw := types.NamespacedName{Namespace: "infra", Name: "shard"}
+	owned := types.NamespacedName{Namespace: "infra", Name: "owned"}
 	route := types.NamespacedName{Namespace: "t", Name: "r"}
+	other := types.NamespacedName{Namespace: "t", Name: "other"}
 	base := func() *Ownership {
 		return &Ownership{
-			Shards:          map[types.NamespacedName]ShardRoutes{gw: RoutesGenerated},
-			Generated:       map[types.NamespacedName]GeneratedRoute{route: {LeaseHost: "uid", Hosts: map[types.NamespacedName][]string{gw: {"a.example.test"}}}},
+			Shards: map[types.NamespacedName]ShardRoutes{gw: RoutesGenerated, owned: RoutesOwned},
+			Generated: map[types.NamespacedName]GeneratedRoute{
+				route: {LeaseHost: "uid", Hosts: map[types.NamespacedName][]string{gw: {"a.example.test"}}},
+				other: {LeaseHost: "uid-2", Hosts: map[types.NamespacedName][]string{gw: {"b.example.test"}}},
+			},
 			NamespaceOwners: map[string]string{"t": "owner"},
 			Holders:         map[string]string{"a.example.test": "owner"},
 			Blocked:         hostnames.MustBlockList(".blocked.test"),
@@ -665,30 +767,63 @@ func TestSameOwnershipComparesWhatTheTranslatorReads(t *testing.T) {
 			Deleted:         map[types.UID]bool{"uid-gone": true},
 		}
 	}
-	changes := map[string]func(o *Ownership){
-		"Shards":          func(o *Ownership) { o.Shards[gw] = RoutesOwned },
-		"Generated":       func(o *Ownership) { o.Generated = nil },
-		"NamespaceOwners": func(o *Ownership) { o.NamespaceOwners["t"] = "other" },
-		"Holders":         func(o *Ownership) { o.Holders["b.example.test"] = "owner" },
-		"Blocked":         func(o *Ownership) { o.Blocked = hostnames.MustBlockList(".other.test") },
-		"Retiring":        func(o *Ownership) { o.Retiring = nil },
-		"Deleted":         func(o *Ownership) { o.Deleted["uid-new"] = true },
+	type marks struct {
+		all      bool
+		routes   []types.NamespacedName
+		gateways []types.NamespacedName
 	}
-	statusOnly := map[string]bool{"Retiring": true, "Deleted": true}
+	ownedOnly := marks{gateways: []types.NamespacedName{owned}}
+	changes := map[string]struct {
+		change func(o *Ownership)
+		want   marks
+	}{
+		"Shards":          {func(o *Ownership) { o.Shards[gw] = RoutesOwned }, marks{all: true}},
+		"Generated":       {func(o *Ownership) { o.Generated[route] = GeneratedRoute{LeaseHost: "uid"} }, marks{routes: []types.NamespacedName{route}}},
+		"NamespaceOwners": {func(o *Ownership) { o.NamespaceOwners["t"] = "other" }, ownedOnly},
+		"Holders":         {func(o *Ownership) { o.Holders["b.example.test"] = "owner" }, ownedOnly},
+		"Blocked":         {func(o *Ownership) { o.Blocked = hostnames.MustBlockList(".other.test") }, ownedOnly},
+		"Retiring":        {func(o *Ownership) { o.Retiring = nil }, marks{}},
+		"Deleted":         {func(o *Ownership) { o.Deleted["uid-new"] = true }, marks{}},
+	}
+	tr := NewTranslator(NewStore(testController))
+	marked := func(a, b *Ownership) marks {
+		d := newDirty()
+		var m marks
+		m.all = tr.ownershipChanges(a, b, &d)
+		for k := range d.Routes {
+			m.routes = append(m.routes, k.NN)
+		}
+		m.gateways = slices.Collect(maps.Keys(d.Gateways))
+		return m
+	}
 	for i := range reflect.TypeFor[Ownership]().NumField() {
 		name := reflect.TypeFor[Ownership]().Field(i).Name
-		change, ok := changes[name]
+		c, ok := changes[name]
 		if !ok {
-			t.Errorf("Ownership.%s: not covered; say whether the translator reads it (sameOwnership)", name)
+			t.Errorf("Ownership.%s: not covered; say whether the translator reads it (ownershipChanges)", name)
 			continue
 		}
 		o := base()
-		change(o)
-		if got, want := sameOwnership(base(), o), statusOnly[name]; got != want {
-			t.Errorf("Ownership.%s changed: sameOwnership = %v, want %v", name, got, want)
+		c.change(o)
+		for _, pair := range [][2]*Ownership{{base(), o}, {o, base()}} {
+			if got := marked(pair[0], pair[1]); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("Ownership.%s changed: marked %+v, want %+v", name, got, c.want)
+			}
 		}
 	}
-	if !sameOwnership(base(), base()) || sameOwnership(nil, base()) || !sameOwnership(nil, nil) {
-		t.Error("sameOwnership of equal or nil Ownerships")
+	if got := marked(base(), base()); !reflect.DeepEqual(got, marks{}) {
+		t.Errorf("equal Ownerships marked %+v", got)
+	}
+	if !marked(nil, base()).all || !marked(base(), nil).all || !reflect.DeepEqual(marked(nil, nil), marks{}) {
+		t.Error("nil Ownerships")
+	}
+	// Without an Owned shard (nor ListenerSets), the holders are read by
+	// nobody.
+	a, b := base(), base()
+	delete(a.Shards, owned)
+	delete(b.Shards, owned)
+	b.Holders["c.example.test"] = "owner"
+	if got := marked(a, b); !reflect.DeepEqual(got, marks{}) {
+		t.Errorf("holders changed with Generated shards only: marked %+v", got)
 	}
 }

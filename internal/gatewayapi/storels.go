@@ -121,6 +121,11 @@ func (s *Store) markListenerSets(sets refs[types.NamespacedName]) {
 	}
 }
 
+// hasListenerSets: some ListenerSet names gw. Call with s.mu held.
+func (s *Store) hasListenerSets(gw types.NamespacedName) bool {
+	return s.lsByGW[gw].len() > 0
+}
+
 // listenerSetsOf returns the ListenerSets naming gw, in precedence order.
 // Call with s.mu held.
 func (s *Store) listenerSetsOf(gw types.NamespacedName) []*gatewayv1.ListenerSet {

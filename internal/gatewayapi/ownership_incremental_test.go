@@ -1,0 +1,206 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package gatewayapi
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/shardgate/shardgate/internal/hostnames"
+)
+
+// TestTranslatorOwnershipEditsMatchTranslate: two shards, one in Generated
+// mode and one in Owned mode, with routes on both (and wildcard routes);
+// each step changes the ownership facts the way LeaseHosts do (a route's
+// generated entry added, dropped or holding other names; names changing
+// holders; namespaces changing owners; the block list changing), alone or
+// with a new lease (Service, EndpointSlice, route and its generated entry
+// together) or a deleted route. After every step the Translator's output
+// equals a fresh Translate; the steps that changed generated entries only
+// are patches, not full translations.
+func TestTranslatorOwnershipEditsMatchTranslate(t *testing.T) {
+	gw, gw2 := types.NamespacedName{Namespace: "default", Name: "gw"}, types.NamespacedName{Namespace: "default", Name: "gw2"}
+	owners := []string{"akash1alice", "akash1bob", "akash1carol"}
+	seeds, steps := 30, 40
+	if testing.Short() {
+		seeds = 5
+	}
+	var stats TranslatorStats
+	seen := map[string]int{}
+	generatedOnly, generatedOnlyFull := 0, 0
+	for seed := range seeds {
+		r := rand.New(rand.NewPCG(uint64(seed), 11))
+		rv := 0
+		in := benchInput(40)
+		g2 := in.Gateways[0].DeepCopy()
+		g2.Name = gw2.Name
+		in.Gateways = append(in.Gateways, g2)
+		in.Runtime[gw2] = in.Runtime[gw]
+		for i, rt := range in.HTTPRoutes {
+			ownedRoute(r, rt, i)
+		}
+		stamp(in, &rv)
+		o := &Ownership{
+			Shards:          map[types.NamespacedName]ShardRoutes{gw: RoutesGenerated, gw2: RoutesOwned},
+			Generated:       map[types.NamespacedName]GeneratedRoute{},
+			NamespaceOwners: map[string]string{},
+			Holders:         map[string]string{},
+		}
+		for i := range 500 {
+			if r.IntN(4) > 0 {
+				o.NamespaceOwners[fmt.Sprintf("lease-%d", i)] = owners[i%len(owners)]
+			}
+		}
+		for i := range 60 {
+			if r.IntN(3) > 0 {
+				o.Holders[fmt.Sprintf("app-%d.example.com", i)] = owners[r.IntN(len(owners))]
+			}
+		}
+		generateSome(r, o, in.HTTPRoutes, 0.5)
+		in.Ownership = o
+
+		st := NewStore(testController)
+		tr := NewTranslator(st)
+		prev := &Input{}
+		lastGeneratedOnly := false
+		for step := range steps {
+			applyShuffled(r, st, prev, in)
+			before := tr.Stats
+			got, want := tr.Translate(FactsOf(in)), Translate(in)
+			if !sameOutput(got, want) {
+				t.Fatalf("seed %d step %d: the Translator's output differs from Translate's (stats %+v):\n%s", seed, step, tr.Stats, cmp.Diff(bare(want), bare(got)))
+			}
+			for k, ps := range want.HTTPRouteStatus.All() {
+				for _, p := range ps {
+					if c := meta.FindStatusCondition(p.Conditions, string(gatewayv1.RouteConditionAccepted)); c != nil {
+						_, generated := in.Ownership.Generated[k]
+						seen[fmt.Sprintf("%s generated=%v %s", p.ParentRef.Name, generated, c.Reason)]++
+					}
+				}
+			}
+			if lastGeneratedOnly {
+				generatedOnly++
+				if tr.Stats.Full > before.Full {
+					generatedOnlyFull++
+				}
+			}
+			lastGeneratedOnly = false
+			prev = in
+			next := *in
+			o := *in.Ownership
+			switch r.IntN(6) {
+			case 0, 1:
+				// A LeaseHost comes, goes or changes its names: one
+				// generated entry changes, nothing else.
+				o.Generated = maps.Clone(o.Generated)
+				rt := in.HTTPRoutes[r.IntN(len(in.HTTPRoutes))]
+				k := types.NamespacedName{Namespace: rt.Namespace, Name: rt.Name}
+				if _, ok := o.Generated[k]; ok && r.IntN(2) == 0 {
+					delete(o.Generated, k)
+				} else {
+					generateSome(r, &o, []*gatewayv1.HTTPRoute{rt}, 1)
+				}
+				// A patch takes routes with plain hostnames only.
+				lastGeneratedOnly = !slices.ContainsFunc(rt.Spec.Hostnames, func(h gatewayv1.Hostname) bool { return h[0] == '*' })
+			case 2:
+				// A new lease: its Service, EndpointSlice and route,
+				// with the route generated for its LeaseHost.
+				i := 1000 + step
+				svc, es, rt := benchLease(i)
+				ownedRoute(r, rt, i)
+				for _, obj := range []client.Object{svc, es, rt} {
+					rv++
+					obj.SetResourceVersion(fmt.Sprint(rv))
+					obj.SetUID(types.UID(fmt.Sprint("uid-", rv)))
+				}
+				next.Services = append(slices.Clone(in.Services), svc)
+				next.EndpointSlices = append(slices.Clone(in.EndpointSlices), es)
+				next.HTTPRoutes = append(slices.Clone(in.HTTPRoutes), rt)
+				o.Generated = maps.Clone(o.Generated)
+				generateSome(r, &o, []*gatewayv1.HTTPRoute{rt}, 1)
+			case 3:
+				// Names change holders, namespaces owners.
+				o.Holders, o.NamespaceOwners = maps.Clone(o.Holders), maps.Clone(o.NamespaceOwners)
+				for i := range 60 {
+					h := fmt.Sprintf("app-%d.example.com", i)
+					switch r.IntN(10) {
+					case 0:
+						delete(o.Holders, h)
+					case 1:
+						o.Holders[h] = owners[r.IntN(len(owners))]
+					}
+				}
+				for i := range 50 {
+					if r.IntN(10) == 0 {
+						o.NamespaceOwners[fmt.Sprintf("lease-%d", i)] = owners[r.IntN(len(owners))]
+					}
+				}
+			case 4:
+				// The block list changes.
+				o.Blocked = []*hostnames.BlockList{nil, hostnames.MustBlockList("app-3.example.com"), hostnames.MustBlockList(".example.com")}[r.IntN(3)]
+			case 5:
+				// A route deleted, its generated entry kept a while (its
+				// LeaseHost is being deleted).
+				k := r.IntN(len(in.HTTPRoutes))
+				next.HTTPRoutes = slices.Delete(slices.Clone(in.HTTPRoutes), k, k+1)
+			}
+			next.Ownership = &o
+			in = &next
+		}
+		stats.Full += tr.Stats.Full
+		stats.Patched += tr.Stats.Patched
+		stats.Reused += tr.Stats.Reused
+	}
+	t.Logf("Gateway translations: %+v; route parents by shard, generated, Accepted reason: %v", stats, seen)
+	for _, want := range []string{
+		"gw generated=true Accepted", "gw generated=true HostnameNotOwned", "gw generated=false HostnameNotOwned",
+		"gw2 generated=false Accepted", "gw2 generated=false HostnameNotOwned",
+	} {
+		if seen[want] == 0 {
+			t.Errorf("the edits never produced %q", want)
+		}
+	}
+	if stats.Patched == 0 {
+		t.Errorf("no patch: %+v", stats)
+	}
+	// A generated entry changed alone is patched into its shards, as any
+	// change of a route with plain hostnames is.
+	t.Logf("generated-only steps: %d, of which with a full assembly: %d", generatedOnly, generatedOnlyFull)
+	if generatedOnly == 0 || generatedOnlyFull > 0 {
+		t.Errorf("generated-only steps: %d, of which with a full assembly: %d", generatedOnly, generatedOnlyFull)
+	}
+}
+
+// ownedRoute gives rt, route i of a benchmark input, the shape of a
+// generated route: a controller reference to its LeaseHost (none for
+// some, as Akash mode's routes have), on both shards for some, and a
+// wildcard hostname for a few.
+func ownedRoute(r *rand.Rand, rt *gatewayv1.HTTPRoute, i int) {
+	if r.IntN(4) > 0 {
+		yes := true
+		rt.OwnerReferences = []metav1.OwnerReference{{APIVersion: "shardgate.io/v1alpha1", Kind: "LeaseHost", Name: rt.Name,
+			UID: types.UID(fmt.Sprintf("uid-lh-%d", i)), Controller: &yes}}
+	}
+	switch r.IntN(3) {
+	case 0:
+		rt.Spec.ParentRefs[0].Name = "gw2"
+	case 1:
+		rt.Spec.ParentRefs = append(rt.Spec.ParentRefs, rt.Spec.ParentRefs[0])
+		rt.Spec.ParentRefs[1].Name = "gw2"
+	}
+	if r.IntN(8) == 0 {
+		rt.Spec.Hostnames = append(rt.Spec.Hostnames, gatewayv1.Hostname(fmt.Sprintf("*.app-%d.example.com", i%60)))
+	}
+}
