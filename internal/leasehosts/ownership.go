@@ -41,24 +41,16 @@ type OwnershipInput struct {
 // to the same holders without reading anything a tenant could forge
 // (labels, ownerReferences and LeaseHost status do not make a route
 // generated; only the engine's decision for the LeaseHost that controls
-// the route does). It costs O(LeaseHosts).
+// the route does). It costs O(LeaseHosts): it is the definition, which
+// the controller keeps up to date with a Tracker (equal to it, a property
+// test checks) instead of running it on every change.
 func Ownership(in OwnershipInput) *gatewayapi.Ownership {
 	out := &gatewayapi.Ownership{
-		Shards:          map[types.NamespacedName]gatewayapi.ShardRoutes{},
+		Shards:          shardModes(in.Shards, in.Routes),
 		Generated:       map[types.NamespacedName]gatewayapi.GeneratedRoute{},
 		NamespaceOwners: map[string]string{},
 		Holders:         map[string]string{},
 		Blocked:         in.Blocked,
-	}
-	for _, s := range in.Shards {
-		routes := in.Routes[s.Gateway]
-		if routes == "" {
-			routes = gatewayapi.ShardRoutes(s.Routes)
-		}
-		if routes == "" {
-			routes = gatewayapi.RoutesGenerated
-		}
-		out.Shards[s.Gateway] = routes
 	}
 	namespaces := map[string]*corev1.Namespace{}
 	for _, ns := range in.Namespaces {
@@ -123,17 +115,12 @@ func Ownership(in OwnershipInput) *gatewayapi.Ownership {
 				held[h] = true
 			}
 		}
-		if len(held) == 0 {
+		g, ok := generatedRoute(pl.lh, pl.plan, held, pl.provider)
+		if !ok {
 			if !pl.provider {
 				retire(pl.lh)
 			}
 			continue
-		}
-		g := gatewayapi.GeneratedRoute{LeaseHost: pl.lh.UID, Hosts: map[types.NamespacedName][]string{}, Unowned: pl.provider}
-		for _, sh := range pl.plan.Shards {
-			if h := normalised(sh.Host); sh.Err == nil && held[h] && !slices.Contains(g.Hosts[sh.Shard.Gateway], h) {
-				g.Hosts[sh.Shard.Gateway] = append(g.Hosts[sh.Shard.Gateway], h)
-			}
 		}
 		out.Generated[types.NamespacedName{Namespace: pl.lh.Namespace, Name: RouteName(pl.lh)}] = g
 	}
@@ -141,6 +128,39 @@ func Ownership(in OwnershipInput) *gatewayapi.Ownership {
 		out.Holders[host] = c.Key.Owner
 	}
 	return out
+}
+
+// shardModes are the shards' route modes: routes' entry, else the
+// shard's own, else Generated.
+func shardModes(shards []sharding.Shard, routes map[types.NamespacedName]gatewayapi.ShardRoutes) map[types.NamespacedName]gatewayapi.ShardRoutes {
+	out := make(map[types.NamespacedName]gatewayapi.ShardRoutes, len(shards))
+	for _, s := range shards {
+		mode := routes[s.Gateway]
+		if mode == "" {
+			mode = gatewayapi.ShardRoutes(s.Routes)
+		}
+		if mode == "" {
+			mode = gatewayapi.RoutesGenerated
+		}
+		out[s.Gateway] = mode
+	}
+	return out
+}
+
+// generatedRoute is the route shardgate generates for lh (a provider's
+// claim when provider) under plan, holding the names in held: false when
+// it holds none, and then generates no route.
+func generatedRoute(lh *shardgatev1alpha1.LeaseHost, plan Plan, held map[string]bool, provider bool) (gatewayapi.GeneratedRoute, bool) {
+	if len(held) == 0 {
+		return gatewayapi.GeneratedRoute{}, false
+	}
+	g := gatewayapi.GeneratedRoute{LeaseHost: lh.UID, Hosts: map[types.NamespacedName][]string{}, Unowned: provider}
+	for _, sh := range plan.Shards {
+		if h := normalised(sh.Host); sh.Err == nil && held[h] && !slices.Contains(g.Hosts[sh.Shard.Gateway], h) {
+			g.Hosts[sh.Shard.Gateway] = append(g.Hosts[sh.Shard.Gateway], h)
+		}
+	}
+	return g, true
 }
 
 // Handover keeps a name served while it changes hands within one owner
