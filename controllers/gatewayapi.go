@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sync"
@@ -42,7 +43,15 @@ var translateSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 	Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 })
 
-func init() { ctrlmetrics.Registry.MustRegister(translateSeconds) }
+// gatewayTranslations counts how each translation handled each Gateway:
+// assembled in full, patched with the routes that changed, or reused as
+// it was. A change that assembles every Gateway again shows here.
+var gatewayTranslations = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "shardgate_gateway_translations_total",
+	Help: "Gateways translated, by how: full (assembled again), patched (the changed routes applied to the last assembly) or reused (unchanged).",
+}, []string{"how"})
+
+func init() { ctrlmetrics.Registry.MustRegister(translateSeconds, gatewayTranslations) }
 
 // snapshotKey is the one work item: every event asks for a new translation
 // of the whole snapshot, and the queue folds a burst into one.
@@ -105,6 +114,9 @@ type GatewayAPIReconciler struct {
 	// one's handover reads; ownershipOf memoises them (see ownershipFor).
 	ownership   *gatewayapi.Ownership
 	ownershipOf ownershipInputs
+	// tracker keeps the hostname engine's decisions between changes
+	// (leasehosts.Tracker), so that a new LeaseHost costs its own names.
+	tracker *leasehosts.Tracker
 	// deleted: the LeaseHosts seen deleted lately (Ownership.Deleted).
 	deleted deletedLeaseHosts
 }
@@ -178,8 +190,13 @@ func (r *GatewayAPIReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	before := r.translator.Stats
 	out := r.translator.Translate(gatewayapi.FactsOf(in))
 	translateSeconds.Observe(time.Since(start).Seconds())
+	after := r.translator.Stats
+	gatewayTranslations.WithLabelValues("full").Add(float64(after.Full - before.Full))
+	gatewayTranslations.WithLabelValues("patched").Add(float64(after.Patched - before.Patched))
+	gatewayTranslations.WithLabelValues("reused").Add(float64(after.Reused - before.Reused))
 	if r.Publisher != nil {
 		r.Publisher.Publish(out.Gateways)
 	}
@@ -220,10 +237,12 @@ func (r *GatewayAPIReconciler) snapshot(ctx context.Context) (*gatewayapi.Input,
 // Gateway still allows routes from every namespace, and serves only what
 // the engine allows, in the strict Generated mode.
 //
-// The engine run costs O(LeaseHosts); it is redone only when a LeaseHost,
-// a Namespace, the shards, the block list or the owner policy changed, and
-// a changed result makes the translator translate everything again
-// (reusing the routes' compilations).
+// It is redone only when a LeaseHost, a Namespace, the shards, the block
+// list or the owner policy changed. The tracker then decides again only
+// the names of the LeaseHosts that changed (a change of the shards, the
+// block list or the policy: every name), and the translator redoes only
+// the routes whose generated entry changed (see
+// gatewayapi.Translator).
 func (r *GatewayAPIReconciler) ownershipFor(in *gatewayapi.Input, leaseHosts, providers []*shardgatev1alpha1.LeaseHost, shards []sharding.Shard, problems []sharding.Problem) *gatewayapi.Ownership {
 	var refused []types.NamespacedName
 	for _, p := range problems {
@@ -241,16 +260,26 @@ func (r *GatewayAPIReconciler) ownershipFor(in *gatewayapi.Input, leaseHosts, pr
 	if base == nil || !r.ownershipOf.same(&key, leaseHosts, in.Namespaces) || !sameSet(r.ownershipOf.providers, providers) {
 		before := r.ownershipOf.leaseHosts
 		key.leaseHosts, key.namespaces, key.providers = byUID(leaseHosts), set(in.Namespaces), set(providers)
-		base = leasehosts.Ownership(leasehosts.OwnershipInput{
+		if r.tracker == nil {
+			r.tracker = leasehosts.NewTracker()
+		}
+		// The tracker's result is shared with its next one: this
+		// reconciler's additions go to a copy.
+		o := *r.tracker.Update(leasehosts.OwnershipInput{
 			LeaseHosts: leaseHosts, Namespaces: in.Namespaces, Shards: shards, Policy: policy, Blocked: blocked,
 			ProviderHosts: providers,
 		})
-		base.Deleted = r.deleted.update(before, key.leaseHosts, time.Now())
+		o.Deleted = r.deleted.update(before, key.leaseHosts, time.Now())
+		copied := false
 		for _, gw := range refused {
-			if _, ok := base.Shards[gw]; !ok {
-				base.Shards[gw] = gatewayapi.RoutesGenerated
+			if _, ok := o.Shards[gw]; !ok {
+				if !copied {
+					o.Shards, copied = maps.Clone(o.Shards), true
+				}
+				o.Shards[gw] = gatewayapi.RoutesGenerated
 			}
 		}
+		base = &o
 		key.computed = base
 		r.ownershipOf = key
 	}
