@@ -67,6 +67,9 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("tenant flow: %d Service → RDS samples, want %d", len(s.FromService), cfg.Samples)
 		}
 	}
+	if f := res.LeaseHostFlow; len(f.Samples) != cfg.Samples || f.Late > 0 || len(f.FromService) != len(f.Samples) {
+		t.Errorf("LeaseHost flow: %d samples (%d timed out, %d from the Service), want %d", len(f.Samples), f.Late, len(f.FromService), cfg.Samples)
+	}
 	if res.ChurnUpdates == 0 {
 		t.Errorf("churn: no route updates made")
 	}

@@ -30,7 +30,7 @@ func main() {
 	rounds := flag.Int("flood-rounds", 0, "flood rounds, each timed with shardgate stopped and running (default 2; smoke 1)")
 	p := flag.Int("propagation-routes", 0, "P: HTTPRoutes present during propagation and the second tenant flow (default 3000; smoke 100)")
 	m := flag.Int("memory-routes", -1, "M: HTTPRoutes, each with its own Service and EndpointSlice, for the last memory figure; 0 skips it (default 10000; smoke 250)")
-	s := flag.Int("samples", 0, "samples per propagation and tenant-flow phase (default 100; smoke 20)")
+	s := flag.Int("samples", 0, "samples per propagation and tenant-flow phase, and of the LeaseHost flow (default 100; smoke 20)")
 	churn := flag.Duration("churn", 0, "minimum length of the churn phase (default 20s; smoke 5s)")
 	phases := flag.String("phases", "", "comma-separated phases to run: flood, memory, tenant, propagation (default all; sizes grow whichever run)")
 	heap := flag.String("heap-profile", "", "save shardgate's heap profile after the largest memory figure to this file")

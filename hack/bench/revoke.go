@@ -44,7 +44,8 @@ import (
 // name, so the most writes). Half the names of each namespace are under
 // ".half.revoke.test", the other half under ".keep.revoke.test". One shard
 // (Gateway "revoke" with GatewayParameters, domain revoke.test) selects
-// them all.
+// them all. With every name held, and before the block, the LeaseHost flow
+// is sampled (leasehost.go).
 var (
 	revokeNames        = flag.Int("revoke-names", 0, "names held in the revoke phase, one per LeaseHost; a block covers half (default 10000; 40 when the memory phase is smoke-sized)")
 	revokeCPUProfile   = flag.String("revoke-cpu-profile", "", "save shardgate's CPU profile over the first 10 s of the revocation to this file")
@@ -53,6 +54,7 @@ var (
 
 const (
 	revokeNamespaces = 100
+	revokeGateway    = "revoke"
 	revokeDomain     = "revoke.test"
 	revokeSuffix     = ".half." + revokeDomain
 	revokeTarget     = 10 * time.Second
@@ -126,15 +128,11 @@ func (b *bench) revoke(ctx context.Context) error {
 	created := time.Now()
 	err = parallel(ctx, names, b.cfg.LoadWorkers, func(ctx context.Context, i int) error {
 		k, j := i/perNS, i%perNS
-		part := "keep"
-		if j%2 == 0 {
-			part = "half"
-		}
 		lh := &shardgatev1alpha1.LeaseHost{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("lh-%d", j), Namespace: revokeNS(k)},
 			Spec: shardgatev1alpha1.LeaseHostSpec{
 				Lease:    shardgatev1alpha1.LeaseRef{Owner: revokeOwner(k), DSeq: uint64(j + 1), GSeq: 1, OSeq: 1},
-				Hostname: fmt.Sprintf("n%d.t%d.%s.%s", j, k, part, revokeDomain),
+				Hostname: revokeHost(k, j),
 				Service:  shardgatev1alpha1.ServiceRef{Name: revokeService, Port: 80},
 				Path:     "/",
 			},
@@ -153,6 +151,12 @@ func (b *bench) revoke(ctx context.Context) error {
 		return err
 	}
 	b.logf("revoke: all %d names held with routes %s after the first create", names, time.Since(created).Round(time.Millisecond))
+	if err := b.quiet(ctx); err != nil {
+		return err
+	}
+	if err := b.leaseHostFlow(ctx, w, names, nss, perNS, held); err != nil {
+		return fmt.Errorf("LeaseHost flow: %w", err)
+	}
 	if err := b.quiet(ctx); err != nil {
 		return err
 	}
@@ -335,6 +339,16 @@ func (b *bench) requests(ctx context.Context) (map[string]float64, error) {
 func revokeNS(k int) string    { return fmt.Sprintf("revoke-t%d", k) }
 func revokeOwner(k int) string { return fmt.Sprintf("akash1revoke%d", k) }
 
+// revokeHost is the name of LeaseHost lh-j of namespace k: even ones are
+// under the part the block covers.
+func revokeHost(k, j int) string {
+	part := "keep"
+	if j%2 == 0 {
+		part = "half"
+	}
+	return fmt.Sprintf("n%d.t%d.%s.%s", j, k, part, revokeDomain)
+}
+
 func writeBlockList(path string, blocked ...string) error {
 	data := "blockedHostnames:\n"
 	if len(blocked) == 0 {
@@ -384,7 +398,7 @@ func (b *bench) restartWithConfig(ctx context.Context, cfgPath string) error {
 // the bench's provider namespace.
 func (b *bench) revokeShard(ctx context.Context) error {
 	params := &shardgatev1alpha1.GatewayParameters{
-		ObjectMeta: metav1.ObjectMeta{Name: "revoke", Namespace: benchNS},
+		ObjectMeta: metav1.ObjectMeta{Name: revokeGateway, Namespace: benchNS},
 		Spec:       shardgatev1alpha1.GatewayParametersSpec{Shard: &shardgatev1alpha1.ShardSpec{Domain: revokeDomain}},
 	}
 	if err := b.c.Create(ctx, params); err != nil {
@@ -393,11 +407,11 @@ func (b *bench) revokeShard(ctx context.Context) error {
 	hostname := gatewayv1.Hostname("*." + revokeDomain)
 	from := gatewayv1.NamespacesFromAll
 	gw := &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Name: "revoke", Namespace: benchNS},
+		ObjectMeta: metav1.ObjectMeta{Name: revokeGateway, Namespace: benchNS},
 		Spec: gatewayv1.GatewaySpec{
 			GatewayClassName: "shardgate",
 			Infrastructure: &gatewayv1.GatewayInfrastructure{ParametersRef: &gatewayv1.LocalParametersReference{
-				Group: "shardgate.io", Kind: "GatewayParameters", Name: "revoke",
+				Group: "shardgate.io", Kind: "GatewayParameters", Name: revokeGateway,
 			}},
 			Listeners: []gatewayv1.Listener{{
 				Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80, Hostname: &hostname,
@@ -446,6 +460,10 @@ type revokeWatch struct {
 	lhs    map[string]string // ns/name → Reserved status/reason, "+pending" while Ready is
 	routes map[string]bool   // ns/name → under the blocked suffix
 	s      revokeState
+	// accepted are the routes (ns/name) whose Accepted by the shard
+	// Gateway is awaited, each with the channel that receives the time it
+	// was first seen.
+	accepted map[string]chan time.Time
 	// Once armed, the first moments the covered routes are all gone and
 	// wantBlocked LeaseHosts are Blocked are stamped.
 	armed                    bool
@@ -463,7 +481,7 @@ func (b *bench) watchRevocation(ctx context.Context) (*revokeWatch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench cache: %w", err)
 	}
-	w := &revokeWatch{lhs: map[string]string{}, routes: map[string]bool{}, signal: make(chan struct{}, 1)}
+	w := &revokeWatch{lhs: map[string]string{}, routes: map[string]bool{}, accepted: map[string]chan time.Time{}, signal: make(chan struct{}, 1)}
 	lhInf, err := c.GetInformer(ctx, &shardgatev1alpha1.LeaseHost{})
 	if err != nil {
 		return nil, err
@@ -501,6 +519,12 @@ func (b *bench) watchRevocation(ctx context.Context) (*revokeWatch, error) {
 			if r, ok := obj.(*gatewayv1.HTTPRoute); ok && ours(r) {
 				half := len(r.Spec.Hostnames) > 0 && strings.HasSuffix(string(r.Spec.Hostnames[0]), revokeSuffix)
 				w.setRoute(key(r), true, half)
+				w.routeStatus(key(r), r)
+			}
+		},
+		UpdateFunc: func(_, obj any) {
+			if r, ok := obj.(*gatewayv1.HTTPRoute); ok && ours(r) {
+				w.routeStatus(key(r), r)
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -590,6 +614,35 @@ func (w *revokeWatch) setRoute(k string, exists, half bool) {
 	w.stampLocked()
 	w.mu.Unlock()
 	w.wake()
+}
+
+// expectAccepted registers route k (ns/name) before the change that
+// should bring it; the channel receives the time it was first seen
+// Accepted by the shard Gateway.
+func (w *revokeWatch) expectAccepted(k string) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	w.mu.Lock()
+	w.accepted[k] = ch
+	w.mu.Unlock()
+	return ch
+}
+
+// forgetAccepted drops every route still awaited.
+func (w *revokeWatch) forgetAccepted() {
+	w.mu.Lock()
+	clear(w.accepted)
+	w.mu.Unlock()
+}
+
+// routeStatus stamps route k's Accepted when it is awaited.
+func (w *revokeWatch) routeStatus(k string, r *gatewayv1.HTTPRoute) {
+	at := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ch, ok := w.accepted[k]; ok && acceptedBy(r, revokeGateway) {
+		ch <- at
+		delete(w.accepted, k)
+	}
 }
 
 func (w *revokeWatch) stampLocked() {

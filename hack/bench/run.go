@@ -118,6 +118,10 @@ type Results struct {
 	ChurnUpdates     int64 // route updates made by the churn goroutine
 	ChurnUpdateError int64
 
+	// LeaseHostFlow: a new lease's Service, EndpointSlice and LeaseHost
+	// (revoke phase, every name held).
+	LeaseHostFlow LeaseHostFlow
+
 	// Errors of phases that could not finish.
 	Errors []string
 }
@@ -552,10 +556,15 @@ func endpointSlice(svc string, i int) *discoveryv1.EndpointSlice {
 	}
 }
 
-// ourAccepted reports whether r has our Accepted=True parent status.
-func ourAccepted(r *gatewayv1.HTTPRoute) bool {
+// ourAccepted reports whether r has our Accepted=True parent status for
+// the bench's Gateway.
+func ourAccepted(r *gatewayv1.HTTPRoute) bool { return acceptedBy(r, gwName) }
+
+// acceptedBy reports whether r has our Accepted=True parent status for the
+// Gateway named gw (the bench's Gateways are all in its namespace).
+func acceptedBy(r *gatewayv1.HTTPRoute, gw string) bool {
 	for _, p := range r.Status.Parents {
-		if p.ControllerName == shardgatev1alpha1.ControllerName && string(p.ParentRef.Name) == gwName &&
+		if p.ControllerName == shardgatev1alpha1.ControllerName && string(p.ParentRef.Name) == gw &&
 			meta.IsStatusConditionTrue(p.Conditions, string(gatewayv1.RouteConditionAccepted)) {
 			return true
 		}

@@ -169,6 +169,25 @@ func rows(cfg Config, r *Results) []row {
 		}
 		out = append(out, row{ph.name + ": translations (mean time)", fmt.Sprintf("%d (%s each)", ph.set.Translations, ms(ph.set.TranslateMean)), "—", verdict(ok, true)})
 	}
+	// The LeaseHost flow (revoke phase) has no target.
+	if f := r.LeaseHostFlow; len(f.Samples) > 0 {
+		p50, p99, m := stats(f.Samples)
+		late := ""
+		if f.Late > 0 {
+			late = fmt.Sprintf(", %d timed out", f.Late)
+		}
+		name := fmt.Sprintf("LeaseHost flow (%d LeaseHosts)", f.LeaseHosts)
+		out = append(out, row{name + ": LeaseHost Create → RDS p50 / p99",
+			fmt.Sprintf("%s / %s (max %s, %d samples%s)", ms(p50), ms(p99), ms(m), len(f.Samples), late), "—", verdict(true, true)})
+		a50, a99, _ := stats(f.Accepted)
+		notSeen := ""
+		if f.AcceptedLate > 0 {
+			notSeen = fmt.Sprintf(", %d not seen", f.AcceptedLate)
+		}
+		out = append(out, row{name + ": LeaseHost Create → route Accepted p50 / p99; CPU over the samples",
+			fmt.Sprintf("%s / %s (%d samples%s); shardgate %s, the machine %s", ms(a50), ms(a99), len(f.Accepted), notSeen, ms(f.CPU), ms(f.MachineCPU)),
+			"—", verdict(len(f.Accepted) > 0, true)})
+	}
 	for i := range out {
 		if out[i].target == "—" && out[i].verdict == "PASS" {
 			out[i].verdict = "info"

@@ -31,9 +31,10 @@ const (
 	routeTable   = "http-80"
 )
 
-// rdsWatch is an ADS stream subscribed to the Gateway's RouteConfiguration
-// "http-80" over mTLS, as the Gateway's node. It ACKs every response and
-// records when a hostname it was asked to expect first appears.
+// rdsWatch is an ADS stream subscribed to a Gateway's RouteConfiguration
+// "http-80" over mTLS, as that Gateway's node. It ACKs every response and
+// records when a hostname it was asked to expect first appears, or first
+// is absent.
 type rdsWatch struct {
 	cc     *grpc.ClientConn
 	stream discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient
@@ -41,6 +42,11 @@ type rdsWatch struct {
 
 	mu      sync.Mutex
 	waiting map[string]chan time.Time
+	leaving map[string]chan time.Time
+	// domains are the hostnames of the last response decoded, received
+	// at; nil before the first.
+	domains map[string]bool
+	at      time.Time
 
 	responses atomic.Int64
 	vhosts    atomic.Int64
@@ -48,7 +54,8 @@ type rdsWatch struct {
 	err       error
 }
 
-func (b *bench) dialRDS(ctx context.Context) (*rdsWatch, error) {
+// dialRDS connects an xDS client as Gateway gw's node.
+func (b *bench) dialRDS(ctx context.Context, gw types.NamespacedName) (*rdsWatch, error) {
 	var secret corev1.Secret
 	key := types.NamespacedName{Namespace: testenv.SystemNamespace, Name: "shardgate-xds-ca"}
 	if err := b.waitFor(ctx, 30*time.Second, "Secret "+key.String(), func() (bool, error) {
@@ -61,7 +68,7 @@ func (b *bench) dialRDS(ctx context.Context) (*rdsWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	certPEM, keyPEM, err := ca.IssueGateway(b.gw)
+	certPEM, keyPEM, err := ca.IssueGateway(gw)
 	if err != nil {
 		return nil, err
 	}
@@ -84,8 +91,9 @@ func (b *bench) dialRDS(ctx context.Context) (*rdsWatch, error) {
 	}
 	w := &rdsWatch{
 		cc: cc, stream: stream,
-		node:    &core.Node{Id: "bench", Cluster: b.gw.String(), UserAgentName: "envoy"},
+		node:    &core.Node{Id: "bench", Cluster: gw.String(), UserAgentName: "envoy"},
 		waiting: map[string]chan time.Time{},
+		leaving: map[string]chan time.Time{},
 		done:    make(chan struct{}),
 	}
 	if err := stream.Send(&discovery.DiscoveryRequest{Node: w.node, TypeUrl: routeTypeURL, ResourceNames: []string{routeTable}}); err != nil {
@@ -102,11 +110,31 @@ func (w *rdsWatch) Close() {
 }
 
 // expect registers host before the change that should bring it; the
-// channel receives the time the first response containing it arrived.
+// channel receives the time the first response containing it arrived (the
+// last one received, when that holds it already).
 func (w *rdsWatch) expect(host string) <-chan time.Time {
 	ch := make(chan time.Time, 1)
 	w.mu.Lock()
-	w.waiting[host] = ch
+	if w.domains[host] {
+		ch <- w.at
+	} else {
+		w.waiting[host] = ch
+	}
+	w.mu.Unlock()
+	return ch
+}
+
+// expectGone registers host before the change that should remove it; the
+// channel receives the time the first response without it arrived (the
+// last one received, when that lacks it already).
+func (w *rdsWatch) expectGone(host string) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	w.mu.Lock()
+	if w.domains != nil && !w.domains[host] {
+		ch <- w.at
+	} else {
+		w.leaving[host] = ch
+	}
 	w.mu.Unlock()
 	return ch
 }
@@ -143,10 +171,19 @@ func (w *rdsWatch) receive() {
 		}
 		w.vhosts.Store(int64(vhosts))
 		w.mu.Lock()
+		if nack == "" {
+			w.domains, w.at = domains, at
+		}
 		for host, ch := range w.waiting {
 			if domains[host] {
 				ch <- at
 				delete(w.waiting, host)
+			}
+		}
+		for host, ch := range w.leaving {
+			if !domains[host] && nack == "" {
+				ch <- at
+				delete(w.leaving, host)
 			}
 		}
 		w.mu.Unlock()
@@ -178,7 +215,7 @@ func (b *bench) rdsClient(ctx context.Context) (*rdsWatch, error) {
 			return b.rds, nil
 		}
 	}
-	w, err := b.dialRDS(ctx)
+	w, err := b.dialRDS(ctx, b.gw)
 	if err != nil {
 		return nil, fmt.Errorf("xDS client: %w", err)
 	}
