@@ -2,11 +2,11 @@ package leasehosts
 
 import (
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -168,8 +168,11 @@ func generatedRoute(lh *shardgatev1alpha1.LeaseHost, plan Plan, held map[string]
 // the new holder's route is programmed before the old one stops serving.
 //
 // prev is the previous translation's ownership, next the one just computed
-// (neither is modified), routes the HTTPRoutes as stored and live the UIDs
-// of the live LeaseHosts. For a name N on a shard that prev let a generated
+// (neither is modified), routes the HTTPRoutes as stored and live says
+// which LeaseHost UIDs are live. candidates, when not nil, are the routes
+// to look at: it must hold every route whose Generated entry differs
+// between prev and next (a route whose entry is the same in both serves
+// the same names: nothing to keep); nil looks at every route of prev. For a name N on a shard that prev let a generated
 // route R1 serve and next gives to another LeaseHost: while the current
 // holder's generated route does not carry N yet, R1 keeps serving N, if
 // R1's LeaseHost is alive and the new holder has the same owner as the old
@@ -177,10 +180,14 @@ func generatedRoute(lh *shardgatev1alpha1.LeaseHost, plan Plan, held map[string]
 // result is next itself when nothing is kept, or a copy with the kept
 // names added to R1's entry; the grace lasts as long as it is carried from
 // one translation to the next, so it ends when the new route carries N or
-// when the name leaves the owner.
-func Handover(prev, next *gatewayapi.Ownership, routes []*gatewayv1.HTTPRoute, live map[types.UID]bool) *gatewayapi.Ownership {
+// when the name leaves the owner. It also returns the routes that keep a
+// name (to look at next time, with the routes that changed).
+func Handover(prev, next *gatewayapi.Ownership, routes []*gatewayv1.HTTPRoute, live func(types.UID) bool, candidates iter.Seq[types.NamespacedName]) (*gatewayapi.Ownership, []types.NamespacedName) {
 	if prev == nil || next == nil {
-		return next
+		return next, nil
+	}
+	if candidates == nil {
+		candidates = maps.Keys(prev.Generated)
 	}
 	type moved struct {
 		route types.NamespacedName
@@ -193,8 +200,9 @@ func Handover(prev, next *gatewayapi.Ownership, routes []*gatewayv1.HTTPRoute, l
 	var kept []moved
 	var holders map[shardHost]types.NamespacedName // lazily: who holds each name per shard now
 	var stored map[types.NamespacedName]*gatewayv1.HTTPRoute
-	for r1, g1 := range prev.Generated {
-		if !live[g1.LeaseHost] {
+	for r1 := range candidates {
+		g1, ok := prev.Generated[r1]
+		if !ok || !live(g1.LeaseHost) {
 			continue
 		}
 		now, still := next.Generated[r1]
@@ -234,7 +242,7 @@ func Handover(prev, next *gatewayapi.Ownership, routes []*gatewayv1.HTTPRoute, l
 		}
 	}
 	if len(kept) == 0 {
-		return next
+		return next, nil
 	}
 	out := *next
 	out.Generated = make(map[types.NamespacedName]gatewayapi.GeneratedRoute, len(next.Generated)+len(kept))
@@ -257,7 +265,13 @@ func Handover(prev, next *gatewayapi.Ownership, routes []*gatewayv1.HTTPRoute, l
 		g.Hosts = hosts
 		out.Generated[m.route] = g
 	}
-	return &out
+	var keptRoutes []types.NamespacedName
+	for _, m := range kept {
+		if !slices.Contains(keptRoutes, m.route) {
+			keptRoutes = append(keptRoutes, m.route)
+		}
+	}
+	return &out, keptRoutes
 }
 
 type shardHost struct {
@@ -318,40 +332,4 @@ func ProviderNames(shards []sharding.Shard) map[string]string {
 		}
 	}
 	return names
-}
-
-// SameClaims reports whether a and b, two versions of one LeaseHost, count
-// the same in Ownership, computed with blocked as the block list: nothing
-// Ownership reads differs (name, creation, deletion, labels, spec) but
-// status hints for blocked names, which are never held whatever their
-// hint. A status update that only changes conditions, or drops the hint of
-// a name a block revoked, then needs no new Ownership. False means it may
-// need one.
-func SameClaims(a, b *shardgatev1alpha1.LeaseHost, blocked *hostnames.BlockList) bool {
-	if a == b {
-		return true
-	}
-	if a == nil || b == nil || a.UID != b.UID || a.Namespace != b.Namespace || a.Name != b.Name ||
-		!a.CreationTimestamp.Equal(&b.CreationTimestamp) || (a.DeletionTimestamp == nil) != (b.DeletionTimestamp == nil) ||
-		!maps.Equal(a.Labels, b.Labels) || !equality.Semantic.DeepEqual(a.Spec, b.Spec) {
-		return false
-	}
-	return sameHints(a.Status.ReservedHosts, b.Status.ReservedHosts, blocked) &&
-		sameHints(b.Status.ReservedHosts, a.Status.ReservedHosts, blocked)
-}
-
-// sameHints: every name of a that blocked does not block is in b.
-func sameHints(a, b []string, blocked *hostnames.BlockList) bool {
-	for _, h := range a {
-		if slices.Contains(b, h) {
-			continue
-		}
-		if blocked == nil {
-			return false
-		}
-		if _, ok := blocked.Match(h); !ok {
-			return false
-		}
-	}
-	return true
 }

@@ -3,6 +3,7 @@ package leasehosts
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -145,7 +146,28 @@ func TestHandover(t *testing.T) {
 	prev := facts("akash1alice", map[types.NamespacedName]gatewayapi.GeneratedRoute{oldRoute: held("uid-old")})
 	next := facts("akash1alice", map[types.NamespacedName]gatewayapi.GeneratedRoute{newRoute: held("uid-new")})
 	next.Retiring = map[types.NamespacedName]types.UID{oldRoute: "uid-old"} // its LeaseHost holds nothing now
-	live := map[types.UID]bool{"uid-old": true, "uid-new": true}
+	liveSet := map[types.UID]bool{"uid-old": true, "uid-new": true}
+	live := func(uid types.UID) bool { return liveSet[uid] }
+	// Handover over every route, and over the routes whose entries
+	// differ only: the same result.
+	handover := func(prev, next *gatewayapi.Ownership, routes []*gatewayv1.HTTPRoute, live func(types.UID) bool) *gatewayapi.Ownership {
+		t.Helper()
+		all, keptAll := Handover(prev, next, routes, live, nil)
+		var differ []types.NamespacedName
+		for k, g := range prev.Generated {
+			if n, ok := next.Generated[k]; !ok || !reflect.DeepEqual(n, g) {
+				differ = append(differ, k)
+			}
+		}
+		some, keptSome := Handover(prev, next, routes, live, slices.Values(differ))
+		if !reflect.DeepEqual(all, some) || !reflect.DeepEqual(keptAll, keptSome) {
+			t.Fatalf("Handover over the changed routes differs from Handover over all: %+v / %v, %+v / %v", some, keptSome, all, keptAll)
+		}
+		if (all == next) != (len(keptAll) == 0) {
+			t.Fatalf("kept routes %v, yet the result is next: %v", keptAll, all == next)
+		}
+		return all
+	}
 	route := func(nn types.NamespacedName, uid string, hosts ...gatewayv1.Hostname) *gatewayv1.HTTPRoute {
 		return &gatewayv1.HTTPRoute{
 			ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name, OwnerReferences: []metav1.OwnerReference{{
@@ -156,7 +178,7 @@ func TestHandover(t *testing.T) {
 	oldR := route(oldRoute, "uid-old", "n.example.test")
 
 	// The new holder has no route yet: the old one keeps the name.
-	got := Handover(prev, next, []*gatewayv1.HTTPRoute{oldR}, live)
+	got := handover(prev, next, []*gatewayv1.HTTPRoute{oldR}, live)
 	if g, ok := got.Generated[oldRoute]; !ok || g.LeaseHost != "uid-old" || !reflect.DeepEqual(g.Hosts[gw], []string{"n.example.test"}) {
 		t.Fatalf("no route of the new holder yet: old route's entry = %+v, want it kept", got.Generated[oldRoute])
 	}
@@ -171,30 +193,30 @@ func TestHandover(t *testing.T) {
 		t.Fatal("without the handover, the old route should count as retiring")
 	}
 	// Carried from one translation to the next while the new route lacks it.
-	again := Handover(got, next, []*gatewayv1.HTTPRoute{oldR, route(newRoute, "uid-new")}, live)
+	again := handover(got, next, []*gatewayv1.HTTPRoute{oldR, route(newRoute, "uid-new")}, live)
 	if _, ok := again.Generated[oldRoute]; !ok {
 		t.Fatal("new route without the name: the old route's grace was dropped")
 	}
 	// The new route carries it: handed over.
-	if done := Handover(again, next, []*gatewayv1.HTTPRoute{oldR, route(newRoute, "uid-new", "n.example.test")}, live); done != next {
+	if done := handover(again, next, []*gatewayv1.HTTPRoute{oldR, route(newRoute, "uid-new", "n.example.test")}, live); done != next {
 		t.Fatalf("new route carries the name: got %+v, want next unchanged", done.Generated)
 	}
 	// A route by the new route's name that another UID controls does not count.
-	if forged := Handover(prev, next, []*gatewayv1.HTTPRoute{oldR, route(newRoute, "uid-forged", "n.example.test")}, live); forged == next {
+	if forged := handover(prev, next, []*gatewayv1.HTTPRoute{oldR, route(newRoute, "uid-forged", "n.example.test")}, live); forged == next {
 		t.Fatal("a route the new holder does not control ended the grace")
 	}
 	// Across owners: never kept.
 	other := facts("akash1bob", next.Generated)
-	if got := Handover(prev, other, []*gatewayv1.HTTPRoute{oldR}, live); got != other {
+	if got := handover(prev, other, []*gatewayv1.HTTPRoute{oldR}, live); got != other {
 		t.Fatalf("cross-owner move kept the old route: %+v", got.Generated)
 	}
 	// Released (nobody holds it now): never kept.
 	released := facts("", map[types.NamespacedName]gatewayapi.GeneratedRoute{})
-	if got := Handover(prev, released, []*gatewayv1.HTTPRoute{oldR}, live); got != released {
+	if got := handover(prev, released, []*gatewayv1.HTTPRoute{oldR}, live); got != released {
 		t.Fatalf("released name kept: %+v", got.Generated)
 	}
 	// The old LeaseHost is gone: nothing kept.
-	if got := Handover(prev, next, []*gatewayv1.HTTPRoute{oldR}, map[types.UID]bool{"uid-new": true}); got != next {
+	if got := handover(prev, next, []*gatewayv1.HTTPRoute{oldR}, func(uid types.UID) bool { return uid == "uid-new" }); got != next {
 		t.Fatalf("deleted LeaseHost's route kept: %+v", got.Generated)
 	}
 }
@@ -222,79 +244,50 @@ func BenchmarkOwnership(b *testing.B) {
 	}
 }
 
-// TestSameClaims: a new version of a LeaseHost that SameClaims finds the
-// same gives the same Ownership; one that changes what Ownership reads is
-// never found the same.
-func TestSameClaims(t *testing.T) {
+// TestTrackerKeepsFactsOfStatusUpdates: a new version of a LeaseHost
+// that changes no fact (its conditions, or the status hint of a name a
+// block revoked) gives the same Ownership, not a new one.
+func TestTrackerKeepsFactsOfStatusUpdates(t *testing.T) {
 	blocked := hostnames.MustBlockList(".blocked.test")
 	shop := hostLH("tenant-a", "shop", "uid-a", "akash1alice", 1, "shop.example.test", 10)
 	shop.Status.ReservedHosts = []string{"shop.example.test"}
 	// Held until a block revoked it: the hint is still there.
 	revoked := hostLH("tenant-a", "bad", "uid-b", "akash1alice", 2, "x.blocked.test", 20)
 	revoked.Status.ReservedHosts = []string{"x.blocked.test"}
-	// Waiting for shop's name: its hint decides nothing while shop holds it.
-	other := hostLH("tenant-b", "rival", "uid-c", "akash1bob", 3, "shop.example.test", 30)
-
 	cases := []struct {
 		name   string
 		of     *shardgatev1alpha1.LeaseHost
 		change func(lh *shardgatev1alpha1.LeaseHost)
-		same   bool
 	}{
 		{"conditions only", shop, func(lh *shardgatev1alpha1.LeaseHost) {
 			lh.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "Pending"}}
-		}, true},
-		{"the hint of a blocked name dropped", revoked, func(lh *shardgatev1alpha1.LeaseHost) { lh.Status.ReservedHosts = nil }, true},
+		}},
+		{"the hint of a blocked name dropped", revoked, func(lh *shardgatev1alpha1.LeaseHost) { lh.Status.ReservedHosts = nil }},
 		{"the hint of a blocked name added", revoked, func(lh *shardgatev1alpha1.LeaseHost) {
 			lh.Status.ReservedHosts = append(lh.Status.ReservedHosts, "y.blocked.test")
-		}, true},
-		{"the hint of a held name dropped", shop, func(lh *shardgatev1alpha1.LeaseHost) { lh.Status.ReservedHosts = nil }, false},
-		{"a hint added", other, func(lh *shardgatev1alpha1.LeaseHost) { lh.Status.ReservedHosts = []string{"shop.example.test"} }, false},
-		{"a label", shop, func(lh *shardgatev1alpha1.LeaseHost) { lh.Labels = map[string]string{"tier": "gold"} }, false},
-		{"the hostname", shop, func(lh *shardgatev1alpha1.LeaseHost) { lh.Spec.Hostname = "shop2.example.test" }, false},
-		{"takeover", other, func(lh *shardgatev1alpha1.LeaseHost) { lh.Spec.Takeover = true }, false},
-		{"being deleted", shop, func(lh *shardgatev1alpha1.LeaseHost) { lh.DeletionTimestamp = &metav1.Time{} }, false},
-		{"created at another time", shop, func(lh *shardgatev1alpha1.LeaseHost) { lh.CreationTimestamp = metav1.Unix(5, 0) }, false},
-		{"another object by that name", shop, func(lh *shardgatev1alpha1.LeaseHost) { lh.UID = "uid-a2" }, false},
-	}
-	ownership := func(lhs ...*shardgatev1alpha1.LeaseHost) *gatewayapi.Ownership {
-		return Ownership(OwnershipInput{
-			LeaseHosts: lhs,
-			Namespaces: []*corev1.Namespace{ownedNS("tenant-a", "akash1alice"), ownedNS("tenant-b", "akash1bob")},
-			Shards:     []sharding.Shard{shardA},
-			Policy:     tenancy.DefaultPolicy(),
-			Blocked:    blocked,
-		})
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			in := OwnershipInput{
+				LeaseHosts: []*shardgatev1alpha1.LeaseHost{shop, revoked},
+				Namespaces: []*corev1.Namespace{ownedNS("tenant-a", "akash1alice")},
+				Shards:     []sharding.Shard{shardA},
+				Policy:     tenancy.DefaultPolicy(),
+				Blocked:    blocked,
+			}
+			tr := NewTracker()
+			before, _ := tr.Update(in)
 			next := c.of.DeepCopy()
 			c.change(next)
-			if got := SameClaims(c.of, next, blocked); got != c.same {
-				t.Fatalf("SameClaims = %v, want %v", got, c.same)
+			in.LeaseHosts = []*shardgatev1alpha1.LeaseHost{shop, revoked}
+			in.LeaseHosts[slices.Index(in.LeaseHosts, c.of)] = next
+			if after, ch := tr.Update(in); after != before || ch.All || len(ch.Routes) > 0 {
+				t.Fatalf("a new Ownership (%+v), or a change %+v", after, ch)
 			}
-			if got := SameClaims(next, c.of, blocked); got != c.same {
-				t.Fatalf("SameClaims, the other way round = %v, want %v", got, c.same)
-			}
-			if !c.same {
-				return
-			}
-			var before, after []*shardgatev1alpha1.LeaseHost
-			for _, lh := range []*shardgatev1alpha1.LeaseHost{shop, revoked, other} {
-				before = append(before, lh)
-				if lh == c.of {
-					lh = next
-				}
-				after = append(after, lh)
-			}
-			if a, b := ownership(before...), ownership(after...); !reflect.DeepEqual(a, b) {
-				t.Fatalf("SameClaims, yet Ownership differs:\n%+v\n%+v", a, b)
+			if !reflect.DeepEqual(before, Ownership(in)) {
+				t.Fatal("the facts differ from Ownership's")
 			}
 		})
-	}
-	dropped := revoked.DeepCopy()
-	dropped.Status.ReservedHosts = nil
-	if SameClaims(revoked, dropped, nil) {
-		t.Error("without a block list, a dropped hint counts the same")
 	}
 }

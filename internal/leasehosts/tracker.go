@@ -35,6 +35,9 @@ type Tracker struct {
 	engineList *hostnames.BlockList
 	namespaces map[string]*corev1.Namespace
 	entries    map[trackKey]*tracked
+	// byObject: the entry of each object as last seen, which an
+	// unchanged object finds without hashing its UID.
+	byObject map[*shardgatev1alpha1.LeaseHost]*tracked
 	// names: each valid name claimed, its claims by claim UID.
 	names map[string]map[string]claimRef
 	// routes: the LeaseHost ([0]) and the provider's claim ([1]) whose
@@ -79,19 +82,45 @@ type claimRef struct {
 // NewTracker returns a Tracker that has seen nothing.
 func NewTracker() *Tracker { return &Tracker{} }
 
+// Change says how an Update's result differs from the previous one.
+type Change struct {
+	// All: everything was decided again (the first Update, or the shards,
+	// their modes, the policy or the block list changed); Routes is then
+	// empty.
+	All bool
+	// Routes are the routes whose Generated entry differs.
+	Routes []types.NamespacedName
+	// Owners: Holders or NamespaceOwners differ.
+	Owners bool
+	// Gone are the UIDs of the LeaseHosts (not the provider's claims) of
+	// the previous input that this one lacks: deleted.
+	Gone []types.UID
+}
+
 // Update returns Ownership(in), reusing what it decided for the previous
-// input: the previous result itself when nothing it reads changed.
-func (t *Tracker) Update(in OwnershipInput) *gatewayapi.Ownership {
+// input (the previous result itself when nothing it reads changed), and
+// how it differs from the previous result.
+func (t *Tracker) Update(in OwnershipInput) (*gatewayapi.Ownership, Change) {
+	var ch Change
 	g := trackerGlobal{shards: in.Shards, routes: in.Routes, policy: in.Policy, blocked: in.Blocked}
+	var before map[trackKey]*tracked
 	if t.out == nil || !t.global.same(&g) {
+		before = t.entries
 		t.reset(g)
+		ch.All = true
 	}
 	u := update{t: t, touched: map[trackKey]*shardgatev1alpha1.LeaseHost{}, names: map[string]bool{},
-		routes: map[types.NamespacedName]bool{}, owners: map[string]*string{}}
+		routes: map[types.NamespacedName]bool{}, owners: map[string]*string{}, change: &ch}
 	nsChanged := u.namespaces(in.Namespaces)
 	u.leaseHosts(in.LeaseHosts, in.ProviderHosts, nsChanged)
+	// After a reset every object present counts as new (touched).
+	for k := range before {
+		if _, present := u.touched[k]; !present && !k.provider {
+			ch.Gone = append(ch.Gone, k.uid)
+		}
+	}
 	if len(u.touched) == 0 && len(u.owners) == 0 {
-		return t.out
+		return t.out, ch
 	}
 	providerPolicy := in.Policy
 	providerPolicy.RequireOwner = false
@@ -125,11 +154,23 @@ func (t *Tracker) Update(in OwnershipInput) *gatewayapi.Ownership {
 			}
 		}
 	}
-	if !u.generated(&out) && len(u.owners) == 0 && len(holders) == 0 {
-		return prev // a change that changed no fact
+	ch.Owners = len(u.owners) > 0 || len(holders) > 0
+	if !u.generated(&out) && !ch.Owners && !ch.All {
+		return prev, ch // a change that changed no fact
 	}
 	t.out = &out
-	return t.out
+	return t.out, ch
+}
+
+// Live reports whether a LeaseHost or provider's claim with this UID was
+// in the last Update's input, not being deleted.
+func (t *Tracker) Live(uid types.UID) bool {
+	for _, k := range []trackKey{{uid: uid}, {uid: uid, provider: true}} {
+		if e := t.entries[k]; e != nil && e.lh.DeletionTimestamp == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // reset forgets everything: every object counts as new in the next
@@ -139,6 +180,7 @@ func (t *Tracker) reset(g trackerGlobal) {
 	t.engineList = g.blocked.WithReserved(ProviderNames(g.shards))
 	t.namespaces = map[string]*corev1.Namespace{}
 	t.entries = map[trackKey]*tracked{}
+	t.byObject = map[*shardgatev1alpha1.LeaseHost]*tracked{}
 	t.names = map[string]map[string]claimRef{}
 	t.routes = map[types.NamespacedName]*[2]*tracked{}
 	t.out = &gatewayapi.Ownership{
@@ -160,6 +202,7 @@ type update struct {
 	routes map[types.NamespacedName]bool
 	// owners: the namespaces whose owner changed (nil: none now).
 	owners map[string]*string
+	change *Change
 }
 
 // namespaces records the namespaces that are new, changed or gone, and
@@ -223,13 +266,18 @@ func (u *update) leaseHosts(lhs, providers []*shardgatev1alpha1.LeaseHost, nsCha
 			if lh == nil {
 				continue
 			}
-			k := trackKey{uid: lh.UID, provider: i == 1}
-			e := t.entries[k]
-			if e != nil {
+			if e := t.byObject[lh]; e != nil && e.key.provider == (i == 1) {
+				// The same object as last time (the informers' objects
+				// are immutable).
 				found++
-				if e.lh == lh && !nsChanged[lh.Namespace] {
-					continue
+				if len(nsChanged) > 0 && nsChanged[lh.Namespace] {
+					u.touched[e.key] = lh
 				}
+				continue
+			}
+			k := trackKey{uid: lh.UID, provider: i == 1}
+			if t.entries[k] != nil {
+				found++
 			}
 			u.touched[k] = lh
 		}
@@ -268,6 +316,12 @@ func (u *update) replan(k trackKey, lh *shardgatev1alpha1.LeaseHost, shards []sh
 			u.names[n] = true
 		}
 		delete(t.entries, k)
+		if t.byObject[old.lh] == old {
+			delete(t.byObject, old.lh)
+		}
+		if lh == nil && !k.provider {
+			u.change.Gone = append(u.change.Gone, k.uid)
+		}
 		// Another object by the same name may have taken the slot
 		// already (deleted and created again).
 		if slot := t.routes[old.route]; slot != nil && slot[slotOf(k)] == old {
@@ -300,6 +354,7 @@ func (u *update) replan(k trackKey, lh *shardgatev1alpha1.LeaseHost, shards []sh
 		}
 	}
 	t.entries[k] = e
+	t.byObject[lh] = e
 	slot := t.routes[e.route]
 	if slot == nil {
 		slot = &[2]*tracked{}
@@ -389,6 +444,9 @@ func (u *update) generated(out *gatewayapi.Ownership) bool {
 				gen[r] = g
 			} else {
 				delete(gen, r)
+			}
+			if !u.change.All {
+				u.change.Routes = append(u.change.Routes, r)
 			}
 		}
 		retire := lhE != nil && (lhE.lh.DeletionTimestamp != nil || len(lhE.held) == 0)

@@ -2,9 +2,11 @@ package leasehosts
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -70,14 +72,18 @@ func TestTrackerMatchesOwnership(t *testing.T) {
 			return append(list, lh)
 		}
 		tr := NewTracker()
+		var last *gatewayapi.Ownership
+		var lastLHs []*shardgatev1alpha1.LeaseHost
 		for step := range steps {
-			got, want := tr.Update(in), Ownership(in)
+			got, ch := tr.Update(in)
+			want := Ownership(in)
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("seed %d step %d: the Tracker differs from Ownership (blocked lists equal: %v):\n%s", seed, step,
 					reflect.DeepEqual(want.Blocked, got.Blocked), cmp.Diff(ownershipMaps(want), ownershipMaps(got)))
 			}
-			if again := tr.Update(in); again != got {
-				t.Fatalf("seed %d step %d: an Update with nothing changed made a new Ownership", seed, step)
+			checkChange(t, fmt.Sprintf("seed %d step %d", seed, step), last, got, ch, lastLHs, in.LeaseHosts)
+			if again, ch := tr.Update(in); again != got || !reflect.DeepEqual(ch, Change{}) {
+				t.Fatalf("seed %d step %d: an Update with nothing changed made a new Ownership, or a change %+v", seed, step, ch)
 			}
 			// A status update of a LeaseHost's conditions (a new object,
 			// the same facts) changes no fact: the same Ownership.
@@ -87,9 +93,16 @@ func TestTrackerMatchesOwnership(t *testing.T) {
 				lh.Status.Conditions = append(lh.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: fmt.Sprint("Step", step)})
 				in.LeaseHosts = slices.Clone(in.LeaseHosts)
 				in.LeaseHosts[j] = lh
-				if again := tr.Update(in); again != got {
-					t.Fatalf("seed %d step %d: a conditions-only update made a new Ownership", seed, step)
+				if again, ch := tr.Update(in); again != got || len(ch.Routes) > 0 || ch.All {
+					t.Fatalf("seed %d step %d: a conditions-only update made a new Ownership, or a change %+v", seed, step, ch)
 				}
+			}
+			last, lastLHs = got, in.LeaseHosts
+			if ch.All {
+				seen["all"]++
+			} else {
+				seen["changed routes"] += len(ch.Routes)
+				seen["gone"] += len(ch.Gone)
 			}
 			seen["generated"] += len(want.Generated)
 			seen["retiring"] += len(want.Retiring)
@@ -176,10 +189,61 @@ func TestTrackerMatchesOwnership(t *testing.T) {
 		}
 	}
 	t.Logf("summed over the steps: %v", seen)
-	for _, k := range []string{"generated", "retiring", "holders", "provider generated"} {
+	for _, k := range []string{"generated", "retiring", "holders", "provider generated", "all", "changed routes", "gone"} {
 		if seen[k] == 0 {
 			t.Errorf("the steps never produced %s entries", k)
 		}
+	}
+}
+
+// checkChange: ch, the Change of the Update that turned prev into got,
+// names exactly the routes whose Generated entry differs (unless it says
+// All, or this is the first Update) and the LeaseHosts of before that now
+// lacks.
+func checkChange(t *testing.T, at string, prev, got *gatewayapi.Ownership, ch Change, before, now []*shardgatev1alpha1.LeaseHost) {
+	t.Helper()
+	if prev == nil {
+		if !ch.All {
+			t.Fatalf("%s: the first Update does not say All", at)
+		}
+		return
+	}
+	var gone []types.UID
+	for _, lh := range before {
+		if !slices.ContainsFunc(now, func(o *shardgatev1alpha1.LeaseHost) bool { return o.UID == lh.UID }) {
+			gone = append(gone, lh.UID)
+		}
+	}
+	slices.Sort(gone)
+	gotGone := slices.Sorted(slices.Values(ch.Gone))
+	if !slices.Equal(gone, gotGone) {
+		t.Fatalf("%s: Gone = %v, want %v", at, gotGone, gone)
+	}
+	if ch.All {
+		if len(ch.Routes) > 0 {
+			t.Fatalf("%s: All with routes %v", at, ch.Routes)
+		}
+		return
+	}
+	var differ []types.NamespacedName
+	for k, g := range prev.Generated {
+		if n, ok := got.Generated[k]; !ok || !reflect.DeepEqual(n, g) {
+			differ = append(differ, k)
+		}
+	}
+	for k := range got.Generated {
+		if _, ok := prev.Generated[k]; !ok {
+			differ = append(differ, k)
+		}
+	}
+	cmpNN := func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }
+	slices.SortFunc(differ, cmpNN)
+	routes := slices.SortedFunc(slices.Values(ch.Routes), cmpNN)
+	if !slices.Equal(differ, routes) {
+		t.Fatalf("%s: changed routes %v, want %v", at, routes, differ)
+	}
+	if owners := !maps.Equal(prev.Holders, got.Holders) || !maps.Equal(prev.NamespaceOwners, got.NamespaceOwners); owners != ch.Owners {
+		t.Fatalf("%s: Owners = %v, want %v", at, ch.Owners, owners)
 	}
 }
 
@@ -219,7 +283,7 @@ func BenchmarkTrackerNewLeaseHost(b *testing.B) {
 		in.Namespaces = append(in.Namespaces, ownedNS(ns, owner))
 		in.LeaseHosts = append(in.LeaseHosts, hostLH(ns, "web", fmt.Sprintf("uid-new-%d", i), owner, 1,
 			fmt.Sprintf("new%d.example.test", i), 20000+int64(i)))
-		out = tr.Update(in)
+		out, _ = tr.Update(in)
 	}
 	if _, ok := out.Generated[types.NamespacedName{Namespace: fmt.Sprintf("lease-%d", i), Name: "web"}]; !ok {
 		b.Fatal("the new LeaseHost's route is not generated")
