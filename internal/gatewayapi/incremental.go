@@ -133,13 +133,29 @@ func sameRuntime(a, b Facts) bool {
 //     names are). A shard in Generated mode reads only Generated.
 //
 // Retiring and Deleted, which only the status writer reads, are not
-// compared. The comparison costs O(routes generated), map lookups only;
-// what it marks costs what any change of those routes and Gateways does.
+// compared. When b carries a Delta from a's generation, the routes and
+// owners it names are marked without comparing anything: O(change).
+// Otherwise the comparison costs O(routes generated), map lookups only.
+// What it marks costs what any change of those routes and Gateways does.
 func (t *Translator) ownershipChanges(a, b *Ownership, d *dirtySet) (all bool) {
 	if a == b {
 		return false
 	}
-	if a == nil || b == nil || !maps.Equal(a.Shards, b.Shards) {
+	if a == nil || b == nil {
+		return true
+	}
+	if dl := b.Delta; dl != nil && a.Gen != 0 && dl.Since == a.Gen {
+		for _, k := range dl.Routes {
+			d.Routes.add(RouteKey{Kind: kindHTTPRoute, NN: k})
+		}
+		if dl.Owners {
+			for _, gw := range t.ownerReaders(b) {
+				d.Gateways.add(gw)
+			}
+		}
+		return false
+	}
+	if !maps.Equal(a.Shards, b.Shards) {
 		return true
 	}
 	for k, ga := range a.Generated {
@@ -152,12 +168,7 @@ func (t *Translator) ownershipChanges(a, b *Ownership, d *dirtySet) (all bool) {
 			d.Routes.add(RouteKey{Kind: kindHTTPRoute, NN: k})
 		}
 	}
-	var readers []types.NamespacedName
-	for gw, mode := range b.Shards {
-		if mode == RoutesOwned || t.store.hasListenerSets(gw) {
-			readers = append(readers, gw)
-		}
-	}
+	readers := t.ownerReaders(b)
 	if len(readers) > 0 && !(maps.Equal(a.Holders, b.Holders) && maps.Equal(a.NamespaceOwners, b.NamespaceOwners) &&
 		(a.Blocked == b.Blocked || reflect.DeepEqual(a.Blocked, b.Blocked))) {
 		for _, gw := range readers {
@@ -165,6 +176,18 @@ func (t *Translator) ownershipChanges(a, b *Ownership, d *dirtySet) (all bool) {
 		}
 	}
 	return false
+}
+
+// ownerReaders are the shards of o that read its holders, namespace owners
+// and block list: those in Owned mode and those with ListenerSets.
+func (t *Translator) ownerReaders(o *Ownership) []types.NamespacedName {
+	var out []types.NamespacedName
+	for gw, mode := range o.Shards {
+		if mode == RoutesOwned || t.store.hasListenerSets(gw) {
+			out = append(out, gw)
+		}
+	}
+	return out
 }
 
 func sameGenerated(a, b GeneratedRoute) bool {

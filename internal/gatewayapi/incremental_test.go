@@ -784,6 +784,12 @@ func TestOwnershipChangesMarksWhatTheTranslatorReads(t *testing.T) {
 		"Blocked":         {func(o *Ownership) { o.Blocked = hostnames.MustBlockList(".other.test") }, ownedOnly},
 		"Retiring":        {func(o *Ownership) { o.Retiring = nil }, marks{}},
 		"Deleted":         {func(o *Ownership) { o.Deleted["uid-new"] = true }, marks{}},
+		// Without a delta from the other's generation, the facts are
+		// compared: a generation alone changes nothing.
+		"Gen": {func(o *Ownership) { o.Gen = 7 }, marks{}},
+		"Delta": {func(o *Ownership) {
+			o.Delta = &OwnershipDelta{Since: 3, Routes: []types.NamespacedName{route}, Owners: true}
+		}, marks{}},
 	}
 	tr := NewTranslator(NewStore(testController))
 	marked := func(a, b *Ownership) marks {
@@ -817,9 +823,27 @@ func TestOwnershipChangesMarksWhatTheTranslatorReads(t *testing.T) {
 	if !marked(nil, base()).all || !marked(base(), nil).all || !reflect.DeepEqual(marked(nil, nil), marks{}) {
 		t.Error("nil Ownerships")
 	}
+	// A delta from the last facts' generation is taken as it is: only what
+	// it names is marked, nothing is compared.
+	a, b := base(), base()
+	a.Gen, b.Gen = 5, 6
+	b.Generated[route] = GeneratedRoute{LeaseHost: "uid"}
+	b.Delta = &OwnershipDelta{Since: 5, Routes: []types.NamespacedName{other}}
+	if got := marked(a, b); !reflect.DeepEqual(got, marks{routes: []types.NamespacedName{other}}) {
+		t.Errorf("a delta from the last generation: marked %+v, want its routes only", got)
+	}
+	b.Delta.Owners = true
+	if got := marked(a, b); !reflect.DeepEqual(got, marks{routes: []types.NamespacedName{other}, gateways: []types.NamespacedName{owned}}) {
+		t.Errorf("a delta with owners: marked %+v, want its routes and the Owned shard", got)
+	}
+	// From another generation: compared.
+	b.Delta.Since = 4
+	if got := marked(a, b); !reflect.DeepEqual(got, marks{routes: []types.NamespacedName{route}}) {
+		t.Errorf("a delta from another generation: marked %+v, want what differs", got)
+	}
 	// Without an Owned shard (nor ListenerSets), the holders are read by
 	// nobody.
-	a, b := base(), base()
+	a, b = base(), base()
 	delete(a.Shards, owned)
 	delete(b.Shards, owned)
 	b.Holders["c.example.test"] = "owner"

@@ -69,6 +69,23 @@ type Ownership struct {
 	// tenant's forged ownerReference) is not in it. The translator does
 	// not read this either.
 	Deleted map[types.UID]bool
+	// Gen identifies these facts among those the controller computed (0:
+	// none given). Delta, when set, says how they differ from the facts
+	// of generation Delta.Since, so that a reader that last read those
+	// redoes only what changed (the translator); any other reader
+	// compares the facts themselves.
+	Gen   uint64
+	Delta *OwnershipDelta
+}
+
+// OwnershipDelta is how one Ownership differs from the one of generation
+// Since: in the Generated entries of Routes (a route listed may also be
+// unchanged), and, when Owners is set, in Holders and NamespaceOwners.
+// Nothing else the translator reads differs (Shards, Blocked).
+type OwnershipDelta struct {
+	Since  uint64
+	Routes []types.NamespacedName
+	Owners bool
 }
 
 // RetiringRoute says whether the route nn, whose controller is the object

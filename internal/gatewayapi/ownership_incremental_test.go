@@ -74,6 +74,7 @@ func TestTranslatorOwnershipEditsMatchTranslate(t *testing.T) {
 		st := NewStore(testController)
 		tr := NewTranslator(st)
 		prev := &Input{}
+		gen := uint64(0)
 		lastGeneratedOnly := false
 		for step := range steps {
 			applyShuffled(r, st, prev, in)
@@ -100,6 +101,7 @@ func TestTranslatorOwnershipEditsMatchTranslate(t *testing.T) {
 			prev = in
 			next := *in
 			o := *in.Ownership
+			var delta *OwnershipDelta
 			switch r.IntN(6) {
 			case 0, 1:
 				// A LeaseHost comes, goes or changes its names: one
@@ -114,6 +116,11 @@ func TestTranslatorOwnershipEditsMatchTranslate(t *testing.T) {
 				}
 				// A patch takes routes with plain hostnames only.
 				lastGeneratedOnly = !slices.ContainsFunc(rt.Spec.Hostnames, func(h gatewayv1.Hostname) bool { return h[0] == '*' })
+				// As the controller says it, most of the time: which
+				// route changed since the last facts.
+				if r.IntN(4) > 0 {
+					delta = &OwnershipDelta{Routes: []types.NamespacedName{k}}
+				}
 			case 2:
 				// A new lease: its Service, EndpointSlice and route,
 				// with the route generated for its LeaseHost.
@@ -130,6 +137,9 @@ func TestTranslatorOwnershipEditsMatchTranslate(t *testing.T) {
 				next.HTTPRoutes = append(slices.Clone(in.HTTPRoutes), rt)
 				o.Generated = maps.Clone(o.Generated)
 				generateSome(r, &o, []*gatewayv1.HTTPRoute{rt}, 1)
+				if r.IntN(4) > 0 {
+					delta = &OwnershipDelta{Routes: []types.NamespacedName{{Namespace: rt.Namespace, Name: rt.Name}}}
+				}
 			case 3:
 				// Names change holders, namespaces owners.
 				o.Holders, o.NamespaceOwners = maps.Clone(o.Holders), maps.Clone(o.NamespaceOwners)
@@ -147,6 +157,9 @@ func TestTranslatorOwnershipEditsMatchTranslate(t *testing.T) {
 						o.NamespaceOwners[fmt.Sprintf("lease-%d", i)] = owners[r.IntN(len(owners))]
 					}
 				}
+				if r.IntN(4) > 0 {
+					delta = &OwnershipDelta{Owners: true}
+				}
 			case 4:
 				// The block list changes.
 				o.Blocked = []*hostnames.BlockList{nil, hostnames.MustBlockList("app-3.example.com"), hostnames.MustBlockList(".example.com")}[r.IntN(3)]
@@ -155,6 +168,14 @@ func TestTranslatorOwnershipEditsMatchTranslate(t *testing.T) {
 				// LeaseHost is being deleted).
 				k := r.IntN(len(in.HTTPRoutes))
 				next.HTTPRoutes = slices.Delete(slices.Clone(in.HTTPRoutes), k, k+1)
+			}
+			// Each facts a generation of their own; a delta from the
+			// last facts' when the step made one.
+			gen++
+			o.Gen, o.Delta = gen, nil
+			if delta != nil {
+				delta.Since = in.Ownership.Gen
+				o.Delta = delta
 			}
 			next.Ownership = &o
 			in = &next
