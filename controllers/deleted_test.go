@@ -5,33 +5,35 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 )
 
 // TestDeletedLeaseHosts: a LeaseHost seen and then gone is remembered as
-// deleted for deletedMemory; a UID never seen is not.
+// deleted for deletedMemory; a UID never gone is not. The set is a new
+// one exactly when it changed.
 func TestDeletedLeaseHosts(t *testing.T) {
-	lh := func(uid types.UID) *shardgatev1alpha1.LeaseHost {
-		return &shardgatev1alpha1.LeaseHost{ObjectMeta: metav1.ObjectMeta{UID: uid}}
-	}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var d deletedLeaseHosts
-	first := byUID([]*shardgatev1alpha1.LeaseHost{lh("a"), lh("b")})
-	if got := d.update(nil, first, at); got != nil {
-		t.Fatalf("first computation: deleted %v, want none", got)
+	if got, changed := d.update(nil, at); got != nil || changed {
+		t.Fatalf("nothing gone: deleted %v (changed %v), want none", got, changed)
 	}
-	second := byUID([]*shardgatev1alpha1.LeaseHost{lh("a")})
-	if got := d.update(first, second, at.Add(time.Second)); !maps.Equal(got, map[types.UID]bool{"b": true}) {
-		t.Fatalf("b gone: deleted %v, want b", got)
+	first, changed := d.update([]types.UID{"b"}, at.Add(time.Second))
+	if !maps.Equal(first, map[types.UID]bool{"b": true}) || !changed {
+		t.Fatalf("b gone: deleted %v (changed %v), want b", first, changed)
 	}
-	third := byUID([]*shardgatev1alpha1.LeaseHost{lh("a"), lh("c")})
-	if got := d.update(second, third, at.Add(time.Minute)); !maps.Equal(got, map[types.UID]bool{"b": true}) {
-		t.Fatalf("c added: deleted %v, want b still", got)
+	if got, changed := d.update(nil, at.Add(time.Minute)); !maps.Equal(got, first) || changed {
+		t.Fatalf("nothing more gone: deleted %v (changed %v), want b unchanged", got, changed)
 	}
-	if got := d.update(third, third, at.Add(deletedMemory+2*time.Second)); got != nil {
-		t.Fatalf("after %s: deleted %v, want none", deletedMemory, got)
+	if got, changed := d.update([]types.UID{"c"}, at.Add(time.Minute)); !maps.Equal(got, map[types.UID]bool{"b": true, "c": true}) || !changed {
+		t.Fatalf("c gone: deleted %v (changed %v), want b and c", got, changed)
+	}
+	if !maps.Equal(first, map[types.UID]bool{"b": true}) {
+		t.Fatalf("an earlier set was modified: %v", first)
+	}
+	if got, changed := d.update(nil, at.Add(deletedMemory+2*time.Second)); !maps.Equal(got, map[types.UID]bool{"c": true}) || !changed {
+		t.Fatalf("after %s: deleted %v (changed %v), want c only", deletedMemory, got, changed)
+	}
+	if got, changed := d.update(nil, at.Add(time.Minute+deletedMemory+time.Second)); got != nil || !changed {
+		t.Fatalf("after %s more: deleted %v (changed %v), want none", deletedMemory, got, changed)
 	}
 }

@@ -3,8 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"iter"
 	"maps"
-	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -33,7 +33,6 @@ import (
 	"github.com/shardgate/shardgate/internal/ir"
 	"github.com/shardgate/shardgate/internal/leasehosts"
 	"github.com/shardgate/shardgate/internal/status"
-	"github.com/shardgate/shardgate/internal/tenancy"
 	"github.com/shardgate/shardgate/sharding"
 )
 
@@ -100,7 +99,7 @@ type GatewayAPIReconciler struct {
 	AkashNamespace string
 
 	// akashHosts memoises each ProviderHost's claim, so that unchanged
-	// ones keep their pointers (ownershipOf compares pointers).
+	// ones keep their pointers (the tracker finds them by pointer).
 	akashHosts map[*akashv1.ProviderHost]akashClaim
 
 	trigger chan event.GenericEvent
@@ -111,31 +110,28 @@ type GatewayAPIReconciler struct {
 	store      *gatewayapi.Store
 	translator *gatewayapi.Translator
 	// ownership: the last translation's ownership facts, which the next
-	// one's handover reads; ownershipOf memoises them (see ownershipFor).
+	// one's handover reads; ownershipOf: what they were made of (see
+	// ownershipFor).
 	ownership   *gatewayapi.Ownership
 	ownershipOf ownershipInputs
 	// tracker keeps the hostname engine's decisions between changes
 	// (leasehosts.Tracker), so that a new LeaseHost costs its own names.
 	tracker *leasehosts.Tracker
+	// ownershipGen numbers the ownership facts (Ownership.Gen).
+	ownershipGen uint64
 	// deleted: the LeaseHosts seen deleted lately (Ownership.Deleted).
 	deleted deletedLeaseHosts
 }
 
-// ownershipInputs identifies what a computed Ownership was computed from:
-// the informers' objects are immutable, so the same pointers mean the same
-// objects. A LeaseHost is known by its UID instead, with the version last
-// compared: a new version that counts the same (leasehosts.SameClaims: a
-// status update of its conditions, or the drop of a revoked name's hint)
-// needs no new Ownership.
+// ownershipInputs is what the last ownership facts were made of: the
+// tracker's result, with the refused shards and the deleted LeaseHosts
+// added (computed), and the routes its handover kept a name for.
 type ownershipInputs struct {
-	leaseHosts map[types.UID]*shardgatev1alpha1.LeaseHost
-	providers  map[*shardgatev1alpha1.LeaseHost]struct{}
-	namespaces map[*corev1.Namespace]struct{}
-	shards     []sharding.Shard
-	refused    []types.NamespacedName
-	blocked    *hostnames.BlockList
-	policy     tenancy.Policy
-	computed   *gatewayapi.Ownership
+	base     *gatewayapi.Ownership
+	refused  []types.NamespacedName
+	deleted  map[types.UID]bool
+	computed *gatewayapi.Ownership
+	kept     []types.NamespacedName
 }
 
 // SetupWithManager watches every kind the translation reads.
@@ -237,12 +233,12 @@ func (r *GatewayAPIReconciler) snapshot(ctx context.Context) (*gatewayapi.Input,
 // Gateway still allows routes from every namespace, and serves only what
 // the engine allows, in the strict Generated mode.
 //
-// It is redone only when a LeaseHost, a Namespace, the shards, the block
-// list or the owner policy changed. The tracker then decides again only
-// the names of the LeaseHosts that changed (a change of the shards, the
-// block list or the policy: every name), and the translator redoes only
-// the routes whose generated entry changed (see
-// gatewayapi.Translator).
+// The tracker decides again only the names of the LeaseHosts that changed
+// (a change of the shards, the block list or the policy: every name), and
+// reports the routes whose generated entry changed: the handover looks at
+// those, and at the routes it kept a name for last time, only. The
+// translator then redoes only the routes whose generated entry changed
+// (see gatewayapi.Translator).
 func (r *GatewayAPIReconciler) ownershipFor(in *gatewayapi.Input, leaseHosts, providers []*shardgatev1alpha1.LeaseHost, shards []sharding.Shard, problems []sharding.Problem) *gatewayapi.Ownership {
 	var refused []types.NamespacedName
 	for _, p := range problems {
@@ -254,22 +250,21 @@ func (r *GatewayAPIReconciler) ownershipFor(in *gatewayapi.Input, leaseHosts, pr
 	if r.Blocked != nil {
 		blocked = r.Blocked()
 	}
-	policy := r.Tenancy.Policy()
-	key := ownershipInputs{shards: shards, refused: refused, blocked: blocked, policy: policy}
-	base := r.ownershipOf.computed
-	if base == nil || !r.ownershipOf.same(&key, leaseHosts, in.Namespaces) || !sameSet(r.ownershipOf.providers, providers) {
-		before := r.ownershipOf.leaseHosts
-		key.leaseHosts, key.namespaces, key.providers = byUID(leaseHosts), set(in.Namespaces), set(providers)
-		if r.tracker == nil {
-			r.tracker = leasehosts.NewTracker()
-		}
-		// The tracker's result is shared with its next one: this
-		// reconciler's additions go to a copy.
-		o := *r.tracker.Update(leasehosts.OwnershipInput{
-			LeaseHosts: leaseHosts, Namespaces: in.Namespaces, Shards: shards, Policy: policy, Blocked: blocked,
-			ProviderHosts: providers,
-		})
-		o.Deleted = r.deleted.update(before, key.leaseHosts, time.Now())
+	if r.tracker == nil {
+		r.tracker = leasehosts.NewTracker()
+	}
+	base, ch := r.tracker.Update(leasehosts.OwnershipInput{
+		LeaseHosts: leaseHosts, Namespaces: in.Namespaces, Shards: shards, Policy: r.Tenancy.Policy(), Blocked: blocked,
+		ProviderHosts: providers,
+	})
+	deleted, deletedChanged := r.deleted.update(ch.Gone, time.Now())
+	was := r.ownershipOf
+	next := was.computed
+	if next == nil || base != was.base || deletedChanged || !slices.Equal(refused, was.refused) {
+		// The tracker's result is shared with its next one: the
+		// additions go to a copy.
+		o := *base
+		o.Deleted = deleted
 		copied := false
 		for _, gw := range refused {
 			if _, ok := o.Shards[gw]; !ok {
@@ -279,121 +274,79 @@ func (r *GatewayAPIReconciler) ownershipFor(in *gatewayapi.Input, leaseHosts, pr
 				o.Shards[gw] = gatewayapi.RoutesGenerated
 			}
 		}
-		base = &o
-		key.computed = base
-		r.ownershipOf = key
+		next = &o
+	} else if len(was.kept) == 0 {
+		// The same facts as the last translation, which kept no name
+		// through a handover: nothing changes hands.
+		return r.ownership
 	}
-	if base == r.ownership {
-		// Same facts as the last translation, which kept no name through
-		// a handover: nothing changes hands (Handover would return base),
-		// so skip its walk over every generated route.
-		return base
-	}
-	live := make(map[types.UID]bool, len(leaseHosts)+len(providers))
-	for _, lh := range append(slices.Clip(leaseHosts), providers...) {
-		if lh.DeletionTimestamp == nil {
-			live[lh.UID] = true
+	var candidates iter.Seq[types.NamespacedName] // nil: every route
+	if !ch.All && r.ownership != nil {
+		candidates = func(yield func(types.NamespacedName) bool) {
+			for _, k := range slices.Concat(ch.Routes, was.kept) {
+				if !yield(k) {
+					return
+				}
+			}
 		}
 	}
-	out := leasehosts.Handover(r.ownership, base, in.HTTPRoutes, live)
-	r.ownership = out
-	return out
-}
-
-func (k *ownershipInputs) same(o *ownershipInputs, leaseHosts []*shardgatev1alpha1.LeaseHost, namespaces []*corev1.Namespace) bool {
-	return sameSet(k.namespaces, namespaces) &&
-		reflect.DeepEqual(k.shards, o.shards) && slices.Equal(k.refused, o.refused) && k.blocked == o.blocked &&
-		slices.Equal(k.policy.Keys, o.policy.Keys) && k.policy.RequireOwner == o.policy.RequireOwner &&
-		k.sameLeaseHosts(leaseHosts)
-}
-
-// sameLeaseHosts: leaseHosts are the LeaseHosts k was computed from, each
-// the same object or one that counts the same (leasehosts.SameClaims under
-// k's block list). The versions found the same are remembered, so the
-// older ones can go.
-func (k *ownershipInputs) sameLeaseHosts(leaseHosts []*shardgatev1alpha1.LeaseHost) bool {
-	if len(k.leaseHosts) != len(leaseHosts) {
-		return false
+	out, kept := leasehosts.Handover(r.ownership, next, in.HTTPRoutes, r.tracker.Live, candidates)
+	// New facts, with a generation of their own, and what differs from
+	// the last (the translator redoes only that): the routes whose
+	// generated entry the tracker changed or a handover kept or keeps
+	// (Handover keeps names only for the candidates), and the owners.
+	// Other shards (a refusal) or everything decided again: no delta.
+	facts := *out
+	r.ownershipGen++
+	facts.Gen, facts.Delta = r.ownershipGen, nil
+	if r.ownership != nil && candidates != nil && slices.Equal(refused, was.refused) {
+		facts.Delta = &gatewayapi.OwnershipDelta{Since: r.ownership.Gen, Routes: slices.Concat(ch.Routes, was.kept), Owners: ch.Owners}
 	}
-	var newer []*shardgatev1alpha1.LeaseHost
-	for _, lh := range leaseHosts {
-		was := k.leaseHosts[lh.UID]
-		if was == lh {
-			continue
-		}
-		if !leasehosts.SameClaims(was, lh, k.blocked) {
-			return false
-		}
-		newer = append(newer, lh)
-	}
-	for _, lh := range newer {
-		k.leaseHosts[lh.UID] = lh
-	}
-	return true
+	r.ownership = &facts
+	r.ownershipOf = ownershipInputs{base: base, refused: refused, deleted: deleted, computed: next, kept: kept}
+	return r.ownership
 }
 
 // deletedLeaseHosts are the LeaseHosts seen deleted, with when: the
 // routes they controlled are being deleted (Ownership.Deleted), by the
 // LeaseHost controller and the garbage collector, which is done in
 // moments; deletedMemory later they are forgotten.
-type deletedLeaseHosts map[types.UID]time.Time
+type deletedLeaseHosts struct {
+	at  map[types.UID]time.Time
+	set map[types.UID]bool
+}
 
 const deletedMemory = 2 * time.Minute
 
-// update records the LeaseHosts of before that now lacks as deleted at
-// at, forgets those deleted more than deletedMemory ago, and returns the
-// rest as a new set (nil when empty).
-func (d *deletedLeaseHosts) update(before, now map[types.UID]*shardgatev1alpha1.LeaseHost, at time.Time) map[types.UID]bool {
-	for uid := range before {
-		if _, ok := now[uid]; !ok {
-			if *d == nil {
-				*d = deletedLeaseHosts{}
-			}
-			(*d)[uid] = at
+// update records the LeaseHosts gone as deleted at at, forgets those
+// deleted more than deletedMemory ago, and returns the rest (nil when
+// empty), a new set when it changed.
+func (d *deletedLeaseHosts) update(gone []types.UID, at time.Time) (map[types.UID]bool, bool) {
+	changed := false
+	for _, uid := range gone {
+		if d.at == nil {
+			d.at = map[types.UID]time.Time{}
 		}
+		d.at[uid] = at
+		changed = true
 	}
-	var out map[types.UID]bool
-	for uid, t := range *d {
+	for uid, t := range d.at {
 		if at.Sub(t) > deletedMemory {
-			delete(*d, uid)
-			continue
-		}
-		if out == nil {
-			out = map[types.UID]bool{}
-		}
-		out[uid] = true
-	}
-	return out
-}
-
-func byUID(items []*shardgatev1alpha1.LeaseHost) map[types.UID]*shardgatev1alpha1.LeaseHost {
-	out := make(map[types.UID]*shardgatev1alpha1.LeaseHost, len(items))
-	for _, it := range items {
-		out[it.UID] = it
-	}
-	return out
-}
-
-func set[T any](items []*T) map[*T]struct{} {
-	out := make(map[*T]struct{}, len(items))
-	for _, it := range items {
-		out[it] = struct{}{}
-	}
-	return out
-}
-
-// sameSet: items are exactly the members of s (the store's lists come in
-// no particular order).
-func sameSet[T any](s map[*T]struct{}, items []*T) bool {
-	if len(s) != len(items) {
-		return false
-	}
-	for _, it := range items {
-		if _, ok := s[it]; !ok {
-			return false
+			delete(d.at, uid)
+			changed = true
 		}
 	}
-	return true
+	if !changed {
+		return d.set, false
+	}
+	d.set = nil
+	for uid := range d.at {
+		if d.set == nil {
+			d.set = map[types.UID]bool{}
+		}
+		d.set[uid] = true
+	}
+	return d.set, true
 }
 
 // shardRefusals are the Gateways that may not be shards where they live.
