@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +31,8 @@ import (
 // the bench waits until their routes are gone and their names are no
 // longer served, so that the revocation runs on the same objects as it
 // would without them.
+
+var leaseHostCPUProfile = flag.String("leasehost-cpu-profile", "", "save shardgate's CPU profile over the LeaseHost flow's samples (revoke phase) to this file")
 
 // LeaseHostFlow is the LeaseHost flow's figures.
 type LeaseHostFlow struct {
@@ -108,6 +112,18 @@ func (b *bench) leaseHostFlow(ctx context.Context, w *revokeWatch, lhs, nss, per
 	var made []sampled
 	tr := b.translations(ctx)
 	cpu := b.cpuNow()
+	var profiled sync.WaitGroup
+	if *leaseHostCPUProfile != "" {
+		// The samples' planned time; slow samples run past it.
+		secs := int((time.Duration(n)*propagationGap + time.Second - 1) / time.Second)
+		profiled.Go(func() {
+			if err := b.saveProfile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), *leaseHostCPUProfile); err != nil {
+				b.logf("leasehost flow: CPU profile: %v", err)
+				return
+			}
+			b.logf("leasehost flow: CPU profile (%d s) saved to %s", secs, *leaseHostCPUProfile)
+		})
+	}
 	for i := range n {
 		k := i % nss
 		s := sampled{ns: revokeNS(k), name: fmt.Sprintf("lease-%d", i), host: fmt.Sprintf("lease%d.t%d.keep.%s", i, k, revokeDomain)}
@@ -180,6 +196,7 @@ func (b *bench) leaseHostFlow(ctx context.Context, w *revokeWatch, lhs, nss, per
 			}
 		}
 	}
+	profiled.Wait()
 	now := b.cpuNow()
 	f.CPU, f.MachineCPU = now.shardgate-cpu.shardgate, now.machine-cpu.machine
 	f.Translations, f.TranslateMean = tr()
