@@ -225,7 +225,8 @@ func BenchmarkTranslatorTenantFlow(b *testing.B) {
 // arrives as the hostname operator's flow makes it: its Service,
 // EndpointSlice and route, and ownership facts in which its LeaseHost
 // holds the route's name (a new Ownership, its Generated map copied and
-// one entry added, as the controller computes it). Target: ≤ 1 ms.
+// one entry added, with a delta naming the route, as the controller
+// computes it). Target: ≤ 1 ms.
 func BenchmarkTranslatorLeaseHostFlow(b *testing.B) {
 	in := benchInput(10000)
 	gw := types.NamespacedName{Namespace: "default", Name: "gw"}
@@ -236,7 +237,7 @@ func BenchmarkTranslatorLeaseHostFlow(b *testing.B) {
 		return types.NamespacedName{Namespace: rt.Namespace, Name: rt.Name},
 			GeneratedRoute{LeaseHost: uid, Hosts: map[types.NamespacedName][]string{gw: {string(rt.Spec.Hostnames[0])}}}
 	}
-	o := &Ownership{Shards: map[types.NamespacedName]ShardRoutes{gw: RoutesGenerated}, Generated: map[types.NamespacedName]GeneratedRoute{}}
+	o := &Ownership{Shards: map[types.NamespacedName]ShardRoutes{gw: RoutesGenerated}, Generated: map[types.NamespacedName]GeneratedRoute{}, Gen: 1}
 	for i, rt := range in.HTTPRoutes {
 		k, g := generated(rt, i)
 		o.Generated[k] = g
@@ -261,6 +262,8 @@ func BenchmarkTranslatorLeaseHostFlow(b *testing.B) {
 		next := *f.Ownership
 		next.Generated = maps.Clone(f.Ownership.Generated)
 		next.Generated[k] = g
+		next.Gen = f.Ownership.Gen + 1
+		next.Delta = &OwnershipDelta{Since: f.Ownership.Gen, Routes: []types.NamespacedName{k}}
 		f.Ownership = &next
 		st.Upsert(svc)
 		st.Upsert(es)
