@@ -32,7 +32,7 @@ func main() {
 	m := flag.Int("memory-routes", -1, "M: HTTPRoutes, each with its own Service and EndpointSlice, for the last memory figure; 0 skips it (default 10000; smoke 250)")
 	s := flag.Int("samples", 0, "samples per propagation and tenant-flow phase, and of the LeaseHost flow (default 100; smoke 20)")
 	churn := flag.Duration("churn", 0, "minimum length of the churn phase (default 20s; smoke 5s)")
-	phases := flag.String("phases", "", "comma-separated phases to run: flood, memory, tenant, propagation (default all; sizes grow whichever run)")
+	phases := flag.String("phases", "", "comma-separated phases to run: flood, memory, tenant, propagation, revoke (default all; sizes grow whichever run)")
 	heap := flag.String("heap-profile", "", "save shardgate's heap profile after the largest memory figure to this file")
 	cpu := flag.String("cpu-profile", "", "save shardgate's CPU profile over the route-only propagation samples to this file")
 	allocs := flag.String("alloc-profile", "", "save shardgate's allocations over the route-only propagation samples (a delta profile) to this file")

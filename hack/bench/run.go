@@ -54,7 +54,8 @@ type Config struct {
 	ChurnRate int
 	// SampleTimeout bounds the wait for one propagation sample.
 	SampleTimeout time.Duration
-	// Phases run, of "flood", "memory", "tenant" and "propagation"; empty
+	// Phases run, of "flood", "memory", "tenant", "propagation" and
+	// "revoke"; empty
 	// runs all. Sizes grow whichever run.
 	Phases []string
 	// HeapProfile, when set, is where the last memory figure saves
