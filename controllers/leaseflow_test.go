@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/manager"
@@ -16,21 +15,10 @@ import (
 
 // gatewayTranslations reads shardgate_gateway_translations_total{how}.
 func gatewayTranslations(how string) float64 {
-	families, err := ctrlmetrics.Registry.Gather()
+	GinkgoHelper()
+	v, err := testenv.Counter("shardgate_gateway_translations_total", "how", how)
 	Expect(err).NotTo(HaveOccurred())
-	for _, mf := range families {
-		if mf.GetName() != "shardgate_gateway_translations_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "how" && l.GetValue() == how {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return v
 }
 
 // The flow a provider runs for every new lease: a Service, then a

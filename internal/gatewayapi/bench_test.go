@@ -123,14 +123,20 @@ func benchLease(i int) (*corev1.Service, *discoveryv1.EndpointSlice, *gatewayv1.
 // translated once.
 func benchTranslator(n int) (*Input, *Store, *Translator, Facts) {
 	in := benchInput(n)
+	st, tr, f, _ := translatorOver(in)
+	return in, st, tr, f
+}
+
+// translatorOver stamps in's objects with versions and returns a
+// Translator over a Store holding them, with its first translation.
+func translatorOver(in *Input) (*Store, *Translator, Facts, *Output) {
 	rv := 0
 	stamp(in, &rv)
 	st := NewStore(testController)
 	st.Load(in)
 	tr := NewTranslator(st)
 	f := FactsOf(in)
-	tr.Translate(f)
-	return in, st, tr, f
+	return st, tr, f, tr.Translate(f)
 }
 
 // clock is the wall time and the CPU time (user and system, all threads,
@@ -243,13 +249,8 @@ func BenchmarkTranslatorLeaseHostFlow(b *testing.B) {
 		o.Generated[k] = g
 	}
 	in.Ownership = o
-	rv := 0
-	stamp(in, &rv)
-	st := NewStore(testController)
-	st.Load(in)
-	tr := NewTranslator(st)
-	f := FactsOf(in)
-	if out := tr.Translate(f); out.GatewayStatus[gw].Listeners[0].AttachedRoutes != 10000 {
+	st, tr, f, out := translatorOver(in)
+	if out.GatewayStatus[gw].Listeners[0].AttachedRoutes != 10000 {
 		b.Fatalf("attached routes: %d", out.GatewayStatus[gw].Listeners[0].AttachedRoutes)
 	}
 	b.ReportAllocs()

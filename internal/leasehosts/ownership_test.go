@@ -221,10 +221,9 @@ func TestHandover(t *testing.T) {
 	}
 }
 
-// BenchmarkOwnership: the cost of the facts the controller recomputes when
-// a LeaseHost, a Namespace, a shard or the block list changes (10,000
-// LeaseHosts of 100 owners on two shards).
-func BenchmarkOwnership(b *testing.B) {
+// benchOwnershipInput is 10,000 LeaseHosts of 100 owners, each in its
+// own namespace, one name each, on two shards.
+func benchOwnershipInput() OwnershipInput {
 	var lhs []*shardgatev1alpha1.LeaseHost
 	var nss []*corev1.Namespace
 	for o := range 100 {
@@ -236,8 +235,15 @@ func BenchmarkOwnership(b *testing.B) {
 				fmt.Sprintf("h%d.o%d.example.test", i, o), int64(o*100+i)))
 		}
 	}
-	in := OwnershipInput{LeaseHosts: lhs, Namespaces: nss, Shards: []sharding.Shard{shardA, shardB},
+	return OwnershipInput{LeaseHosts: lhs, Namespaces: nss, Shards: []sharding.Shard{shardA, shardB},
 		Policy: tenancy.DefaultPolicy(), Blocked: hostnames.MustBlockList(".apple.com")}
+}
+
+// BenchmarkOwnership: the cost of the facts the controller recomputes when
+// a LeaseHost, a Namespace, a shard or the block list changes (10,000
+// LeaseHosts of 100 owners on two shards).
+func BenchmarkOwnership(b *testing.B) {
+	in := benchOwnershipInput()
 	b.ReportAllocs()
 	for b.Loop() {
 		Ownership(in)

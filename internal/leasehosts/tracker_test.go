@@ -258,19 +258,7 @@ func ownershipMaps(o *gatewayapi.Ownership) gatewayapi.Ownership {
 // shards (BenchmarkOwnership's); per operation one more LeaseHost, in a
 // new namespace, as a new lease brings them.
 func BenchmarkTrackerNewLeaseHost(b *testing.B) {
-	var lhs []*shardgatev1alpha1.LeaseHost
-	var nss []*corev1.Namespace
-	for o := range 100 {
-		ns := fmt.Sprintf("tenant-%d", o)
-		owner := fmt.Sprintf("akash1owner%d", o)
-		nss = append(nss, ownedNS(ns, owner))
-		for i := range 100 {
-			lhs = append(lhs, hostLH(ns, fmt.Sprintf("lh-%d", i), fmt.Sprintf("uid-%d-%d", o, i), owner, uint64(i+1),
-				fmt.Sprintf("h%d.o%d.example.test", i, o), int64(o*100+i)))
-		}
-	}
-	in := OwnershipInput{LeaseHosts: lhs, Namespaces: nss, Shards: []sharding.Shard{shardA, shardB},
-		Policy: tenancy.DefaultPolicy(), Blocked: hostnames.MustBlockList(".apple.com")}
+	in := benchOwnershipInput()
 	tr := NewTracker()
 	tr.Update(in)
 	b.ReportAllocs()

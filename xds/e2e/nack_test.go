@@ -13,10 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/testenv"
 	xdsserver "github.com/shardgate/shardgate/xds/server"
 )
 
@@ -155,21 +155,9 @@ func version(gw types.NamespacedName, typeURL string) string {
 // nackMetric reads shardgate_xds_nacks_total for one type URL.
 func nackMetric(typeURL string) float64 {
 	GinkgoHelper()
-	mfs, err := ctrlmetrics.Registry.Gather()
+	v, err := testenv.Counter("shardgate_xds_nacks_total", "type_url", typeURL)
 	Expect(err).NotTo(HaveOccurred())
-	for _, mf := range mfs {
-		if mf.GetName() != "shardgate_xds_nacks_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "type_url" && l.GetValue() == typeURL {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return v
 }
 
 // programmed returns the Gateway's Programmed condition.
