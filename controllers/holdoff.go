@@ -177,8 +177,12 @@ type storeHandler struct {
 }
 
 func (h storeHandler) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.store.Upsert(e.Object)
-	h.next.add(q)
+	// A new object that changes no translation (a Service, EndpointSlice
+	// or ConfigMap nothing names yet) asks for none: the Store keeps it,
+	// and the object that names it brings it in.
+	if h.store.Upsert(e.Object) {
+		h.next.add(q)
+	}
 }
 func (h storeHandler) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if h.store.Upsert(e.ObjectNew) {

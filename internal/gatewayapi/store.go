@@ -239,8 +239,11 @@ func key(o client.Object) types.NamespacedName { return nn(o.GetNamespace(), o.G
 // and marks what it affects. It reports whether the change can alter a
 // translation (Relevant against the stored version); an irrelevant update
 // (a status write) is stored too, so that snapshots carry the current
-// status, but marks nothing. Objects of kinds the translator does not read
-// are ignored (false).
+// status, but marks nothing. A Service, EndpointSlice or ConfigMap that
+// nothing names yet is stored and marked, but cannot alter a translation
+// until a route (or Gateway, or policy) names it, which marks it again
+// (false). Objects of kinds the translator does not read are ignored
+// (false).
 func (s *Store) Upsert(obj client.Object) bool {
 	if obj == nil {
 		return false
@@ -287,14 +290,17 @@ func (s *Store) Upsert(obj client.Object) bool {
 			return false
 		}
 		s.serviceChanged(k)
-		return true
+		// A Service no route names yet (a new lease's, created before
+		// its route) changes no translation: relevant only when named.
+		return s.routesBySvc[k].len() > 0
 	case *discoveryv1.EndpointSlice:
 		old := s.sliceObjs.put(k, o)
 		if !s.relevant(old, o) {
 			return false
 		}
 		s.setSlice(old, o)
-		return true
+		// Likewise: relevant only when a route names its Service.
+		return s.named(old) || s.named(o)
 	case *corev1.Secret:
 		old := s.secretObjs.put(k, o)
 		s.secrets[k] = o
@@ -546,6 +552,16 @@ func (s *Store) setGrant(ns string, old, obj *gatewayv1beta1.ReferenceGrant) {
 }
 
 // setSlice replaces old by obj in their Services' slice lists.
+// named: some route names the Service of slice (nil: none). Call with
+// s.mu held.
+func (s *Store) named(slice *discoveryv1.EndpointSlice) bool {
+	if slice == nil {
+		return false
+	}
+	svc := sliceService(slice)
+	return svc.Name != "" && s.routesBySvc[svc].len() > 0
+}
+
 func (s *Store) setSlice(old, obj *discoveryv1.EndpointSlice) {
 	if old != nil {
 		svc := sliceService(old)

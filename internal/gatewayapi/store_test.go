@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	"github.com/shardgate/shardgate/internal/ir"
 )
 
 // dirtyRoutes lists the routes the store marked, by namespace/name.
@@ -179,6 +181,57 @@ func TestTranslatorTenantFlowIsIncremental(t *testing.T) {
 	}
 	if tr.Stats.Full != 1 || tr.Stats.Patched != 20 {
 		t.Fatalf("want one full translation and 20 patches, got %+v", tr.Stats)
+	}
+}
+
+// TestStoreServiceRelevantOnlyWhenNamed: a new lease's Service and
+// EndpointSlice, stored before the route that names them, ask for no
+// translation (Upsert false); the route does, and its translation has the
+// endpoints. Once named, a Service's or EndpointSlice's change does, and
+// so does one whose route is gone (its old slice's Service is named).
+func TestStoreServiceRelevantOnlyWhenNamed(t *testing.T) {
+	_, st, tr, f := benchTranslator(20)
+	svc, es, rt := benchLease(100)
+	if st.Upsert(svc) || st.Upsert(es) {
+		t.Fatal("a Service or EndpointSlice no route names asked for a translation")
+	}
+	if !st.Upsert(rt) {
+		t.Fatal("the route naming them asked for none")
+	}
+	got := tr.Translate(f)
+	if want := Translate(st.Input(f)); !sameOutput(got, want) {
+		t.Fatal("the Translator differs from Translate")
+	}
+	cluster := func(out *Output) *ir.Cluster {
+		for _, c := range out.Gateways[0].Clusters {
+			if c.Name == "lease-100/app-100/80" {
+				return c
+			}
+		}
+		t.Fatal("the new route has no cluster")
+		return nil
+	}
+	if n := len(cluster(got).Endpoints); n != 2 {
+		t.Fatalf("the new route's cluster has %d endpoints, want its EndpointSlice's 2", n)
+	}
+	es2 := es.DeepCopy()
+	es2.ResourceVersion = "changed"
+	es2.Endpoints = es2.Endpoints[:1]
+	if !st.Upsert(es2) {
+		t.Fatal("a named Service's EndpointSlice change asked for no translation")
+	}
+	svc2 := svc.DeepCopy()
+	svc2.ResourceVersion = "changed"
+	svc2.Spec.Ports = append(svc2.Spec.Ports, corev1.ServicePort{Name: "admin", Port: 9000})
+	if !st.Upsert(svc2) {
+		t.Fatal("a named Service's change asked for no translation")
+	}
+	got = tr.Translate(f)
+	if want := Translate(st.Input(f)); !sameOutput(got, want) {
+		t.Fatal("after the changes, the Translator differs from Translate")
+	}
+	if n := len(cluster(got).Endpoints); n != 1 {
+		t.Fatalf("after its EndpointSlice changed, the cluster has %d endpoints, want 1", n)
 	}
 }
 
