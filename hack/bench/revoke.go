@@ -464,6 +464,9 @@ type revokeWatch struct {
 	// Gateway is awaited, each with the channel that receives the time it
 	// was first seen.
 	accepted map[string]chan time.Time
+	// created: the routes (ns/name) whose creation is awaited, each with
+	// the channel that receives the time the watch saw it.
+	created map[string]chan time.Time
 	// Once armed, the first moments the covered routes are all gone and
 	// wantBlocked LeaseHosts are Blocked are stamped.
 	armed                    bool
@@ -481,7 +484,7 @@ func (b *bench) watchRevocation(ctx context.Context) (*revokeWatch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench cache: %w", err)
 	}
-	w := &revokeWatch{lhs: map[string]string{}, routes: map[string]bool{}, accepted: map[string]chan time.Time{}, signal: make(chan struct{}, 1)}
+	w := &revokeWatch{lhs: map[string]string{}, routes: map[string]bool{}, accepted: map[string]chan time.Time{}, created: map[string]chan time.Time{}, signal: make(chan struct{}, 1)}
 	lhInf, err := c.GetInformer(ctx, &shardgatev1alpha1.LeaseHost{})
 	if err != nil {
 		return nil, err
@@ -519,6 +522,7 @@ func (b *bench) watchRevocation(ctx context.Context) (*revokeWatch, error) {
 			if r, ok := obj.(*gatewayv1.HTTPRoute); ok && ours(r) {
 				half := len(r.Spec.Hostnames) > 0 && strings.HasSuffix(string(r.Spec.Hostnames[0]), revokeSuffix)
 				w.setRoute(key(r), true, half)
+				w.routeCreated(key(r))
 				w.routeStatus(key(r), r)
 			}
 		},
@@ -627,10 +631,32 @@ func (w *revokeWatch) expectAccepted(k string) <-chan time.Time {
 	return ch
 }
 
-// forgetAccepted drops every route still awaited.
+// expectCreated registers route k (ns/name) before the change that
+// should create it; the channel receives the time the watch saw it.
+func (w *revokeWatch) expectCreated(k string) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	w.mu.Lock()
+	w.created[k] = ch
+	w.mu.Unlock()
+	return ch
+}
+
+// routeCreated stamps route k's creation when it is awaited.
+func (w *revokeWatch) routeCreated(k string) {
+	at := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ch, ok := w.created[k]; ok {
+		ch <- at
+		delete(w.created, k)
+	}
+}
+
+// forgetAccepted drops every route still awaited (Accepted or created).
 func (w *revokeWatch) forgetAccepted() {
 	w.mu.Lock()
 	clear(w.accepted)
+	clear(w.created)
 	w.mu.Unlock()
 }
 

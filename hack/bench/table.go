@@ -179,6 +179,9 @@ func rows(cfg Config, r *Results) []row {
 		name := fmt.Sprintf("LeaseHost flow (%d LeaseHosts)", f.LeaseHosts)
 		out = append(out, row{name + ": LeaseHost Create → RDS p50 / p99",
 			fmt.Sprintf("%s / %s (max %s, %d samples%s)", ms(p50), ms(p99), ms(m), len(f.Samples), late), "—", verdict(true, true)})
+		r50, r99, _ := stats(f.Route)
+		out = append(out, row{name + ": LeaseHost Create → generated route seen p50 / p99",
+			fmt.Sprintf("%s / %s (%d samples)", ms(r50), ms(r99), len(f.Route)), "—", verdict(len(f.Route) > 0, true)})
 		a50, a99, _ := stats(f.Accepted)
 		notSeen := ""
 		if f.AcceptedLate > 0 {
