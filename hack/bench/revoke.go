@@ -623,22 +623,27 @@ func (w *revokeWatch) setRoute(k string, exists, half bool) {
 // expectAccepted registers route k (ns/name) before the change that
 // should bring it; the channel receives the time it was first seen
 // Accepted by the shard Gateway.
-func (w *revokeWatch) expectAccepted(k string) <-chan time.Time {
+func (w *revokeWatch) expectAccepted(k string) <-chan time.Time { return w.expect(w.accepted, k) }
+
+// expectCreated registers route k (ns/name) before the change that
+// should create it; the channel receives the time the watch saw it.
+func (w *revokeWatch) expectCreated(k string) <-chan time.Time { return w.expect(w.created, k) }
+
+func (w *revokeWatch) expect(awaited map[string]chan time.Time, k string) <-chan time.Time {
 	ch := make(chan time.Time, 1)
 	w.mu.Lock()
-	w.accepted[k] = ch
+	awaited[k] = ch
 	w.mu.Unlock()
 	return ch
 }
 
-// expectCreated registers route k (ns/name) before the change that
-// should create it; the channel receives the time the watch saw it.
-func (w *revokeWatch) expectCreated(k string) <-chan time.Time {
-	ch := make(chan time.Time, 1)
-	w.mu.Lock()
-	w.created[k] = ch
-	w.mu.Unlock()
-	return ch
+// stampAwaited sends at to route k's channel in awaited, if it is awaited,
+// and stops awaiting it. Call with w.mu held.
+func stampAwaited(awaited map[string]chan time.Time, k string, at time.Time) {
+	if ch, ok := awaited[k]; ok {
+		ch <- at
+		delete(awaited, k)
+	}
 }
 
 // routeCreated stamps route k's creation when it is awaited.
@@ -646,10 +651,7 @@ func (w *revokeWatch) routeCreated(k string) {
 	at := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if ch, ok := w.created[k]; ok {
-		ch <- at
-		delete(w.created, k)
-	}
+	stampAwaited(w.created, k, at)
 }
 
 // forgetAccepted drops every route still awaited (Accepted or created).
@@ -665,9 +667,8 @@ func (w *revokeWatch) routeStatus(k string, r *gatewayv1.HTTPRoute) {
 	at := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if ch, ok := w.accepted[k]; ok && acceptedBy(r, revokeGateway) {
-		ch <- at
-		delete(w.accepted, k)
+	if _, awaited := w.accepted[k]; awaited && acceptedBy(r, revokeGateway) {
+		stampAwaited(w.accepted, k, at)
 	}
 }
 
