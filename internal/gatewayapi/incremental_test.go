@@ -321,7 +321,6 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			// A third of the seeds have shards, whose routes must be owned.
 			if seed%3 == 1 {
 				in.Ownership = randomOwnership(r)
-				generateSome(r, in.Ownership, in.HTTPRoutes, 0.3)
 			}
 			stamp(in, &rv)
 			return in
@@ -380,9 +379,6 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 				// other objects get status-only updates: new objects,
 				// same spec, which must not matter.
 				next.HTTPRoutes = mix(r, in.HTTPRoutes, fresh.HTTPRoutes, 0.9, 0.2)
-				// LeaseHosts come and go: a few routes' generated
-				// entries change, nothing else of the ownership facts.
-				next.Ownership = editGenerated(r, in.Ownership, next.HTTPRoutes)
 				next.Gateways = statusOnly(r, in.Gateways, &rv)
 				next.Services = statusOnly(r, in.Services, &rv)
 				next.GatewayParameters = statusOnly(r, in.GatewayParameters, &rv)
@@ -397,23 +393,12 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 				// The tenant flow: a new Service, its EndpointSlice and a
 				// route naming it, all in one step.
 				tenantFlow(r, next, step, &rv)
-				// On shards, the lease's LeaseHost holds the route's
-				// names (the route is generated), or some of them.
-				if next.Ownership != nil && r.IntN(3) > 0 {
-					rt := next.HTTPRoutes[len(next.HTTPRoutes)-1]
-					o := *next.Ownership
-					o.Generated = maps.Clone(o.Generated)
-					generateSome(r, &o, []*gatewayv1.HTTPRoute{rt}, 1)
-					next.Ownership = &o
-				}
 				in = next
 				continue
 			case 4:
 				// ReferenceGrant churn, and Namespace labels changing.
 				next.ReferenceGrants = mix(r, in.ReferenceGrants, fresh.ReferenceGrants, 0.5, 0.5)
 				next.Namespaces = relabel(r, in.Namespaces, &rv)
-				// Names change hands, namespaces their owners.
-				next.Ownership = editOwners(r, in.Ownership)
 				// ListenerSet churn, and status-only ListenerSet writes.
 				next.ListenerSets = statusOnly(r, mix(r, in.ListenerSets, fresh.ListenerSets, 0.7, 0.5), &rv)
 				in = next
@@ -589,86 +574,6 @@ func randomOwnership(r *rand.Rand) *Ownership {
 		}
 	}
 	return o
-}
-
-// generateSome makes each of routes, with probability p, one shardgate
-// generates: a Generated entry under the route's controller (or Unowned
-// when it has none, as in Akash mode), holding some of its hostnames on
-// the shards among its parents; sometimes under another LeaseHost's UID,
-// which generates nothing.
-func generateSome(r *rand.Rand, o *Ownership, routes []*gatewayv1.HTTPRoute, p float64) {
-	for _, rt := range routes {
-		if r.Float64() >= p {
-			continue
-		}
-		g := GeneratedRoute{Hosts: map[types.NamespacedName][]string{}}
-		if ref := metav1.GetControllerOf(rt); ref != nil {
-			g.LeaseHost = ref.UID
-		} else {
-			g.LeaseHost, g.Unowned = "uid-provider", true
-		}
-		if r.IntN(6) == 0 {
-			g.LeaseHost, g.Unowned = "uid-another", false
-		}
-		for _, ref := range rt.Spec.ParentRefs {
-			gw := types.NamespacedName{Namespace: rt.Namespace, Name: string(ref.Name)}
-			if ref.Namespace != nil {
-				gw.Namespace = string(*ref.Namespace)
-			}
-			if _, shard := o.Shards[gw]; !shard {
-				continue
-			}
-			for _, h := range rt.Spec.Hostnames {
-				if r.IntN(4) > 0 && !slices.Contains(g.Hosts[gw], string(h)) {
-					g.Hosts[gw] = append(g.Hosts[gw], string(h))
-				}
-			}
-		}
-		o.Generated[types.NamespacedName{Namespace: rt.Namespace, Name: rt.Name}] = g
-	}
-}
-
-// editGenerated returns a copy of o (nil stays nil) in which a few routes'
-// Generated entries changed: some dropped (the LeaseHost lost its names or
-// went), some routes newly generated, some holding other names.
-func editGenerated(r *rand.Rand, o *Ownership, routes []*gatewayv1.HTTPRoute) *Ownership {
-	if o == nil {
-		return nil
-	}
-	c := *o
-	c.Generated = maps.Clone(o.Generated)
-	for k := range c.Generated {
-		if r.IntN(8) == 0 {
-			delete(c.Generated, k)
-		}
-	}
-	generateSome(r, &c, routes, 0.1)
-	return &c
-}
-
-// editOwners returns a copy of o (nil stays nil) in which some names
-// changed holders and some namespaces their owners.
-func editOwners(r *rand.Rand, o *Ownership) *Ownership {
-	if o == nil {
-		return nil
-	}
-	c := *o
-	c.Holders, c.NamespaceOwners = maps.Clone(o.Holders), maps.Clone(o.NamespaceOwners)
-	owners := []string{"akash1alice", "akash1bob"}
-	for _, h := range plainHosts {
-		switch r.IntN(6) {
-		case 0:
-			delete(c.Holders, h)
-		case 1:
-			c.Holders[h] = owners[r.IntN(2)]
-		}
-	}
-	for _, ns := range fzNamespaces {
-		if r.IntN(4) == 0 {
-			c.NamespaceOwners[ns] = owners[r.IntN(2)]
-		}
-	}
-	return &c
 }
 
 // TestTranslatorPatchesLargeGateway: one Gateway with 300 routes, edited a

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/hostnames"
 )
 
@@ -223,5 +224,86 @@ func ownedRoute(r *rand.Rand, rt *gatewayv1.HTTPRoute, i int) {
 	}
 	if r.IntN(8) == 0 {
 		rt.Spec.Hostnames = append(rt.Spec.Hostnames, gatewayv1.Hostname(fmt.Sprintf("*.app-%d.example.com", i%60)))
+	}
+}
+
+// TestTranslatorListenerSetFollowsHolders: on a shard in Generated mode,
+// which reads no holder for its routes, a ListenerSet listener's hostname
+// is still checked against the holders. When the name changes hands (with
+// a delta saying the owners changed, or none), the Translator refuses the
+// listener as a fresh Translate does, and admits it again when the name
+// comes back.
+func TestTranslatorListenerSetFollowsHolders(t *testing.T) {
+	lsKey := types.NamespacedName{Namespace: bobNS, Name: "own"}
+	for _, withDelta := range []bool{false, true} {
+		in := ownershipInput(RoutesGenerated)
+		allowAll(in, shardGW)
+		in.ListenerSets = []*gatewayv1.ListenerSet{listenerSet(bobNS, "own", shardGW, 200, httpEntry("http", "bob.example.test"))}
+		in.HTTPRoutes = append(in.HTTPRoutes, lsRoute(bobNS, "r", "own", "bob.example.test"))
+		in.Ownership.Gen = 1
+		_, tr, _, out := translatorOver(in)
+		if c := lsCondition(out, lsKey, "http", "Accepted"); c != "True/Accepted" {
+			t.Fatalf("bob holds his name: listener Accepted = %s", c)
+		}
+		for step, holder := range []string{"akash1alice", "akash1bob"} {
+			o := *in.Ownership
+			o.Holders = maps.Clone(o.Holders)
+			o.Holders["bob.example.test"] = holder
+			o.Gen, o.Delta = o.Gen+1, nil
+			if withDelta {
+				o.Delta = &OwnershipDelta{Since: in.Ownership.Gen, Owners: true}
+			}
+			next := *in
+			next.Ownership = &o
+			in = &next
+			got, want := tr.Translate(FactsOf(in)), Translate(in)
+			if !sameOutput(got, want) {
+				t.Fatalf("delta %v, step %d: the Translator differs from Translate:\n%s", withDelta, step, cmp.Diff(bare(want), bare(got)))
+			}
+			wantCond := "True/Accepted"
+			if holder != "akash1bob" {
+				wantCond = "False/" + shardgatev1alpha1.ReasonHostnameNotOwned
+			}
+			if c := lsCondition(got, lsKey, "http", "Accepted"); c != wantCond {
+				t.Fatalf("delta %v, step %d: listener Accepted = %s, want %s", withDelta, step, c, wantCond)
+			}
+		}
+	}
+}
+
+// generateSome makes each of routes, with probability p, one shardgate
+// generates: a Generated entry under the route's controller (or Unowned
+// when it has none, as in Akash mode), holding some of its hostnames on
+// the shards among its parents; sometimes under another LeaseHost's UID,
+// which generates nothing.
+func generateSome(r *rand.Rand, o *Ownership, routes []*gatewayv1.HTTPRoute, p float64) {
+	for _, rt := range routes {
+		if r.Float64() >= p {
+			continue
+		}
+		g := GeneratedRoute{Hosts: map[types.NamespacedName][]string{}}
+		if ref := metav1.GetControllerOf(rt); ref != nil {
+			g.LeaseHost = ref.UID
+		} else {
+			g.LeaseHost, g.Unowned = "uid-provider", true
+		}
+		if r.IntN(6) == 0 {
+			g.LeaseHost, g.Unowned = "uid-another", false
+		}
+		for _, ref := range rt.Spec.ParentRefs {
+			gw := types.NamespacedName{Namespace: rt.Namespace, Name: string(ref.Name)}
+			if ref.Namespace != nil {
+				gw.Namespace = string(*ref.Namespace)
+			}
+			if _, shard := o.Shards[gw]; !shard {
+				continue
+			}
+			for _, h := range rt.Spec.Hostnames {
+				if r.IntN(4) > 0 && !slices.Contains(g.Hosts[gw], string(h)) {
+					g.Hosts[gw] = append(g.Hosts[gw], string(h))
+				}
+			}
+		}
+		o.Generated[types.NamespacedName{Namespace: rt.Namespace, Name: rt.Name}] = g
 	}
 }
