@@ -50,6 +50,12 @@ var gatewayTranslations = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Gateways translated, by how: full (assembled again), patched (the changed routes applied to the last assembly) or reused (unchanged).",
 }, []string{"how"})
 
+var (
+	gatewayTranslationsFull    = gatewayTranslations.WithLabelValues("full")
+	gatewayTranslationsPatched = gatewayTranslations.WithLabelValues("patched")
+	gatewayTranslationsReused  = gatewayTranslations.WithLabelValues("reused")
+)
+
 func init() { ctrlmetrics.Registry.MustRegister(translateSeconds, gatewayTranslations) }
 
 // snapshotKey is the one work item: every event asks for a new translation
@@ -190,9 +196,9 @@ func (r *GatewayAPIReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 	out := r.translator.Translate(gatewayapi.FactsOf(in))
 	translateSeconds.Observe(time.Since(start).Seconds())
 	after := r.translator.Stats
-	gatewayTranslations.WithLabelValues("full").Add(float64(after.Full - before.Full))
-	gatewayTranslations.WithLabelValues("patched").Add(float64(after.Patched - before.Patched))
-	gatewayTranslations.WithLabelValues("reused").Add(float64(after.Reused - before.Reused))
+	gatewayTranslationsFull.Add(float64(after.Full - before.Full))
+	gatewayTranslationsPatched.Add(float64(after.Patched - before.Patched))
+	gatewayTranslationsReused.Add(float64(after.Reused - before.Reused))
 	if r.Publisher != nil {
 		r.Publisher.Publish(out.Gateways)
 	}
@@ -280,27 +286,25 @@ func (r *GatewayAPIReconciler) ownershipFor(in *gatewayapi.Input, leaseHosts, pr
 		// through a handover: nothing changes hands.
 		return r.ownership
 	}
-	var candidates iter.Seq[types.NamespacedName] // nil: every route
+	// The routes whose generated entry may differ from the last facts':
+	// those the tracker changed, and those the last handover kept a name
+	// for (nil: every route).
+	var changed []types.NamespacedName
+	var candidates iter.Seq[types.NamespacedName]
 	if !ch.All && r.ownership != nil {
-		candidates = func(yield func(types.NamespacedName) bool) {
-			for _, k := range slices.Concat(ch.Routes, was.kept) {
-				if !yield(k) {
-					return
-				}
-			}
-		}
+		changed = slices.Concat(ch.Routes, was.kept)
+		candidates = slices.Values(changed)
 	}
 	out, kept := leasehosts.Handover(r.ownership, next, in.HTTPRoutes, r.tracker.Live, candidates)
 	// New facts, with a generation of their own, and what differs from
-	// the last (the translator redoes only that): the routes whose
-	// generated entry the tracker changed or a handover kept or keeps
-	// (Handover keeps names only for the candidates), and the owners.
-	// Other shards (a refusal) or everything decided again: no delta.
+	// the last (the translator redoes only that): the candidates (Handover
+	// keeps names only for them) and the owners. Other shards (a refusal)
+	// or everything decided again: no delta.
 	facts := *out
 	r.ownershipGen++
 	facts.Gen, facts.Delta = r.ownershipGen, nil
-	if r.ownership != nil && candidates != nil && slices.Equal(refused, was.refused) {
-		facts.Delta = &gatewayapi.OwnershipDelta{Since: r.ownership.Gen, Routes: slices.Concat(ch.Routes, was.kept), Owners: ch.Owners}
+	if candidates != nil && slices.Equal(refused, was.refused) {
+		facts.Delta = &gatewayapi.OwnershipDelta{Since: r.ownership.Gen, Routes: changed, Owners: ch.Owners}
 	}
 	r.ownership = &facts
 	r.ownershipOf = ownershipInputs{base: base, refused: refused, deleted: deleted, computed: next, kept: kept}

@@ -159,7 +159,7 @@ func (t *Translator) ownershipChanges(a, b *Ownership, d *dirtySet) (all bool) {
 		return true
 	}
 	for k, ga := range a.Generated {
-		if gb, ok := b.Generated[k]; !ok || !sameGenerated(ga, gb) {
+		if gb, ok := b.Generated[k]; !ok || !ga.Equal(gb) {
 			d.Routes.add(RouteKey{Kind: kindHTTPRoute, NN: k})
 		}
 	}
@@ -188,18 +188,6 @@ func (t *Translator) ownerReaders(o *Ownership) []types.NamespacedName {
 		}
 	}
 	return out
-}
-
-func sameGenerated(a, b GeneratedRoute) bool {
-	if a.LeaseHost != b.LeaseHost || a.Unowned != b.Unowned || len(a.Hosts) != len(b.Hosts) {
-		return false
-	}
-	for gw, hs := range a.Hosts {
-		if hb, ok := b.Hosts[gw]; !ok || !slices.Equal(hs, hb) {
-			return false
-		}
-	}
-	return true
 }
 
 // translateAll assembles every Gateway again, reusing the compilations.

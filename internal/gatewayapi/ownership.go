@@ -122,6 +122,19 @@ type GeneratedRoute struct {
 	Unowned bool
 }
 
+// Equal: g and o are the same route holding the same names.
+func (g GeneratedRoute) Equal(o GeneratedRoute) bool {
+	if g.LeaseHost != o.LeaseHost || g.Unowned != o.Unowned || len(g.Hosts) != len(o.Hosts) {
+		return false
+	}
+	for gw, hs := range g.Hosts {
+		if ho, ok := o.Hosts[gw]; !ok || !slices.Equal(hs, ho) {
+			return false
+		}
+	}
+	return true
+}
+
 // shardAdmits says why cr may not serve hosts (the hostnames it would
 // serve on the shard gw) there; "" when it may. hosts may hold "" (any
 // hostname), which nobody owns.

@@ -436,7 +436,7 @@ func (u *update) generated(out *gatewayapi.Ownership) bool {
 		if !ok && lhE != nil {
 			g, ok = generatedRoute(lhE.lh, lhE.plan, lhE.held, false)
 		}
-		if was, had := t.out.Generated[r]; ok != had || (ok && !reflect.DeepEqual(was, g)) {
+		if was, had := t.out.Generated[r]; ok != had || (ok && !was.Equal(g)) {
 			if gen == nil {
 				gen = maps.Clone(t.out.Generated)
 			}
