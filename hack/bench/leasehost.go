@@ -143,8 +143,7 @@ func (b *bench) leaseHostFlow(ctx context.Context, w *revokeWatch, lhs, nss, per
 			return fmt.Errorf("create Service %s/%s: %w", s.ns, s.name, err)
 		}
 		made = append(made, s)
-		eps := endpointSlice(s.name, leaseEndpoints+i)
-		eps.Namespace = s.ns
+		eps := endpointSlice(svc, leaseEndpoints+i)
 		if err := b.c.Create(ctx, eps); err != nil {
 			return fmt.Errorf("create EndpointSlice of %s/%s: %w", s.ns, s.name, err)
 		}

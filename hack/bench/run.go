@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -361,10 +362,11 @@ func (b *bench) setup(ctx context.Context) error {
 
 // createBackend creates Service name with its EndpointSlice.
 func (b *bench) createBackend(ctx context.Context, name string, i int) error {
-	if err := b.c.Create(ctx, service(name)); err != nil {
+	svc := service(name)
+	if err := b.c.Create(ctx, svc); err != nil {
 		return fmt.Errorf("create Service %s: %w", name, err)
 	}
-	if err := b.c.Create(ctx, endpointSlice(name, i)); err != nil {
+	if err := b.c.Create(ctx, endpointSlice(svc, i)); err != nil {
 		return fmt.Errorf("create EndpointSlice of %s: %w", name, err)
 	}
 	return nil
@@ -537,22 +539,36 @@ func service(name string) *corev1.Service {
 	}
 }
 
-// endpointSlice has three Pod-range endpoints (never dialled; the
-// apiserver refuses loopback endpoint addresses).
-func endpointSlice(svc string, i int) *discoveryv1.EndpointSlice {
-	pname, pnum := "http", int32(8080)
-	ready := true
+// endpointSlice is the EndpointSlice the EndpointSlice controller writes for
+// svc (created, so that it has its UID) with three ready Pods: its labels,
+// trigger-time annotation and owner reference, and each endpoint's Pod
+// reference, node and zone. The addresses are in the Pod range and never
+// dialled (the apiserver refuses loopback endpoint addresses).
+func endpointSlice(svc *corev1.Service, i int) *discoveryv1.EndpointSlice {
+	pname, pnum, tcp := "http", int32(8080), corev1.ProtocolTCP
+	ready, serving, terminating := true, true, false
 	eps := make([]discoveryv1.Endpoint, 3)
 	for k := range eps {
+		node, zone := fmt.Sprintf("node-%d", (i+k)%50), fmt.Sprintf("zone-%c", 'a'+(i+k)%3)
 		eps[k] = discoveryv1.Endpoint{
 			Addresses:  []string{fmt.Sprintf("10.%d.%d.%d", 244+k, i/250%256, i%250+1)},
-			Conditions: discoveryv1.EndpointConditions{Ready: &ready},
+			Conditions: discoveryv1.EndpointConditions{Ready: &ready, Serving: &serving, Terminating: &terminating},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: svc.Namespace, Name: fmt.Sprintf("%s-7d9c8b6f5-%05d", svc.Name, i*3+k),
+				UID: types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", i*3+k))},
+			NodeName: &node,
+			Zone:     &zone,
 		}
 	}
 	return &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: svc + "-x", Namespace: benchNS, Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: svc.Name + "-x", GenerateName: svc.Name + "-", Namespace: svc.Namespace,
+			Labels:      map[string]string{discoveryv1.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"},
+			Annotations: map[string]string{corev1.EndpointsLastChangeTriggerTime: time.Now().UTC().Format(time.RFC3339)},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: svc.Name, UID: svc.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
+		},
 		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: &pname, Port: &pnum}},
+		Ports:       []discoveryv1.EndpointPort{{Name: &pname, Port: &pnum, Protocol: &tcp}},
 		Endpoints:   eps,
 	}
 }
