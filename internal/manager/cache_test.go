@@ -2,13 +2,22 @@ package manager
 
 import (
 	"maps"
+	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	kptr "k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/infra"
+	"github.com/shardgate/shardgate/internal/ir"
 )
 
 func transformOf[T any](t *testing.T, opts cache.Options) func(any) (any, error) {
@@ -71,4 +80,98 @@ func TestCacheKeepsOnlyCABundles(t *testing.T) {
 	if string(s.Data["ca.crt"]) != "PEM" || s.Data["password"] != nil {
 		t.Fatalf("Opaque Secret cached as %v", s.Data)
 	}
+}
+
+// The cache keeps of an EndpointSlice only what the translator reads: a
+// slice as the EndpointSlice controller writes it translates to the same
+// Gateways whether cached whole or slimmed, and the rest is gone.
+func TestCacheSlimsEndpointSlices(t *testing.T) {
+	full := controllerSlice()
+	got, err := transformOf[*discoveryv1.EndpointSlice](t, cacheOptions())(full.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim := got.(*discoveryv1.EndpointSlice)
+	if slim.Annotations != nil || slim.OwnerReferences != nil || slim.ManagedFields != nil ||
+		!maps.Equal(slim.Labels, map[string]string{discoveryv1.LabelServiceName: "app"}) {
+		t.Fatalf("slimmed slice keeps metadata: labels=%v annotations=%v owners=%v", slim.Labels, slim.Annotations, slim.OwnerReferences)
+	}
+	for _, e := range slim.Endpoints {
+		if e.TargetRef != nil || e.NodeName != nil || e.Zone != nil || e.Hostname != nil || e.Hints != nil ||
+			e.Conditions.Serving != nil || e.Conditions.Terminating != nil {
+			t.Fatalf("slimmed endpoint keeps %+v", e)
+		}
+	}
+	if !slices.EqualFunc(slim.Endpoints, full.Endpoints, func(a, b discoveryv1.Endpoint) bool {
+		return slices.Equal(a.Addresses, b.Addresses) && kptr.Equal(a.Conditions.Ready, b.Conditions.Ready)
+	}) || !reflect.DeepEqual(slim.Ports, full.Ports) || slim.AddressType != full.AddressType {
+		t.Fatalf("slimmed slice lost what the translator reads: %+v", slim)
+	}
+
+	wantGW, gotGW := translateWith(full), translateWith(slim)
+	if len(wantGW) != 1 || len(wantGW[0].Clusters) != 1 || len(wantGW[0].Clusters[0].Endpoints) != 2 {
+		t.Fatalf("the full slice should give one cluster with its two ready endpoints, got %+v", wantGW)
+	}
+	if !reflect.DeepEqual(gotGW, wantGW) {
+		t.Fatalf("slimmed slice translates to\n%+v\nwant\n%+v", gotGW[0].Clusters, wantGW[0].Clusters)
+	}
+}
+
+// controllerSlice is an EndpointSlice of Service t/app as the EndpointSlice
+// controller writes it: two ready Pods, one not ready, one terminating.
+func controllerSlice() *discoveryv1.EndpointSlice {
+	port, name, tcp := int32(8080), "http", corev1.ProtocolTCP
+	ep := func(ip string, ready, serving, terminating bool) discoveryv1.Endpoint {
+		return discoveryv1.Endpoint{
+			Addresses:  []string{ip},
+			Conditions: discoveryv1.EndpointConditions{Ready: kptr.To(ready), Serving: kptr.To(serving), Terminating: kptr.To(terminating)},
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: "t", Name: "app-" + ip, UID: "u-" + types.UID(ip)},
+			NodeName:   kptr.To("node-1"),
+			Zone:       kptr.To("zone-a"),
+			Hostname:   kptr.To("h"),
+			Hints:      &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: "zone-a"}}},
+		}
+	}
+	return &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "app-abcde", GenerateName: "app-", Namespace: "t",
+			Labels:          map[string]string{discoveryv1.LabelServiceName: "app", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io", "tier": "web"},
+			Annotations:     map[string]string{corev1.EndpointsLastChangeTriggerTime: "2026-11-28T00:00:00Z"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: "app", UID: "svc-uid", Controller: kptr.To(true)}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager"}},
+		},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &tcp}},
+		Endpoints: []discoveryv1.Endpoint{
+			ep("10.0.0.2", true, true, false), ep("10.0.0.1", true, true, false),
+			ep("10.0.0.3", false, false, false), ep("10.0.0.4", false, true, true),
+		},
+	}
+}
+
+// translateWith translates a Gateway whose one route sends to Service t/app,
+// whose endpoints are slice's.
+func translateWith(slice *discoveryv1.EndpointSlice) []*ir.Gateway {
+	const controller = "shardgate.io/gateway-controller"
+	port := gatewayv1.PortNumber(80)
+	in := &gatewayapi.Input{
+		ControllerName: controller,
+		GatewayClasses: []*gatewayv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: controller}}},
+		Gateways: []*gatewayv1.Gateway{{ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: "t"}, Spec: gatewayv1.GatewaySpec{
+			GatewayClassName: "c",
+			Listeners:        []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType}},
+		}}},
+		HTTPRoutes: []*gatewayv1.HTTPRoute{{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "t"}, Spec: gatewayv1.HTTPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "gw"}}},
+			Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
+				BackendObjectReference: gatewayv1.BackendObjectReference{Name: "app", Port: &port},
+			}}}}},
+		}}},
+		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "t"}, Spec: corev1.ServiceSpec{
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
+		}}},
+		EndpointSlices: []*discoveryv1.EndpointSlice{slice},
+		Namespaces:     []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "t"}}},
+	}
+	return gatewayapi.Translate(in).Gateways
 }

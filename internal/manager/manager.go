@@ -19,6 +19,7 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -566,7 +567,8 @@ func (p *process) newManager() (crmanager.Manager, error) {
 // Deployments and ServiceAccounts cached only when shardgate manages them,
 // instead of every one in the cluster, and of the ConfigMaps shardgate does
 // not manage only ca.crt (any may be named as a Gateway's CA; the rest of
-// their data, binaryData and annotations are dropped).
+// their data, binaryData and annotations are dropped), and of EndpointSlices
+// only what the translator reads (slimEndpointSlice).
 func cacheOptions() cache.Options {
 	ours := labels.SelectorFromSet(labels.Set{infra.LabelManagedBy: infra.LabelManagedByValue})
 	strip := cache.TransformStripManagedFields()
@@ -581,6 +583,12 @@ func cacheOptions() cache.Options {
 				}
 				return strip(in)
 			}},
+			&discoveryv1.EndpointSlice{}: {Transform: func(in any) (any, error) {
+				if s, ok := in.(*discoveryv1.EndpointSlice); ok {
+					slimEndpointSlice(s)
+				}
+				return strip(in)
+			}},
 			&corev1.Secret{}: {Transform: func(in any) (any, error) {
 				if s, ok := in.(*corev1.Secret); ok && s.Type != corev1.SecretTypeTLS {
 					for k := range s.Data {
@@ -592,6 +600,28 @@ func cacheOptions() cache.Options {
 				return strip(in)
 			}},
 		},
+	}
+}
+
+// slimEndpointSlice drops from an EndpointSlice what nothing in shardgate
+// reads: its annotations, owner references and every label but the Service
+// name, and of each endpoint all but its addresses and its ready condition
+// (the Pod reference, node, zone, hostname, hints, and the serving and
+// terminating conditions). The EndpointSlice controller writes all of
+// these; they were most of a cached slice. A reader of any of them must be
+// added here first.
+func slimEndpointSlice(s *discoveryv1.EndpointSlice) {
+	s.Annotations, s.OwnerReferences, s.GenerateName = nil, nil, ""
+	if len(s.Labels) > 1 {
+		if svc, ok := s.Labels[discoveryv1.LabelServiceName]; ok {
+			s.Labels = map[string]string{discoveryv1.LabelServiceName: svc}
+		} else {
+			s.Labels = nil
+		}
+	}
+	for i := range s.Endpoints {
+		e := &s.Endpoints[i]
+		*e = discoveryv1.Endpoint{Addresses: e.Addresses, Conditions: discoveryv1.EndpointConditions{Ready: e.Conditions.Ready}}
 	}
 }
 
