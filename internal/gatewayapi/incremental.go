@@ -5,12 +5,14 @@ Copyright The shardgate Authors.
 package gatewayapi
 
 import (
+	"iter"
 	"maps"
 	"reflect"
 	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -453,12 +455,44 @@ func (t *Translator) compile(idx *Index, k RouteKey, obj client.Object) *compile
 	return cr
 }
 
+// sameSliceReads: a and b give every Service port the same endpoints. The
+// ready addresses are compared in order; a reordering counts as a change.
+func sameSliceReads(a, b *discoveryv1.EndpointSlice) bool {
+	if a.Labels[discoveryv1.LabelServiceName] != b.Labels[discoveryv1.LabelServiceName] || a.AddressType != b.AddressType ||
+		!equality.Semantic.DeepEqual(a.Ports, b.Ports) {
+		return false
+	}
+	ready := func(s *discoveryv1.EndpointSlice) iter.Seq[string] {
+		return func(yield func(string) bool) {
+			for _, e := range s.Endpoints {
+				if e.Conditions.Ready != nil && !*e.Conditions.Ready {
+					continue
+				}
+				for _, addr := range e.Addresses {
+					if !yield(addr) {
+						return
+					}
+				}
+			}
+		}
+	}
+	next, stop := iter.Pull(ready(b))
+	defer stop()
+	for addr := range ready(a) {
+		if other, ok := next(); !ok || other != addr {
+			return false
+		}
+	}
+	_, more := next()
+	return !more
+}
+
 // Relevant reports whether replacing oldObj by newObj (two versions of one
 // object) can change a translation. The translator reads the spec of the
 // Gateway API kinds and of GatewayParameters (a change bumps
 // metadata.generation), the HTTPRoute annotations it honours, Service
-// ports, Secret types and data, Namespace labels and all of an
-// EndpointSlice; never status.
+// ports, Secret types and data, Namespace labels, and of an EndpointSlice
+// its Service, address type, ports and ready addresses; never status.
 func Relevant(oldObj, newObj client.Object) bool {
 	if oldObj == nil || newObj == nil {
 		return true
@@ -477,6 +511,11 @@ func Relevant(oldObj, newObj client.Object) bool {
 	case *corev1.Service:
 		o, ok := oldObj.(*corev1.Service)
 		return !ok || !equality.Semantic.DeepEqual(o.Spec.Ports, n.Spec.Ports)
+	case *discoveryv1.EndpointSlice:
+		// The Pod references, nodes, zones and other conditions the
+		// EndpointSlice controller updates are not read (endpointsFor).
+		o, ok := oldObj.(*discoveryv1.EndpointSlice)
+		return !ok || !sameSliceReads(o, n)
 	case *corev1.ConfigMap:
 		// Only a CA bundle is read.
 		o, ok := oldObj.(*corev1.ConfigMap)

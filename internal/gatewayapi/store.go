@@ -295,12 +295,12 @@ func (s *Store) Upsert(obj client.Object) bool {
 		return s.routesBySvc[k].len() > 0
 	case *discoveryv1.EndpointSlice:
 		old := s.sliceObjs.put(k, o)
-		if !s.relevant(old, o) {
-			return false
-		}
-		s.setSlice(old, o)
+		// The Service's list holds the newest version either way: the
+		// next change replaces it by pointer.
+		relevant := s.relevant(old, o)
+		s.setSlice(old, o, relevant)
 		// Likewise: relevant only when a route names its Service.
-		return s.named(old) || s.named(o)
+		return relevant && (s.named(old) || s.named(o))
 	case *corev1.Secret:
 		old := s.secretObjs.put(k, o)
 		s.secrets[k] = o
@@ -390,7 +390,7 @@ func (s *Store) Delete(obj client.Object) bool {
 		if old == nil {
 			return false
 		}
-		s.setSlice(old, nil)
+		s.setSlice(old, nil, true)
 	case *corev1.Secret:
 		if s.secretObjs.remove(k, objKey[corev1.Secret]) == nil {
 			return false
@@ -562,7 +562,9 @@ func (s *Store) named(slice *discoveryv1.EndpointSlice) bool {
 	return svc.Name != "" && s.routesBySvc[svc].len() > 0
 }
 
-func (s *Store) setSlice(old, obj *discoveryv1.EndpointSlice) {
+// setSlice replaces old by obj in their Services' lists (either may be nil),
+// marking those Services' endpoints changed when mark is set.
+func (s *Store) setSlice(old, obj *discoveryv1.EndpointSlice, mark bool) {
 	if old != nil {
 		svc := sliceService(old)
 		if svc.Name != "" {
@@ -578,7 +580,9 @@ func (s *Store) setSlice(old, obj *discoveryv1.EndpointSlice) {
 			} else {
 				s.slices[svc] = out
 			}
-			s.dirty.Endpoints.add(svc)
+			if mark {
+				s.dirty.Endpoints.add(svc)
+			}
 		}
 	}
 	if obj != nil {
@@ -587,7 +591,9 @@ func (s *Store) setSlice(old, obj *discoveryv1.EndpointSlice) {
 			list := append(s.slices[svc][:len(s.slices[svc]):len(s.slices[svc])], obj)
 			sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 			s.slices[svc] = list
-			s.dirty.Endpoints.add(svc)
+			if mark {
+				s.dirty.Endpoints.add(svc)
+			}
 		}
 	}
 }

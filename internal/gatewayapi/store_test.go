@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
@@ -232,6 +233,28 @@ func TestStoreServiceRelevantOnlyWhenNamed(t *testing.T) {
 	}
 	if n := len(cluster(got).Endpoints); n != 1 {
 		t.Fatalf("after its EndpointSlice changed, the cluster has %d endpoints, want 1", n)
+	}
+
+	// An update of what the translator does not read asks for nothing;
+	// the next change still replaces that version, not the one before.
+	es3 := es2.DeepCopy()
+	es3.ResourceVersion = "moved"
+	es3.Endpoints[0].NodeName = ptr.To("node-2")
+	if st.Upsert(es3) {
+		t.Fatal("a change of an endpoint's node asked for a translation")
+	}
+	es4 := es3.DeepCopy()
+	es4.ResourceVersion = "replaced"
+	es4.Endpoints[0].Addresses = []string{"10.9.9.9"}
+	if !st.Upsert(es4) {
+		t.Fatal("a changed address asked for no translation")
+	}
+	got = tr.Translate(f)
+	if want := Translate(st.Input(f)); !sameOutput(got, want) {
+		t.Fatal("after an unread change and a read one, the Translator differs from Translate")
+	}
+	if eps := cluster(got).Endpoints; len(eps) != 1 || eps[0].IP != "10.9.9.9" {
+		t.Fatalf("after its EndpointSlice's address changed, the cluster has endpoints %v, want only 10.9.9.9", eps)
 	}
 }
 
