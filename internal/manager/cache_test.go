@@ -175,3 +175,28 @@ func translateWith(slice *discoveryv1.EndpointSlice) []*ir.Gateway {
 	}
 	return gatewayapi.Translate(in).Gateways
 }
+
+// Every cached object loses its managedFields and kubectl's copy of it, and
+// keeps its other annotations; the per-kind transforms do the same.
+func TestCacheDropsKubectlCopies(t *testing.T) {
+	opts := cacheOptions()
+	route := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "t",
+		Annotations:   map[string]string{corev1.LastAppliedConfigAnnotation: `{"kind":"HTTPRoute"}`, "keep": "v"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
+	got, err := opts.DefaultTransform(route)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := got.(*gatewayv1.HTTPRoute); !maps.Equal(r.Annotations, map[string]string{"keep": "v"}) || r.ManagedFields != nil {
+		t.Fatalf("cached route keeps annotations %v, managedFields %v", r.Annotations, r.ManagedFields)
+	}
+	only, _ := opts.DefaultTransform(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{corev1.LastAppliedConfigAnnotation: "{}"}}})
+	if a := only.(*corev1.Service).Annotations; a != nil {
+		t.Fatalf("a Service with only kubectl's copy keeps annotations %v", a)
+	}
+	sec, _ := transformOf[*corev1.Secret](t, opts)(&corev1.Secret{Type: corev1.SecretTypeTLS,
+		ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{corev1.LastAppliedConfigAnnotation: "{}", "keep": "v"}}})
+	if a := sec.(*corev1.Secret).Annotations; !maps.Equal(a, map[string]string{"keep": "v"}) {
+		t.Fatalf("a TLS Secret keeps annotations %v", a)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -571,7 +572,7 @@ func (p *process) newManager() (crmanager.Manager, error) {
 // only what the translator reads (slimEndpointSlice).
 func cacheOptions() cache.Options {
 	ours := labels.SelectorFromSet(labels.Set{infra.LabelManagedBy: infra.LabelManagedByValue})
-	strip := cache.TransformStripManagedFields()
+	strip := stripUnread(cache.TransformStripManagedFields())
 	return cache.Options{
 		DefaultTransform: strip,
 		ByObject: map[client.Object]cache.ByObject{
@@ -600,6 +601,29 @@ func cacheOptions() cache.Options {
 				return strip(in)
 			}},
 		},
+	}
+}
+
+// stripUnread drops from every cached object, after managedFields (strip),
+// the copy of the object that kubectl apply keeps in an annotation: nothing
+// reads it, and on an object written with kubectl apply it is most of the
+// object. shardgate never writes a cached object back whole (it applies,
+// patches, and writes status, which keeps the stored annotations), so the
+// annotation stays on the object itself.
+func stripUnread(strip func(any) (any, error)) func(any) (any, error) {
+	return func(in any) (any, error) {
+		out, err := strip(in)
+		if o, ok := out.(metav1.Object); ok && err == nil {
+			if a := o.GetAnnotations(); a != nil {
+				if _, ok := a[corev1.LastAppliedConfigAnnotation]; ok {
+					delete(a, corev1.LastAppliedConfigAnnotation)
+					if len(a) == 0 {
+						o.SetAnnotations(nil)
+					}
+				}
+			}
+		}
+		return out, err
 	}
 }
 

@@ -37,6 +37,39 @@ func TestWrites(t *testing.T) {
 	env := startEnv(t)
 	t.Run("CountWritesByVerbKindAndLeadership", func(t *testing.T) { testCountWrites(t, env) })
 	t.Run("ObservedLockTracksTheLease", func(t *testing.T) { testObservedLock(t, env) })
+	t.Run("StatusWriteKeepsAnnotationsTheCacheDrops", func(t *testing.T) { testStatusKeepsAnnotations(t, env) })
+}
+
+// The cache drops kubectl's copy of an object (its last-applied
+// annotation); a status write of the cached object must leave it on the
+// object, as the apiserver keeps metadata on status writes.
+func testStatusKeepsAnnotations(t *testing.T, env *testenv.Env) {
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}); err != nil {
+		t.Fatal(err)
+	}
+	r := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "kept", Name: "r",
+		Annotations: map[string]string{corev1.LastAppliedConfigAnnotation: `{"kind":"HTTPRoute"}`}}}
+	if err := env.Client.Create(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	r.Annotations = nil // as cached
+	r.Status.Parents = []gatewayv1.RouteParentStatus{{
+		ParentRef:      gatewayv1.ParentReference{Name: "gw"},
+		ControllerName: "shardgate.io/gateway-controller",
+		Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted",
+			LastTransitionTime: metav1.Now()}},
+	}}
+	if err := env.Client.Status().Update(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	var got gatewayv1.HTTPRoute
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(r), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.Parents) != 1 || got.Annotations[corev1.LastAppliedConfigAnnotation] == "" {
+		t.Fatalf("after a status write without it: annotations %v, %d parent statuses", got.Annotations, len(got.Status.Parents))
+	}
 }
 
 func testCountWrites(t *testing.T, env *testenv.Env) {
