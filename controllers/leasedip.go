@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -131,13 +132,7 @@ func (r *LeasedIPReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 
 	// MetalLB's Events about Services, in a cache of their own.
-	events, err := cache.New(mgr.GetConfig(), cache.Options{
-		Scheme: mgr.GetScheme(),
-		Mapper: mgr.GetRESTMapper(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Event{}: {Field: fields.OneTermEqualSelector("involvedObject.kind", "Service")},
-		},
-	})
+	events, err := cache.New(mgr.GetConfig(), eventCacheOptions(mgr.GetScheme(), mgr.GetRESTMapper()))
 	if err != nil {
 		return fmt.Errorf("create the Event cache: %w", err)
 	}
@@ -291,6 +286,19 @@ func (r *LeasedIPReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	}
 
 	return reconcile.Result{}, r.writeStatus(ctx, &lip, addresses.StatusFor(&lip, obs))
+}
+
+// eventCacheOptions: the Events about Services, without their managedFields
+// (nothing reads them; every Event has one).
+func eventCacheOptions(scheme *runtime.Scheme, mapper meta.RESTMapper) cache.Options {
+	return cache.Options{
+		Scheme:           scheme,
+		Mapper:           mapper,
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Event{}: {Field: fields.OneTermEqualSelector("involvedObject.kind", "Service")},
+		},
+	}
 }
 
 // writeStatus writes status when it differs from lip's, at once (a merge
