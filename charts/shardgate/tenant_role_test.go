@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -190,6 +191,31 @@ var _ = Describe("the shardgate-tenant role on the harness apiserver", Ordered, 
 		}
 		forbidden("LeaseHost create in another namespace", tenant.Create(ctx, other))
 		forbidden("LeaseHost list in another namespace", tenant.List(ctx, &shardgatev1alpha1.LeaseHostList{}, client.InNamespace(otherNS)))
+	})
+
+	It("refuses Services, EndpointSlices and Endpoints, which could point the tenant's names at any address", func() {
+		// The Envoy of a shard sends a route's traffic to the addresses
+		// its Service's EndpointSlices list: a tenant that wrote them
+		// could send its own name to another tenant's Pods.
+		forbidden("Service create", tenant.Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "web"},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+		}))
+		port, name := int32(8080), "http"
+		forbidden("EndpointSlice create", tenant.Create(ctx, &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: tenantNS, Name: "web-x", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port}},
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.9.9"}}},
+		}))
+		// The deprecated Endpoints kind is still served, and mirrored into
+		// EndpointSlices by the control plane.
+		forbidden("Endpoints create", tenant.Create(ctx, &corev1.Endpoints{
+			ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "web"},
+			Subsets: []corev1.EndpointSubset{{
+				Addresses: []corev1.EndpointAddress{{IP: "10.244.9.9"}}, Ports: []corev1.EndpointPort{{Port: 8080}},
+			}},
+		}))
 	})
 
 	It("grants routes and ListenerSets only through the Owned-shard variant (tenantRole.ownedRoutes)", func() {
