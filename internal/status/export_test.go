@@ -13,3 +13,11 @@ func SetRetiringWriteDelay(t interface{ Cleanup(func()) }, d time.Duration) {
 	retiringWriteDelay = d
 	t.Cleanup(func() { retiringWriteDelay = old })
 }
+
+// SetRetiringHold sets retiringWriteDelay and retiringHoldMax until the
+// test ends; call it before the writer under test takes a Submit.
+func SetRetiringHold(t interface{ Cleanup(func()) }, delay, most time.Duration) {
+	oldDelay, oldMost := retiringWriteDelay, retiringHoldMax
+	retiringWriteDelay, retiringHoldMax = delay, most
+	t.Cleanup(func() { retiringWriteDelay, retiringHoldMax = oldDelay, oldMost })
+}

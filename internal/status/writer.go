@@ -99,6 +99,11 @@ type Writer struct {
 	// submitted: a translation has been submitted, so desired status is
 	// known.
 	submitted bool
+	// ownership is the last Submit's ownership facts, and retiringSince
+	// when each route whose write waits for its deletion started waiting
+	// (see retiringWriteDelay).
+	ownership     *gatewayapi.Ownership
+	retiringSince map[Key]time.Time
 	// lastRoutes is when a Submit last queued a route: routes are still
 	// arriving (see floodWriters).
 	lastRoutes time.Time
@@ -132,13 +137,14 @@ func New(c client.Client, reader client.Reader, controllerName string, log logr.
 		classes:  map[string]gatewayv1.GatewayClassStatus{},
 		gateways: map[types.NamespacedName]gatewayv1.GatewayStatus{},
 
-		listenerSets: map[types.NamespacedName]gatewayv1.ListenerSetStatus{},
-		checked:      map[Key]checkedRoute{},
-		since:        map[Key]uint64{},
-		written:      map[Key]uint64{},
-		writing:      map[Key]bool{},
-		fights:       map[Key]fight{},
-		floodSlots:   make(chan struct{}, floodWriters),
+		listenerSets:  map[types.NamespacedName]gatewayv1.ListenerSetStatus{},
+		checked:       map[Key]checkedRoute{},
+		since:         map[Key]uint64{},
+		written:       map[Key]uint64{},
+		writing:       map[Key]bool{},
+		fights:        map[Key]fight{},
+		retiringSince: map[Key]time.Time{},
+		floodSlots:    make(chan struct{}, floodWriters),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[Key](),
 			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "status"}),
@@ -162,6 +168,7 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 	w.listenerSets = out.ListenerSetStatus
 	w.http, w.grpc, w.tls = out.HTTPRouteStatus, out.GRPCRouteStatus, out.TLSRouteStatus
 	w.policies = out.BackendTLSPolicyStatus
+	w.ownership = in.Ownership
 	w.batch++
 	// Every route's desired status may have changed, or a translation was
 	// missed: compare every route. Otherwise only the routes whose desired
@@ -214,6 +221,9 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 				retiring = map[Key]bool{}
 			}
 			retiring[k] = true
+			if _, ok := w.retiringSince[k]; !ok {
+				w.retiringSince[k] = now
+			}
 		}
 	}
 	if all {
@@ -396,6 +406,11 @@ func (w *Writer) forgetGone(in *gatewayapi.Input) {
 	for k := range w.since {
 		if !live[k] {
 			delete(w.since, k)
+		}
+	}
+	for k := range w.retiringSince {
+		if !live[k] {
+			delete(w.retiringSince, k)
 		}
 	}
 }
@@ -603,9 +618,34 @@ func (w *Writer) recordWrite(k Key, rv string) {
 // LeaseHost lost its names, to a block-list entry for example, or was
 // deleted). The route already serves nothing; its deletion usually lands
 // first, and the write, which would cost the apiserver as much as the
-// deletion, is then never sent. A route still there after the delay gets
-// its status.
-var retiringWriteDelay = 30 * time.Second
+// deletion, is then never sent. A route still there after the delay, and
+// no longer being deleted, gets its status; one still being deleted waits
+// again, for retiringHoldMax in all: a large revocation on a slow
+// apiserver takes longer than one delay, and writing the statuses of the
+// routes it has not reached yet would only slow it down more.
+var (
+	retiringWriteDelay = 30 * time.Second
+	retiringHoldMax    = 2 * time.Minute
+)
+
+// stillRetiring reports how much longer the write of route k (obj, just
+// read) waits: while the last ownership facts still say shardgate is
+// deleting it and it has not waited retiringHoldMax. Otherwise it forgets
+// the wait and reports 0.
+func (w *Writer) stillRetiring(k Key, obj client.Object) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	since, ok := w.retiringSince[k]
+	if !ok {
+		return 0
+	}
+	left := retiringHoldMax - w.now().Sub(since)
+	if c := metav1.GetControllerOf(obj); c != nil && left > 0 && w.ownership.RetiringRoute(k.NamespacedName, *c) {
+		return min(retiringWriteDelay, left)
+	}
+	delete(w.retiringSince, k)
+	return 0
+}
 
 // GatewayWriteWindow coalesces Gateway and GatewayClass status writes.
 const GatewayWriteWindow = 50 * time.Millisecond
@@ -656,6 +696,9 @@ func (w *Writer) write(ctx context.Context, k Key) error {
 	for attempt := 0; attempt < 3; attempt++ {
 		if err := reader.Get(ctx, k.NamespacedName, obj); err != nil {
 			if apierrors.IsNotFound(err) {
+				w.mu.Lock()
+				delete(w.retiringSince, k)
+				w.mu.Unlock()
 				return nil
 			}
 			return fmt.Errorf("get %s %s: %w", k.Kind, k.NamespacedName, err)
@@ -668,6 +711,12 @@ func (w *Writer) write(ctx context.Context, k Key) error {
 			// apiserver rather than send an update bound to conflict.
 			reader = w.reader
 			continue
+		}
+		if k.Kind == KindHTTPRoute {
+			if d := w.stillRetiring(k, obj); d > 0 {
+				w.queue.AddAfter(k, d)
+				return nil
+			}
 		}
 		if !merge(w.now()) {
 			return nil

@@ -394,16 +394,20 @@ func TestWriter(t *testing.T) {
 			"one refused write and one retry")
 	})
 
-	t.Run("a route shardgate is deleting is written only if it outlives the delay", func(t *testing.T) {
+	t.Run("a route shardgate is deleting is written only once it is no longer being deleted, or waited the most", func(t *testing.T) {
 		// Routes shardgate deletes: those of LeaseHosts that hold no name
 		// (Retiring) and those whose LeaseHost is gone.
 		g := NewWithT(t)
-		const delay = 10 * time.Second
-		status.SetRetiringWriteDelay(t, delay)
+		const delay, most = 8 * time.Second, 16 * time.Second
+		status.SetRetiringHold(t, delay, most)
 		ns := e.namespace(t, "retiring")
 		plain := e.route(t, ns, "plain")
 		gone := e.controlledRoute(t, ns, "gone", "uid-gone")
+		// Still being deleted after every delay (its LeaseHost's
+		// controller has not reached it): written when it waited the most.
 		stays := e.controlledRoute(t, ns, "stays", "uid-stays")
+		// Its LeaseHost holds a name again before the delay is out.
+		revived := e.controlledRoute(t, ns, "revived", "uid-revived")
 		// Controlled by another LeaseHost than the one Retiring names,
 		// which was not deleted either (a UID no LeaseHost had, as a
 		// tenant's forged ownerReference has): not retiring.
@@ -428,15 +432,24 @@ func TestWriter(t *testing.T) {
 		in := e.snapshot(t, ns)
 		in.Ownership = &gatewayapi.Ownership{
 			Retiring: map[types.NamespacedName]types.UID{
-				gone: "uid-gone", stays: "uid-stays", other: "uid-leasehost"},
+				gone: "uid-gone", stays: "uid-stays", other: "uid-leasehost", revived: "uid-revived"},
 			Deleted: map[types.UID]bool{"uid-closed": true},
 		}
 		desired := map[types.NamespacedName][]gatewayv1.RouteParentStatus{}
-		for _, k := range []types.NamespacedName{plain, gone, stays, other, closed} {
+		for _, k := range []types.NamespacedName{plain, gone, stays, other, closed, revived} {
 			desired[k] = acceptedBy("refused")
 		}
 		submitted := time.Now()
 		w.Submit(in, output(desired))
+		g.Consistently(sentTo("revived")).WithTimeout(quietly).Should(BeZero(), "a route being deleted was written at once")
+		next := e.snapshot(t, ns)
+		next.Ownership = &gatewayapi.Ownership{
+			Retiring: map[types.NamespacedName]types.UID{gone: "uid-gone", stays: "uid-stays", other: "uid-leasehost"},
+			Deleted:  map[types.UID]bool{"uid-closed": true},
+		}
+		w.Submit(next, output(desired))
+		g.Eventually(e.parents(revived)).WithTimeout(30*time.Second).Should(WithTransform(ourMessage, Equal("refused")), "the revived route")
+		g.Expect(time.Since(submitted)).To(BeNumerically("<", delay), "a route no longer being deleted must not wait out the delay")
 		for _, k := range []types.NamespacedName{gone, closed} {
 			g.Expect(e.api.Delete(e.ctx, &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: k.Name}})).To(Succeed())
 		}
@@ -447,9 +460,9 @@ func TestWriter(t *testing.T) {
 		deletionSeen := time.Since(submitted)
 
 		for _, k := range []types.NamespacedName{plain, other, stays} {
-			g.Eventually(e.parents(k)).WithTimeout(30*time.Second).Should(WithTransform(ourMessage, Equal("refused")), "route %s", k)
+			g.Eventually(e.parents(k)).WithTimeout(most+30*time.Second).Should(WithTransform(ourMessage, Equal("refused")), "route %s", k)
 		}
-		g.Expect(time.Since(submitted)).To(BeNumerically(">=", delay), "the retiring route's write must wait for the delay")
+		g.Expect(time.Since(submitted)).To(BeNumerically(">=", most), "a route still being deleted must wait the most")
 		// The others did not wait: each was written well before the delay
 		// ran out (the transition time is the write's, in whole seconds).
 		for _, k := range []types.NamespacedName{plain, other} {
