@@ -224,6 +224,8 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 			if _, ok := w.retiringSince[k]; !ok {
 				w.retiringSince[k] = now
 			}
+		} else {
+			delete(w.retiringSince, k) // a later deletion waits afresh
 		}
 	}
 	if all {
