@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,12 +34,36 @@ const upgradeAttempts = 5
 //
 // live reads the apiserver directly; create uses it when it must read the
 // object's managed fields again.
+//
+// An apply whose answer shows fields still held by shardgate's Update
+// entry (a create whose hand-over lost to another writer every time) hands
+// them over and applies again: until then, a field the apply drops would
+// stay.
 func write(ctx context.Context, c client.Client, live client.Reader, desired, existing client.Object) error {
 	if existing == nil {
 		return create(ctx, c, live, desired)
 	}
 	desired.SetUID(existing.GetUID())
-	return apply(ctx, c, desired)
+	applied, err := apply(ctx, c, desired)
+	if err != nil || !heldByUpdate(applied) {
+		return err
+	}
+	if err := handOver(ctx, c, live, applied); err != nil {
+		return err
+	}
+	_, err = apply(ctx, c, desired)
+	return err
+}
+
+// heldByUpdate: some of obj's fields are held by shardgate's Update entry
+// of the main resource (not of status).
+func heldByUpdate(obj client.Object) bool {
+	for _, m := range obj.GetManagedFields() {
+		if m.Manager == shardgatev1alpha1.FieldOwner && m.Operation == metav1.ManagedFieldsOperationUpdate && m.Subresource == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // create creates obj with field owner "shardgate" and then hands the
@@ -51,6 +76,15 @@ func create(ctx context.Context, c client.Client, live client.Reader, obj client
 	if err := c.Create(ctx, obj, client.FieldOwner(shardgatev1alpha1.FieldOwner)); err != nil {
 		return fmt.Errorf("create %s %s: %w", kind, key, err)
 	}
+	return handOver(ctx, c, live, obj)
+}
+
+// handOver moves the fields of shardgate's Update entry of obj (as last
+// read or written) to its apply entry, re-reading obj through live when
+// another writer changed it first, up to upgradeAttempts times.
+func handOver(ctx context.Context, c client.Client, live client.Reader, obj client.Object) error {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	key := client.ObjectKeyFromObject(obj)
 	owner := sets.New(shardgatev1alpha1.FieldOwner)
 	for attempt := 1; ; attempt++ {
 		patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, owner, shardgatev1alpha1.FieldOwner)
@@ -76,20 +110,21 @@ func create(ctx context.Context, c client.Client, live client.Reader, obj client
 	}
 }
 
-// apply writes obj with server-side apply as field owner "shardgate". obj
-// must carry its TypeMeta. Status is never applied through the main resource.
-func apply(ctx context.Context, c client.Client, obj client.Object) error {
+// apply writes obj with server-side apply as field owner "shardgate" and
+// returns the object as the apiserver answered. obj must carry its
+// TypeMeta. Status is never applied through the main resource.
+func apply(ctx context.Context, c client.Client, obj client.Object) (*unstructured.Unstructured, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
-		return fmt.Errorf("apply %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
+		return nil, fmt.Errorf("apply %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
 	}
 	delete(u, "status")
 	if m, ok := u["metadata"].(map[string]any); ok {
 		delete(m, "creationTimestamp")
 	}
-	ac := client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u})
-	if err := c.Apply(ctx, ac, client.FieldOwner(shardgatev1alpha1.FieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
+	applied := &unstructured.Unstructured{Object: u}
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), client.FieldOwner(shardgatev1alpha1.FieldOwner), client.ForceOwnership); err != nil {
+		return nil, fmt.Errorf("apply %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
-	return nil
+	return applied, nil
 }

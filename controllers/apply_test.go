@@ -2,12 +2,14 @@ package controllers_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -106,6 +108,43 @@ func TestWrite(t *testing.T) {
 		}
 		if got := get("raced"); got.Annotations["other"] != "writer" {
 			t.Errorf("the other writer's change is gone: %v", got.Annotations)
+		}
+	})
+
+	t.Run("fields a create could not hand over are handed over by the next write", func(t *testing.T) {
+		// Another writer wins every attempt of the hand-over after the
+		// Create: the create fails, and its fields stay under shardgate's
+		// Update entry until the next write of the object.
+		withWatch, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		losing := interceptor.NewClient(withWatch, interceptor.Funcs{
+			Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				return apierrors.NewConflict(schema.GroupResource{Resource: "services"}, obj.GetName(), errors.New("another writer"))
+			},
+		})
+		if err := controllers.Write(ctx, losing, env.Client, ours("lost", map[string]string{"a": "1", "b": "2"}, 80, 81), nil); !apierrors.IsConflict(err) {
+			t.Fatalf("create whose hand-over always conflicts: %v, want the conflict", err)
+		}
+		held := false
+		for _, m := range get("lost").ManagedFields {
+			held = held || m.Manager == shardgatev1alpha1.FieldOwner && m.Operation == metav1.ManagedFieldsOperationUpdate
+		}
+		if !held {
+			t.Fatal("the failed hand-over left no Update entry: the case is not set up")
+		}
+		if err := controllers.Write(ctx, c, env.Client, ours("lost", map[string]string{"a": "1"}, 80), get("lost")); err != nil {
+			t.Fatal(err)
+		}
+		got := get("lost")
+		if _, ok := got.Labels["b"]; ok || len(got.Spec.Ports) != 1 {
+			t.Fatalf("a field the write dropped is still there: labels %v, ports %v", got.Labels, got.Spec.Ports)
+		}
+		for _, m := range got.ManagedFields {
+			if m.Manager == shardgatev1alpha1.FieldOwner && m.Operation != metav1.ManagedFieldsOperationApply {
+				t.Errorf("shardgate still holds fields under a %s entry", m.Operation)
+			}
 		}
 	})
 
