@@ -130,12 +130,11 @@ type GatewayAPIReconciler struct {
 }
 
 // ownershipInputs is what the last ownership facts were made of: the
-// tracker's result, with the refused shards and the deleted LeaseHosts
-// added (computed), and the routes its handover kept a name for.
+// tracker's result (base), with the refused shards and the deleted
+// LeaseHosts added (computed), and the routes its handover kept a name for.
 type ownershipInputs struct {
 	base     *gatewayapi.Ownership
 	refused  []types.NamespacedName
-	deleted  map[types.UID]bool
 	computed *gatewayapi.Ownership
 	kept     []types.NamespacedName
 }
@@ -307,7 +306,7 @@ func (r *GatewayAPIReconciler) ownershipFor(in *gatewayapi.Input, leaseHosts, pr
 		facts.Delta = &gatewayapi.OwnershipDelta{Since: r.ownership.Gen, Routes: changed, Owners: ch.Owners}
 	}
 	r.ownership = &facts
-	r.ownershipOf = ownershipInputs{base: base, refused: refused, deleted: deleted, computed: next, kept: kept}
+	r.ownershipOf = ownershipInputs{base: base, refused: refused, computed: next, kept: kept}
 	return r.ownership
 }
 

@@ -141,6 +141,12 @@ type portEndpoints struct {
 	eps  []ir.Endpoint
 }
 
+// endpointReady: e may take traffic. An unknown readiness counts as ready,
+// as the EndpointSlice API says consumers should take it.
+func endpointReady(e discoveryv1.Endpoint) bool {
+	return e.Conditions.Ready == nil || *e.Conditions.Ready
+}
+
 // endpointsFor lists the ready endpoints of a Service port from its
 // EndpointSlices, matching the slice port by the Service port's name.
 func (idx *Index) endpointsFor(b backend) []ir.Endpoint {
@@ -177,7 +183,7 @@ func (idx *Index) endpointsFor(b backend) []ir.Endpoint {
 			continue
 		}
 		for _, e := range s.Endpoints {
-			if e.Conditions.Ready != nil && !*e.Conditions.Ready {
+			if !endpointReady(e) {
 				continue
 			}
 			for _, a := range e.Addresses {

@@ -5,7 +5,6 @@ Copyright The shardgate Authors.
 package gatewayapi
 
 import (
-	"iter"
 	"maps"
 	"reflect"
 	"slices"
@@ -458,33 +457,19 @@ func (t *Translator) compile(idx *Index, k RouteKey, obj client.Object) *compile
 // sameSliceReads: a and b give every Service port the same endpoints. The
 // ready addresses are compared in order; a reordering counts as a change.
 func sameSliceReads(a, b *discoveryv1.EndpointSlice) bool {
-	if a.Labels[discoveryv1.LabelServiceName] != b.Labels[discoveryv1.LabelServiceName] || a.AddressType != b.AddressType ||
-		!equality.Semantic.DeepEqual(a.Ports, b.Ports) {
-		return false
-	}
-	ready := func(s *discoveryv1.EndpointSlice) iter.Seq[string] {
-		return func(yield func(string) bool) {
-			for _, e := range s.Endpoints {
-				if e.Conditions.Ready != nil && !*e.Conditions.Ready {
-					continue
-				}
-				for _, addr := range e.Addresses {
-					if !yield(addr) {
-						return
-					}
-				}
-			}
+	return a.Labels[discoveryv1.LabelServiceName] == b.Labels[discoveryv1.LabelServiceName] && a.AddressType == b.AddressType &&
+		equality.Semantic.DeepEqual(a.Ports, b.Ports) && slices.Equal(readyAddresses(a), readyAddresses(b))
+}
+
+// readyAddresses lists the addresses of s's ready endpoints, in order.
+func readyAddresses(s *discoveryv1.EndpointSlice) []string {
+	var out []string
+	for _, e := range s.Endpoints {
+		if endpointReady(e) {
+			out = append(out, e.Addresses...)
 		}
 	}
-	next, stop := iter.Pull(ready(b))
-	defer stop()
-	for addr := range ready(a) {
-		if other, ok := next(); !ok || other != addr {
-			return false
-		}
-	}
-	_, more := next()
-	return !more
+	return out
 }
 
 // Relevant reports whether replacing oldObj by newObj (two versions of one

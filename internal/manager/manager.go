@@ -636,12 +636,10 @@ func stripUnread(strip func(any) (any, error)) func(any) (any, error) {
 // added here first.
 func slimEndpointSlice(s *discoveryv1.EndpointSlice) {
 	s.Annotations, s.OwnerReferences, s.GenerateName = nil, nil, ""
-	if len(s.Labels) > 1 {
-		if svc, ok := s.Labels[discoveryv1.LabelServiceName]; ok {
-			s.Labels = map[string]string{discoveryv1.LabelServiceName: svc}
-		} else {
-			s.Labels = nil
-		}
+	if svc, ok := s.Labels[discoveryv1.LabelServiceName]; !ok {
+		s.Labels = nil
+	} else if len(s.Labels) > 1 {
+		s.Labels = map[string]string{discoveryv1.LabelServiceName: svc}
 	}
 	for i := range s.Endpoints {
 		e := &s.Endpoints[i]
