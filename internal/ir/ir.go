@@ -333,7 +333,14 @@ type Cluster struct {
 	Name      string          `json:"name"`
 	Protocol  ClusterProtocol `json:"protocol"`
 	WebSocket bool            `json:"websocket,omitempty"`
-	// Endpoints are ready endpoints only, sorted by IP then port.
+	// Service is the Service port the cluster sends to. The Gateway API
+	// translation names it and nothing more: the xDS side looks its
+	// endpoints up in its own table of EndpointSlices (xds/endpoints), so
+	// that an EndpointSlice change never goes through that translation.
+	Service ServicePort `json:"service,omitzero"`
+	// Endpoints are ready endpoints only, sorted by IP then port. The
+	// xDS side fills them from Service before translating to xDS; the
+	// Gateway API translation leaves them empty.
 	Endpoints []Endpoint `json:"endpoints,omitempty"`
 	// TLS, when set, makes the proxy speak TLS to the backend (a
 	// BackendTLSPolicy applies to the Service port).
@@ -374,6 +381,15 @@ const (
 type SubjectAltName struct {
 	Type  SubjectAltNameType `json:"type"`
 	Value string             `json:"value"`
+}
+
+// ServicePort names a Service port: its endpoints are those of the
+// Service's EndpointSlices' port of the same name.
+type ServicePort struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Port is the Service port's name ("" for an unnamed port).
+	Port string `json:"port,omitempty"`
 }
 
 // Endpoint is one backend address.
