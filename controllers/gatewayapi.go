@@ -62,10 +62,14 @@ func init() { ctrlmetrics.Registry.MustRegister(translateSeconds, gatewayTransla
 // of the whole snapshot, and the queue folds a burst into one.
 var snapshotKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "snapshot"}}
 
-// Publisher receives the IR of every Gateway to serve (the xDS server). It
-// must not block.
+// Publisher receives the IR of every Gateway to serve, and every
+// EndpointSlice change (the xDS server). The IR names each cluster's
+// Service port; the publisher gives it that port's endpoints from the
+// slices, so a slice change goes to it alone, with no translation. Neither
+// method may block for long.
 type Publisher interface {
 	Publish(gateways []*ir.Gateway)
+	UpdateEndpointSlice(old, obj *discoveryv1.EndpointSlice)
 }
 
 // RuntimeSource supplies the facts about Gateways that come from outside the
@@ -154,11 +158,16 @@ func (r *GatewayAPIReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	for _, o := range []client.Object{
 		&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &gatewayv1.GRPCRoute{},
 		&gatewayv1.TLSRoute{}, &gatewayv1.ListenerSet{}, &gatewayv1beta1.ReferenceGrant{}, &corev1.Service{},
-		&discoveryv1.EndpointSlice{}, &corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Namespace{},
+		&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Namespace{},
 		&shardgatev1alpha1.GatewayParameters{}, &gatewayv1.BackendTLSPolicy{},
 	} {
 		b = b.Watches(o, sh)
 	}
+	// EndpointSlices go to the publisher alone, and ask for no
+	// translation. They are watched here all the same so that the first
+	// translation waits for their informer to sync: a Gateway is never
+	// first published without its endpoints.
+	b = b.Watches(&discoveryv1.EndpointSlice{}, endpointHandler{publisher: r.Publisher})
 	// LeaseHosts decide which names shards serve (Ownership), which
 	// Reconcile computes from the cache; so do ProviderHosts in Akash mode.
 	b = b.Watches(&shardgatev1alpha1.LeaseHost{}, h)

@@ -20,9 +20,10 @@ import (
 const DefaultMinInterval = 20 * time.Millisecond
 
 // translateBurst is how many translations may start back to back after a
-// quiet spell. A new lease creates a Service, an EndpointSlice and a route
-// one after the other; each is translated and pushed as it arrives instead
-// of the route waiting for the interval.
+// quiet spell. A new lease creates a Service, an EndpointSlice (which goes
+// to the xDS server alone) and a route one after the other; each change is
+// translated and pushed as it arrives instead of the route waiting for the
+// interval.
 const translateBurst = 4
 
 // maxTranslateDebt caps what a long translation costs beyond its token, in
@@ -177,9 +178,9 @@ type storeHandler struct {
 }
 
 func (h storeHandler) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	// A new object that changes no translation (a Service, EndpointSlice
-	// or ConfigMap nothing names yet) asks for none: the Store keeps it,
-	// and the object that names it brings it in.
+	// A new object that changes no translation (a Service or ConfigMap
+	// nothing names yet) asks for none: the Store keeps it, and the
+	// object that names it brings it in.
 	if h.store.Upsert(e.Object) {
 		h.next.add(q)
 	}

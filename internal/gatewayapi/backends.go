@@ -5,14 +5,10 @@ Copyright The shardgate Authors.
 package gatewayapi
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/shardgate/shardgate/internal/ir"
@@ -113,7 +109,7 @@ func appProtocol(p *string) (proto ir.ClusterProtocol, websocket, ok bool) {
 func (idx *Index) addCluster(gw *gatewayv1.Gateway, clusters map[string]*ir.Cluster, b backend) {
 	c, ok := clusters[b.cluster]
 	if !ok {
-		c = &ir.Cluster{Name: b.cluster, Protocol: b.proto, Endpoints: idx.endpointsFor(b)}
+		c = &ir.Cluster{Name: b.cluster, Protocol: b.proto, Service: b.servicePort()}
 		idx.applyBackendTLS(gw, c, b)
 		clusters[b.cluster] = c
 	}
@@ -135,70 +131,8 @@ func protoRank(p ir.ClusterProtocol) int {
 	return 0
 }
 
-// portEndpoints are the endpoints of one Service port, by port name.
-type portEndpoints struct {
-	port string
-	eps  []ir.Endpoint
-}
-
-// endpointReady: e may take traffic. An unknown readiness counts as ready,
-// as the EndpointSlice API says consumers should take it.
-func endpointReady(e discoveryv1.Endpoint) bool {
-	return e.Conditions.Ready == nil || *e.Conditions.Ready
-}
-
-// endpointsFor lists the ready endpoints of a Service port from its
-// EndpointSlices, matching the slice port by the Service port's name.
-func (idx *Index) endpointsFor(b backend) []ir.Endpoint {
-	svc := nn(b.svc.Namespace, b.svc.Name)
-	for _, pe := range idx.endpoints[svc] {
-		if pe.port == b.port.Name {
-			return pe.eps
-		}
-	}
-	sl := idx.slices[svc]
-	n := 0
-	for _, s := range sl {
-		for _, e := range s.Endpoints {
-			n += len(e.Addresses)
-		}
-	}
-	out := make([]ir.Endpoint, 0, n)
-	for _, s := range sl {
-		if s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6 {
-			continue
-		}
-		var port *int32
-		for _, p := range s.Ports {
-			name := ""
-			if p.Name != nil {
-				name = *p.Name
-			}
-			if name == b.port.Name && p.Port != nil {
-				port = p.Port
-				break
-			}
-		}
-		if port == nil {
-			continue
-		}
-		for _, e := range s.Endpoints {
-			if !endpointReady(e) {
-				continue
-			}
-			for _, a := range e.Addresses {
-				out = append(out, ir.Endpoint{IP: a, Port: *port, Ready: true})
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b ir.Endpoint) int {
-		if c := strings.Compare(a.IP, b.IP); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Port, b.Port)
-	})
-	// The same address can appear in several slices during a rollover.
-	out = slices.Compact(out)
-	idx.endpoints[svc] = append(idx.endpoints[svc], portEndpoints{port: b.port.Name, eps: out})
-	return out
+// servicePort names the Service port b sends to, by the port's name: the
+// xDS side finds its endpoints in the Service's EndpointSlices.
+func (b backend) servicePort() ir.ServicePort {
+	return ir.ServicePort{Namespace: b.svc.Namespace, Name: b.svc.Name, Port: b.port.Name}
 }

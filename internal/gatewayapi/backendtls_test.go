@@ -83,8 +83,8 @@ func TestBackendTLSStoreMarksOnlyTargets(t *testing.T) {
 	p := testPolicy("tenant-b", "steal", "api", "ca", "evil.example.com")
 	s.Upsert(p)
 	d := s.takeDirty()
-	if _, ok := d.Endpoints[nn("tenant-b", "api")]; !ok || len(d.Endpoints) != 1 {
-		t.Fatalf("a new policy must mark its own Service only: %v", d.Endpoints)
+	if _, ok := d.Clusters[nn("tenant-b", "api")]; !ok || len(d.Clusters) != 1 {
+		t.Fatalf("a new policy must mark its own Service only: %v", d.Clusters)
 	}
 	// A status write (same generation) marks nothing.
 	st := p.DeepCopy()
@@ -93,8 +93,8 @@ func TestBackendTLSStoreMarksOnlyTargets(t *testing.T) {
 	if s.Upsert(st) {
 		t.Fatal("a status-only update of a policy must not be relevant")
 	}
-	if d := s.takeDirty(); len(d.Endpoints)+len(d.Policies) != 0 {
-		t.Fatalf("a status-only update marked %v %v", d.Endpoints, d.Policies)
+	if d := s.takeDirty(); len(d.Clusters)+len(d.Policies) != 0 {
+		t.Fatalf("a status-only update marked %v %v", d.Clusters, d.Policies)
 	}
 	// tenant-a's ConfigMap of the same name is not the policy's.
 	if s.Upsert(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "ca", UID: "a"}, Data: map[string]string{caCertKey: "x"}}) {
@@ -103,14 +103,14 @@ func TestBackendTLSStoreMarksOnlyTargets(t *testing.T) {
 	if s.configMaps[nn("tenant-a", "ca")] == nil {
 		t.Fatal("a new ConfigMap is stored all the same")
 	}
-	if d := s.takeDirty(); len(d.Endpoints)+len(d.Policies) != 0 {
-		t.Fatalf("another namespace's ConfigMap marked %v %v", d.Endpoints, d.Policies)
+	if d := s.takeDirty(); len(d.Clusters)+len(d.Policies) != 0 {
+		t.Fatalf("another namespace's ConfigMap marked %v %v", d.Clusters, d.Policies)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-b", Name: "ca", UID: "b", ResourceVersion: "1"}, Data: map[string]string{caCertKey: "x"}}
 	s.Upsert(cm)
 	d = s.takeDirty()
-	if _, ok := d.Endpoints[nn("tenant-b", "api")]; !ok || len(d.Endpoints) != 1 || len(d.Policies) != 1 {
-		t.Fatalf("the policy's ConfigMap must mark the policy and its Service: %v %v", d.Endpoints, d.Policies)
+	if _, ok := d.Clusters[nn("tenant-b", "api")]; !ok || len(d.Clusters) != 1 || len(d.Policies) != 1 {
+		t.Fatalf("the policy's ConfigMap must mark the policy and its Service: %v %v", d.Clusters, d.Policies)
 	}
 	// A change to another key of the ConfigMap is not relevant.
 	other := cm.DeepCopy()
@@ -125,21 +125,21 @@ func TestBackendTLSStoreMarksOnlyTargets(t *testing.T) {
 	moved.Generation = 2
 	s.Upsert(moved)
 	d = s.takeDirty()
-	if len(d.Endpoints) != 2 {
-		t.Fatalf("retargeting marks both Services: %v", d.Endpoints)
+	if len(d.Clusters) != 2 {
+		t.Fatalf("retargeting marks both Services: %v", d.Clusters)
 	}
 	s.Delete(moved)
 	d = s.takeDirty()
-	if _, ok := d.Endpoints[nn("tenant-b", "web")]; !ok || len(d.Endpoints) != 1 {
-		t.Fatalf("deleting marks the Service it selected: %v", d.Endpoints)
+	if _, ok := d.Clusters[nn("tenant-b", "web")]; !ok || len(d.Clusters) != 1 {
+		t.Fatalf("deleting marks the Service it selected: %v", d.Clusters)
 	}
 	// Once deleted, its ConfigMap marks nothing.
 	cm2 := cm.DeepCopy()
 	cm2.ResourceVersion = "3"
 	cm2.Data[caCertKey] = "changed"
 	s.Upsert(cm2)
-	if d := s.takeDirty(); len(d.Endpoints)+len(d.Policies) != 0 {
-		t.Fatalf("a ConfigMap no policy names marked %v %v", d.Endpoints, d.Policies)
+	if d := s.takeDirty(); len(d.Clusters)+len(d.Policies) != 0 {
+		t.Fatalf("a ConfigMap no policy names marked %v %v", d.Clusters, d.Policies)
 	}
 }
 

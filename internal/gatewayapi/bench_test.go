@@ -12,15 +12,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // benchInput is one Gateway with an HTTP listener, n HTTPRoutes each with
-// its own hostname and Service (with one EndpointSlice of two endpoints),
-// as a large provider's shard looks.
+// its own hostname and Service, as a large provider's shard looks (the
+// Services' EndpointSlices are the xDS side's: xds/server's benchmarks).
 func benchInput(n int) *Input {
 	in := &Input{ControllerName: testController, Runtime: map[types.NamespacedName]GatewayRuntime{
 		{Namespace: "default", Name: "gw"}: {Addresses: []gatewayv1.GatewayStatusAddress{{Value: "192.0.2.1"}}},
@@ -35,16 +34,15 @@ func benchInput(n int) *Input {
 		}}},
 	}}
 	for i := 0; i < n; i++ {
-		svc, es, rt := benchLease(i)
+		svc, rt := benchLease(i)
 		in.HTTPRoutes = append(in.HTTPRoutes, rt)
 		in.Services = append(in.Services, svc)
-		in.EndpointSlices = append(in.EndpointSlices, es)
 	}
 	return in
 }
 
 // BenchmarkTranslate10k: a full translation of 10k routes, each on its own
-// Service and EndpointSlice. Target: ≤ 100 ms.
+// Service. Target: ≤ 100 ms.
 func BenchmarkTranslate10k(b *testing.B) {
 	in := benchInput(10000)
 	b.ReportAllocs()
@@ -78,9 +76,9 @@ func TestTranslate10kShape(t *testing.T) {
 	}
 }
 
-// benchLease is lease i of the benchmark: a Service with one port, its
-// EndpointSlice with two endpoints, and an HTTPRoute for its own hostname.
-func benchLease(i int) (*corev1.Service, *discoveryv1.EndpointSlice, *gatewayv1.HTTPRoute) {
+// benchLease is lease i of the benchmark: a Service with one port and an
+// HTTPRoute for its own hostname.
+func benchLease(i int) (*corev1.Service, *gatewayv1.HTTPRoute) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	port := int32(80)
 	prefix := gatewayv1.PathMatchPathPrefix
@@ -106,17 +104,7 @@ func benchLease(i int) (*corev1.Service, *discoveryv1.EndpointSlice, *gatewayv1.
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
 	}
-	pname, pnum := "http", int32(8080)
-	es := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: name + "-x", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: name}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: &pname, Port: &pnum}},
-		Endpoints: []discoveryv1.Endpoint{
-			{Addresses: []string{fmt.Sprintf("10.244.%d.%d", i/250%250, i%250+1)}},
-			{Addresses: []string{fmt.Sprintf("10.245.%d.%d", i/250%250, i%250+1)}},
-		},
-	}
-	return svc, es, rt
+	return svc, rt
 }
 
 // benchTranslator is a Translator over a Store holding benchInput(n),
@@ -201,8 +189,9 @@ func BenchmarkTranslatorOneRouteChange(b *testing.B) {
 }
 
 // BenchmarkTranslatorTenantFlow: 10k routes, each on its own Service; per
-// translation a new lease arrives: its Service, EndpointSlice and route,
-// created together. Target: ≤ 1 ms.
+// translation a new lease arrives: its Service and route, created together
+// (its EndpointSlice goes to the xDS side alone: BenchmarkPipelineTenantFlow
+// in xds/server has all three). Target: ≤ 1 ms.
 func BenchmarkTranslatorTenantFlow(b *testing.B) {
 	_, st, tr, f := benchTranslator(10000)
 	b.ReportAllocs()
@@ -210,9 +199,8 @@ func BenchmarkTranslatorTenantFlow(b *testing.B) {
 	start := now()
 	i := 10000
 	for b.Loop() {
-		svc, es, rt := benchLease(i)
+		svc, rt := benchLease(i)
 		st.Upsert(svc)
-		st.Upsert(es)
 		st.Upsert(rt)
 		i++
 		out := tr.Translate(f)
@@ -228,8 +216,8 @@ func BenchmarkTranslatorTenantFlow(b *testing.B) {
 
 // BenchmarkTranslatorLeaseHostFlow: 10k routes on a shard in Generated
 // mode, each generated for its LeaseHost; per translation a new lease
-// arrives as the hostname operator's flow makes it: its Service,
-// EndpointSlice and route, and ownership facts in which its LeaseHost
+// arrives as the hostname operator's flow makes it: its Service and route
+// (its EndpointSlice is the xDS side's), and ownership facts in which its LeaseHost
 // holds the route's name (a new Ownership, its Generated map copied and
 // one entry added, with a delta naming the route, as the controller
 // computes it). Target: ≤ 1 ms.
@@ -258,7 +246,7 @@ func BenchmarkTranslatorLeaseHostFlow(b *testing.B) {
 	start := now()
 	i := 10000
 	for b.Loop() {
-		svc, es, rt := benchLease(i)
+		svc, rt := benchLease(i)
 		k, g := generated(rt, i)
 		next := *f.Ownership
 		next.Generated = maps.Clone(f.Ownership.Generated)
@@ -267,7 +255,6 @@ func BenchmarkTranslatorLeaseHostFlow(b *testing.B) {
 		next.Delta = &OwnershipDelta{Since: f.Ownership.Gen, Routes: []types.NamespacedName{k}}
 		f.Ownership = &next
 		st.Upsert(svc)
-		st.Upsert(es)
 		st.Upsert(rt)
 		i++
 		out := tr.Translate(f)
@@ -278,29 +265,5 @@ func BenchmarkTranslatorLeaseHostFlow(b *testing.B) {
 	target(b, start, time.Millisecond)
 	if tr.Stats.Full != 1 {
 		b.Fatalf("a new LeaseHost's route translated the Gateway in full (%+v)", tr.Stats)
-	}
-}
-
-// BenchmarkTranslatorOneEndpointChange: 10k routes, each with its own
-// Service; one EndpointSlice replaced per translation (endpoint churn).
-func BenchmarkTranslatorOneEndpointChange(b *testing.B) {
-	in, st, tr, f := benchTranslator(10000)
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := now()
-	i := 0
-	for b.Loop() {
-		i++
-		k := i % len(in.EndpointSlices)
-		s := in.EndpointSlices[k].DeepCopy()
-		s.ResourceVersion = fmt.Sprint(100000 + i)
-		s.Endpoints[0].Addresses = []string{fmt.Sprintf("10.9.%d.%d", i/250%250, i%250)}
-		in.EndpointSlices[k] = s
-		st.Upsert(s)
-		tr.Translate(f)
-	}
-	target(b, start, time.Millisecond)
-	if tr.Stats.Patched < b.N {
-		b.Fatalf("%d patches for %d endpoint changes (%+v)", tr.Stats.Patched, b.N, tr.Stats)
 	}
 }

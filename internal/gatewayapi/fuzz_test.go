@@ -13,7 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -314,11 +313,10 @@ func fuzzInput(data []byte, cert, key []byte) *Input {
 				svc.Spec.Ports = append(svc.Spec.Ports, sp)
 			}
 			in.Services = append(in.Services, svc)
-			es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name + "-1", Namespace: ns,
-				Labels: map[string]string{discoveryv1.LabelServiceName: name}}, AddressType: discoveryv1.AddressTypeIPv4}
-			es.Ports = []discoveryv1.EndpointPort{{Name: ptrTo("p80"), Port: ptrTo(int32(8080))}}
-			es.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.1"}}, {Addresses: []string{"10.244.0.2"}, Conditions: discoveryv1.EndpointConditions{Ready: ptrTo(c.bool())}}}
-			in.EndpointSlices = append(in.EndpointSlices, es)
+			// One choice was an EndpointSlice's readiness, before
+			// endpoints left the Gateway API translation; it is still
+			// drawn, so that every later choice (and the corpus) stays.
+			c.bool()
 		}
 		if c.bool() {
 			in.Secrets = append(in.Secrets, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cert", Namespace: ns}, Type: corev1.SecretTypeTLS,

@@ -20,7 +20,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
@@ -130,10 +129,6 @@ func decodeInput(raw []byte) (*Input, error) {
 			o := &corev1.Service{}
 			err = into(o)
 			in.Services = append(in.Services, o)
-		case "EndpointSlice":
-			o := &discoveryv1.EndpointSlice{}
-			err = into(o)
-			in.EndpointSlices = append(in.EndpointSlices, o)
 		case "Secret":
 			o := &corev1.Secret{}
 			err = into(o)
@@ -332,8 +327,6 @@ func reversed(in *Input) *Input {
 	slices.Reverse(c.ReferenceGrants)
 	c.Services = slices.Clone(in.Services)
 	slices.Reverse(c.Services)
-	c.EndpointSlices = slices.Clone(in.EndpointSlices)
-	slices.Reverse(c.EndpointSlices)
 	c.Secrets = slices.Clone(in.Secrets)
 	slices.Reverse(c.Secrets)
 	c.ConfigMaps = slices.Clone(in.ConfigMaps)

@@ -18,7 +18,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,8 +55,7 @@ func hostileInput() *Input {
 				Listeners:        []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType}},
 			},
 		}},
-		Services:       []*corev1.Service{service("default", "web")},
-		EndpointSlices: []*discoveryv1.EndpointSlice{slice("default", "web", "web-0", 0, 1)},
+		Services: []*corev1.Service{service("default", "web")},
 		Runtime: map[types.NamespacedName]GatewayRuntime{
 			{Namespace: "default", Name: "gw"}: {Addresses: []gatewayv1.GatewayStatusAddress{{Type: ptrTo(gatewayv1.IPAddressType), Value: "192.0.2.10"}}},
 		},
@@ -69,23 +67,6 @@ func service(ns, name string) *corev1.Service {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
 	}
-}
-
-// slice is an EndpointSlice of service with n ready endpoints whose IPs are
-// numbered from first.
-func slice(ns, svc, name string, first, n int) *discoveryv1.EndpointSlice {
-	s := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptrTo("http"), Port: ptrTo(int32(8080)), Protocol: ptrTo(corev1.ProtocolTCP)}},
-	}
-	for i := first; i < first+n; i++ {
-		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
-			Addresses:  []string{fmt.Sprintf("10.244.%d.%d", i/250, i%250+1)},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptrTo(true)},
-		})
-	}
-	return s
 }
 
 // route is HTTPRoute default/r attached to gw with one rule to web:80.
@@ -697,25 +678,6 @@ func TestHostileGateways(t *testing.T) {
 				}
 			},
 		},
-		{
-			name: "EndpointSlice with 5000 endpoints (the apiserver allows 1000)",
-			setup: func(in *Input) {
-				in.EndpointSlices = []*discoveryv1.EndpointSlice{slice("default", "web", "web-0", 0, 5000)}
-				in.HTTPRoutes = append(in.HTTPRoutes, route())
-			},
-			check: endpoints(5000),
-		},
-		{
-			name: "five EndpointSlices of 1000 endpoints for one Service",
-			setup: func(in *Input) {
-				in.EndpointSlices = nil
-				for i := range 5 {
-					in.EndpointSlices = append(in.EndpointSlices, slice("default", "web", fmt.Sprintf("web-%d", i), i*1000, 1000))
-				}
-				in.HTTPRoutes = append(in.HTTPRoutes, route())
-			},
-			check: endpoints(5000),
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -743,32 +705,6 @@ func noSecrets(t *testing.T, out *Output) {
 	for _, gw := range out.Gateways {
 		if len(gw.Secrets) != 0 {
 			t.Fatalf("an unusable Secret reached the IR: %s", gw.Secrets[0].Name)
-		}
-	}
-}
-
-func endpoints(n int) func(t *testing.T, out *Output) {
-	return func(t *testing.T, out *Output) {
-		t.Helper()
-		c := irCluster(out, "default/web/80")
-		if c == nil {
-			t.Fatal("no cluster for default/web/80")
-		}
-		if len(c.Endpoints) != n {
-			t.Fatalf("cluster has %d endpoints; want %d", len(c.Endpoints), n)
-		}
-		res := envoyValid(t, out)
-		got := 0
-		for _, cla := range res[0].Endpoints {
-			if cla.ClusterName != "default/web/80" {
-				continue
-			}
-			for _, le := range cla.Endpoints {
-				got += len(le.LbEndpoints)
-			}
-		}
-		if got != n {
-			t.Fatalf("Envoy ClusterLoadAssignment has %d endpoints; want %d", got, n)
 		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,9 +35,10 @@ import (
 //   - each Gateway's last assembly, until the Store marks the Gateway dirty
 //     (the Gateway, a Secret it names, a ReferenceGrant it relies on, its
 //     Namespace changed) or any GatewayClass, GatewayParameters or Facts
-//     change; dirty routes are patched into it when they can be;
-//   - each Service port's endpoints, until the Service or its
-//     EndpointSlices change.
+//     change; dirty routes are patched into it when they can be.
+//
+// EndpointSlices are not among its inputs: a cluster names its Service
+// port, and the xDS side gives it that port's endpoints (xds/endpoints).
 //
 // Outputs share unchanged maps and slices with earlier outputs: they must be
 // treated as read-only, which makes them safe to keep.
@@ -46,15 +46,14 @@ import (
 // A Translator is safe for concurrent use; translations run one at a time,
 // and hold the Store's lock while they run.
 type Translator struct {
-	mu        sync.Mutex
-	store     *Store
-	compiled  map[RouteKey]*compiledRoute
-	endpoints map[types.NamespacedName][]portEndpoints
-	gateways  map[types.NamespacedName]*gwState
-	policies  map[types.NamespacedName]*resolvedPolicy
-	facts     Facts
-	last      *Output
-	seq       uint64
+	mu       sync.Mutex
+	store    *Store
+	compiled map[RouteKey]*compiledRoute
+	gateways map[types.NamespacedName]*gwState
+	policies map[types.NamespacedName]*resolvedPolicy
+	facts    Facts
+	last     *Output
+	seq      uint64
 
 	// Stats counts how Gateways were translated, for tests and metrics.
 	Stats TranslatorStats
@@ -68,11 +67,10 @@ type TranslatorStats struct {
 // NewTranslator returns a Translator over s with nothing remembered.
 func NewTranslator(s *Store) *Translator {
 	return &Translator{
-		store:     s,
-		compiled:  map[RouteKey]*compiledRoute{},
-		endpoints: map[types.NamespacedName][]portEndpoints{},
-		gateways:  map[types.NamespacedName]*gwState{},
-		policies:  map[types.NamespacedName]*resolvedPolicy{},
+		store:    s,
+		compiled: map[RouteKey]*compiledRoute{},
+		gateways: map[types.NamespacedName]*gwState{},
+		policies: map[types.NamespacedName]*resolvedPolicy{},
 	}
 }
 
@@ -90,16 +88,13 @@ func (t *Translator) Translate(f Facts) *Output {
 			d.All = true
 		}
 	}
-	for svc := range d.Endpoints {
-		delete(t.endpoints, svc)
-	}
 	for k := range d.Routes {
 		delete(t.compiled, k)
 	}
 	for k := range d.Policies {
 		delete(t.policies, k)
 	}
-	idx := storeIndex(s, f, t.endpoints)
+	idx := storeIndex(s, f)
 	idx.policyCache = t.policies
 	t.seq++
 	var out *Output
@@ -248,7 +243,7 @@ func (t *Translator) compileFor(idx *Index, gw types.NamespacedName, into map[Ro
 }
 
 // translateChanges redoes the dirty Gateways, patches the Gateways whose
-// routes or endpoints changed, reuses the others, and merges again the
+// routes (or clusters' Services) changed, reuses the others, and merges again the
 // status of the routes whose entries may have changed.
 func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 	s := t.store
@@ -301,8 +296,8 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 			res = t.assemble(idx, gw, st, remerge)
 		} else {
 			changed := changedByGW[key]
-			endpoints := st.clustersOf(d.Endpoints)
-			if len(changed) == 0 && len(endpoints) == 0 {
+			rebuild := st.clustersOf(d.Clusters)
+			if len(changed) == 0 && len(rebuild) == 0 {
 				t.Stats.Reused++
 				continue
 			}
@@ -313,7 +308,7 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 				}
 			}
 			var ok bool
-			if res, ok = patchGateway(idx, st, gw, changed, newCRs, endpoints); ok {
+			if res, ok = patchGateway(idx, st, gw, changed, newCRs, rebuild); ok {
 				t.Stats.Patched++
 			} else {
 				res = t.assemble(idx, gw, st, remerge)
@@ -454,30 +449,11 @@ func (t *Translator) compile(idx *Index, k RouteKey, obj client.Object) *compile
 	return cr
 }
 
-// sameSliceReads: a and b give every Service port the same endpoints. The
-// ready addresses are compared in order; a reordering counts as a change.
-func sameSliceReads(a, b *discoveryv1.EndpointSlice) bool {
-	return a.Labels[discoveryv1.LabelServiceName] == b.Labels[discoveryv1.LabelServiceName] && a.AddressType == b.AddressType &&
-		equality.Semantic.DeepEqual(a.Ports, b.Ports) && slices.Equal(readyAddresses(a), readyAddresses(b))
-}
-
-// readyAddresses lists the addresses of s's ready endpoints, in order.
-func readyAddresses(s *discoveryv1.EndpointSlice) []string {
-	var out []string
-	for _, e := range s.Endpoints {
-		if endpointReady(e) {
-			out = append(out, e.Addresses...)
-		}
-	}
-	return out
-}
-
 // Relevant reports whether replacing oldObj by newObj (two versions of one
 // object) can change a translation. The translator reads the spec of the
 // Gateway API kinds and of GatewayParameters (a change bumps
 // metadata.generation), the HTTPRoute annotations it honours, Service
-// ports, Secret types and data, Namespace labels, and of an EndpointSlice
-// its Service, address type, ports and ready addresses; never status.
+// ports, Secret types and data and Namespace labels; never status.
 func Relevant(oldObj, newObj client.Object) bool {
 	if oldObj == nil || newObj == nil {
 		return true
@@ -496,11 +472,6 @@ func Relevant(oldObj, newObj client.Object) bool {
 	case *corev1.Service:
 		o, ok := oldObj.(*corev1.Service)
 		return !ok || !equality.Semantic.DeepEqual(o.Spec.Ports, n.Spec.Ports)
-	case *discoveryv1.EndpointSlice:
-		// The Pod references, nodes, zones and other conditions the
-		// EndpointSlice controller updates are not read (endpointsFor).
-		o, ok := oldObj.(*discoveryv1.EndpointSlice)
-		return !ok || !sameSliceReads(o, n)
 	case *corev1.ConfigMap:
 		// Only a CA bundle is read.
 		o, ok := oldObj.(*corev1.ConfigMap)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -115,7 +114,6 @@ func events(st *Store, prev, next *Input) []func() {
 	kind(objs(prev.TLSRoutes), objs(next.TLSRoutes))
 	kind(objs(prev.ReferenceGrants), objs(next.ReferenceGrants))
 	kind(objs(prev.Services), objs(next.Services))
-	kind(objs(prev.EndpointSlices), objs(next.EndpointSlices))
 	kind(objs(prev.Secrets), objs(next.Secrets))
 	kind(objs(prev.ConfigMaps), objs(next.ConfigMaps))
 	kind(objs(prev.Namespaces), objs(next.Namespaces))
@@ -230,9 +228,6 @@ func stamp(in *Input, rv *int) {
 	for _, o := range in.ReferenceGrants {
 		set(o)
 	}
-	for _, o := range in.EndpointSlices {
-		set(o)
-	}
 	for _, o := range in.Secrets {
 		set(o)
 	}
@@ -312,7 +307,6 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			in.TLSRoutes = mix(r, nil, in.TLSRoutes, 0, 1)
 			in.ReferenceGrants = mix(r, nil, in.ReferenceGrants, 0, 1)
 			in.Services = mix(r, nil, in.Services, 0, 1)
-			in.EndpointSlices = mix(r, nil, in.EndpointSlices, 0, 1)
 			in.Secrets = mix(r, nil, in.Secrets, 0, 1)
 			in.ConfigMaps = mix(r, nil, in.ConfigMaps, 0, 1)
 			in.Namespaces = mix(r, nil, in.Namespaces, 0, 1)
@@ -385,13 +379,14 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 				in = next
 				continue
 			case 2:
-				// Only EndpointSlices change (endpoint churn).
-				next.EndpointSlices = mix(r, in.EndpointSlices, fresh.EndpointSlices, 0.8, 0.3)
+				// Only Services change (ports, appProtocols, new and
+				// gone Services).
+				next.Services = mix(r, in.Services, fresh.Services, 0.8, 0.3)
 				in = next
 				continue
 			case 3:
-				// The tenant flow: a new Service, its EndpointSlice and a
-				// route naming it, all in one step.
+				// The tenant flow: a new Service and a route naming it,
+				// all in one step.
 				tenantFlow(r, next, step, &rv)
 				in = next
 				continue
@@ -434,7 +429,6 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			next.TLSRoutes = mix(r, in.TLSRoutes, fresh.TLSRoutes, keep, add)
 			next.ReferenceGrants = mix(r, in.ReferenceGrants, fresh.ReferenceGrants, keep, add/2)
 			next.Services = mix(r, in.Services, fresh.Services, keep, add/2)
-			next.EndpointSlices = mix(r, in.EndpointSlices, fresh.EndpointSlices, keep, add)
 			next.Secrets = mix(r, in.Secrets, fresh.Secrets, keep, add/2)
 			next.ConfigMaps = mix(r, in.ConfigMaps, fresh.ConfigMaps, keep, add/2)
 			next.Namespaces = mix(r, in.Namespaces, fresh.Namespaces, 0.97, 0.1)
@@ -465,21 +459,20 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 	}
 }
 
-// tenantFlow adds to in a new Service with an EndpointSlice and an
-// HTTPRoute naming it, on one of the fuzz Gateways, as a new lease does.
+// tenantFlow adds to in a new Service and an HTTPRoute naming it, on one
+// of the fuzz Gateways, as a new lease does.
 func tenantFlow(r *rand.Rand, in *Input, step int, rv *int) {
 	ns := fzNamespaces[r.IntN(len(fzNamespaces))]
 	name := fmt.Sprintf("tenant-%d-%d", step, r.IntN(1000))
 	one := benchInput(1)
-	svc, es, rt := one.Services[0], one.EndpointSlices[0], one.HTTPRoutes[0]
+	svc, rt := one.Services[0], one.HTTPRoutes[0]
 	svc.Name, svc.Namespace = name, ns
-	es.Name, es.Namespace, es.Labels[discoveryv1.LabelServiceName] = name+"-x", ns, name
 	rt.Name, rt.Namespace = name, ns
 	rt.Spec.ParentRefs[0].Name = gatewayv1.ObjectName(fzGateways[r.IntN(len(fzGateways))])
 	rt.Spec.ParentRefs[0].Namespace = ptrTo(gatewayv1.Namespace(fzNamespaces[r.IntN(len(fzNamespaces))]))
 	rt.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(plainHosts[r.IntN(len(plainHosts))])}
 	rt.Spec.Rules[0].BackendRefs[0].Name = gatewayv1.ObjectName(name)
-	objs := []client.Object{svc, es, rt}
+	objs := []client.Object{svc, rt}
 	// Half the leases speak TLS to their backend: random inputs rarely
 	// line up a policy with a Service a route sends to.
 	var policy *gatewayv1.BackendTLSPolicy
@@ -499,7 +492,6 @@ func tenantFlow(r *rand.Rand, in *Input, step int, rv *int) {
 		o.SetUID(types.UID(fmt.Sprint("uid-", *rv)))
 	}
 	in.Services = append(slices.Clone(in.Services), svc)
-	in.EndpointSlices = append(slices.Clone(in.EndpointSlices), es)
 	in.HTTPRoutes = append(slices.Clone(in.HTTPRoutes), rt)
 	if policy != nil {
 		in.BackendTLSPolicies = append(slices.Clone(in.BackendTLSPolicies), policy)
@@ -600,19 +592,6 @@ func TestTranslatorPatchesLargeGateway(t *testing.T) {
 		}
 		next := *in
 		next.HTTPRoutes = slices.Clone(in.HTTPRoutes)
-		if step%3 == 2 {
-			// Endpoint churn: a Service's EndpointSlice gets a new
-			// address, and nothing else changes.
-			next.EndpointSlices = slices.Clone(in.EndpointSlices)
-			i := r.IntN(len(next.EndpointSlices))
-			es := next.EndpointSlices[i].DeepCopy()
-			rv++
-			es.ResourceVersion = fmt.Sprint(rv)
-			es.Endpoints[0].Addresses = []string{fmt.Sprintf("10.9.%d.%d", step, r.IntN(250))}
-			next.EndpointSlices[i] = es
-			in = &next
-			continue
-		}
 		for n := 1 + r.IntN(3); n > 0; n-- {
 			i := r.IntN(len(next.HTTPRoutes))
 			rt := next.HTTPRoutes[i].DeepCopy()

@@ -8,7 +8,6 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
@@ -29,8 +28,8 @@ const (
 )
 
 // Index is the snapshot arranged for lookups. Build it once per snapshot
-// with NewIndex; TranslateGateway only reads it (except for the endpoint
-// cache, which is filled on first use).
+// with NewIndex; TranslateGateway only reads it (except for what it
+// resolves once, on first use).
 type Index struct {
 	controllerName string
 	classNames     []string
@@ -38,7 +37,6 @@ type Index struct {
 	gateways       []*gatewayv1.Gateway // ours only, sorted ns/name
 	namespaces     map[string]*corev1.Namespace
 	services       map[types.NamespacedName]*corev1.Service
-	slices         map[types.NamespacedName][]*discoveryv1.EndpointSlice // by ns/service name
 	secrets        map[types.NamespacedName]*corev1.Secret
 	configMaps     map[types.NamespacedName]*corev1.ConfigMap
 	grants         map[string][]*gatewayv1beta1.ReferenceGrant // by namespace
@@ -70,12 +68,6 @@ type Index struct {
 	// order: lsByGW (NewIndex), or lsOf (over a Store).
 	lsByGW map[types.NamespacedName][]*gatewayv1.ListenerSet
 	lsOf   func(types.NamespacedName) []*gatewayv1.ListenerSet
-
-	// endpoints caches each Service port's endpoints (by Service, then
-	// port name; a Service has few ports): they do not depend on the Gateway. Over a Store the
-	// cache outlives the Index, and the Translator drops a Service's
-	// entry when its EndpointSlices or ports change.
-	endpoints map[types.NamespacedName][]portEndpoints
 }
 
 type classInfo struct {
@@ -92,7 +84,6 @@ func NewIndex(in *Input) *Index {
 		classes:        map[string]*classInfo{},
 		namespaces:     make(map[string]*corev1.Namespace, len(in.Namespaces)),
 		services:       make(map[types.NamespacedName]*corev1.Service, len(in.Services)),
-		slices:         map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
 		secrets:        map[types.NamespacedName]*corev1.Secret{},
 		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
 		grants:         map[string][]*gatewayv1beta1.ReferenceGrant{},
@@ -100,7 +91,6 @@ func NewIndex(in *Input) *Index {
 		runtime:        in.Runtime,
 		shardRefusals:  in.ShardRefusals,
 		ownership:      in.Ownership,
-		endpoints:      map[types.NamespacedName][]portEndpoints{},
 		policies:       in.BackendTLSPolicies,
 	}
 	for _, ns := range in.Namespaces {
@@ -113,7 +103,6 @@ func NewIndex(in *Input) *Index {
 			idx.services[nn(s.Namespace, s.Name)] = s
 		}
 	}
-	idx.slices = indexSlices(in.EndpointSlices)
 	for _, s := range in.Secrets {
 		if s != nil {
 			idx.secrets[nn(s.Namespace, s.Name)] = s
@@ -178,13 +167,12 @@ func (idx *Index) addClassesAndGateways(classes []*gatewayv1.GatewayClass, gatew
 // storeIndex arranges a Store's objects for lookups: the maps are the
 // Store's own (read under its lock), the classes and Gateways few. It costs
 // O(classes + Gateways).
-func storeIndex(s *Store, f Facts, endpoints map[types.NamespacedName][]portEndpoints) *Index {
+func storeIndex(s *Store, f Facts) *Index {
 	idx := &Index{
 		controllerName: s.controllerName,
 		classes:        map[string]*classInfo{},
 		namespaces:     s.namespaces,
 		services:       s.services,
-		slices:         s.slices,
 		secrets:        s.secrets,
 		configMaps:     s.configMaps,
 		grants:         s.grants,
@@ -192,7 +180,6 @@ func storeIndex(s *Store, f Facts, endpoints map[types.NamespacedName][]portEndp
 		runtime:        f.Runtime,
 		shardRefusals:  f.ShardRefusals,
 		ownership:      f.Ownership,
-		endpoints:      endpoints,
 		policies:       s.policyObjs.list,
 		lsOf:           s.listenerSetsOf,
 	}
@@ -262,31 +249,6 @@ func (idx *Index) indexListenerSets(list []*gatewayv1.ListenerSet) {
 	for _, l := range idx.lsByGW {
 		sortListenerSets(l)
 	}
-}
-
-// indexSlices arranges EndpointSlices by their Service, each Service's by
-// name.
-func indexSlices(slices []*discoveryv1.EndpointSlice) map[types.NamespacedName][]*discoveryv1.EndpointSlice {
-	out := make(map[types.NamespacedName][]*discoveryv1.EndpointSlice, len(slices))
-	for _, s := range slices {
-		if svc := sliceService(s); svc.Name != "" {
-			out[svc] = append(out[svc], s)
-		}
-	}
-	for _, sl := range out {
-		if len(sl) > 1 {
-			sort.Slice(sl, func(i, j int) bool { return sl[i].Name < sl[j].Name })
-		}
-	}
-	return out
-}
-
-// sliceService is the Service an EndpointSlice belongs to (no name: none).
-func sliceService(s *discoveryv1.EndpointSlice) types.NamespacedName {
-	if s == nil || s.Labels[discoveryv1.LabelServiceName] == "" {
-		return types.NamespacedName{}
-	}
-	return nn(s.Namespace, s.Labels[discoveryv1.LabelServiceName])
 }
 
 // parentGateways lists the distinct Gateways a route's parentRefs name.

@@ -27,7 +27,7 @@ import (
 // each step changes the ownership facts the way LeaseHosts do (a route's
 // generated entry added, dropped or holding other names; names changing
 // holders; namespaces changing owners; the block list changing), alone or
-// with a new lease (Service, EndpointSlice, route and its generated entry
+// with a new lease (Service, route and its generated entry
 // together) or a deleted route. After every step the Translator's output
 // equals a fresh Translate; the steps that changed generated entries only
 // are patches, not full translations.
@@ -123,18 +123,17 @@ func TestTranslatorOwnershipEditsMatchTranslate(t *testing.T) {
 					delta = &OwnershipDelta{Routes: []types.NamespacedName{k}}
 				}
 			case 2:
-				// A new lease: its Service, EndpointSlice and route,
-				// with the route generated for its LeaseHost.
+				// A new lease: its Service and route, with the route
+				// generated for its LeaseHost.
 				i := 1000 + step
-				svc, es, rt := benchLease(i)
+				svc, rt := benchLease(i)
 				ownedRoute(r, rt, i)
-				for _, obj := range []client.Object{svc, es, rt} {
+				for _, obj := range []client.Object{svc, rt} {
 					rv++
 					obj.SetResourceVersion(fmt.Sprint(rv))
 					obj.SetUID(types.UID(fmt.Sprint("uid-", rv)))
 				}
 				next.Services = append(slices.Clone(in.Services), svc)
-				next.EndpointSlices = append(slices.Clone(in.EndpointSlices), es)
 				next.HTTPRoutes = append(slices.Clone(in.HTTPRoutes), rt)
 				o.Generated = maps.Clone(o.Generated)
 				generateSome(r, &o, []*gatewayv1.HTTPRoute{rt}, 1)

@@ -17,8 +17,8 @@ import (
 
 // gwState is what assembling a Gateway leaves behind, which a Translator
 // keeps so that the next translation can reuse it whole (nothing the
-// Gateway depends on changed) or patch it (only some of its HTTPRoutes, or
-// endpoints, changed).
+// Gateway depends on changed) or patch it (only some of its HTTPRoutes
+// changed).
 type gwState struct {
 	gw                      *gatewayv1.Gateway
 	listeners               []*listenerState
@@ -29,7 +29,7 @@ type gwState struct {
 	build                   *irBuild // nil when the Gateway is not accepted
 	// clusters counts, per cluster, the backends of emitted routes that
 	// use it, which is all a cluster's IR depends on besides its Service;
-	// bySvc names the clusters of each Service.
+	// bySvc names the clusters of each Service (for policy statuses).
 	clusters map[string]*clusterUse
 	bySvc    map[types.NamespacedName]refs[string]
 	// patchable: only HTTPRoutes are attached (no HTTPRoute/GRPCRoute
@@ -78,7 +78,7 @@ type clusterUse struct {
 	n     int
 	ranks [3]int // by protoRank
 	ws    int
-	b     backend // one of them, for the endpoints
+	b     backend // one of them, for the Service port
 }
 
 func (st *gwState) addClusterRefs(cr *compiledRoute) {
@@ -118,7 +118,7 @@ func (st *gwState) removeClusterRefs(cr *compiledRoute) {
 
 // cluster is the IR of a cluster in use.
 func (idx *Index) clusterOf(gw *gatewayv1.Gateway, name string, u *clusterUse) *ir.Cluster {
-	c := &ir.Cluster{Name: name, Protocol: ir.ClusterTCP, WebSocket: u.ws > 0, Endpoints: idx.endpointsFor(u.b)}
+	c := &ir.Cluster{Name: name, Protocol: ir.ClusterTCP, WebSocket: u.ws > 0, Service: u.b.servicePort()}
 	idx.applyBackendTLS(gw, c, u.b)
 	switch {
 	case u.ranks[2] > 0:
@@ -151,8 +151,9 @@ func specificHosts(cr *compiledRoute) bool {
 // exactly: other route kinds, or routes whose hostnames include wildcards
 // or none (their virtual hosts merge into others).
 //
-// endpoints names clusters whose endpoints changed; they are rebuilt too.
-func patchGateway(idx *Index, st *gwState, gw *gatewayv1.Gateway, changed []RouteKey, newCRs map[RouteKey]*compiledRoute, endpoints []string) (*GatewayResult, bool) {
+// rebuild names clusters whose Service (its ports, its backend TLS)
+// changed; they are built again too.
+func patchGateway(idx *Index, st *gwState, gw *gatewayv1.Gateway, changed []RouteKey, newCRs map[RouteKey]*compiledRoute, rebuild []string) (*GatewayResult, bool) {
 	if !st.patchable {
 		return nil, false
 	}
@@ -173,7 +174,7 @@ func patchGateway(idx *Index, st *gwState, gw *gatewayv1.Gateway, changed []Rout
 	res := &GatewayResult{Routes: st.result.Routes}
 	affected := map[*vhostGroup]map[string]bool{}
 	clusters := map[string]bool{}
-	for _, name := range endpoints {
+	for _, name := range rebuild {
 		clusters[name] = true
 	}
 	mark := func(g *vhostGroup, hosts []string) {
@@ -364,7 +365,7 @@ func (idx *Index) patchIR(st *gwState, affected map[*vhostGroup]map[string]bool,
 }
 
 func sameCluster(a, b *ir.Cluster) bool {
-	return a.Name == b.Name && a.Protocol == b.Protocol && a.WebSocket == b.WebSocket && slices.Equal(a.Endpoints, b.Endpoints) &&
+	return a.Name == b.Name && a.Protocol == b.Protocol && a.WebSocket == b.WebSocket && a.Service == b.Service &&
 		ir.SameUpstreamTLS(a.TLS, b.TLS)
 }
 

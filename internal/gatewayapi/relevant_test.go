@@ -3,11 +3,8 @@ package gatewayapi
 import (
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
@@ -77,67 +74,5 @@ func TestRelevantHTTPRouteAnnotations(t *testing.T) {
 		if got := Relevant(base(), next); got != tc.want {
 			t.Errorf("%s: Relevant = %v, want %v", name, got, tc.want)
 		}
-	}
-}
-
-// TestRelevantEndpointSlice: an EndpointSlice update is translated only when
-// it changes what a Service port's endpoints are made of (its Service,
-// address type, ports, ready addresses), not for the Pod references,
-// nodes, zones and other conditions the EndpointSlice controller also
-// updates.
-func TestRelevantEndpointSlice(t *testing.T) {
-	base := func() *discoveryv1.EndpointSlice {
-		port, name := int32(8080), "http"
-		return &discoveryv1.EndpointSlice{
-			ObjectMeta:  metav1.ObjectMeta{Name: "app-x", Namespace: "t", UID: "u", ResourceVersion: "1", Labels: map[string]string{discoveryv1.LabelServiceName: "app"}},
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port}},
-			Endpoints: []discoveryv1.Endpoint{
-				{Addresses: []string{"10.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
-				{Addresses: []string{"10.0.0.2"}},
-				{Addresses: []string{"10.0.0.3"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)}},
-			},
-		}
-	}
-	for _, c := range []struct {
-		name string
-		edit func(*discoveryv1.EndpointSlice)
-		want bool
-	}{
-		{"Pod references, node, zone, serving and terminating", func(s *discoveryv1.EndpointSlice) {
-			for i := range s.Endpoints {
-				e := &s.Endpoints[i]
-				e.TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: "p"}
-				e.NodeName, e.Zone = ptr.To("n"), ptr.To("z")
-				e.Conditions.Serving, e.Conditions.Terminating = ptr.To(false), ptr.To(true)
-			}
-			s.Annotations = map[string]string{corev1.EndpointsLastChangeTriggerTime: "now"}
-		}, false},
-		{"a not-ready endpoint added", func(s *discoveryv1.EndpointSlice) {
-			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.0.0.9"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)}})
-		}, false},
-		{"ready unknown made true", func(s *discoveryv1.EndpointSlice) { s.Endpoints[1].Conditions.Ready = ptr.To(true) }, false},
-		{"nothing", func(*discoveryv1.EndpointSlice) {}, false},
-		{"a ready endpoint added", func(s *discoveryv1.EndpointSlice) {
-			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.0.0.9"}})
-		}, true},
-		{"a ready endpoint gone", func(s *discoveryv1.EndpointSlice) { s.Endpoints = s.Endpoints[1:] }, true},
-		{"an endpoint becomes ready", func(s *discoveryv1.EndpointSlice) { s.Endpoints[2].Conditions.Ready = ptr.To(true) }, true},
-		{"an endpoint becomes not ready", func(s *discoveryv1.EndpointSlice) { s.Endpoints[0].Conditions.Ready = ptr.To(false) }, true},
-		{"an address changes", func(s *discoveryv1.EndpointSlice) { s.Endpoints[0].Addresses[0] = "10.0.0.7" }, true},
-		{"a port changes", func(s *discoveryv1.EndpointSlice) { *s.Ports[0].Port = 9090 }, true},
-		{"a port is renamed", func(s *discoveryv1.EndpointSlice) { *s.Ports[0].Name = "web" }, true},
-		{"another Service", func(s *discoveryv1.EndpointSlice) { s.Labels[discoveryv1.LabelServiceName] = "other" }, true},
-		{"another address type", func(s *discoveryv1.EndpointSlice) { s.AddressType = discoveryv1.AddressTypeFQDN }, true},
-		{"deleted and created again", func(s *discoveryv1.EndpointSlice) { s.UID = "u2" }, true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			n := base()
-			c.edit(n)
-			n.ResourceVersion = "2"
-			if got := Relevant(base(), n); got != c.want {
-				t.Fatalf("Relevant = %v, want %v", got, c.want)
-			}
-		})
 	}
 }

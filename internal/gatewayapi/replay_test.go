@@ -31,7 +31,6 @@ func allObjects(in *Input) []client.Object {
 	out = append(out, objs(in.BackendTLSPolicies)...)
 	out = append(out, objs(in.ReferenceGrants)...)
 	out = append(out, objs(in.Services)...)
-	out = append(out, objs(in.EndpointSlices)...)
 	out = append(out, objs(in.HTTPRoutes)...)
 	out = append(out, objs(in.GRPCRoutes)...)
 	out = append(out, objs(in.TLSRoutes)...)

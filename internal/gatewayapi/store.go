@@ -6,11 +6,9 @@ package gatewayapi
 
 import (
 	"slices"
-	"sort"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -55,7 +53,6 @@ type Store struct {
 	tls        objects[gatewayv1.TLSRoute]
 	grantObjs  objects[gatewayv1beta1.ReferenceGrant]
 	svcObjs    objects[corev1.Service]
-	sliceObjs  objects[discoveryv1.EndpointSlice]
 	secretObjs objects[corev1.Secret]
 	cmObjs     objects[corev1.ConfigMap]
 	nsObjs     objects[corev1.Namespace]
@@ -64,7 +61,6 @@ type Store struct {
 
 	// The lookup maps an Index reads, kept up to date per event.
 	services   map[types.NamespacedName]*corev1.Service
-	slices     map[types.NamespacedName][]*discoveryv1.EndpointSlice // by Service, sorted by name
 	secrets    map[types.NamespacedName]*corev1.Secret
 	configMaps map[types.NamespacedName]*corev1.ConfigMap
 	grants     map[string][]*gatewayv1beta1.ReferenceGrant // by namespace
@@ -98,16 +94,15 @@ type dirtySet struct {
 	Routes set[RouteKey]
 	// Gateways must be translated again in full.
 	Gateways set[types.NamespacedName]
-	// Endpoints: the Services whose EndpointSlices (or ports) changed, or
-	// whose BackendTLSPolicy (or its CA ConfigMaps) did: their clusters
-	// are built again.
-	Endpoints set[types.NamespacedName]
+	// Clusters: the Services whose ports, or BackendTLSPolicy (or its CA
+	// ConfigMaps), changed: their clusters are built again.
+	Clusters set[types.NamespacedName]
 	// Policies: the BackendTLSPolicies to resolve again.
 	Policies set[types.NamespacedName]
 }
 
 func newDirty() dirtySet {
-	return dirtySet{Routes: set[RouteKey]{}, Gateways: set[types.NamespacedName]{}, Endpoints: set[types.NamespacedName]{},
+	return dirtySet{Routes: set[RouteKey]{}, Gateways: set[types.NamespacedName]{}, Clusters: set[types.NamespacedName]{},
 		Policies: set[types.NamespacedName]{}}
 }
 
@@ -209,7 +204,6 @@ func NewStore(controllerName string) *Store {
 	return &Store{
 		controllerName: controllerName,
 		services:       map[types.NamespacedName]*corev1.Service{},
-		slices:         map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
 		secrets:        map[types.NamespacedName]*corev1.Secret{},
 		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
 		grants:         map[string][]*gatewayv1beta1.ReferenceGrant{},
@@ -293,14 +287,6 @@ func (s *Store) Upsert(obj client.Object) bool {
 		// A Service no route names yet (a new lease's, created before
 		// its route) changes no translation: relevant only when named.
 		return s.routesBySvc[k].len() > 0
-	case *discoveryv1.EndpointSlice:
-		old := s.sliceObjs.put(k, o)
-		// The Service's list holds the newest version either way: the
-		// next change replaces it by pointer.
-		relevant := s.relevant(old, o)
-		s.setSlice(old, o, relevant)
-		// Likewise: relevant only when a route names its Service.
-		return relevant && (s.named(old) || s.named(o))
 	case *corev1.Secret:
 		old := s.secretObjs.put(k, o)
 		s.secrets[k] = o
@@ -385,12 +371,6 @@ func (s *Store) Delete(obj client.Object) bool {
 		}
 		delete(s.services, k)
 		s.serviceChanged(k)
-	case *discoveryv1.EndpointSlice:
-		old := s.sliceObjs.remove(k, objKey[discoveryv1.EndpointSlice])
-		if old == nil {
-			return false
-		}
-		s.setSlice(old, nil, true)
 	case *corev1.Secret:
 		if s.secretObjs.remove(k, objKey[corev1.Secret]) == nil {
 			return false
@@ -460,8 +440,6 @@ func isNil(o client.Object) bool {
 		return o == nil
 	case *corev1.Service:
 		return o == nil
-	case *discoveryv1.EndpointSlice:
-		return o == nil
 	case *corev1.Secret:
 		return o == nil
 	case *corev1.ConfigMap:
@@ -515,7 +493,7 @@ func (s *Store) serviceChanged(k types.NamespacedName) {
 	for r := range s.routesBySvc[k].all() {
 		s.dirty.Routes.add(r)
 	}
-	s.dirty.Endpoints.add(k)
+	s.dirty.Clusters.add(k)
 }
 
 func (s *Store) namespaceChanged(ns string) {
@@ -549,53 +527,6 @@ func (s *Store) setGrant(ns string, old, obj *gatewayv1beta1.ReferenceGrant) {
 		return
 	}
 	s.grants[ns] = out
-}
-
-// setSlice replaces old by obj in their Services' slice lists.
-// named: some route names the Service of slice (nil: none). Call with
-// s.mu held.
-func (s *Store) named(slice *discoveryv1.EndpointSlice) bool {
-	if slice == nil {
-		return false
-	}
-	svc := sliceService(slice)
-	return svc.Name != "" && s.routesBySvc[svc].len() > 0
-}
-
-// setSlice replaces old by obj in their Services' lists (either may be nil),
-// marking those Services' endpoints changed when mark is set.
-func (s *Store) setSlice(old, obj *discoveryv1.EndpointSlice, mark bool) {
-	if old != nil {
-		svc := sliceService(old)
-		if svc.Name != "" {
-			list := s.slices[svc]
-			out := list[:0:0]
-			for _, e := range list {
-				if e != old {
-					out = append(out, e)
-				}
-			}
-			if len(out) == 0 {
-				delete(s.slices, svc)
-			} else {
-				s.slices[svc] = out
-			}
-			if mark {
-				s.dirty.Endpoints.add(svc)
-			}
-		}
-	}
-	if obj != nil {
-		svc := sliceService(obj)
-		if svc.Name != "" {
-			list := append(s.slices[svc][:len(s.slices[svc]):len(s.slices[svc])], obj)
-			sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
-			s.slices[svc] = list
-			if mark {
-				s.dirty.Endpoints.add(svc)
-			}
-		}
-	}
 }
 
 // indexRoute records what route k depends on. Call with s.mu held.
@@ -744,7 +675,6 @@ func (s *Store) Input(f Facts) *Input {
 		ListenerSets:       s.lsObjs.snapshot(),
 		ReferenceGrants:    s.grantObjs.snapshot(),
 		Services:           s.svcObjs.snapshot(),
-		EndpointSlices:     s.sliceObjs.snapshot(),
 		Secrets:            s.secretObjs.snapshot(),
 		Namespaces:         s.nsObjs.snapshot(),
 		GatewayParameters:  s.paramObjs.snapshot(),
@@ -779,7 +709,6 @@ func (s *Store) Load(in *Input) {
 	loadKind(s, &s.lsObjs, in.ListenerSets)
 	loadKind(s, &s.grantObjs, in.ReferenceGrants)
 	loadKind(s, &s.svcObjs, in.Services)
-	loadKind(s, &s.sliceObjs, in.EndpointSlices)
 	loadKind(s, &s.secretObjs, in.Secrets)
 	loadKind(s, &s.cmObjs, in.ConfigMaps)
 	loadKind(s, &s.policyObjs, in.BackendTLSPolicies)

@@ -36,7 +36,7 @@ func backendTLSPolicyDependencies(p *gatewayv1.BackendTLSPolicy) policyDeps {
 func (s *Store) policyChanged(k types.NamespacedName, p *gatewayv1.BackendTLSPolicy) {
 	if old, ok := s.policyDeps[k]; ok {
 		for _, svc := range old.services {
-			s.dirty.Endpoints.add(svc)
+			s.dirty.Clusters.add(svc)
 		}
 		for _, cm := range old.configMaps {
 			removeFrom(s.policiesByCM, cm, k)
@@ -49,7 +49,7 @@ func (s *Store) policyChanged(k types.NamespacedName, p *gatewayv1.BackendTLSPol
 	}
 	d := backendTLSPolicyDependencies(p)
 	for _, svc := range d.services {
-		s.dirty.Endpoints.add(svc)
+		s.dirty.Clusters.add(svc)
 	}
 	for _, cm := range d.configMaps {
 		addTo(s.policiesByCM, cm, k)
@@ -68,7 +68,7 @@ func (s *Store) configMapChanged(k types.NamespacedName) bool {
 	for p := range policies.all() {
 		s.dirty.Policies.add(p)
 		for _, svc := range s.policyDeps[p].services {
-			s.dirty.Endpoints.add(svc)
+			s.dirty.Clusters.add(svc)
 		}
 	}
 	return gws.len() > 0 || policies.len() > 0

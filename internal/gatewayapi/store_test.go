@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
@@ -47,8 +47,8 @@ func TestStoreMarksOnlyDependents(t *testing.T) {
 	if got := dirtyRoutes(st); !slices.Equal(got, []string{"lease-7/app-7"}) {
 		t.Fatalf("a new Service marked %v", got)
 	}
-	if _, ok := st.dirty.Endpoints[types.NamespacedName{Namespace: "lease-7", Name: "app-7"}]; !ok || len(st.dirty.Gateways) != 0 {
-		t.Fatalf("a new Service marked endpoints %v and Gateways %v", st.dirty.Endpoints, st.dirty.Gateways)
+	if _, ok := st.dirty.Clusters[types.NamespacedName{Namespace: "lease-7", Name: "app-7"}]; !ok || len(st.dirty.Gateways) != 0 {
+		t.Fatalf("a new Service marked clusters %v and Gateways %v", st.dirty.Clusters, st.dirty.Gateways)
 	}
 	st.takeDirty()
 
@@ -63,7 +63,7 @@ func TestStoreMarksOnlyDependents(t *testing.T) {
 	if st.relevantChecks != checks+1 {
 		t.Fatalf("Relevant ran %d times for one update", st.relevantChecks-checks)
 	}
-	if len(st.dirty.Routes)+len(st.dirty.Gateways)+len(st.dirty.Endpoints) != 0 {
+	if len(st.dirty.Routes)+len(st.dirty.Gateways)+len(st.dirty.Clusters) != 0 {
 		t.Fatal("a status-only update marked something")
 	}
 	if got := st.Input(Facts{}).Services; !slices.Contains(got, upd) {
@@ -162,15 +162,14 @@ func TestStoreMarksOnlyDependents(t *testing.T) {
 	}
 }
 
-// TestTranslatorTenantFlowIsIncremental: a new Service, EndpointSlice and
-// route together are patched into the Gateway, which is not translated
+// TestTranslatorTenantFlowIsIncremental: a new Service and route together
+// are patched into the Gateway, which is not translated
 // again in full, and the output equals a fresh translation.
 func TestTranslatorTenantFlowIsIncremental(t *testing.T) {
 	_, st, tr, f := benchTranslator(200)
 	for i := 200; i < 220; i++ {
-		svc, es, rt := benchLease(i)
+		svc, rt := benchLease(i)
 		st.Upsert(svc)
-		st.Upsert(es)
 		st.Upsert(rt)
 		got := tr.Translate(f)
 		if want := Translate(st.Input(f)); !sameOutput(got, want) {
@@ -185,19 +184,19 @@ func TestTranslatorTenantFlowIsIncremental(t *testing.T) {
 	}
 }
 
-// TestStoreServiceRelevantOnlyWhenNamed: a new lease's Service and
-// EndpointSlice, stored before the route that names them, ask for no
-// translation (Upsert false); the route does, and its translation has the
-// endpoints. Once named, a Service's or EndpointSlice's change does, and
-// so does one whose route is gone (its old slice's Service is named).
+// TestStoreServiceRelevantOnlyWhenNamed: a new lease's Service, stored
+// before the route that names it, asks for no translation (Upsert false);
+// the route does, and its translation has a cluster naming the Service
+// port (its endpoints are the xDS side's). Once named, a change of the
+// Service's ports does ask for one, and an EndpointSlice never does.
 func TestStoreServiceRelevantOnlyWhenNamed(t *testing.T) {
 	_, st, tr, f := benchTranslator(20)
-	svc, es, rt := benchLease(100)
-	if st.Upsert(svc) || st.Upsert(es) {
-		t.Fatal("a Service or EndpointSlice no route names asked for a translation")
+	svc, rt := benchLease(100)
+	if st.Upsert(svc) {
+		t.Fatal("a Service no route names asked for a translation")
 	}
 	if !st.Upsert(rt) {
-		t.Fatal("the route naming them asked for none")
+		t.Fatal("the route naming it asked for none")
 	}
 	got := tr.Translate(f)
 	if want := Translate(st.Input(f)); !sameOutput(got, want) {
@@ -212,49 +211,27 @@ func TestStoreServiceRelevantOnlyWhenNamed(t *testing.T) {
 		t.Fatal("the new route has no cluster")
 		return nil
 	}
-	if n := len(cluster(got).Endpoints); n != 2 {
-		t.Fatalf("the new route's cluster has %d endpoints, want its EndpointSlice's 2", n)
+	want := ir.ServicePort{Namespace: "lease-100", Name: "app-100", Port: "http"}
+	if c := cluster(got); c.Service != want || c.Endpoints != nil {
+		t.Fatalf("the new route's cluster names %+v with endpoints %v; want %+v and none", c.Service, c.Endpoints, want)
 	}
-	es2 := es.DeepCopy()
-	es2.ResourceVersion = "changed"
-	es2.Endpoints = es2.Endpoints[:1]
-	if !st.Upsert(es2) {
-		t.Fatal("a named Service's EndpointSlice change asked for no translation")
+	es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "lease-100", Name: "app-100-x",
+		Labels: map[string]string{discoveryv1.LabelServiceName: "app-100"}}}
+	if st.Upsert(es) {
+		t.Fatal("an EndpointSlice asked for a translation")
 	}
 	svc2 := svc.DeepCopy()
 	svc2.ResourceVersion = "changed"
-	svc2.Spec.Ports = append(svc2.Spec.Ports, corev1.ServicePort{Name: "admin", Port: 9000})
+	svc2.Spec.Ports[0].Name = "web"
 	if !st.Upsert(svc2) {
 		t.Fatal("a named Service's change asked for no translation")
 	}
 	got = tr.Translate(f)
 	if want := Translate(st.Input(f)); !sameOutput(got, want) {
-		t.Fatal("after the changes, the Translator differs from Translate")
+		t.Fatal("after the change, the Translator differs from Translate")
 	}
-	if n := len(cluster(got).Endpoints); n != 1 {
-		t.Fatalf("after its EndpointSlice changed, the cluster has %d endpoints, want 1", n)
-	}
-
-	// An update of what the translator does not read asks for nothing;
-	// the next change still replaces that version, not the one before.
-	es3 := es2.DeepCopy()
-	es3.ResourceVersion = "moved"
-	es3.Endpoints[0].NodeName = ptr.To("node-2")
-	if st.Upsert(es3) {
-		t.Fatal("a change of an endpoint's node asked for a translation")
-	}
-	es4 := es3.DeepCopy()
-	es4.ResourceVersion = "replaced"
-	es4.Endpoints[0].Addresses = []string{"10.9.9.9"}
-	if !st.Upsert(es4) {
-		t.Fatal("a changed address asked for no translation")
-	}
-	got = tr.Translate(f)
-	if want := Translate(st.Input(f)); !sameOutput(got, want) {
-		t.Fatal("after an unread change and a read one, the Translator differs from Translate")
-	}
-	if eps := cluster(got).Endpoints; len(eps) != 1 || eps[0].IP != "10.9.9.9" {
-		t.Fatalf("after its EndpointSlice's address changed, the cluster has endpoints %v, want only 10.9.9.9", eps)
+	if c := cluster(got); c.Service.Port != "web" {
+		t.Fatalf("after its port was renamed, the cluster names port %q, want web", c.Service.Port)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -31,7 +30,6 @@ type Input struct {
 	ListenerSets    []*gatewayv1.ListenerSet
 	ReferenceGrants []*gatewayv1beta1.ReferenceGrant
 	Services        []*corev1.Service
-	EndpointSlices  []*discoveryv1.EndpointSlice
 	Secrets         []*corev1.Secret
 	// ConfigMaps are those that may hold CA certificates (key ca.crt, the
 	// only one read): for Gateway frontend client certificate validation

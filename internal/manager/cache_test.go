@@ -10,14 +10,13 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	kptr "k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/infra"
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/xds/endpoints"
 )
 
 func transformOf[T any](t *testing.T, opts cache.Options) func(any) (any, error) {
@@ -82,9 +81,9 @@ func TestCacheKeepsOnlyCABundles(t *testing.T) {
 	}
 }
 
-// The cache keeps of an EndpointSlice only what the translator reads: a
-// slice as the EndpointSlice controller writes it translates to the same
-// Gateways whether cached whole or slimmed, and the rest is gone.
+// The cache keeps of an EndpointSlice only what the endpoint table reads: a
+// slice as the EndpointSlice controller writes it gives the Service port
+// the same endpoints whether cached whole or slimmed, and the rest is gone.
 func TestCacheSlimsEndpointSlices(t *testing.T) {
 	full := controllerSlice()
 	got, err := transformOf[*discoveryv1.EndpointSlice](t, cacheOptions())(full.DeepCopy())
@@ -105,15 +104,15 @@ func TestCacheSlimsEndpointSlices(t *testing.T) {
 	if !slices.EqualFunc(slim.Endpoints, full.Endpoints, func(a, b discoveryv1.Endpoint) bool {
 		return slices.Equal(a.Addresses, b.Addresses) && kptr.Equal(a.Conditions.Ready, b.Conditions.Ready)
 	}) || !reflect.DeepEqual(slim.Ports, full.Ports) || slim.AddressType != full.AddressType {
-		t.Fatalf("slimmed slice lost what the translator reads: %+v", slim)
+		t.Fatalf("slimmed slice lost what the endpoint table reads: %+v", slim)
 	}
 
-	wantGW, gotGW := translateWith(full), translateWith(slim)
-	if len(wantGW) != 1 || len(wantGW[0].Clusters) != 1 || len(wantGW[0].Clusters[0].Endpoints) != 2 {
-		t.Fatalf("the full slice should give one cluster with its two ready endpoints, got %+v", wantGW)
+	want, got := endpointsOf(full), endpointsOf(slim)
+	if len(want) != 2 {
+		t.Fatalf("the full slice should give its two ready endpoints, got %+v", want)
 	}
-	if !reflect.DeepEqual(gotGW, wantGW) {
-		t.Fatalf("slimmed slice translates to\n%+v\nwant\n%+v", gotGW[0].Clusters, wantGW[0].Clusters)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("slimmed slice gives endpoints\n%+v\nwant\n%+v", got, want)
 	}
 }
 
@@ -149,31 +148,12 @@ func controllerSlice() *discoveryv1.EndpointSlice {
 	}
 }
 
-// translateWith translates a Gateway whose one route sends to Service t/app,
-// whose endpoints are slice's.
-func translateWith(slice *discoveryv1.EndpointSlice) []*ir.Gateway {
-	const controller = "shardgate.io/gateway-controller"
-	port := gatewayv1.PortNumber(80)
-	in := &gatewayapi.Input{
-		ControllerName: controller,
-		GatewayClasses: []*gatewayv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: controller}}},
-		Gateways: []*gatewayv1.Gateway{{ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: "t"}, Spec: gatewayv1.GatewaySpec{
-			GatewayClassName: "c",
-			Listeners:        []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType}},
-		}}},
-		HTTPRoutes: []*gatewayv1.HTTPRoute{{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "t"}, Spec: gatewayv1.HTTPRouteSpec{
-			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "gw"}}},
-			Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
-				BackendObjectReference: gatewayv1.BackendObjectReference{Name: "app", Port: &port},
-			}}}}},
-		}}},
-		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "t"}, Spec: corev1.ServiceSpec{
-			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
-		}}},
-		EndpointSlices: []*discoveryv1.EndpointSlice{slice},
-		Namespaces:     []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "t"}}},
-	}
-	return gatewayapi.Translate(in).Gateways
+// endpointsOf is what the xDS side's endpoint table makes of slice for
+// Service port t/app/http.
+func endpointsOf(slice *discoveryv1.EndpointSlice) []ir.Endpoint {
+	tb := endpoints.NewTable()
+	tb.Set(nil, slice)
+	return tb.For(ir.ServicePort{Namespace: "t", Name: "app", Port: "http"})
 }
 
 // Every cached object loses its managedFields and kubectl's copy of it, and

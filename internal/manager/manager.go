@@ -569,7 +569,7 @@ func (p *process) newManager() (crmanager.Manager, error) {
 // instead of every one in the cluster, and of the ConfigMaps shardgate does
 // not manage only ca.crt (any may be named as a Gateway's CA; the rest of
 // their data, binaryData and annotations are dropped), and of EndpointSlices
-// only what the translator reads (slimEndpointSlice).
+// only what the endpoint table reads (slimEndpointSlice).
 func cacheOptions() cache.Options {
 	ours := labels.SelectorFromSet(labels.Set{infra.LabelManagedBy: infra.LabelManagedByValue})
 	strip := stripUnread(cache.TransformStripManagedFields())

@@ -24,7 +24,7 @@ func TestDeltaClientGetsWireTablesAndOnlyWhatChanged(t *testing.T) {
 	victim.Namespace, victim.Name = victimGW.Namespace, victimGW.Name
 	gw := gatewayIR(t, "weighted-two-backends.in.yaml")
 	gw.Namespace, gw.Name = attackerGW.Namespace, attackerGW.Name
-	env.srv.Publish([]*ir.Gateway{victim, gw})
+	publishIR(env.srv, victim, gw)
 	if errs := env.srv.PublishErrors(); len(errs) != 0 {
 		t.Fatal(errs)
 	}
@@ -56,7 +56,7 @@ func TestDeltaClientGetsWireTablesAndOnlyWhatChanged(t *testing.T) {
 	c1 := *next.Clusters[1] // published IR is never modified
 	c1.Endpoints = []ir.Endpoint{{IP: "10.0.0.9", Port: 8080, Ready: true}}
 	next.Clusters[1] = &c1
-	env.srv.Publish([]*ir.Gateway{victim, &next})
+	publishIR(env.srv, victim, &next)
 	pushed := st.recv(nil)
 	if pushed.err != nil {
 		t.Fatal(pushed.err)

@@ -4,61 +4,91 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/go-logr/logr"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/shardgate/shardgate/internal/ir"
 )
 
-// An endpoint-only change is published on its own path (publishEndpoints):
-// after every step of a random sequence of endpoint changes, route changes,
-// new clusters and invalid endpoints, the server serves exactly what a
-// fresh server publishing the same IR serves, and the endpoint-only steps
-// took the short path.
+// An EndpointSlice change is published on its own path: the endpoint
+// table, the fill of the Gateway's clusters and publishEndpoints, with no
+// Gateway API translation. After every step of a random sequence of slice
+// changes (new endpoints, the same endpoints, endpoints the proxy cannot
+// take), IR changes that keep the endpoints (a new cluster value, a route,
+// a new cluster with its host), the server serves exactly what a fresh
+// server given the same slices and IR serves, and every slice change took
+// the short path unless it followed a refused config.
 func TestEndpointChangesServeWhatAFullBuildServes(t *testing.T) {
 	for seed := range uint64(20) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
-			gw := largeIR(20)
-			nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
 			s := New(Options{Log: logr.Discard()})
+			gw, initial := bareIR(s, largeIR(20))
+			nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
+			held := map[string]*discoveryv1.EndpointSlice{} // the slices s holds, by name
+			for _, es := range initial {
+				held[es.Name] = es
+			}
+			set := func(c *ir.Cluster, eps ...ir.Endpoint) {
+				es := s.setEndpoints(c, eps...)
+				held[es.Name] = es
+			}
 			s.Publish([]*ir.Gateway{gw})
-			good := gw
-			short, wasRefused := 0, false
+			short, refused := 0, false
 			for step := range 60 {
-				next := *gw // IR is never modified: each step makes new lists
 				kind := rng.IntN(10)
-				if kind <= 6 && !wasRefused {
-					short++ // after a refused config, the full build reports again
-				}
+				wantRefused := refused
 				switch {
-				case kind < 6: // endpoints of some clusters
-					next.Clusters = slices.Clone(gw.Clusters)
+				case kind < 5: // endpoints of some clusters
 					for range 1 + rng.IntN(3) {
-						k := rng.IntN(len(next.Clusters))
-						c := *next.Clusters[k]
-						c.Endpoints = nil
+						k := rng.IntN(len(gw.Clusters))
+						var eps []ir.Endpoint
 						for e := range rng.IntN(3) {
-							c.Endpoints = append(c.Endpoints, ir.Endpoint{IP: fmt.Sprintf("10.%d.%d.%d", step, k, e+1), Port: 8080, Ready: true})
+							eps = append(eps, ir.Endpoint{IP: fmt.Sprintf("10.%d.%d.%d", step, k, e+1), Port: 8080, Ready: true})
 						}
-						next.Clusters[k] = &c
+						if !wantRefused {
+							short++
+						}
+						set(gw.Clusters[k], eps...)
 					}
+				case kind == 5: // a slice written again with the same endpoints
+					k := rng.IntN(len(gw.Clusters))
+					es := held[gw.Clusters[k].Service.Name+"-"+gw.Clusters[k].Service.Port]
+					if !wantRefused {
+						short++
+					}
+					s.UpdateEndpointSlice(nil, es.DeepCopy())
+					s.waitEndpoints()
 				case kind == 6: // the same endpoints in a new cluster value
+					next := *gw
 					next.Clusters = slices.Clone(gw.Clusters)
 					k := rng.IntN(len(next.Clusters))
 					c := *next.Clusters[k]
 					next.Clusters[k] = &c
-				case kind == 7: // an endpoint the proxy cannot take
-					next.Clusters = slices.Clone(gw.Clusters)
-					k := rng.IntN(len(next.Clusters))
-					c := *next.Clusters[k]
-					c.Endpoints = []ir.Endpoint{{IP: "", Port: 8080, Ready: true}}
-					next.Clusters[k] = &c
+					if !wantRefused {
+						short++
+					}
+					gw = &next
+					s.Publish([]*ir.Gateway{gw})
+				case kind == 7: // an endpoint the proxy cannot take, then mended
+					k := rng.IntN(len(gw.Clusters))
+					name := gw.Clusters[k].Service.Name + "-" + gw.Clusters[k].Service.Port
+					good := held[name]
+					set(gw.Clusters[k], ir.Endpoint{IP: "", Port: 8080, Ready: true})
+					if s.PublishErrors()[nn] == "" {
+						t.Fatalf("step %d: an endpoint without an address was published", step)
+					}
+					s.UpdateEndpointSlice(nil, good)
+					s.waitEndpoints()
+					held[name] = good
 				case kind == 8: // a route
+					next := *gw
 					l := gw.Listeners[0]
 					l.VirtualHosts = slices.Clone(l.VirtualHosts)
 					k := rng.IntN(len(l.VirtualHosts))
@@ -67,9 +97,14 @@ func TestEndpointChangesServeWhatAFullBuildServes(t *testing.T) {
 					v.Routes[0].Match.Path = &ir.PathMatch{Type: ir.MatchPathPrefix, Value: fmt.Sprintf("/s%d", step)}
 					l.VirtualHosts[k] = &v
 					next.Listeners = []ir.Listener{l}
-				default: // a new cluster with its host
-					name := fmt.Sprintf("default/new-%03d/80", step)
-					host := fmt.Sprintf("new-%03d.example.com", step)
+					gw = &next
+					s.Publish([]*ir.Gateway{gw})
+				default: // a new cluster with its host; its slice comes first
+					svc := fmt.Sprintf("new-%03d", step)
+					name, host := "default/"+svc+"/80", svc+".example.com"
+					c := &ir.Cluster{Name: name, Protocol: ir.ClusterHTTP1, Service: ir.ServicePort{Namespace: "default", Name: svc, Port: "http"}}
+					set(c, ir.Endpoint{IP: "10.9.9.9", Port: 8080, Ready: true})
+					next := *gw
 					l := gw.Listeners[0]
 					l.VirtualHosts = append(slices.Clone(l.VirtualHosts), &ir.VirtualHost{Name: host, Domains: []string{host}, Routes: []ir.Route{{
 						Name:     "HTTPRoute/default/" + host,
@@ -78,31 +113,45 @@ func TestEndpointChangesServeWhatAFullBuildServes(t *testing.T) {
 					}}})
 					slices.SortFunc(l.VirtualHosts, func(a, b *ir.VirtualHost) int { return compareStrings(a.Name, b.Name) })
 					next.Listeners = []ir.Listener{l}
-					next.Clusters = append(slices.Clone(gw.Clusters), &ir.Cluster{Name: name, Protocol: ir.ClusterHTTP1,
-						Endpoints: []ir.Endpoint{{IP: "10.9.9.9", Port: 8080, Ready: true}}})
+					next.Clusters = append(slices.Clone(gw.Clusters), c)
 					slices.SortFunc(next.Clusters, func(a, b *ir.Cluster) int { return compareStrings(a.Name, b.Name) })
+					gw = &next
+					s.Publish([]*ir.Gateway{gw})
 				}
-				s.Publish([]*ir.Gateway{&next})
-				refused := s.PublishErrors()[nn] != ""
-				if refused != (kind == 7) {
-					t.Fatalf("step %d (%d): refused %v: %v", step, kind, refused, s.PublishErrors())
+				refused = s.PublishErrors()[nn] != ""
+				if refused {
+					t.Fatalf("step %d (%d): refused: %v", step, kind, s.PublishErrors())
 				}
-				if !refused {
-					good = &next
-				}
-				wasRefused = refused
 				if got := s.gateways[NodeGroup(nn)].endpointsOnly; got != short {
 					t.Fatalf("step %d (%d): %d changes took the short path, want %d", step, kind, got, short)
 				}
-				gw = good // the next step starts from what is served
 				fresh := New(Options{Log: logr.Discard()})
-				fresh.Publish([]*ir.Gateway{good})
+				for _, es := range held {
+					fresh.UpdateEndpointSlice(nil, es)
+				}
+				fresh.waitEndpoints()
+				fresh.Publish([]*ir.Gateway{gw})
 				if got, want := served(t, s, nn), served(t, fresh, nn); !equalServed(got, want) {
 					t.Fatalf("step %d (%d): served\n%v\nwant\n%v", step, kind, got, want)
 				}
 			}
 		})
 	}
+}
+
+// bareIR gives s the endpoints of gw's clusters as EndpointSlices, and
+// returns gw as the Gateway API translation makes it (clusters naming a
+// Service port, with no endpoints: publishIR) and the slices.
+func bareIR(s *Server, gw *ir.Gateway) (*ir.Gateway, []*discoveryv1.EndpointSlice) {
+	out := *gw
+	out.Clusters = make([]*ir.Cluster, len(gw.Clusters))
+	m := &irEndpoints{clusters: map[*ir.Cluster]*ir.Cluster{}}
+	var sl []*discoveryv1.EndpointSlice
+	for i, c := range gw.Clusters {
+		out.Clusters[i] = m.bare(c)
+		sl = append(sl, s.setEndpoints(out.Clusters[i], c.Endpoints...))
+	}
+	return &out, sl
 }
 
 // served is every resource the server serves for nn, serialized as sent,
@@ -149,29 +198,28 @@ func equalServed(a, b map[string]map[string]string) bool {
 }
 
 // The IR promises clusters sorted by name; a list that is not (translation
-// then sorts the load assignments) is published in full, and right.
+// then sorts the load assignments) is published in full, and right, when
+// its endpoints change.
 func TestEndpointChangesOfAnUnsortedClusterList(t *testing.T) {
-	gw := largeIR(6)
+	s := New(Options{Log: logr.Discard()})
+	gw, _ := bareIR(s, largeIR(6))
 	gw.Clusters = slices.Clone(gw.Clusters)
 	slices.Reverse(gw.Clusters)
 	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
-	s := New(Options{Log: logr.Discard()})
 	s.Publish([]*ir.Gateway{gw})
 	for step := range 4 {
-		next := *gw
-		next.Clusters = slices.Clone(gw.Clusters)
-		c := *next.Clusters[1]
-		c.Endpoints = []ir.Endpoint{{IP: fmt.Sprintf("10.8.0.%d", step+1), Port: 8080, Ready: true}}
-		next.Clusters[1] = &c
-		s.Publish([]*ir.Gateway{&next})
+		s.setEndpoints(gw.Clusters[1], ir.Endpoint{IP: fmt.Sprintf("10.8.0.%d", step+1), Port: 8080, Ready: true})
 		if errs := s.PublishErrors(); len(errs) > 0 {
 			t.Fatal(errs)
 		}
 		fresh := New(Options{Log: logr.Discard()})
-		fresh.Publish([]*ir.Gateway{&next})
+		fresh.endpoints = s.endpoints // the same slices
+		fresh.Publish([]*ir.Gateway{gw})
 		if got, want := served(t, s, nn), served(t, fresh, nn); !equalServed(got, want) {
 			t.Fatalf("step %d: served\n%v\nwant\n%v", step, got, want)
 		}
-		gw = &next
+		if eps := served(t, s, nn)[resourcev3.EndpointType][gw.Clusters[1].Name]; !strings.Contains(eps, fmt.Sprintf("10.8.0.%d", step+1)) {
+			t.Fatalf("step %d: the changed endpoints are not served", step)
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/xds/endpoints"
 	"github.com/shardgate/shardgate/xds/translate"
 )
 
@@ -35,8 +36,11 @@ type gatewayState struct {
 	memo    *translate.Memo
 	checker *translate.Checker
 	// last is the IR last published, built again when a retained cluster
-	// expires.
-	last *ir.Gateway
+	// expires or its endpoints change; filled is last with its clusters'
+	// endpoints (filler keeps them from one build to the next).
+	last   *ir.Gateway
+	filled *ir.Gateway
+	filler endpoints.Filler
 	// liveList and liveEndpoints are the clusters and load assignments of
 	// the last config built (liveCluster finds one); retired, those that
 	// left it less than RetainRemoved ago. A retired cluster stays
@@ -112,8 +116,10 @@ func (st *gatewayState) stop() {
 // publishGateway builds gw and sets its snapshot, or records why it cannot.
 // Call with s.build held.
 func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
-	last := st.last
+	last := st.filled
 	st.last = gw
+	gw = st.filler.Fill(gw, s.endpoints)
+	st.filled = gw
 	if s.publishEndpoints(st, last, gw) {
 		return
 	}

@@ -24,7 +24,6 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
-	"github.com/shardgate/shardgate/internal/ir"
 	"github.com/shardgate/shardgate/internal/pki"
 )
 
@@ -78,7 +77,7 @@ func startIdentityServer(t *testing.T) *identityEnv {
 	victim.Namespace, victim.Name = victimGW.Namespace, victimGW.Name
 	attacker := gatewayIR(t, "http-single-route.in.yaml")
 	attacker.Namespace, attacker.Name = attackerGW.Namespace, attackerGW.Name
-	s.Publish([]*ir.Gateway{victim, attacker})
+	publishIR(s, victim, attacker)
 	if errs := s.PublishErrors(); len(errs) != 0 {
 		t.Fatalf("publish: %v", errs)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -22,9 +23,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/xds/endpoints"
 	"github.com/shardgate/shardgate/xds/translate"
 )
 
@@ -77,6 +80,18 @@ type Server struct {
 	// streamKey), with the identity bound to it at open.
 	streams map[streamKey]*streamState
 
+	// endpoints holds every EndpointSlice (UpdateEndpointSlice): the IR
+	// names each cluster's Service port, and a Gateway's clusters get
+	// their endpoints from it when the Gateway is built.
+	endpoints *endpoints.Table
+	// epMu guards epPending, the Services whose endpoints changed and
+	// whose Gateways are not yet published again, and epRunning, set
+	// while a goroutine publishes them (publishChangedEndpoints).
+	epMu      sync.Mutex
+	epPending map[k8stypes.NamespacedName]bool
+	epRunning bool
+	epIdle    sync.Cond // broadcast when epRunning turns false
+
 	addr    atomic.Pointer[net.Addr]
 	serving atomic.Bool
 }
@@ -98,7 +113,11 @@ func (clusterHash) ID(n *core.Node) string { return n.GetCluster() }
 
 // New returns a server; Start serves it.
 func New(opts Options) *Server {
-	s := &Server{opts: opts, log: opts.Log, gateways: map[string]*gatewayState{}, streams: map[streamKey]*streamState{}}
+	s := &Server{
+		opts: opts, log: opts.Log, gateways: map[string]*gatewayState{}, streams: map[streamKey]*streamState{},
+		endpoints: endpoints.NewTable(),
+	}
+	s.epIdle.L = &s.epMu
 	s.types = newTypeCache(cachev3.NewSnapshotCache(true, clusterHash{}, nil))
 	s.guard = newNACKGuard(s.types)
 	s.guard.onChange = s.outcomeChanged
@@ -138,6 +157,70 @@ func (s *Server) Publish(gateways []*ir.Gateway) {
 	}
 	s.mu.Unlock()
 	s.reportIfChanged(before)
+}
+
+// UpdateEndpointSlice records an EndpointSlice change in the endpoint table
+// (old nil: a new slice; obj nil: a deleted one). When it changes the
+// endpoints of a Service that some Gateway's clusters send to, that
+// Gateway's new load assignments are published, with no Gateway API
+// translation (publishEndpoints). It does not wait for the publish: a
+// goroutine does it, folding the changes that arrive meanwhile into one
+// publish per Gateway. The controller calls it from the EndpointSlice
+// event handler.
+func (s *Server) UpdateEndpointSlice(old, obj *discoveryv1.EndpointSlice) {
+	changed := s.endpoints.Set(old, obj)
+	if len(changed) == 0 {
+		return
+	}
+	s.epMu.Lock()
+	defer s.epMu.Unlock()
+	if s.epPending == nil {
+		s.epPending = map[k8stypes.NamespacedName]bool{}
+	}
+	for _, svc := range changed {
+		s.epPending[svc] = true
+	}
+	if !s.epRunning {
+		s.epRunning = true
+		go s.publishChangedEndpoints()
+	}
+}
+
+// publishChangedEndpoints publishes again, until none is left, the
+// Gateways whose clusters send to a Service in epPending. A Gateway built
+// after a slice change saw the change already; publishing it again then
+// finds nothing changed.
+func (s *Server) publishChangedEndpoints() {
+	for {
+		s.epMu.Lock()
+		pending := s.epPending
+		s.epPending = nil
+		if len(pending) == 0 {
+			s.epRunning = false
+			s.epIdle.Broadcast()
+			s.epMu.Unlock()
+			return
+		}
+		s.epMu.Unlock()
+		svcs := slices.Collect(maps.Keys(pending))
+		s.build.Lock()
+		s.mu.Lock()
+		var sts []*gatewayState
+		for _, st := range s.gateways {
+			if !st.stopped && st.last != nil {
+				sts = append(sts, st)
+			}
+		}
+		s.mu.Unlock()
+		before := s.PublishErrors()
+		for _, st := range sts {
+			if st.filler.Changed(svcs) {
+				s.publishGateway(st, st.last)
+			}
+		}
+		s.reportIfChanged(before)
+		s.build.Unlock()
+	}
 }
 
 // reportIfChanged calls OnOutcome when the publish outcomes differ from

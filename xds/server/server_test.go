@@ -54,7 +54,7 @@ func TestRefusedConfigKeepsTheLastGoodOne(t *testing.T) {
 	gw := gatewayIR(t, "http-single-route.in.yaml")
 	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
 
-	s.Publish([]*ir.Gateway{gw})
+	publishIR(s, gw)
 	if errs := s.PublishErrors(); len(errs) != 0 {
 		t.Fatalf("good config refused: %v", errs)
 	}
@@ -71,7 +71,7 @@ func TestRefusedConfigKeepsTheLastGoodOne(t *testing.T) {
 	vh.Routes = append(vh.Routes, ir.Route{Name: "HTTPRoute/default/broken/rule/0/match/0",
 		Match:    ir.Match{Path: &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/broken"}},
 		Backends: []ir.Backend{{Cluster: "no/such/cluster", Weight: 1}}})
-	s.Publish([]*ir.Gateway{broken})
+	publishIR(s, broken)
 	msg := s.PublishErrors()[nn]
 	if !strings.HasPrefix(msg, RefusedPrefix) || !strings.Contains(msg, "no/such/cluster") {
 		t.Fatalf("refusal not reported with the missing cluster: %q", msg)
@@ -95,7 +95,7 @@ func TestRefusedConfigKeepsTheLastGoodOne(t *testing.T) {
 		}
 	}
 
-	s.Publish([]*ir.Gateway{gw})
+	publishIR(s, gw)
 	if errs := s.PublishErrors(); len(errs) != 0 {
 		t.Fatalf("recovery not recorded: %v", errs)
 	}
@@ -130,9 +130,9 @@ func TestVersionsAndRetention(t *testing.T) {
 	s := New(Options{Log: logr.Discard()})
 	two := gatewayIR(t, "weighted-two-backends.in.yaml")
 	nn := k8stypes.NamespacedName{Namespace: two.Namespace, Name: two.Name}
-	s.Publish([]*ir.Gateway{two})
+	publishIR(s, two)
 	first, _ := s.Snapshot(nn)
-	s.Publish([]*ir.Gateway{two})
+	publishIR(s, two)
 	again, _ := s.Snapshot(nn)
 	for _, typ := range typeOrder {
 		if first.GetVersion(typ) != again.GetVersion(typ) {
@@ -146,7 +146,7 @@ func TestVersionsAndRetention(t *testing.T) {
 
 	one := gatewayIR(t, "http-single-route.in.yaml")
 	one.Namespace, one.Name = two.Namespace, two.Name
-	s.Publish([]*ir.Gateway{one})
+	publishIR(s, one)
 	if errs := s.PublishErrors(); len(errs) != 0 {
 		t.Fatalf("config with retained clusters refused: %v", errs)
 	}
@@ -179,7 +179,7 @@ func TestVersionsAndRetention(t *testing.T) {
 // publishOrDie publishes gw and returns its snapshot.
 func publishOrDie(t *testing.T, s *Server, gw *ir.Gateway) cachev3.ResourceSnapshot {
 	t.Helper()
-	s.Publish([]*ir.Gateway{gw})
+	publishIR(s, gw)
 	if errs := s.PublishErrors(); len(errs) != 0 {
 		t.Fatal(errs)
 	}
@@ -217,7 +217,7 @@ func TestTwoPhaseOnlyForProxylessClients(t *testing.T) {
 			two.Namespace, two.Name = one.Namespace, one.Name
 			nn := k8stypes.NamespacedName{Namespace: one.Namespace, Name: one.Name}
 			group := NodeGroup(nn)
-			s.Publish([]*ir.Gateway{one})
+			publishIR(s, one)
 			before, _ := s.Snapshot(nn)
 			oldRoutes := before.GetVersion(resourcev3.RouteType)
 			// A stream bound to the Gateway, as its open would bind it.
@@ -229,7 +229,7 @@ func TestTwoPhaseOnlyForProxylessClients(t *testing.T) {
 				TypeUrl: resourcev3.RouteType, VersionInfo: oldRoutes,
 			})
 
-			s.Publish([]*ir.Gateway{two})
+			publishIR(s, two)
 			final := translateOrDie(t, two)
 			mid, _ := s.Snapshot(nn)
 			if !tc.twoPhase {
@@ -293,7 +293,7 @@ func TestTwoPhaseOnlyForHostsThatSwitch(t *testing.T) {
 	gw := largeIR(20)
 	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
 	group := NodeGroup(nn)
-	s.Publish([]*ir.Gateway{gw})
+	publishIR(s, gw)
 	before, _ := s.Snapshot(nn)
 	s.mu.Lock()
 	s.streams[sotwStream(1)] = &streamState{identity: group, group: group}
@@ -305,7 +305,7 @@ func TestTwoPhaseOnlyForHostsThatSwitch(t *testing.T) {
 
 	// A new lease: its host and cluster.
 	lease := largeIR(21)
-	s.Publish([]*ir.Gateway{lease})
+	publishIR(s, lease)
 	if isPending(s, group) {
 		t.Fatal("a new host with a new cluster waited for a phase two")
 	}
@@ -327,7 +327,7 @@ func TestTwoPhaseOnlyForHostsThatSwitch(t *testing.T) {
 	next.Clusters = append(slices.Clone(lease.Clusters), &ir.Cluster{Name: "default/new/80", Protocol: ir.ClusterHTTP1,
 		Endpoints: []ir.Endpoint{{IP: "10.250.0.1", Port: 8080, Ready: true}}})
 	slices.SortFunc(next.Clusters, func(a, b *ir.Cluster) int { return strings.Compare(a.Name, b.Name) })
-	s.Publish([]*ir.Gateway{&next})
+	publishIR(s, &next)
 	if !isPending(s, group) {
 		t.Fatal("a host switching to a new cluster was published in one step")
 	}
@@ -429,7 +429,7 @@ func TestDeltaVersionsAreSetWithTheSnapshot(t *testing.T) {
 	gw := largeIR(50)
 	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
 	group := NodeGroup(nn)
-	s.Publish([]*ir.Gateway{gw})
+	publishIR(s, gw)
 	first, err := s.types.SnapshotCache.GetSnapshot(group)
 	if err != nil {
 		t.Fatal(err)
@@ -552,7 +552,7 @@ func TestDeltaVersionsAreSetWithTheSnapshot(t *testing.T) {
 	c3 := *next.Clusters[3] // published IR is never modified
 	c3.Endpoints = []ir.Endpoint{{IP: "10.250.0.1", Port: 8080, Ready: true}}
 	next.Clusters[3] = &c3
-	s.Publish([]*ir.Gateway{&next})
+	publishIR(s, &next)
 	if got := sotwNames(); !slices.Equal(got, []string{c3.Name}) {
 		t.Fatalf("after one endpoint change, state of the world got %v", got)
 	}
@@ -580,7 +580,7 @@ func TestDeltaVersionsAreSetWithTheSnapshot(t *testing.T) {
 	vh1.Routes[0].Match.Path = &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/v2"}
 	vhs[1] = &vh1
 	third.Listeners[0].VirtualHosts = vhs
-	s.Publish([]*ir.Gateway{&third})
+	publishIR(s, &third)
 	last, _ := s.types.SnapshotCache.GetSnapshot(group)
 	if maps.Equal(last.(*cachev3.Snapshot).GetVersionMap(resourcev3.RouteType), routesBefore) {
 		t.Fatal("a changed route table kept its version")
@@ -607,7 +607,7 @@ func TestDeltaVersionsAreSetWithTheSnapshot(t *testing.T) {
 		g.Clusters = slices.Delete(g.Clusters, 10, 11)
 		return g
 	}()} {
-		s.Publish([]*ir.Gateway{g})
+		publishIR(s, g)
 		if errs := s.PublishErrors(); len(errs) != 0 {
 			t.Fatal(errs)
 		}
@@ -722,7 +722,7 @@ func TestClusterVersionIsTheContentHash(t *testing.T) {
 	old := RetainRemoved
 	RetainRemoved = 0 // a removed cluster goes at once: the published list is the translation's
 	defer func() { RetainRemoved = old }()
-	base := pipelineInput(40)
+	base, _ := pipelineInput(40)
 	s := New(Options{Log: logr.Discard()})
 	nn := k8stypes.NamespacedName{Namespace: "default", Name: "gw"}
 	routes := slices.Clone(base.HTTPRoutes)
