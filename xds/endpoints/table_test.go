@@ -224,3 +224,27 @@ func slice(ns, svc, name string, first, n int) *discoveryv1.EndpointSlice {
 	}
 	return s
 }
+
+// TestSliceOfAnotherNamespaceNeverCounts: a slice belongs to the Service of
+// its label in its own namespace. A slice in another namespace that names
+// the same Service (a tenant's, were it allowed to write slices) gives that
+// Service no endpoint, and its changes report only its own namespace's
+// Service.
+func TestSliceOfAnotherNamespaceNeverCounts(t *testing.T) {
+	tb := NewTable()
+	tb.Set(nil, slice("tenant-a", "web", "web-1", 1, 1))
+	intruder := slice("tenant-b", "web", "web-1", 100, 3)
+	if got := tb.Set(nil, intruder); !slices.Equal(got, []types.NamespacedName{{Namespace: "tenant-b", Name: "web"}}) {
+		t.Fatalf("the other namespace's slice reported %v", got)
+	}
+	a := ir.ServicePort{Namespace: "tenant-a", Name: "web", Port: "http"}
+	if got := tb.For(a); len(got) != 1 || got[0].IP != "10.244.0.1" {
+		t.Fatalf("tenant-a/web has endpoints %v; want only its own 10.244.0.1", got)
+	}
+	// Deleting the other namespace's slice of the same name leaves
+	// tenant-a's alone.
+	tb.Set(intruder, nil)
+	if got := tb.For(a); len(got) != 1 {
+		t.Fatalf("deleting tenant-b's slice changed tenant-a's endpoints: %v", got)
+	}
+}
