@@ -3,11 +3,14 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -60,6 +63,9 @@ type deltaResponse struct {
 	added   []string // resource names, sorted
 	removed []string // sorted
 	nacked  bool
+	// endpoints: of each load assignment it carried, the addresses of
+	// its endpoints ("ip:port").
+	endpoints map[string][]string
 }
 
 func (r deltaResponse) String() string {
@@ -75,12 +81,18 @@ type deltaOptions struct {
 	initial map[string]map[string]string
 	// reject: NACK every route configuration that mentions this text.
 	reject string
+	// target: the server to dial ("" for the suite's, xdsTarget).
+	target string
 }
 
 // dialDelta connects as node (node.cluster is gw's group) and subscribes
 // to every resource of deltaTypes.
 func dialDelta(ctx context.Context, gw types.NamespacedName, node string, o deltaOptions) (*deltaClient, error) {
-	cc, err := grpc.NewClient(xdsTarget, grpc.WithTransportCredentials(credentials.NewTLS(clientTLS(xdsCA, gw))))
+	target := xdsTarget
+	if o.target != "" {
+		target = o.target
+	}
+	cc, err := grpc.NewClient(target, grpc.WithTransportCredentials(credentials.NewTLS(clientTLS(xdsCA, gw))))
 	if err != nil {
 		return nil, err
 	}
@@ -150,6 +162,24 @@ func (c *deltaClient) apply(resp *discovery.DeltaDiscoveryResponse) *status.Stat
 	routes := map[string]*routev3.RouteConfiguration{}
 	for _, r := range resp.GetResources() {
 		rec.added = append(rec.added, r.GetName())
+		if typeURL == resourcev3.EndpointType {
+			var cla endpointv3.ClusterLoadAssignment
+			if err := r.GetResource().UnmarshalTo(&cla); err != nil {
+				c.err = err
+				continue
+			}
+			if rec.endpoints == nil {
+				rec.endpoints = map[string][]string{}
+			}
+			addrs := []string{}
+			for _, l := range cla.GetEndpoints() {
+				for _, e := range l.GetLbEndpoints() {
+					a := e.GetEndpoint().GetAddress().GetSocketAddress()
+					addrs = append(addrs, net.JoinHostPort(a.GetAddress(), strconv.Itoa(int(a.GetPortValue()))))
+				}
+			}
+			rec.endpoints[r.GetName()] = addrs
+		}
 		if typeURL != resourcev3.RouteType {
 			continue
 		}

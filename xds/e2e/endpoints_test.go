@@ -13,6 +13,9 @@ import (
 	"k8s.io/utils/ptr"
 	"net"
 	"strconv"
+
+	"github.com/shardgate/shardgate/internal/manager"
+	xdsserver "github.com/shardgate/shardgate/xds/server"
 )
 
 // This test sends no traffic: the addresses are Pod IPs in 10.244.0.0/16,
@@ -64,6 +67,50 @@ var _ = Describe("EndpointSlice → ClusterLoadAssignment", func() {
 		Expect(env.Client.Delete(ctx, s1)).To(Succeed())
 		Eventually(func(g Gomega) []string { return claEndpoints(g, gw, cluster) }).Should(BeEmpty())
 		_ = types.NamespacedName{}
+	})
+
+	// EndpointSlices reach the xDS server apart from the Gateway API
+	// translation; a replica that starts must still serve a Gateway with
+	// its endpoints from its very first config, not a config with empty
+	// load assignments followed by the endpoints.
+	It("gives a new replica's first config its endpoints", func(ctx SpecContext) {
+		ns := namespace(ctx, "replica")
+		gw := gateway(ctx, ns, "gw", "replica")
+		service(ctx, ns, "web")
+		cluster := ns + "/web/80"
+		Expect(env.Client.Create(ctx, &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Name: "web-1", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.4.10"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(portName), Port: ptr.To(int32(8080))}},
+		})).To(Succeed())
+		httpRoute(ctx, gw, "r", "replica", rule(prefix("/"), to("web")))
+		Eventually(func(g Gomega) []string { return claEndpoints(g, gw, cluster) }).Should(Equal([]string{"10.244.4.10:8080"}))
+
+		By("a second replica, started with every object in place, and a delta client subscribed to it as soon as it listens")
+		got := make(chan *xdsserver.Server, 1)
+		stop := env.RunManager(manager.Options{OnXDSServer: func(s *xdsserver.Server) { got <- s }})
+		DeferCleanup(stop)
+		var replica *xdsserver.Server
+		Eventually(got).Should(Receive(&replica))
+		Eventually(replica.Addr).ShouldNot(BeNil())
+		_, port, err := net.SplitHostPort(replica.Addr().String())
+		Expect(err).NotTo(HaveOccurred())
+		c, err := dialDelta(ctx, gw, "replica-proxy", deltaOptions{target: net.JoinHostPort("localhost", port)})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(c.close)
+
+		By("the first load assignment of the cluster it sends has the endpoint")
+		first := func() []string {
+			for _, r := range c.log() {
+				if eps, ok := r.endpoints[cluster]; ok {
+					return eps
+				}
+			}
+			return nil
+		}
+		Eventually(first).ShouldNot(BeNil())
+		Expect(first()).To(Equal([]string{"10.244.4.10:8080"}))
 	})
 })
 
