@@ -94,8 +94,8 @@ func (t *Table) Set(old, obj *discoveryv1.EndpointSlice) []types.NamespacedName 
 	return changed
 }
 
-// For lists the ready endpoints of a Service port. The list is shared:
-// callers must not modify it.
+// For lists the ready endpoints of a Service port (nil when the Service has
+// no EndpointSlice). The list is shared: callers must not modify it.
 func (t *Table) For(p ir.ServicePort) []ir.Endpoint {
 	svc := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	t.mu.Lock()
@@ -103,7 +103,13 @@ func (t *Table) For(p ir.ServicePort) []ir.Endpoint {
 	if eps, ok := t.ports[svc][p.Port]; ok {
 		return eps
 	}
-	eps := ForPort(t.slices[svc], p.Port)
+	sl := t.slices[svc]
+	if len(sl) == 0 {
+		// Nothing to remember: a Service with no slices (one whose lease
+		// ended, say) would otherwise keep an entry for good.
+		return nil
+	}
+	eps := ForPort(sl, p.Port)
 	m := t.ports[svc]
 	if m == nil {
 		m = map[string][]ir.Endpoint{}

@@ -248,3 +248,25 @@ func TestSliceOfAnotherNamespaceNeverCounts(t *testing.T) {
 		t.Fatalf("deleting tenant-b's slice changed tenant-a's endpoints: %v", got)
 	}
 }
+
+// TestTableForgetsAServiceWithoutSlices: once a Service's last slice is
+// gone, the table keeps nothing for it, even after its endpoints were
+// asked for again (a retained cluster still names it); a provider's
+// ended leases must not leave entries behind.
+func TestTableForgetsAServiceWithoutSlices(t *testing.T) {
+	tb := NewTable()
+	web := ir.ServicePort{Namespace: "t", Name: "web", Port: "http"}
+	s := slice("t", "web", "web-1", 1, 2)
+	tb.Set(nil, s)
+	if got := tb.For(web); len(got) != 2 {
+		t.Fatalf("endpoints %v, want 2", got)
+	}
+	tb.Set(s, nil)
+	if got := tb.For(web); got != nil {
+		t.Fatalf("a Service without slices has endpoints %v", got)
+	}
+	tb.For(ir.ServicePort{Namespace: "t", Name: "never", Port: "http"})
+	if len(tb.slices) != 0 || len(tb.ports) != 0 {
+		t.Fatalf("the table keeps %d Services' slices and %d Services' endpoints", len(tb.slices), len(tb.ports))
+	}
+}
