@@ -55,7 +55,7 @@ func pipelineInput(n int) (*gatewayapi.Input, []*discoveryv1.EndpointSlice) {
 
 // newWithSlices is a server that holds the slices, as the controller's
 // EndpointSlice handler hands them over at start.
-func newWithSlices(b *testing.B, eslices []*discoveryv1.EndpointSlice) *Server {
+func newWithSlices(eslices []*discoveryv1.EndpointSlice) *Server {
 	s := New(Options{Log: logr.Discard()})
 	for _, es := range eslices {
 		s.UpdateEndpointSlice(nil, es)
@@ -99,7 +99,7 @@ func pipeline(b *testing.B, n int) (*gatewayapi.Input, []*discoveryv1.EndpointSl
 	st.Load(in)
 	tr := gatewayapi.NewTranslator(st)
 	facts := gatewayapi.FactsOf(in)
-	s := newWithSlices(b, eslices)
+	s := newWithSlices(eslices)
 	s.Publish(tr.Translate(facts).Gateways)
 	if errs := s.PublishErrors(); len(errs) > 0 {
 		b.Fatal(errs)
@@ -232,7 +232,7 @@ func BenchmarkPipelineTenantFlow(b *testing.B) {
 func BenchmarkPublishOneRouteChange(b *testing.B) {
 	in, eslices := pipelineInput(10_000)
 	gw := gatewayapi.Translate(in).Gateways[0]
-	s := newWithSlices(b, eslices)
+	s := newWithSlices(eslices)
 	s.Publish([]*ir.Gateway{gw})
 	if errs := s.PublishErrors(); len(errs) > 0 {
 		b.Fatal(errs)

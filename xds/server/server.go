@@ -204,21 +204,23 @@ func (s *Server) publishChangedEndpoints() {
 		s.epMu.Unlock()
 		svcs := slices.Collect(maps.Keys(pending))
 		s.build.Lock()
+		// The fillers belong to the build lock; the map to s.mu.
 		s.mu.Lock()
 		var sts []*gatewayState
 		for _, st := range s.gateways {
-			if !st.stopped && st.last != nil {
+			if !st.stopped && st.last != nil && st.filler.Changed(svcs) {
 				sts = append(sts, st)
 			}
 		}
 		s.mu.Unlock()
-		before := s.PublishErrors()
-		for _, st := range sts {
-			if st.filler.Changed(svcs) {
+		if len(sts) > 0 {
+			// Most slices are of Services no Gateway sends to.
+			before := s.PublishErrors()
+			for _, st := range sts {
 				s.publishGateway(st, st.last)
 			}
+			s.reportIfChanged(before)
 		}
-		s.reportIfChanged(before)
 		s.build.Unlock()
 	}
 }
