@@ -21,4 +21,18 @@ const (
 	// LOCK request is never retried (NGINX's proxy_next_upstream default).
 	// "false" or unset: any request is retried, as the Gateway API says.
 	AnnotationRetryIdempotentOnly = "shardgate.io/retry-idempotent-only"
+
+	// AnnotationIdleTimeout sets the idle timeout of every rule of the
+	// route (a Gateway API duration such as "60s" or "5m"; "0s" disables
+	// it): a request ends when neither side has sent a byte for this long.
+	// Unset: the Gateway's GatewayParameters spec.traffic.idleTimeout
+	// (60s by default). shardgate sets it on the routes it generates for
+	// Akash leases from their read and send timeouts.
+	AnnotationIdleTimeout = "shardgate.io/idle-timeout"
+
+	// AnnotationWebSocket, "true", lets every rule of the route upgrade
+	// to a WebSocket whatever the Gateway's spec.traffic.webSockets says.
+	// shardgate sets it on every route it generates. "false" or unset:
+	// the Gateway's setting applies.
+	AnnotationWebSocket = "shardgate.io/websocket"
 )

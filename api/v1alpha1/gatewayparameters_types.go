@@ -100,6 +100,103 @@ type AddressesSpec struct {
 	Pool string `json:"pool,omitempty"`
 }
 
+// TrafficSpec is how the Gateway's proxies treat the requests they carry.
+// Every field has a default that gives a tenant's visitors at least what
+// ingress-nginx gives them by default.
+type TrafficSpec struct {
+	// idleTimeout ends a request when neither the client nor the backend
+	// has sent a byte for this long (ingress-nginx's proxy-read-timeout and
+	// proxy-send-timeout). It is the only timeout a request without
+	// timeouts of its own gets: no cap applies to a whole response, so a
+	// stream or a long download runs as long as bytes flow. A route's
+	// shardgate.io/idle-timeout annotation overrides it. 0 disables it.
+	// Default 60s.
+	// +optional
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
+
+	// webSockets says which HTTP routes may upgrade a connection to a
+	// WebSocket. All (the default), as ingress-nginx does: every route.
+	// AppProtocol: only the routes shardgate generates (for LeaseHosts and
+	// Akash), routes annotated shardgate.io/websocket: "true", and routes
+	// to a Service port whose appProtocol is kubernetes.io/ws or
+	// kubernetes.io/wss.
+	// +optional
+	// +kubebuilder:default=All
+	WebSockets WebSocketsMode `json:"webSockets,omitempty"`
+
+	// trustedHops is how many proxies in front of the Gateway's proxies
+	// are trusted to append to X-Forwarded-For (Envoy's
+	// xff_num_trusted_hops). 0 (the default) trusts none: the client
+	// address is the peer of the connection (or the PROXY protocol's
+	// source), which the proxy appends to X-Forwarded-For and passes as
+	// X-Envoy-External-Address. Set it to the number of load balancers
+	// that sit in front of the proxies and append their client's address.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=16
+	TrustedHops int32 `json:"trustedHops,omitempty"`
+
+	// proxyProtocol makes every listener of the Gateway expect the PROXY
+	// protocol (v1 or v2) from a load balancer in front of it, and take the
+	// client address from it. A connection without a PROXY header is
+	// refused, so turn it on only together with the load balancer.
+	// +optional
+	ProxyProtocol bool `json:"proxyProtocol,omitempty"`
+
+	// accessLog is the access log of the Gateway's HTTP listeners,
+	// written to the proxies' standard output. Default: JSON with the
+	// fields listed in the documentation.
+	// +optional
+	AccessLog *AccessLogSpec `json:"accessLog,omitempty"`
+}
+
+// WebSocketsMode says which routes may upgrade to a WebSocket.
+// +kubebuilder:validation:Enum=All;AppProtocol
+type WebSocketsMode string
+
+const (
+	// WebSocketsAll: every HTTP route may upgrade.
+	WebSocketsAll WebSocketsMode = "All"
+	// WebSocketsAppProtocol: generated routes, routes annotated
+	// shardgate.io/websocket: "true", and routes to WebSocket Service
+	// ports.
+	WebSocketsAppProtocol WebSocketsMode = "AppProtocol"
+)
+
+// AccessLogSpec is an access log format.
+// +kubebuilder:validation:XValidation:rule="self.format != 'Text' || has(self.text)",message="format Text needs text"
+// +kubebuilder:validation:XValidation:rule="self.format != 'JSON' || !has(self.text)",message="text applies to format Text only"
+// +kubebuilder:validation:XValidation:rule="self.format == 'JSON' || !has(self.json)",message="json applies to format JSON only"
+type AccessLogSpec struct {
+	// format is JSON (the default), Text, or Off (no access log).
+	// +optional
+	// +kubebuilder:default=JSON
+	Format AccessLogFormat `json:"format,omitempty"`
+
+	// text is the line format for format Text, in Envoy's command
+	// operators (for example "%START_TIME% %REQ(:METHOD)% %RESPONSE_CODE%\n").
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Text string `json:"text,omitempty"`
+
+	// json replaces the default JSON fields for format JSON: each key is a
+	// field name, each value Envoy's command operators.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	JSON map[string]string `json:"json,omitempty"`
+}
+
+// AccessLogFormat is how access log lines are written.
+// +kubebuilder:validation:Enum=JSON;Text;Off
+type AccessLogFormat string
+
+const (
+	AccessLogJSON AccessLogFormat = "JSON"
+	AccessLogText AccessLogFormat = "Text"
+	AccessLogOff  AccessLogFormat = "Off"
+)
+
 // GatewayParametersSpec holds per-Gateway settings. Every section is optional;
 // a Gateway whose parameters have a shard section is a shard.
 type GatewayParametersSpec struct {
@@ -114,6 +211,11 @@ type GatewayParametersSpec struct {
 	// addresses configures the Gateway's addresses.
 	// +optional
 	Addresses *AddressesSpec `json:"addresses,omitempty"`
+
+	// traffic is how the Gateway's proxies treat requests: timeouts,
+	// WebSockets, client addresses and the access log.
+	// +optional
+	Traffic *TrafficSpec `json:"traffic,omitempty"`
 }
 
 // GatewayParametersStatus is the observed state of a GatewayParameters.

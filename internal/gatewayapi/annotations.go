@@ -6,6 +6,9 @@ package gatewayapi
 
 import (
 	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/ir"
@@ -16,6 +19,14 @@ import (
 type routeSettings struct {
 	maxRequestBodyBytes uint32
 	retryIdempotentOnly bool
+	idleTimeout         *metav1.Duration
+	webSocket           bool
+}
+
+// settingsAnnotations are the annotations routeSettings reads.
+var settingsAnnotations = [...]string{
+	shardgatev1alpha1.AnnotationMaxRequestBodyBytes, shardgatev1alpha1.AnnotationRetryIdempotentOnly,
+	shardgatev1alpha1.AnnotationIdleTimeout, shardgatev1alpha1.AnnotationWebSocket,
 }
 
 // httpRouteSettings reads the annotations; an unreadable value is an
@@ -38,6 +49,22 @@ func httpRouteSettings(annotations map[string]string) (routeSettings, *ruleError
 			return s, unsupported("annotation %s: %q is neither \"true\" nor \"false\"", shardgatev1alpha1.AnnotationRetryIdempotentOnly, v)
 		}
 	}
+	if v, ok := annotations[shardgatev1alpha1.AnnotationIdleTimeout]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return s, unsupported("annotation %s: %q is not a duration (for example 60s, 5m or 1h)", shardgatev1alpha1.AnnotationIdleTimeout, v)
+		}
+		s.idleTimeout = &metav1.Duration{Duration: d}
+	}
+	if v, ok := annotations[shardgatev1alpha1.AnnotationWebSocket]; ok {
+		switch v {
+		case "true":
+			s.webSocket = true
+		case "false":
+		default:
+			return s, unsupported("annotation %s: %q is neither \"true\" nor \"false\"", shardgatev1alpha1.AnnotationWebSocket, v)
+		}
+	}
 	return s, nil
 }
 
@@ -51,6 +78,8 @@ func (s routeSettings) apply(routes []ir.Route) {
 	for i := range routes {
 		r := &routes[i]
 		r.MaxRequestBodyBytes = s.maxRequestBodyBytes
+		r.IdleTimeout = s.idleTimeout
+		r.WebSocket = s.webSocket
 		if s.retryIdempotentOnly && r.Retry != nil {
 			if retry == nil {
 				cp := *r.Retry
@@ -66,7 +95,7 @@ func (s routeSettings) apply(routes []ir.Route) {
 // the annotations the translator reads (an annotation change leaves
 // metadata.generation alone).
 func settingsChanged(oldAnn, newAnn map[string]string) bool {
-	for _, k := range [...]string{shardgatev1alpha1.AnnotationMaxRequestBodyBytes, shardgatev1alpha1.AnnotationRetryIdempotentOnly} {
+	for _, k := range settingsAnnotations {
 		o, oOK := oldAnn[k]
 		n, nOK := newAnn[k]
 		if o != n || oOK != nOK {

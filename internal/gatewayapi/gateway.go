@@ -439,7 +439,7 @@ type irBuild struct {
 }
 
 func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, secrets map[string]*ir.Secret) *irBuild {
-	out := &ir.Gateway{Namespace: gw.Namespace, Name: gw.Name}
+	out := &ir.Gateway{Namespace: gw.Namespace, Name: gw.Name, Traffic: idx.gatewayTraffic(gw)}
 	build := &irBuild{ir: out}
 	byPort := map[int32][]*listenerState{}
 	var ports []int32

@@ -285,7 +285,7 @@ func (g *vhostGroup) removeEntries(h string, k RouteKey) {
 // and clusters are rebuilt, everything else is shared.
 func (idx *Index) patchIR(st *gwState, affected map[*vhostGroup]map[string]bool, clusters map[string]bool) *ir.Gateway {
 	prev := st.build.ir
-	out := &ir.Gateway{Namespace: prev.Namespace, Name: prev.Name, Secrets: prev.Secrets}
+	out := &ir.Gateway{Namespace: prev.Namespace, Name: prev.Name, Secrets: prev.Secrets, Traffic: prev.Traffic}
 	// An IR with no virtual host changed keeps the very listener list
 	// (IR is never modified once built), which tells the xDS server that
 	// only clusters can have changed.

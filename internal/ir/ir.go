@@ -5,6 +5,8 @@ Copyright The shardgate Authors.
 package ir
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -18,6 +20,86 @@ type Gateway struct {
 	Clusters []*Cluster `json:"clusters,omitempty"`
 	// Secrets are sorted by Name.
 	Secrets []Secret `json:"secrets,omitempty"`
+	// Traffic is how every listener treats requests; nil is
+	// DefaultTraffic.
+	Traffic *Traffic `json:"traffic,omitempty"`
+}
+
+// Traffic is how a Gateway's proxies treat requests: the data-plane
+// defaults a tenant's visitors get (GatewayParameters spec.traffic).
+type Traffic struct {
+	// IdleTimeout ends an HTTP request when no byte has flowed either way
+	// for this long; 0 disables it. It applies to HTTPRoute rules that set
+	// no idle timeout of their own (Route.IdleTimeout).
+	IdleTimeout metav1.Duration `json:"idleTimeout"`
+	// WebSocketsAll lets every HTTP route upgrade to a WebSocket; false
+	// leaves it to the routes that ask (Route.WebSocket) and to WebSocket
+	// clusters.
+	WebSocketsAll bool `json:"webSocketsAll,omitempty"`
+	// TrustedHops is the number of proxies in front whose X-Forwarded-For
+	// entries are trusted.
+	TrustedHops uint32 `json:"trustedHops,omitempty"`
+	// ProxyProtocol: every listener expects the PROXY protocol.
+	ProxyProtocol bool `json:"proxyProtocol,omitempty"`
+	// AccessLog is the HTTP listeners' access log; nil writes none.
+	AccessLog *AccessLog `json:"accessLog,omitempty"`
+}
+
+// AccessLog is an access log written to the proxy's standard output:
+// JSON fields, or a text line format.
+type AccessLog struct {
+	// JSON maps field names to Envoy command operators; used when Text is
+	// empty.
+	JSON map[string]string `json:"json,omitempty"`
+	// Text is a line format in Envoy command operators.
+	Text string `json:"text,omitempty"`
+}
+
+// DefaultIdleTimeout is the idle timeout of a Gateway that sets none:
+// ingress-nginx's proxy-read-timeout and proxy-send-timeout.
+const DefaultIdleTimeout = 60 * time.Second
+
+// DefaultAccessLogFields are the default JSON access log's fields.
+func DefaultAccessLogFields() map[string]string {
+	return map[string]string{
+		"start_time":       "%START_TIME%",
+		"client_address":   "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%",
+		"x_forwarded_for":  "%REQ(X-FORWARDED-FOR)%",
+		"method":           "%REQ(:METHOD)%",
+		"host":             "%REQ(:AUTHORITY)%",
+		"path":             "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%",
+		"protocol":         "%PROTOCOL%",
+		"status":           "%RESPONSE_CODE%",
+		"response_flags":   "%RESPONSE_FLAGS%",
+		"bytes_received":   "%BYTES_RECEIVED%",
+		"bytes_sent":       "%BYTES_SENT%",
+		"duration_ms":      "%DURATION%",
+		"upstream_ms":      "%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)%",
+		"upstream_cluster": "%UPSTREAM_CLUSTER%",
+		"upstream_host":    "%UPSTREAM_HOST%",
+		"route":            "%ROUTE_NAME%",
+		"user_agent":       "%REQ(USER-AGENT)%",
+		"request_id":       "%REQ(X-REQUEST-ID)%",
+	}
+}
+
+// DefaultTraffic is what a Gateway without GatewayParameters
+// spec.traffic gets: a 60 s idle timeout, WebSockets on every route, no
+// trusted hops, no PROXY protocol, and the JSON access log.
+func DefaultTraffic() *Traffic {
+	return &Traffic{
+		IdleTimeout:   metav1.Duration{Duration: DefaultIdleTimeout},
+		WebSocketsAll: true,
+		AccessLog:     &AccessLog{JSON: DefaultAccessLogFields()},
+	}
+}
+
+// TrafficOf is gw's traffic settings, the defaults when it has none.
+func TrafficOf(gw *Gateway) *Traffic {
+	if gw == nil || gw.Traffic == nil {
+		return DefaultTraffic()
+	}
+	return gw.Traffic
 }
 
 // Protocol is what a port speaks.
@@ -160,6 +242,12 @@ type Route struct {
 	// MaxRequestBodyBytes limits the request body; a larger request is
 	// answered 413. 0 means no limit.
 	MaxRequestBodyBytes uint32 `json:"maxRequestBodyBytes,omitempty"`
+	// IdleTimeout, when set, replaces the Gateway's Traffic.IdleTimeout
+	// for this route (0 disables it).
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
+	// WebSocket: the route may upgrade to a WebSocket whatever the
+	// Gateway's Traffic.WebSocketsAll says.
+	WebSocket bool `json:"webSocket,omitempty"`
 
 	Source Source `json:"source"`
 }

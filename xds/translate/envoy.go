@@ -19,6 +19,8 @@ const (
 	filterHTTPConnectionManager = "envoy.filters.network.http_connection_manager"
 	filterTCPProxy              = "envoy.filters.network.tcp_proxy"
 	filterTLSInspector          = "envoy.filters.listener.tls_inspector"
+	filterProxyProtocol         = "envoy.filters.listener.proxy_protocol"
+	accessLoggerFile            = "envoy.access_loggers.file"
 	filterRouter                = "envoy.filters.http.router"
 	filterCORS                  = "envoy.filters.http.cors"
 	filterBuffer                = "envoy.filters.http.buffer"
@@ -45,8 +47,13 @@ func adsConfigSource() *corev3.ConfigSource {
 
 // mustAny packs m. Packing a well-formed generated message cannot fail short
 // of running out of memory, so a failure is a programming error.
+//
+// The bytes are deterministic (map entries sorted, as in a JSON access
+// log format), so that the same message always packs the same way and an
+// unchanged resource never looks changed to a proxy.
 func mustAny(m proto.Message) *anypb.Any {
-	a, err := anypb.New(m)
+	a := &anypb.Any{}
+	err := anypb.MarshalFrom(a, m, proto.MarshalOptions{Deterministic: true})
 	if err != nil {
 		panic("translate: pack " + string(m.ProtoReflect().Descriptor().FullName()) + ": " + err.Error())
 	}

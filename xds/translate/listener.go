@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"math"
 
+	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	bufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/buffer/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/proxy_protocol/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
@@ -37,13 +39,24 @@ var alpnHTTP = []string{"h2", "http/1.1"}
 // to serve (no TLS servers, no TLS routes) yields no listener, because Envoy
 // refuses a listener without filter chains.
 func (t *translator) listener(l *ir.Listener) (*listenerv3.Listener, []*routev3.RouteConfiguration, error) {
+	lst, routes, err := t.listenerChains(l)
+	if lst != nil && ir.TrafficOf(t.gw).ProxyProtocol {
+		// First: the client address and the TLS ClientHello come after
+		// the PROXY header.
+		lst.ListenerFilters = append([]*listenerv3.ListenerFilter{proxyProtocol()}, lst.ListenerFilters...)
+	}
+	return lst, routes, err
+}
+
+func (t *translator) listenerChains(l *ir.Listener) (*listenerv3.Listener, []*routev3.RouteConfiguration, error) {
+	traffic := ir.TrafficOf(t.gw)
 	switch l.Protocol {
 	case ir.ProtocolHTTP:
 		rc, err := t.routeConfiguration(l.Name, "http", l.VirtualHosts)
 		if err != nil {
 			return nil, nil, err
 		}
-		chain := filterChain(l.Name, nil, nil, httpConnectionManager(l.Name, rc.Name))
+		chain := filterChain(l.Name, nil, nil, httpConnectionManager(l.Name, rc.Name, traffic))
 		return listener(l.Name, l.Port, nil, chain), []*routev3.RouteConfiguration{rc}, nil
 
 	case ir.ProtocolHTTPS:
@@ -59,7 +72,7 @@ func (t *translator) listener(l *ir.Listener) (*listenerv3.Listener, []*routev3.
 			chains = append(chains, filterChain(s.Name,
 				matchSNI(s.SNI),
 				downstreamTLSValidating(s.Certificates, alpnHTTP, s.ClientValidation),
-				httpConnectionManager(l.Name, rc.Name)))
+				httpConnectionManager(l.Name, rc.Name, traffic)))
 		}
 		if len(chains) == 0 {
 			return nil, nil, nil
@@ -107,6 +120,16 @@ func listener(name string, port int32, lf *listenerv3.ListenerFilter, chains ...
 		l.ListenerFilters = []*listenerv3.ListenerFilter{lf}
 	}
 	return l
+}
+
+// proxyProtocol reads the PROXY protocol header (v1 or v2) a load balancer
+// sends first, and takes the connection's client address from it. A
+// connection without one is refused.
+func proxyProtocol() *listenerv3.ListenerFilter {
+	return &listenerv3.ListenerFilter{
+		Name:       filterProxyProtocol,
+		ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: mustAny(&proxyprotocolv3.ProxyProtocol{})},
+	}
 }
 
 // tlsInspector reads the ClientHello so that chains can match on SNI.
@@ -193,7 +216,20 @@ func downstreamTLSValidating(certs []ir.SecretRef, alpn []string, cv *ir.ClientV
 //
 // normalize_path and merge_slashes make "/a/../b" and "//b" match like "/b",
 // so path matches cannot be sidestepped by spelling a path differently.
-func httpConnectionManager(statPrefix, routeConfig string) *listenerv3.Filter {
+//
+// The client address (traffic):
+//   - use_remote_address: the proxy is the edge, so the client address is
+//     the connection's peer (or the PROXY protocol's source), appended to
+//     X-Forwarded-For and set as X-Envoy-External-Address; the proxy sets
+//     X-Forwarded-Proto to the scheme the client used;
+//   - xff_num_trusted_hops: with n trusted proxies in front, the client
+//     address is the n-th address from the right of X-Forwarded-For.
+//
+// WebSockets: with WebSocketsAll every route may upgrade, as ingress-nginx
+// lets every location; otherwise routes enable it one by one.
+//
+// The access log, when set, goes to the proxy's standard output.
+func httpConnectionManager(statPrefix, routeConfig string, traffic *ir.Traffic) *listenerv3.Filter {
 	hcm := &hcmv3.HttpConnectionManager{
 		CodecType:  hcmv3.HttpConnectionManager_AUTO,
 		StatPrefix: statPrefix,
@@ -206,8 +242,16 @@ func httpConnectionManager(statPrefix, routeConfig string) *listenerv3.Filter {
 			bufferFilter(),
 			httpFilter(filterRouter, &routerv3.Router{}, false),
 		},
-		NormalizePath: boolean(true),
-		MergeSlashes:  true,
+		NormalizePath:     boolean(true),
+		MergeSlashes:      true,
+		UseRemoteAddress:  boolean(true),
+		XffNumTrustedHops: traffic.TrustedHops,
+	}
+	if traffic.WebSocketsAll {
+		hcm.UpgradeConfigs = []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}}
+	}
+	if traffic.AccessLog != nil {
+		hcm.AccessLog = []*accesslogv3.AccessLog{accessLog(traffic.AccessLog)}
 	}
 	return &listenerv3.Filter{
 		Name:       filterHTTPConnectionManager,

@@ -7,6 +7,7 @@ package translate
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -47,6 +48,8 @@ type Memo struct {
 	lastClusters  []*clusterv3.Cluster
 	lastEndpoints []*endpointv3.ClusterLoadAssignment
 	websocket     string // the WebSocket clusters the virtual hosts were built with
+	// routeDefaults: the Gateway's route defaults they were built with.
+	routeDefaults routeDefaults
 	// newRefs: the virtual hosts of the last translation that now send to
 	// a cluster their previous version did not (see Introducing).
 	newRefs []vhostRefs
@@ -63,6 +66,13 @@ type Memo struct {
 type vhostRefs struct {
 	table, vhost string
 	clusters     []string
+}
+
+// routeDefaults are the Gateway's traffic settings that go into route
+// actions.
+type routeDefaults struct {
+	idle          time.Duration
+	webSocketsAll bool
 }
 
 type memoVhost struct {
@@ -103,9 +113,14 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*Resources, error)
 			ws = append(ws, 0)
 		}
 	}
-	if string(ws) != m.websocket || m.tables == nil {
+	// So do the Gateway's idle timeout and WebSocket default, which
+	// every HTTP route action carries.
+	tr := ir.TrafficOf(gw)
+	routeDefaults := routeDefaults{idle: tr.IdleTimeout.Duration, webSocketsAll: tr.WebSocketsAll}
+	if string(ws) != m.websocket || m.tables == nil || routeDefaults != m.routeDefaults {
 		m.tables = map[string][]*memoVhost{}
 		m.websocket = string(ws)
+		m.routeDefaults = routeDefaults
 	}
 	kept := make(map[string]bool, len(retained))
 	for _, c := range retained {

@@ -309,18 +309,37 @@ func (t *translator) routeAction(r *ir.Route, ws []weighted, matched string) (*r
 	if retry != nil && retry.Attempts != nil && *retry.Attempts <= 0 {
 		retry = nil
 	}
-	if r.GRPC && r.Timeouts == nil {
-		grpcTimeouts(a)
+	traffic := ir.TrafficOf(t.gw)
+	var idle *time.Duration
+	switch {
+	case r.GRPC:
+		if r.Timeouts == nil {
+			grpcTimeouts(a)
+		}
+	default:
+		if r.Timeouts == nil {
+			// No cap on a whole response, as ingress-nginx has none:
+			// Envoy's default would cut every response at 15 s.
+			a.Timeout = duration(0)
+		}
+		d := traffic.IdleTimeout.Duration
+		if r.IdleTimeout != nil {
+			d = r.IdleTimeout.Duration
+		}
+		idle = &d
+		a.IdleTimeout = duration(d)
 	}
 	timeouts(a, r.Timeouts, retry)
-	a.RetryPolicy = retryPolicy(retry, r.Timeouts)
+	a.RetryPolicy = retryPolicy(retry, r.Timeouts, idle)
 	for _, m := range r.Mirrors {
 		a.RequestMirrorPolicies = append(a.RequestMirrorPolicies, &routev3.RouteAction_RequestMirrorPolicy{
 			Cluster:         m.Cluster,
 			RuntimeFraction: fraction(m.Numerator, m.Denominator),
 		})
 	}
-	if t.wantsWebSocket(ws) {
+	// With WebSocketsAll the listener lets every route upgrade
+	// (httpConnectionManager); otherwise only the routes that ask do.
+	if !traffic.WebSocketsAll && (r.WebSocket || t.wantsWebSocket(ws)) {
 		a.UpgradeConfigs = []*routev3.RouteAction_UpgradeConfig{{UpgradeType: "websocket"}}
 	}
 	return a, nil
@@ -483,7 +502,13 @@ func grpcTimeouts(a *routev3.RouteAction) {
 	a.MaxStreamDuration = &routev3.RouteAction_MaxStreamDuration{GrpcTimeoutHeaderMax: duration(0)}
 }
 
-func retryPolicy(r *ir.Retry, to *ir.Timeouts) *routev3.RetryPolicy {
+// retryPolicy is the route's retry policy. Without a per-try timeout
+// (BackendRequest), each attempt gets the route's idle timeout as
+// per_try_idle_timeout (idle, when set and not 0): an attempt whose
+// backend sends nothing for that long is retried while no response has
+// begun, as NGINX passes such a request to the next upstream, and a
+// response under way is never cut by a retry timer.
+func retryPolicy(r *ir.Retry, to *ir.Timeouts, idle *time.Duration) *routev3.RetryPolicy {
 	if r == nil {
 		return nil
 	}
@@ -504,8 +529,11 @@ func retryPolicy(r *ir.Retry, to *ir.Timeouts) *routev3.RetryPolicy {
 	if r.Backoff != nil && r.Backoff.Duration > 0 {
 		p.RetryBackOff = &routev3.RetryPolicy_RetryBackOff{BaseInterval: duration(r.Backoff.Duration)}
 	}
-	if to != nil && to.BackendRequest != nil && to.BackendRequest.Duration > 0 {
+	switch {
+	case to != nil && to.BackendRequest != nil && to.BackendRequest.Duration > 0:
 		p.PerTryTimeout = duration(to.BackendRequest.Duration)
+	case idle != nil && *idle > 0:
+		p.PerTryIdleTimeout = duration(*idle)
 	}
 	return p
 }
