@@ -730,14 +730,19 @@ func requests(items []shardgatev1alpha1.LeaseHost) []reconcile.Request {
 	return out
 }
 
-// routeUpToDate: the stored route already has the desired spec, labels and
-// controller reference, so applying would change nothing.
+// routeUpToDate: the stored route already has the desired spec, labels,
+// annotations and controller reference, so applying would change nothing.
 func routeUpToDate(existing, desired *gatewayv1.HTTPRoute) bool {
 	if !equality.Semantic.DeepEqual(existing.Spec, desired.Spec) {
 		return false
 	}
 	for k, v := range desired.Labels {
 		if existing.Labels[k] != v {
+			return false
+		}
+	}
+	for k, v := range desired.Annotations {
+		if e, ok := existing.Annotations[k]; !ok || e != v {
 			return false
 		}
 	}

@@ -243,13 +243,28 @@ func TestIPLeaseRefusesForeignSharingKeys(t *testing.T) {
 }
 
 func TestRouteOptions(t *testing.T) {
+	// Akash's defaults: 60 s read and send timeouts are a 60 s idle
+	// timeout; next_timeout (60 s) leaves room for one retry after a
+	// try that timed out, so 2 of the 3 tries.
 	d := DefaultRouteOptions()
-	to, rt := d.Timeouts(), d.Retry()
-	if *to.Request != "1m" || *to.BackendRequest != "1m" {
-		t.Fatalf("default timeouts %s/%s, want 1m/1m", *to.Request, *to.BackendRequest)
+	if got := d.IdleTimeout(); got != 60_000 {
+		t.Fatalf("default idle timeout %d ms, want 60000", got)
 	}
-	if *rt.Attempts != 2 || len(rt.Codes) != 0 {
-		t.Fatalf("default retry %+v: want 2 retries (3 tries), no codes", rt)
+	if rt := d.Retry(); *rt.Attempts != 1 || len(rt.Codes) != 0 {
+		t.Fatalf("default retry %+v: want 1 retry (2 tries within next_timeout), no codes", rt)
+	}
+	for name, tc := range map[string]struct {
+		o    RouteOptions
+		want uint32
+	}{
+		"no next_timeout":         {RouteOptions{ReadTimeout: 60_000, NextTries: 5}, 5},
+		"next_timeout fits 3":     {RouteOptions{ReadTimeout: 10_000, NextTries: 5, NextTimeout: 25_000}, 3},
+		"next_timeout below idle": {RouteOptions{ReadTimeout: 60_000, NextTries: 5, NextTimeout: 1_000}, 1},
+		"no idle timeout":         {RouteOptions{NextTries: 4, NextTimeout: 1_000}, 4},
+	} {
+		if got := tc.o.Tries(); got != tc.want {
+			t.Errorf("%s: Tries = %d, want %d", name, got, tc.want)
+		}
 	}
 	m := &akashv1.Manifest{Spec: akashv1.ManifestSpec{Group: akashv1.ManifestGroup{Services: []akashv1.ManifestService{{
 		Name: "web", Count: 1, Expose: []akashv1.ManifestServiceExpose{
@@ -261,9 +276,9 @@ func TestRouteOptions(t *testing.T) {
 	if !found || o.MaxBodySize != 2<<20 {
 		t.Fatalf("OptionsFor = %+v, %v", o, found)
 	}
-	to, rt = o.Timeouts(), o.Retry()
-	if *to.BackendRequest != "1m30s" || *to.Request != "7m30s" {
-		t.Fatalf("timeouts %s/%s, want per try 1m30s, total 5×1m30s", *to.BackendRequest, *to.Request)
+	rt := o.Retry()
+	if got := o.IdleTimeout(); got != 90_000 {
+		t.Fatalf("idle timeout %d ms, want the longer of read (1.5 s) and send (90 s)", got)
 	}
 	if *rt.Attempts != 4 || len(rt.Codes) != 2 || rt.Codes[0] != 502 || rt.Codes[1] != 503 {
 		t.Fatalf("retry %+v", rt)
@@ -283,16 +298,17 @@ func TestRouteOptions(t *testing.T) {
 	// Annotations: the body limit, and idempotent-only retries unless
 	// next_cases lists non_idempotent (or nothing is retried).
 	body, idem := shardgatev1alpha1.AnnotationMaxRequestBodyBytes, shardgatev1alpha1.AnnotationRetryIdempotentOnly
+	idle, ws := shardgatev1alpha1.AnnotationIdleTimeout, shardgatev1alpha1.AnnotationWebSocket
 	for name, tc := range map[string]struct {
 		o    RouteOptions
 		want map[string]string
 	}{
-		"defaults":       {DefaultRouteOptions(), map[string]string{body: "1048576", idem: "true"}},
-		"manifest":       {o, map[string]string{body: "2097152", idem: "true"}},
-		"non_idempotent": {RouteOptions{MaxBodySize: 4096, NextTries: 2, NextCases: []string{"error", "non_idempotent"}}, map[string]string{body: "4096"}},
-		"off":            {RouteOptions{MaxBodySize: 4096, NextTries: 2, NextCases: []string{"off"}}, map[string]string{body: "4096"}},
-		"one try":        {RouteOptions{MaxBodySize: 4096, NextTries: 1, NextCases: []string{"error"}}, map[string]string{body: "4096"}},
-		"nothing":        {RouteOptions{}, nil},
+		"defaults":       {DefaultRouteOptions(), map[string]string{body: "1048576", idem: "true", idle: "1m", ws: "true"}},
+		"manifest":       {o, map[string]string{body: "2097152", idem: "true", idle: "1m30s", ws: "true"}},
+		"non_idempotent": {RouteOptions{MaxBodySize: 4096, NextTries: 2, NextCases: []string{"error", "non_idempotent"}}, map[string]string{body: "4096", ws: "true"}},
+		"off":            {RouteOptions{MaxBodySize: 4096, NextTries: 2, NextCases: []string{"off"}}, map[string]string{body: "4096", ws: "true"}},
+		"one try":        {RouteOptions{MaxBodySize: 4096, NextTries: 1, NextCases: []string{"error"}}, map[string]string{body: "4096", ws: "true"}},
+		"nothing":        {RouteOptions{}, map[string]string{ws: "true"}},
 	} {
 		if got := tc.o.Annotations(); !maps.Equal(got, tc.want) {
 			t.Errorf("%s: Annotations = %v, want %v", name, got, tc.want)

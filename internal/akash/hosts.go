@@ -81,9 +81,10 @@ func AsLeaseHost(ph *akashv1.ProviderHost, holding bool) *shardgatev1alpha1.Leas
 // after the (normalised) hostname and lives in the lease namespace, with
 // the label akash.network: "true" and the lease labels, and one rule,
 // PathPrefix / to the Service service_name on port external_port. parentRefs
-// are the shards on which the name is held. opts adds the rule's timeouts
-// and retry policy, and the annotations for the request body limit and
-// idempotent-only retries (RouteOptions). It carries no owner reference: the
+// are the shards on which the name is held. opts adds the rule's retry
+// policy, and the annotations for WebSocket upgrades, the idle timeout,
+// the request body limit and idempotent-only retries (RouteOptions); the
+// rule has no timeouts, so no cap applies to a whole response. It carries no owner reference: the
 // ProviderHost lives in another namespace, and the provider's own recovery
 // code finds the route by its labels.
 func RouteFor(ph *akashv1.ProviderHost, p leasehosts.Plan, decisions map[string]hostnames.Decision, opts RouteOptions) *gatewayv1.HTTPRoute {
@@ -98,9 +99,7 @@ func RouteFor(ph *akashv1.ProviderHost, p leasehosts.Plan, decisions map[string]
 	r.Labels = HostLease(ph).Labels()
 	r.Labels[LabelManaged] = "true"
 	r.Annotations = opts.Annotations()
-	rule := &r.Spec.Rules[0]
-	rule.Timeouts = opts.Timeouts()
-	rule.Retry = opts.Retry()
+	r.Spec.Rules[0].Retry = opts.Retry()
 	return r
 }
 

@@ -69,40 +69,44 @@ func OptionsFor(m *akashv1.Manifest, serviceName string, externalPort uint32) (o
 	return DefaultRouteOptions(), false
 }
 
-// Timeouts are the rule timeouts: backendRequest (one try) is the longer
-// of read_timeout and send_timeout; request (the whole exchange, retries
-// included) is next_timeout, or backendRequest times the tries when
-// next_timeout is 0 (unlimited in NGINX), and never shorter than
-// backendRequest. Zero timeouts leave the rule without timeouts.
-func (o RouteOptions) Timeouts() *gatewayv1.HTTPRouteTimeouts {
-	per := uint64(max(o.ReadTimeout, o.SendTimeout))
-	if per == 0 {
-		return nil
-	}
-	total := uint64(o.NextTimeout)
-	if total == 0 {
-		total = per * uint64(max(o.NextTries, 1))
-	}
-	total = max(total, per)
-	return &gatewayv1.HTTPRouteTimeouts{
-		Request:        new(gatewayv1.Duration(FormatDuration(total))),
-		BackendRequest: new(gatewayv1.Duration(FormatDuration(per))),
-	}
+// IdleTimeout is the route's idle timeout in milliseconds: the longer
+// of read_timeout and send_timeout. NGINX's proxy_read_timeout and
+// proxy_send_timeout bound the time between two reads or two writes, not
+// a whole response, so they become the idle timeout, and no cap applies to
+// a response as long as bytes flow. 0 (both unset) leaves the Gateway's
+// default.
+func (o RouteOptions) IdleTimeout() uint64 {
+	return uint64(max(o.ReadTimeout, o.SendTimeout))
 }
 
-// Retry is the rule's retry policy: next_tries counts the first attempt, so
-// it allows next_tries-1 retries; "off", or fewer than two tries, means no
-// retries. A status code ("500" or "http_500") adds that code. Every retry
+// Tries is how many times a request may be sent, retries included:
+// next_tries, never more than next_timeout lets start. NGINX stops passing a request to the next
+// upstream once next_timeout has passed since the first try; a try that
+// times out costs the idle timeout, so at most 1 + next_timeout / idle
+// tries fit. Retries happen only before a response has begun: they never
+// cut or repeat a response under way.
+func (o RouteOptions) Tries() uint32 {
+	tries := o.NextTries
+	if idle := o.IdleTimeout(); o.NextTimeout > 0 && idle > 0 {
+		tries = uint32(min(uint64(tries), 1+uint64(o.NextTimeout)/idle))
+	}
+	return tries
+}
+
+// Retry is the rule's retry policy: Tries counts the first attempt, so it
+// allows Tries-1 retries; "off", or fewer than two tries, means no
+// retries. Each try gets the idle timeout (Envoy's per_try_idle_timeout). A status code ("500" or "http_500") adds that code. Every retry
 // policy retries connection failures, resets and per-try timeouts, which
 // covers "error", "timeout" and "invalid_header" (an upstream response
 // that cannot be parsed resets the upstream stream); those are retried
 // even when next_cases leaves them out. "non_idempotent" is an annotation
 // (Annotations).
 func (o RouteOptions) Retry() *gatewayv1.HTTPRouteRetry {
-	if o.NextTries < 2 || slices.Contains(o.NextCases, "off") {
+	tries := o.Tries()
+	if tries < 2 || slices.Contains(o.NextCases, "off") {
 		return nil
 	}
-	r := &gatewayv1.HTTPRouteRetry{Attempts: new(int(o.NextTries - 1))}
+	r := &gatewayv1.HTTPRouteRetry{Attempts: new(int(tries - 1))}
 	for _, c := range o.NextCases {
 		n, err := strconv.Atoi(strings.TrimPrefix(c, "http_"))
 		if err != nil || n < 400 || n > 599 {
@@ -117,27 +121,31 @@ func (o RouteOptions) Retry() *gatewayv1.HTTPRouteRetry {
 	return r
 }
 
-// Annotations are the route's shardgate annotations: max_body_size as its
-// request body limit and, when the route retries and next_cases does not
-// list non_idempotent, retries for idempotent requests only (NGINX never
-// passes a POST, PATCH or LOCK request to the next upstream unless
+// Annotations are the route's shardgate annotations: WebSocket upgrades
+// (NGINX upgrades on every Akash route), the idle timeout, max_body_size as
+// its request body limit and, when the route retries and next_cases does
+// not list non_idempotent, retries for idempotent requests only (NGINX
+// never passes a POST, PATCH or LOCK request to the next upstream unless
 // non_idempotent is listed).
 func (o RouteOptions) Annotations() map[string]string {
-	a := map[string]string{}
+	a := map[string]string{shardgatev1alpha1.AnnotationWebSocket: "true"}
+	if idle := o.IdleTimeout(); idle > 0 {
+		a[shardgatev1alpha1.AnnotationIdleTimeout] = FormatDuration(idle)
+	}
 	if o.MaxBodySize > 0 {
 		a[shardgatev1alpha1.AnnotationMaxRequestBodyBytes] = strconv.FormatUint(uint64(o.MaxBodySize), 10)
 	}
 	if o.Retry() != nil && !slices.Contains(o.NextCases, "non_idempotent") {
 		a[shardgatev1alpha1.AnnotationRetryIdempotentOnly] = "true"
 	}
-	if len(a) == 0 {
-		return nil
-	}
 	return a
 }
 
 // RouteAnnotations are the annotation keys Annotations may set.
-var RouteAnnotations = []string{shardgatev1alpha1.AnnotationMaxRequestBodyBytes, shardgatev1alpha1.AnnotationRetryIdempotentOnly}
+var RouteAnnotations = []string{
+	shardgatev1alpha1.AnnotationMaxRequestBodyBytes, shardgatev1alpha1.AnnotationRetryIdempotentOnly,
+	shardgatev1alpha1.AnnotationIdleTimeout, shardgatev1alpha1.AnnotationWebSocket,
+}
 
 // FormatDuration writes ms milliseconds as a Gateway API duration (at most
 // five digits per unit): "60s", "1m30s", "1500ms".

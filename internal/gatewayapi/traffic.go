@@ -45,14 +45,15 @@ func Traffic(spec *shardgatev1alpha1.TrafficSpec) *ir.Traffic {
 }
 
 // gatewayTraffic is the traffic settings of gw: those of the
-// GatewayParameters its parametersRef names, else its class's. A
-// reference that does not resolve leaves the defaults (the Gateway is
-// then not Accepted and serves nothing anyway).
+// GatewayParameters its parametersRef names, else its class's; nil (the
+// defaults, ir.TrafficOf) when they set none. A reference that does not
+// resolve leaves the defaults (the Gateway is then not Accepted and
+// serves nothing anyway).
 func (idx *Index) gatewayTraffic(gw *gatewayv1.Gateway) *ir.Traffic {
-	if p := idx.gatewayParams(gw); p != nil {
+	if p := idx.gatewayParams(gw); p != nil && p.Spec.Traffic != nil {
 		return Traffic(p.Spec.Traffic)
 	}
-	return Traffic(nil)
+	return nil
 }
 
 // gatewayParams is the GatewayParameters that apply to gw, or nil.

@@ -85,9 +85,10 @@ func RouteFor(lh *shardgatev1alpha1.LeaseHost, p Plan, decisions map[string]host
 	return &gatewayv1.HTTPRoute{
 		TypeMeta: metav1.TypeMeta{APIVersion: gatewayv1.GroupVersion.String(), Kind: "HTTPRoute"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      RouteName(lh),
-			Namespace: lh.Namespace,
-			Labels:    LeaseLabels(lh.Spec.Lease),
+			Name:        RouteName(lh),
+			Namespace:   lh.Namespace,
+			Labels:      LeaseLabels(lh.Spec.Lease),
+			Annotations: RouteAnnotations(),
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion:         shardgatev1alpha1.GroupVersion.String(),
 				Kind:               "LeaseHost",
@@ -121,6 +122,13 @@ func RouteFor(lh *shardgatev1alpha1.LeaseHost, p Plan, decisions map[string]host
 			}},
 		},
 	}
+}
+
+// RouteAnnotations are the annotations of every route generated for a
+// LeaseHost: its visitors may upgrade to a WebSocket whatever the shard
+// says for other routes, as ingress-nginx lets every route upgrade.
+func RouteAnnotations() map[string]string {
+	return map[string]string{shardgatev1alpha1.AnnotationWebSocket: "true"}
 }
 
 func normalised(h string) string {
