@@ -40,6 +40,9 @@ var alpnHTTP = []string{"h2", "http/1.1"}
 // refuses a listener without filter chains.
 func (t *translator) listener(l *ir.Listener) (*listenerv3.Listener, []*routev3.RouteConfiguration, error) {
 	lst, routes, err := t.listenerChains(l)
+	if _, memoised := t.nextListeners[l.Name]; memoised {
+		return lst, routes, err // built whole, PROXY protocol included
+	}
 	if lst != nil && ir.TrafficOf(t.gw).ProxyProtocol {
 		// First: the client address and the TLS ClientHello come after
 		// the PROXY header.
@@ -56,8 +59,27 @@ func (t *translator) listenerChains(l *ir.Listener) (*listenerv3.Listener, []*ro
 		if err != nil {
 			return nil, nil, err
 		}
+		// The listener does not depend on its virtual hosts: with a
+		// memo, an unchanged one is the very message built before, so
+		// that a route change costs no listener serialization.
+		var key string
+		if t.memo != nil {
+			key = listenerKey(l, traffic)
+			if m, ok := t.memo.httpListeners[l.Name]; ok && m.key == key {
+				t.nextListeners[l.Name] = m
+				return m.msg, []*routev3.RouteConfiguration{rc}, nil
+			}
+		}
 		chain := filterChain(l.Name, nil, nil, httpConnectionManager(l.Name, rc.Name, traffic))
-		return listener(l.Name, l.Port, nil, chain), []*routev3.RouteConfiguration{rc}, nil
+		lst := listener(l.Name, l.Port, nil, chain)
+		if t.memo != nil {
+			if traffic.ProxyProtocol {
+				lst.ListenerFilters = append([]*listenerv3.ListenerFilter{proxyProtocol()}, lst.ListenerFilters...)
+			}
+			t.nextListeners[l.Name] = memoListener{key: key, msg: lst}
+			return lst, []*routev3.RouteConfiguration{rc}, nil
+		}
+		return lst, []*routev3.RouteConfiguration{rc}, nil
 
 	case ir.ProtocolHTTPS:
 		var chains []*listenerv3.FilterChain

@@ -6,11 +6,14 @@ package translate
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/proto"
 
@@ -50,6 +53,9 @@ type Memo struct {
 	websocket     string // the WebSocket clusters the virtual hosts were built with
 	// routeDefaults: the Gateway's route defaults they were built with.
 	routeDefaults routeDefaults
+	// httpListeners: per HTTP listener name, the message last built and
+	// what it was built from (listenerKey).
+	httpListeners map[string]memoListener
 	// newRefs: the virtual hosts of the last translation that now send to
 	// a cluster their previous version did not (see Introducing).
 	newRefs []vhostRefs
@@ -73,6 +79,27 @@ type vhostRefs struct {
 type routeDefaults struct {
 	idle          time.Duration
 	webSocketsAll bool
+}
+
+// memoListener is an HTTP listener's message and the key it was built
+// from: its name, port and route table, and the Gateway's traffic settings.
+type memoListener struct {
+	key string
+	msg *listenerv3.Listener
+}
+
+// listenerKey says everything an HTTP listener's message is built from.
+func listenerKey(l *ir.Listener, traffic *ir.Traffic) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s|%d|%s|%d|%t|", l.Name, l.Port, traffic.IdleTimeout.Duration, traffic.TrustedHops, traffic.ProxyProtocol)
+	fmt.Fprintf(&b, "%t|", traffic.WebSocketsAll)
+	if a := traffic.AccessLog; a != nil {
+		fmt.Fprintf(&b, "%q|", a.Text)
+		for _, k := range slices.Sorted(maps.Keys(a.JSON)) {
+			fmt.Fprintf(&b, "%q=%q,", k, a.JSON[k])
+		}
+	}
+	return b.String()
 }
 
 type memoVhost struct {
@@ -127,12 +154,13 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*Resources, error)
 		kept[c] = true
 	}
 	m.newRefs = nil
-	t := translator{memo: m, retained: kept, next: map[string][]*memoVhost{}}
+	t := translator{memo: m, retained: kept, next: map[string][]*memoVhost{}, nextListeners: map[string]memoListener{}}
 	res, err := t.translate(gw)
 	if err != nil {
 		return nil, err
 	}
 	m.tables = t.next
+	m.httpListeners = t.nextListeners
 	return res, nil
 }
 
@@ -158,6 +186,7 @@ func (t *translator) routeConfigurationMemo(name, scheme string, vhosts []*ir.Vi
 		Name:                     name,
 		VirtualHosts:             make([]*routev3.VirtualHost, len(vhosts)),
 		IgnorePortInHostMatching: true,
+		RequestHeadersToAdd:      clientAddressHeaders(),
 	}
 	j := 0
 	for i, v := range vhosts {

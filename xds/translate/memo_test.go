@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shardgate/shardgate/internal/ir"
 )
@@ -171,4 +174,54 @@ func TestMemoRetainedOnlyWhereUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertEqualResources(t, want, fourth)
+}
+
+// TestMemoKeepsHTTPListenersAndFollowsTraffic: a route change keeps the
+// HTTP listener's message (nothing of it depends on routes), and a change
+// of the Gateway's traffic settings rebuilds the listener and every route
+// action, equal to a fresh translation each time.
+func TestMemoKeepsHTTPListenersAndFollowsTraffic(t *testing.T) {
+	gw := largeGateway(50)
+	var m Memo
+	first, err := m.Translate(gw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := *gw
+	next.Listeners = slices.Clone(gw.Listeners)
+	vhs := slices.Clone(next.Listeners[0].VirtualHosts)
+	vh := *vhs[3]
+	vh.Routes = slices.Clone(vh.Routes)
+	vh.Routes[0].Match.Path = &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/changed"}
+	vhs[3] = &vh
+	next.Listeners[0].VirtualHosts = vhs
+	second, err := m.Translate(&next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Listeners[0] != first.Listeners[0] {
+		t.Fatal("a route change rebuilt the HTTP listener")
+	}
+
+	for _, traffic := range []*ir.Traffic{
+		{IdleTimeout: metav1.Duration{Duration: 5 * time.Minute}, WebSocketsAll: true, AccessLog: &ir.AccessLog{JSON: ir.DefaultAccessLogFields()}},
+		{IdleTimeout: metav1.Duration{Duration: 5 * time.Minute}, TrustedHops: 2, ProxyProtocol: true},
+		{IdleTimeout: metav1.Duration{Duration: 5 * time.Minute}, TrustedHops: 2, ProxyProtocol: true, AccessLog: &ir.AccessLog{Text: "%START_TIME%"}},
+	} {
+		withTraffic := next
+		withTraffic.Traffic = traffic
+		got, err := m.Translate(&withTraffic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Translate(&withTraffic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertEqualResources(t, want, got)
+		if got.Listeners[0] == second.Listeners[0] {
+			t.Fatalf("traffic %+v kept the listener built without it", traffic)
+		}
+		second = got
+	}
 }

@@ -35,6 +35,8 @@ const retryOn = "connect-failure,refused-stream,reset"
 // routeConfiguration is one route table. scheme ("http" or "https") is what
 // clients used to reach it; redirects need it to know the default port.
 //
+// Every route configuration sets X-Real-IP (clientAddressHeaders).
+//
 // ignore_port_in_host_matching lets "foo.example.com:8080" select the
 // virtual host "foo.example.com" without ":*" domain variants, and without
 // rewriting the Host header sent upstream (as strip_any_host_port would).
@@ -46,6 +48,7 @@ func (t *translator) routeConfiguration(name, scheme string, vhosts []*ir.Virtua
 		Name:                     name,
 		VirtualHosts:             make([]*routev3.VirtualHost, 0, len(vhosts)),
 		IgnorePortInHostMatching: true,
+		RequestHeadersToAdd:      clientAddressHeaders(),
 	}
 	for _, v := range vhosts {
 		vh, err := t.virtualHost(scheme, v, nil)
@@ -55,6 +58,20 @@ func (t *translator) routeConfiguration(name, scheme string, vhosts []*ir.Virtua
 		rc.VirtualHosts = append(rc.VirtualHosts, vh)
 	}
 	return rc, nil
+}
+
+// clientAddressHeaders set X-Real-IP, as ingress-nginx does, to the
+// client address the listener trusts (the connection's peer, the PROXY
+// protocol's source, or the address trusted hops of X-Forwarded-For give:
+// see httpConnectionManager), replacing whatever the client sent.
+// X-Forwarded-For and X-Forwarded-Proto are the connection manager's.
+// Envoy applies a route configuration's headers after its routes' own, so
+// a route's header filter cannot change it.
+func clientAddressHeaders() []*corev3.HeaderValueOption {
+	return []*corev3.HeaderValueOption{{
+		Header:       &corev3.HeaderValue{Key: "x-real-ip", Value: "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%"},
+		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+	}}
 }
 
 // virtualHost keeps the IR's route order: it is already Gateway API

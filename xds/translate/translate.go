@@ -84,6 +84,9 @@ type translator struct {
 	// next is what it remembers after this one.
 	memo *Memo
 	next map[string][]*memoVhost
+	// nextListeners: the HTTP listeners the memo remembers after this
+	// translation.
+	nextListeners map[string]memoListener
 	// clustersKept: the cluster and endpoint lists are the memo's, as
 	// built and sorted before.
 	clustersKept bool
