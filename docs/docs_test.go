@@ -1,10 +1,12 @@
 package docs_test
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shardgate/shardgate/internal/ir"
 	"github.com/shardgate/shardgate/internal/testenv"
 )
 
@@ -230,5 +233,32 @@ func TestLinks(t *testing.T) {
 	}
 	if checked < 10 {
 		t.Errorf("only %d relative links checked", checked)
+	}
+}
+
+// TestIngressNginxPageStatesTheDefaults: the figures of
+// migrating-from-ingress-nginx.md are the ones the code uses: the idle
+// timeout, and every field of the default JSON access log.
+func TestIngressNginxPageStatesTheDefaults(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root(t), "docs", "migrating-from-ingress-nginx.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	if want := fmt.Sprintf("an idle timeout of %d s", int(ir.DefaultIdleTimeout.Seconds())); !strings.Contains(doc, want) {
+		t.Errorf("the page does not say %q", want)
+	}
+	_, log, ok := strings.Cut(doc, "## The access log")
+	if !ok {
+		t.Fatal("no access log section")
+	}
+	log, _, _ = strings.Cut(log, "\n## ")
+	row := regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\| `([^`]+)` \\|$")
+	got := map[string]string{}
+	for _, m := range row.FindAllStringSubmatch(log, -1) {
+		got[m[1]] = m[2]
+	}
+	if want := ir.DefaultAccessLogFields(); !maps.Equal(got, want) {
+		t.Errorf("access log fields in the page:\n%v\nin the code:\n%v", got, want)
 	}
 }
