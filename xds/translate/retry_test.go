@@ -30,7 +30,7 @@ func TestRetryRouteTimeout(t *testing.T) {
 			new(3 * time.Second)},
 		{"no retry: the single attempt's timeout", &ir.Timeouts{BackendRequest: d(time.Second)}, nil,
 			new(time.Second)},
-		{"retry without backendRequest: Envoy's default", &ir.Timeouts{BackendRequest: d(0)}, &ir.Retry{Attempts: n(2)},
+		{"retry without backendRequest: left to the caller", &ir.Timeouts{BackendRequest: d(0)}, &ir.Retry{Attempts: n(2)},
 			nil},
 		{"a budget too large to express: none", &ir.Timeouts{BackendRequest: d(1000 * time.Hour)}, &ir.Retry{Attempts: n(1 << 30)},
 			new(time.Duration(0))},
@@ -48,5 +48,33 @@ func TestRetryRouteTimeout(t *testing.T) {
 				t.Fatalf("timeout %v, want %v", a.Timeout.AsDuration(), *c.want)
 			}
 		})
+	}
+}
+
+// TestNoRouteGetsEnvoysDefaultTimeout: whatever its timeouts, no HTTP or
+// gRPC route is left to Envoy's 15 s default, which would cut every longer
+// response: a route without a total timeout says 0 (none).
+func TestNoRouteGetsEnvoysDefaultTimeout(t *testing.T) {
+	d := func(v time.Duration) *metav1.Duration { return &metav1.Duration{Duration: v} }
+	n := func(v int) *int { return &v }
+	for name, r := range map[string]ir.Route{
+		"no timeouts":                     {},
+		"backendRequest 0 with a retry":   {Timeouts: &ir.Timeouts{BackendRequest: d(0)}, Retry: &ir.Retry{Attempts: n(2)}},
+		"request 0":                       {Timeouts: &ir.Timeouts{Request: d(0)}},
+		"gRPC without timeouts":           {GRPC: true},
+		"gRPC, backendRequest 0, a retry": {GRPC: true, Timeouts: &ir.Timeouts{BackendRequest: d(0)}, Retry: &ir.Retry{Attempts: n(1)}},
+		"an idle timeout of its own, 0":   {IdleTimeout: d(0)},
+	} {
+		r.Name, r.Backends = "r", []ir.Backend{{Cluster: "default/web/80", Weight: 1}}
+		gw := &ir.Gateway{Clusters: []*ir.Cluster{{Name: "default/web/80", Protocol: ir.ClusterHTTP1}}}
+		var tr translator
+		tr.gw = gw
+		a, err := tr.routeAction(&r, weightedBackends(r.Backends, 0), "")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if a.Timeout == nil || a.Timeout.AsDuration() != 0 {
+			t.Errorf("%s: route timeout %v, want 0s (none)", name, a.Timeout)
+		}
 	}
 }

@@ -327,6 +327,10 @@ func (t *translator) routeAction(r *ir.Route, ws []weighted, matched string) (*r
 		retry = nil
 	}
 	traffic := ir.TrafficOf(t.gw)
+	// No cap on a whole response unless the route's timeouts say so
+	// (timeouts), as ingress-nginx has none: Envoy's default would cut
+	// every response at 15 s.
+	a.Timeout = duration(0)
 	var idle *time.Duration
 	switch {
 	case r.GRPC:
@@ -334,11 +338,6 @@ func (t *translator) routeAction(r *ir.Route, ws []weighted, matched string) (*r
 			grpcTimeouts(a)
 		}
 	default:
-		if r.Timeouts == nil {
-			// No cap on a whole response, as ingress-nginx has none:
-			// Envoy's default would cut every response at 15 s.
-			a.Timeout = duration(0)
-		}
 		d := traffic.IdleTimeout.Duration
 		if r.IdleTimeout != nil {
 			d = r.IdleTimeout.Duration
@@ -464,7 +463,8 @@ func isDefaultPort(scheme string, port int32) bool {
 // the shorter wins; with a retry, BackendRequest is the per-try timeout
 // (retryPolicy), and without a Request timeout the route timeout is the
 // retry budget (retryBudget), so that Envoy's default 15 s cannot cut the
-// retries short. Zero disables a timeout; nil keeps Envoy's default.
+// retries short. Zero disables a timeout; nil leaves a.Timeout as it is
+// (the caller's 0: none).
 func timeouts(a *routev3.RouteAction, to *ir.Timeouts, retry *ir.Retry) {
 	if to == nil {
 		return
