@@ -11,6 +11,7 @@ import (
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/go-logr/logr/funcr"
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -114,7 +115,16 @@ func nextPush(t *testing.T, st *rawStream, what string) {
 // and closing a stream frees a slot.
 func TestLimitStreamsPerIdentity(t *testing.T) {
 	const limit = 4
-	e := startIdentityServer(t, withLimits(Limits{StreamsPerIdentity: limit, StreamsPerCertificate: 100}))
+	var (
+		logMu sync.Mutex
+		lines []string
+	)
+	log := funcr.New(func(prefix, args string) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{})
+	e := startIdentityServer(t, withLimits(Limits{StreamsPerIdentity: limit, StreamsPerCertificate: 100}), func(o *Options) { o.Log = log })
 	before := refusals(limitStreamsPerIdentity)
 
 	var first []*rawStream
@@ -134,6 +144,18 @@ func TestLimitStreamsPerIdentity(t *testing.T) {
 	expectExhausted(t, "extra sotw stream", openSotw(t, e.conn(t, &attackerGW)).ask(node("b-extra", attackerGW), resourcev3.ListenerType))
 	if got := refusals(limitStreamsPerIdentity) - before; got != extra+1 {
 		t.Fatalf("shardgate_xds_limit_refusals_total{reason=%q} rose by %v, want %d", limitStreamsPerIdentity, got, extra+1)
+	}
+	// One log line for the 7 refusals, naming the Gateway and the limit.
+	logMu.Lock()
+	var hits []string
+	for _, l := range lines {
+		if strings.Contains(l, "too many concurrent streams") {
+			hits = append(hits, l)
+		}
+	}
+	logMu.Unlock()
+	if len(hits) != 1 || !strings.Contains(hits[0], NodeGroup(attackerGW)) || !strings.Contains(hits[0], `"max"=4`) {
+		t.Fatalf("log lines about the limit: %q, want one naming %s and max 4", hits, NodeGroup(attackerGW))
 	}
 
 	// Another Gateway's proxy is not affected by B's limit.
