@@ -108,7 +108,7 @@ var _ = Describe("Tenant isolation: the Akash API", Ordered, func() {
 		Eventually(func(g Gomega) { g.Expect(hostnames(g)).To(HaveKey("alice.example.com")) }).Should(Succeed())
 
 		By("Bob labels routes in his own namespace with Alice's lease")
-		forged := func(name, host string) *gatewayv1.HTTPRoute {
+		forged := func(name, host string) {
 			labels := leaseA.Labels()
 			labels[akash.LabelManaged] = "true"
 			port := gatewayv1.PortNumber(80)
@@ -121,15 +121,9 @@ var _ = Describe("Tenant isolation: the Akash API", Ordered, func() {
 				},
 			}
 			Expect(c.Create(ctx, r)).To(Succeed())
-			return r
 		}
-		stolen := forged("stolen.example.com", "stolen.example.com")
-		shadow := forged("shadow", "alice.example.com")
-		DeferCleanup(func() {
-			for _, r := range []*gatewayv1.HTTPRoute{stolen, shadow} {
-				Expect(client.IgnoreNotFound(c.Delete(ctx, r))).To(Succeed())
-			}
-		})
+		forged("stolen.example.com", "stolen.example.com")
+		forged("shadow", "alice.example.com")
 
 		By("and a Service labelled as Alice's leased IP")
 		ipLabels := leaseA.Labels()
@@ -141,7 +135,6 @@ var _ = Describe("Tenant isolation: the Akash API", Ordered, func() {
 				Ports: []corev1.ServicePort{{Name: "web-ip-80-tcp", Port: 80, TargetPort: intstr.FromInt32(8080)}}},
 		}
 		Expect(c.Create(ctx, fake)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(c.Delete(ctx, fake))).To(Succeed()) })
 
 		// The controller's cache sees them within moments; the API must
 		// answer as before throughout.
