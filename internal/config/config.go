@@ -128,7 +128,7 @@ type XDSConfig struct {
 // absent or zero value takes the default; negative values are invalid.
 type XDSLimits struct {
 	// StreamsPerIdentity is the most concurrent ADS streams of one
-	// Gateway's client certificates together. Default 64.
+	// Gateway's client certificates together. Default 128.
 	StreamsPerIdentity int `json:"streamsPerIdentity,omitempty"`
 	// StreamsPerCertificate is the most concurrent ADS streams of one
 	// client certificate. Default 64.
@@ -144,7 +144,7 @@ type XDSLimits struct {
 // Defaults of XDSLimits (the xDS server's own defaults; the values are
 // justified there).
 const (
-	DefaultXDSStreamsPerIdentity     = 64
+	DefaultXDSStreamsPerIdentity     = 128
 	DefaultXDSStreamsPerCertificate  = 64
 	DefaultXDSResourceNamesPerStream = 40000
 	DefaultXDSMaxRequestBytes        = 2 << 20

@@ -17,7 +17,7 @@ func TestDefault(t *testing.T) {
 	want := Config{
 		ControllerName: "shardgate.io/gateway-controller",
 		XDS: XDSConfig{Address: ":18000", Limits: XDSLimits{
-			StreamsPerIdentity: 64, StreamsPerCertificate: 64, ResourceNamesPerStream: 40000, MaxRequestBytes: 2097152,
+			StreamsPerIdentity: 128, StreamsPerCertificate: 64, ResourceNamesPerStream: 40000, MaxRequestBytes: 2097152,
 		}},
 		Envoy:          EnvoyConfig{Image: "envoyproxy/envoy:v1.37.0"},
 		MetricsAddress: ":8080",

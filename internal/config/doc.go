@@ -11,7 +11,7 @@
 //	  tls: {certFile: "", keyFile: "", caFile: ""}   # all or none
 //	  debugEndpoint: false   # /debug/xds on the metrics address
 //	  limits:                # per client; read at start
-//	    streamsPerIdentity: 64
+//	    streamsPerIdentity: 128
 //	    streamsPerCertificate: 64
 //	    resourceNamesPerStream: 40000
 //	    maxRequestBytes: 2097152

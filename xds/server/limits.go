@@ -27,14 +27,14 @@ import (
 type Limits struct {
 	// StreamsPerIdentity bounds the concurrent ADS streams (state of the
 	// world and delta together) of one identity: the Gateway its client
-	// certificates name, over every certificate and connection. An Envoy
-	// opens one ADS stream; replicas and restarts overlap.
+	// certificates name, over every certificate and connection to this
+	// server. An Envoy opens one ADS stream; replicas and restarts overlap.
 	StreamsPerIdentity int
 	// StreamsPerCertificate bounds the concurrent ADS streams of one
-	// client certificate (by its SHA-256), over every connection. Every
-	// replica of a Gateway mounts the same certificate Secret, so by
-	// default it is the identity's bound; a re-issued certificate is
-	// another certificate of the same identity.
+	// client certificate (by its SHA-256), over every connection to this
+	// server. Every replica of a Gateway mounts the same certificate
+	// Secret; a re-issued certificate is another certificate of the same
+	// identity.
 	StreamsPerCertificate int
 	// ResourceNamesPerStream bounds the resource names one stream
 	// subscribes to, over every resource type. A stream that asks for
@@ -48,9 +48,16 @@ type Limits struct {
 
 // Defaults of Limits.
 //
-// StreamsPerIdentity (64): an Envoy keeps one ADS stream; a Gateway with
-// 16 replicas during a rolling restart (old and new pods overlapping, each
-// reconnecting) stays well under it.
+// StreamsPerCertificate (64): an Envoy keeps one ADS stream, and every
+// replica of a Gateway mounts the Gateway's one certificate Secret, so this
+// is the bound on a Gateway's Envoys: a Gateway of 32 replicas in a rolling
+// restart (old and new pods overlapping, reconnecting) stays under it. A
+// tenant cannot mint certificates, so it is also the bound on what one
+// tenant's Envoys, or one leaked certificate, can hold.
+//
+// StreamsPerIdentity (128): the certificates of one Gateway together, which
+// are more than one only after a re-issue, while pods with the old and the
+// new certificate overlap: two certificates' worth.
 //
 // ResourceNamesPerStream (40,000): a legitimate Envoy subscribes by name
 // only to load assignments (one per cluster), route configurations (one per
@@ -66,7 +73,7 @@ type Limits struct {
 // a hash) is about 1 MiB. gRPC's default, 4 MiB, lets one message carry
 // about 110k names.
 const (
-	DefaultStreamsPerIdentity     = 64
+	DefaultStreamsPerIdentity     = 128
 	DefaultStreamsPerCertificate  = 64
 	DefaultResourceNamesPerStream = 40000
 	DefaultMaxRequestBytes        = 2 << 20
