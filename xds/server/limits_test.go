@@ -11,6 +11,7 @@ import (
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc"
@@ -366,5 +367,64 @@ func TestLimitsDefaults(t *testing.T) {
 	c := config.Default().XDS.Limits
 	if cfg := (Limits{c.StreamsPerIdentity, c.StreamsPerCertificate, c.ResourceNamesPerStream, c.MaxRequestBytes}); cfg != DefaultLimits() {
 		t.Fatalf("config defaults %+v differ from the server's %+v", cfg, DefaultLimits())
+	}
+}
+
+// The name count follows what a stream subscribes to: duplicates and names
+// already subscribed count once, unsubscribing frees room, unsubscribing
+// names never subscribed frees none, a reconnect's initial versions count,
+// and a state-of-the-world request replaces its type's names.
+func TestLimitNamesCount(t *testing.T) {
+	s := New(Options{Log: logr.Discard(), Limits: Limits{ResourceNamesPerStream: 10}})
+	d, w := deltaStream(1), sotwStream(1)
+	s.streams[d] = &streamState{identity: "ns/gw", group: "ns/gw"}
+	s.streams[w] = &streamState{identity: "ns/gw", group: "ns/gw"}
+	eds, cds := resourcev3.EndpointType, resourcev3.ClusterType
+	n := func(from, count int) []string { return names(from, count) }
+	steps := []struct {
+		name string
+		req  *discovery.DeltaDiscoveryRequest
+		ok   bool
+	}{
+		{"6 names", &discovery.DeltaDiscoveryRequest{TypeUrl: eds, ResourceNamesSubscribe: n(0, 6)}, true},
+		{"the same 6 again, and one twice", &discovery.DeltaDiscoveryRequest{TypeUrl: eds, ResourceNamesSubscribe: append(n(0, 6), n(0, 1)...)}, true},
+		{"unsubscribing 20 names never subscribed frees nothing", &discovery.DeltaDiscoveryRequest{TypeUrl: eds, ResourceNamesUnsubscribe: n(100, 20)}, true},
+		{"4 more of another type: 10 in all", &discovery.DeltaDiscoveryRequest{TypeUrl: cds, InitialResourceVersions: map[string]string{"a": "1", "b": "1", "c": "1", "d": "1"}}, true},
+		{"an 11th", &discovery.DeltaDiscoveryRequest{TypeUrl: eds, ResourceNamesSubscribe: n(6, 1)}, false},
+	}
+	for _, st := range steps {
+		if err := s.countDelta(d, st.req); (err == nil) != st.ok {
+			t.Fatalf("%s: %v, want ok=%v", st.name, err, st.ok)
+		}
+	}
+	// A refused stream ends; a fresh one that unsubscribes makes room.
+	s.streams[deltaStream(2)] = &streamState{identity: "ns/gw", group: "ns/gw"}
+	for i, req := range []*discovery.DeltaDiscoveryRequest{
+		{TypeUrl: eds, ResourceNamesSubscribe: n(0, 10)},
+		{TypeUrl: eds, ResourceNamesUnsubscribe: n(0, 5), ResourceNamesSubscribe: n(10, 5)},
+	} {
+		if err := s.countDelta(deltaStream(2), req); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	if got := s.streams[deltaStream(2)].subs.total; got != 10 {
+		t.Fatalf("total after unsubscribing 5 and subscribing 5: %d, want 10", got)
+	}
+	if err := s.countDelta(deltaStream(2), &discovery.DeltaDiscoveryRequest{TypeUrl: eds, ResourceNamesSubscribe: n(20, 11)}); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("one request of 11 names: %v, want ResourceExhausted", err)
+	}
+
+	for i, st := range []struct {
+		req *discovery.DiscoveryRequest
+		ok  bool
+	}{
+		{&discovery.DiscoveryRequest{TypeUrl: eds, ResourceNames: n(0, 8)}, true},
+		{&discovery.DiscoveryRequest{TypeUrl: eds, ResourceNames: n(0, 9)}, true}, // replaces the 8
+		{&discovery.DiscoveryRequest{TypeUrl: cds, ResourceNames: n(0, 1)}, true},
+		{&discovery.DiscoveryRequest{TypeUrl: cds, ResourceNames: n(0, 2)}, false},
+	} {
+		if err := s.countSotw(w, st.req); (err == nil) != st.ok {
+			t.Fatalf("sotw request %d: %v, want ok=%v", i, err, st.ok)
+		}
 	}
 }
