@@ -428,3 +428,46 @@ func TestLimitNamesCount(t *testing.T) {
 		}
 	}
 }
+
+// The reported attack at its scale, with the default limits: 2000 delta
+// streams from one certificate over 4 connections. 64 are served; the
+// rest end at once, and the goroutines they would have held (three or so
+// per stream on the server) are not held.
+func TestLimitTwoThousandStreamsFromOneCertificate(t *testing.T) {
+	e := startIdentityServer(t)
+	conns := e.certConns(t, attackerGW, 4)
+	runtime.GC()
+	goroutines0 := runtime.NumGoroutine()
+	const attempts = 2000
+	served, refused := 0, 0
+	for i := range attempts {
+		st := openDelta(t, conns[i%len(conns)])
+		a := st.ask(node(fmt.Sprintf("b-%d", i), attackerGW), resourcev3.ClusterType)
+		switch {
+		case a.err == nil && len(a.resources) > 0:
+			served++
+		case status.Code(a.err) == codes.ResourceExhausted:
+			refused++
+			st.close()
+		default:
+			t.Fatalf("stream %d: %v (%d resources)", i, a.err, len(a.resources))
+		}
+	}
+	if served != DefaultStreamsPerCertificate || refused != attempts-DefaultStreamsPerCertificate {
+		t.Fatalf("served %d, refused %d; want %d and %d", served, refused, DefaultStreamsPerCertificate, attempts-DefaultStreamsPerCertificate)
+	}
+	if st := e.srv.State(); st.Streams != DefaultStreamsPerCertificate {
+		t.Fatalf("the server tracks %d streams, want %d", st.Streams, DefaultStreamsPerCertificate)
+	}
+	// Client and server run in this process: the 64 live streams cost
+	// both sides' goroutines; 1936 refused streams must cost none.
+	var grown int
+	eventually(t, func() error {
+		grown = runtime.NumGoroutine() - goroutines0
+		if limit := 12 * DefaultStreamsPerCertificate; grown > limit {
+			return fmt.Errorf("goroutines grew by %d with %d streams open, want at most %d", grown, served, limit)
+		}
+		return nil
+	})
+	t.Logf("goroutines %d → %d with %d served and %d refused streams", goroutines0, goroutines0+grown, served, refused)
+}
