@@ -29,7 +29,12 @@ import (
 // /ip-lease-status/{owner}/{dseq}/{gseq}/{oseq} and /health. Every answer is
 // computed from the informer cache (the generated routes, the leased-IP
 // Services, the MetalLB pools and the ProviderHosts), so every replica
-// answers, and a restart answers the same.
+// answers, and a restart answers the same. Routes and Services are
+// reported only when shardgate wrote them for a live ProviderHost or
+// ProviderLeasedIP, in the lease namespace of the lease they name
+// (akash.GeneratedRoutes, akash.GeneratedIPServices), never on labels
+// alone. The API has no authentication (the provider's client sends
+// none): the chart's NetworkPolicy admits only the provider to it.
 type AkashAPI struct {
 	// Reader is the manager's cache.
 	Reader client.Reader
@@ -91,7 +96,14 @@ func (a *AkashAPI) managedHostnames(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, fmt.Errorf("list generated routes: %w", err))
 		return
 	}
-	a.writeJSON(w, http.StatusOK, akash.ManagedHostnames(routes.Items))
+	var hosts akashv1.ProviderHostList
+	if err := a.Reader.List(r.Context(), &hosts, client.InNamespace(a.Namespace)); err != nil {
+		a.fail(w, r, fmt.Errorf("list ProviderHosts: %w", err))
+		return
+	}
+	// Labels are not provenance: a tenant may label a route in its own
+	// namespace with another tenant's lease.
+	a.writeJSON(w, http.StatusOK, akash.ManagedHostnames(akash.GeneratedRoutes(routes.Items, hosts.Items)))
 }
 
 // refused are the ProviderHosts refused for bad input: invalid fields, or a
@@ -157,7 +169,13 @@ func (a *AkashAPI) ipServices(ctx context.Context, extra client.MatchingLabels) 
 	if err := a.Reader.List(ctx, &list, sel); err != nil {
 		return nil, fmt.Errorf("list leased-IP Services: %w", err)
 	}
-	return list.Items, nil
+	var leased akashv1.ProviderLeasedIPList
+	if err := a.Reader.List(ctx, &leased, client.InNamespace(a.Namespace)); err != nil {
+		return nil, fmt.Errorf("list ProviderLeasedIPs: %w", err)
+	}
+	// Only the Services shardgate wrote for a live ProviderLeasedIP, in
+	// its lease namespace: labels alone can be forged.
+	return akash.GeneratedIPServices(list.Items, leased.Items), nil
 }
 
 func (a *AkashAPI) state(w http.ResponseWriter, r *http.Request) {

@@ -5,9 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/shardgate/shardgate/internal/config"
 )
@@ -110,4 +115,154 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestAkashAPINetworkPolicy: in Akash mode the API port of the controller
+// pods admits only the provider's pods (app=akash-provider in
+// akash-services); tenants' pods reach every other port (xDS, metrics,
+// health) as without a policy. The policy is evaluated here as Kubernetes
+// evaluates it: a pod's ingress is allowed when some rule's ports include
+// the port and its peers (none: every source) include the source.
+func TestAkashAPINetworkPolicy(t *testing.T) {
+	type pod struct {
+		name      string
+		namespace map[string]string // the namespace's labels
+		labels    map[string]string
+	}
+	provider := pod{"the provider", map[string]string{"kubernetes.io/metadata.name": "akash-services"}, map[string]string{"app": "akash-provider"}}
+	tenant := pod{"a tenant pod", map[string]string{"kubernetes.io/metadata.name": "vb3l0q1c8p2m9g6a7uu2o0j2k3l4m5n6o7p8q9r0s1t2u", "akash.network": "true"}, map[string]string{"akash.network/manifest-service": "web"}}
+	forged := pod{"a tenant pod labelled app=akash-provider", tenant.namespace, map[string]string{"app": "akash-provider"}}
+	neighbour := pod{"another pod of akash-services", provider.namespace, map[string]string{"app": "akash-inventory-operator"}}
+
+	policies := func(t *testing.T, values map[string]any) ([]networkingv1.NetworkPolicy, map[string]string) {
+		t.Helper()
+		rel, err := render("shardgate", "akash-services", values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []networkingv1.NetworkPolicy
+		var podLabels map[string]string
+		for _, o := range rel.objects {
+			switch o.GetKind() {
+			case "NetworkPolicy":
+				var np networkingv1.NetworkPolicy
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &np); err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, np)
+			case "Deployment":
+				var d appsv1.Deployment
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d); err != nil {
+					t.Fatal(err)
+				}
+				podLabels = d.Spec.Template.Labels
+			}
+		}
+		return out, podLabels
+	}
+	// allowed evaluates the policies selecting the controller pod for
+	// ingress from src to port (TCP).
+	allowed := func(t *testing.T, nps []networkingv1.NetworkPolicy, podLabels map[string]string, src pod, port int32) bool {
+		t.Helper()
+		selected := false
+		for _, np := range nps {
+			sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if np.Namespace != "akash-services" || !sel.Matches(labels.Set(podLabels)) {
+				continue
+			}
+			selected = true
+			for _, rule := range np.Spec.Ingress {
+				portOK := len(rule.Ports) == 0
+				for _, p := range rule.Ports {
+					proto := corev1.ProtocolTCP
+					if p.Protocol != nil {
+						proto = *p.Protocol
+					}
+					if proto != corev1.ProtocolTCP || p.Port == nil || p.Port.Type != intstr.Int {
+						continue
+					}
+					end := p.Port.IntVal
+					if p.EndPort != nil {
+						end = *p.EndPort
+					}
+					portOK = portOK || (p.Port.IntVal <= port && port <= end)
+				}
+				if !portOK {
+					continue
+				}
+				if len(rule.From) == 0 {
+					return true
+				}
+				for _, peer := range rule.From {
+					nsOK, podOK := peer.NamespaceSelector == nil, peer.PodSelector == nil
+					if peer.NamespaceSelector != nil {
+						s, err := metav1.LabelSelectorAsSelector(peer.NamespaceSelector)
+						if err != nil {
+							t.Fatal(err)
+						}
+						nsOK = s.Matches(labels.Set(src.namespace))
+					} else if peer.IPBlock == nil {
+						// A podSelector alone selects pods of the policy's namespace.
+						nsOK = src.namespace["kubernetes.io/metadata.name"] == np.Namespace
+					}
+					if peer.PodSelector != nil {
+						s, err := metav1.LabelSelectorAsSelector(peer.PodSelector)
+						if err != nil {
+							t.Fatal(err)
+						}
+						podOK = s.Matches(labels.Set(src.labels))
+					}
+					if peer.IPBlock == nil && nsOK && podOK {
+						return true
+					}
+				}
+			}
+		}
+		return !selected
+	}
+
+	nps, podLabels := policies(t, map[string]any{"akash": map[string]any{"enabled": true}})
+	if len(nps) != 1 {
+		t.Fatalf("%d NetworkPolicies in Akash mode, want 1", len(nps))
+	}
+	const api, xds, metrics, health = 8086, 18000, 8080, 8081
+	for _, c := range []struct {
+		src  pod
+		port int32
+		want bool
+	}{
+		{provider, api, true},
+		{tenant, api, false},
+		{forged, api, false},
+		{neighbour, api, false},
+		{tenant, xds, true},
+		{tenant, metrics, true},
+		{tenant, health, true},
+		{provider, xds, true},
+		{tenant, api - 1, true},
+		{tenant, api + 1, true},
+	} {
+		if got := allowed(t, nps, podLabels, c.src, c.port); got != c.want {
+			t.Errorf("%s to port %d: allowed %v, want %v", c.src.name, c.port, got, c.want)
+		}
+	}
+
+	// Configurable: another peer list, another port.
+	nps, podLabels = policies(t, map[string]any{"akash": map[string]any{"enabled": true, "apiPort": 9999, "apiNetworkPolicy": map[string]any{
+		"from": []any{map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "akash-services"}}}},
+	}}})
+	if !allowed(t, nps, podLabels, neighbour, 9999) || allowed(t, nps, podLabels, tenant, 9999) || !allowed(t, nps, podLabels, tenant, 8086) {
+		t.Errorf("apiPort 9999, from akash-services: neighbour %v (want true), tenant %v (want false), tenant to 8086 %v (want true)",
+			allowed(t, nps, podLabels, neighbour, 9999), allowed(t, nps, podLabels, tenant, 9999), allowed(t, nps, podLabels, tenant, 8086))
+	}
+	// Off, and outside Akash mode: no policy.
+	if nps, _ = policies(t, map[string]any{"akash": map[string]any{"enabled": true, "apiNetworkPolicy": map[string]any{"enabled": false}}}); len(nps) != 0 {
+		t.Errorf("apiNetworkPolicy.enabled=false renders %d policies", len(nps))
+	}
+	if nps, _ = policies(t, map[string]any{"akash": map[string]any{"enabled": false, "operatorServices": false}}); len(nps) != 0 {
+		t.Errorf("Akash mode off renders %d policies", len(nps))
+	}
 }

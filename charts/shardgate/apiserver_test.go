@@ -145,6 +145,23 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 		}
 	})
 
+	It("accepts the Akash API's NetworkPolicy (port ranges with endPort), with the default and a configured port", func() {
+		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "akash-services"}})).To(Succeed())
+		for _, port := range []int{8086, 1, 65535} {
+			akashRel, err := render("shardgate", "akash-services", map[string]any{"akash": map[string]any{"enabled": true, "apiPort": port}})
+			Expect(err).NotTo(HaveOccurred())
+			var policies []*unstructured.Unstructured
+			for _, o := range akashRel.objects {
+				if o.GetKind() == "NetworkPolicy" {
+					policies = append(policies, o)
+				}
+			}
+			Expect(policies).To(HaveLen(1))
+			applyAll(ctx, env.Client, policies)
+			expectStored(ctx, env.Client, policies)
+		}
+	})
+
 	It("grants the controller exactly what it uses: it runs under the chart's ServiceAccount", func() {
 		checkNoWildcards(GinkgoT(), rel)
 		sa := find[corev1.ServiceAccount](GinkgoT(), rel, "ServiceAccount", "shardgate")

@@ -1,6 +1,7 @@
 package shardgate_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -8,6 +9,8 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/shardgate/shardgate/internal/config"
 )
 
 // TestShardNamespaceRBAC: the Envoy objects' writes are granted per shard
@@ -180,5 +183,48 @@ func TestNotes(t *testing.T) {
 	rel := mustRender(t, "shardgate", "shardgate-system", map[string]any{"shardNamespaces": []any{"providers"}})
 	for _, want := range []string{"GatewayParameters", "LeaseHost", "shardgate status -A", "kubectl get gatewayclass shardgate", "providers"} {
 		g.Expect(rel.notes).To(ContainSubstring(want))
+	}
+}
+
+// TestXDSLimits: config.xdsLimits reaches the controller's config as
+// xds.limits, the keys not given keep their defaults, and bad values are
+// refused by the schema.
+func TestXDSLimits(t *testing.T) {
+	configOf := func(values map[string]any) (config.Config, error) {
+		rel, err := render("shardgate", "shardgate-system", values)
+		if err != nil {
+			return config.Config{}, err
+		}
+		for _, o := range rel.objects {
+			if data, ok, _ := unstructuredString(o.Object, "data", "config.yaml"); ok {
+				return config.Parse([]byte(data))
+			}
+		}
+		return config.Config{}, fmt.Errorf("no config.yaml rendered")
+	}
+	cfg, err := configOf(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.XDS.Limits != config.Default().XDS.Limits {
+		t.Fatalf("default limits %+v, want %+v", cfg.XDS.Limits, config.Default().XDS.Limits)
+	}
+	cfg, err = configOf(map[string]any{"config": map[string]any{"xdsLimits": map[string]any{"streamsPerCertificate": 200, "maxRequestBytes": 1048576}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Default().XDS.Limits
+	want.StreamsPerCertificate, want.MaxRequestBytes = 200, 1<<20
+	if cfg.XDS.Limits != want {
+		t.Fatalf("limits %+v, want %+v", cfg.XDS.Limits, want)
+	}
+	for _, bad := range []map[string]any{
+		{"streamsPerNode": 3},
+		{"streamsPerIdentity": 0},
+		{"maxRequestBytes": 1000},
+	} {
+		if _, err := configOf(map[string]any{"config": map[string]any{"xdsLimits": bad}}); err == nil {
+			t.Errorf("xdsLimits %v rendered", bad)
+		}
 	}
 }

@@ -119,7 +119,36 @@ type XDSConfig struct {
 	// clusters and Secrets. Off by default; the metrics address may be
 	// reachable by more than the provider.
 	DebugEndpoint bool `json:"debugEndpoint,omitempty"`
+	// Limits bound what one xDS client may make the server hold. Read at
+	// start.
+	Limits XDSLimits `json:"limits"`
 }
+
+// XDSLimits bound the xDS server's streams and requests per client. An
+// absent or zero value takes the default; negative values are invalid.
+type XDSLimits struct {
+	// StreamsPerIdentity is the most concurrent ADS streams of one
+	// Gateway's client certificates together. Default 128.
+	StreamsPerIdentity int `json:"streamsPerIdentity,omitempty"`
+	// StreamsPerCertificate is the most concurrent ADS streams of one
+	// client certificate. Default 64.
+	StreamsPerCertificate int `json:"streamsPerCertificate,omitempty"`
+	// ResourceNamesPerStream is the most resource names one stream
+	// subscribes to, over every type. Default 40000.
+	ResourceNamesPerStream int `json:"resourceNamesPerStream,omitempty"`
+	// MaxRequestBytes is the largest request message accepted. Default
+	// 2097152 (2 MiB).
+	MaxRequestBytes int `json:"maxRequestBytes,omitempty"`
+}
+
+// Defaults of XDSLimits (the xDS server's own defaults; the values are
+// justified there).
+const (
+	DefaultXDSStreamsPerIdentity     = 128
+	DefaultXDSStreamsPerCertificate  = 64
+	DefaultXDSResourceNamesPerStream = 40000
+	DefaultXDSMaxRequestBytes        = 2 << 20
+)
 
 // TLSConfig names PEM files for mutual TLS. Either all fields are set or none.
 type TLSConfig struct {
@@ -153,7 +182,12 @@ type LeaderElectionConfig struct {
 func Default() Config {
 	return Config{
 		ControllerName: DefaultControllerName,
-		XDS:            XDSConfig{Address: DefaultXDSAddress},
+		XDS: XDSConfig{Address: DefaultXDSAddress, Limits: XDSLimits{
+			StreamsPerIdentity:     DefaultXDSStreamsPerIdentity,
+			StreamsPerCertificate:  DefaultXDSStreamsPerCertificate,
+			ResourceNamesPerStream: DefaultXDSResourceNamesPerStream,
+			MaxRequestBytes:        DefaultXDSMaxRequestBytes,
+		}},
 		Envoy:          EnvoyConfig{Image: DefaultEnvoyImage},
 		MetricsAddress: DefaultMetricsAddress,
 		HealthAddress:  DefaultHealthAddress,
@@ -257,6 +291,16 @@ func (c *Config) applyDefaults() {
 	setDefault(&c.LeaderElection.ID, d.LeaderElection.ID)
 	setDefault(&c.Akash.Namespace, d.Akash.Namespace)
 	setDefault(&c.Akash.APIAddress, d.Akash.APIAddress)
+	setIntDefault(&c.XDS.Limits.StreamsPerIdentity, d.XDS.Limits.StreamsPerIdentity)
+	setIntDefault(&c.XDS.Limits.StreamsPerCertificate, d.XDS.Limits.StreamsPerCertificate)
+	setIntDefault(&c.XDS.Limits.ResourceNamesPerStream, d.XDS.Limits.ResourceNamesPerStream)
+	setIntDefault(&c.XDS.Limits.MaxRequestBytes, d.XDS.Limits.MaxRequestBytes)
+}
+
+func setIntDefault(n *int, def int) {
+	if *n == 0 {
+		*n = def
+	}
 }
 
 func setDefault(s *string, def string) {
@@ -335,6 +379,15 @@ func checkShape(path string, t reflect.Type, v any, errs *Errors) {
 		if _, ok := v.(bool); !ok {
 			*errs = append(*errs, typeError(path, "a boolean (true or false)", v))
 		}
+	case reflect.Int:
+		n, ok := v.(json.Number)
+		if !ok {
+			*errs = append(*errs, typeError(path, "an integer", v))
+			break
+		}
+		if _, err := n.Int64(); err != nil {
+			*errs = append(*errs, typeError(path, "an integer", v))
+		}
 	default:
 		// Only reachable if Config grows a field of a kind not handled here.
 		*errs = append(*errs, fmt.Errorf("%s: internal error: unsupported field kind %s", path, t.Kind()))
@@ -363,6 +416,8 @@ func describeKind(k reflect.Kind) string {
 		return "a list"
 	case reflect.Struct:
 		return "a mapping"
+	case reflect.Int:
+		return "an integer"
 	}
 	return k.String()
 }

@@ -16,7 +16,9 @@ func TestDefault(t *testing.T) {
 	// Literal values: the defaults are part of the public contract.
 	want := Config{
 		ControllerName: "shardgate.io/gateway-controller",
-		XDS:            XDSConfig{Address: ":18000"},
+		XDS: XDSConfig{Address: ":18000", Limits: XDSLimits{
+			StreamsPerIdentity: 128, StreamsPerCertificate: 64, ResourceNamesPerStream: 40000, MaxRequestBytes: 2097152,
+		}},
 		Envoy:          EnvoyConfig{Image: "envoyproxy/envoy:v1.37.0"},
 		MetricsAddress: ":8080",
 		HealthAddress:  ":8081",
@@ -68,6 +70,11 @@ xds:
     keyFile: /tls/tls.key
     caFile: /tls/ca.crt
   debugEndpoint: true
+  limits:
+    streamsPerIdentity: 8
+    streamsPerCertificate: 4
+    resourceNamesPerStream: 25000
+    maxRequestBytes: 1048576
 envoy:
   image: "registry.example/envoy:v9"
 metricsAddress: "0.0.0.0:9090"
@@ -93,6 +100,7 @@ var fullConfig = Config{
 		TLS:     TLSConfig{CertFile: "/tls/tls.crt", KeyFile: "/tls/tls.key", CAFile: "/tls/ca.crt"},
 
 		DebugEndpoint: true,
+		Limits:        XDSLimits{StreamsPerIdentity: 8, StreamsPerCertificate: 4, ResourceNamesPerStream: 25000, MaxRequestBytes: 1 << 20},
 	},
 	Envoy:          EnvoyConfig{Image: "registry.example/envoy:v9"},
 	MetricsAddress: "0.0.0.0:9090",
@@ -289,6 +297,12 @@ func TestParseErrors(t *testing.T) {
 		{"shard namespace", "shardNamespaces: [\"a_b\"]\n", []string{`shardNamespaces[0]: "a_b" is not a valid namespace name`}, nil},
 		{"require owner not a bool", "requireNamespaceOwner: \"no\"\n", []string{`requireNamespaceOwner: expected a boolean`}, nil},
 		{"owner annotation bad prefix", "namespaceOwnerAnnotation: \"Foo_/x\"\n", []string{`namespaceOwnerAnnotation: "Foo_/x"`}, nil},
+		{"xds limit not an integer", "xds:\n  limits:\n    streamsPerIdentity: \"64\"\n", []string{`xds.limits.streamsPerIdentity: expected an integer, got string "64"`}, nil},
+		{"xds limit a fraction", "xds:\n  limits:\n    resourceNamesPerStream: 1.5\n", []string{`xds.limits.resourceNamesPerStream: expected an integer, got number 1.5`}, nil},
+		{"xds limit negative", "xds:\n  limits:\n    streamsPerCertificate: -1\n", []string{`xds.limits.streamsPerCertificate: -1 must be positive`}, nil},
+		{"xds request size too small", "xds:\n  limits:\n    maxRequestBytes: 1000\n", []string{`xds.limits.maxRequestBytes: 1000 is less than 16384`}, nil},
+		{"xds request size too large", "xds:\n  limits:\n    maxRequestBytes: 1073741824\n", []string{`xds.limits.maxRequestBytes: 1073741824 is more than`}, nil},
+		{"unknown xds limit", "xds:\n  limits:\n    streamsPerNode: 3\n", []string{`unknown key "xds.limits.streamsPerNode"`}, nil},
 		{"all value errors reported", "metricsAddress: abc\nhealthAddress: def\n", []string{"metricsAddress:", "healthAddress:"}, nil},
 	}
 	for _, tt := range tests {
@@ -324,6 +338,7 @@ func TestParseAcceptsValidValues(t *testing.T) {
 		"controller path":      "controllerName: a.example/some/path_x\n",
 		"image digest":         "envoy:\n  image: \"r.example:5000/envoy@sha256:abc\"\n",
 		"tls whitespace-only":  "xds:\n  tls: {certFile: \" \", keyFile: \"\", caFile: \"\"}\n",
+		"xds limit zero":       "xds:\n  limits: {streamsPerIdentity: 0}\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := Parse([]byte(in)); err != nil {

@@ -10,6 +10,11 @@
 //	  address: ":18000"
 //	  tls: {certFile: "", keyFile: "", caFile: ""}   # all or none
 //	  debugEndpoint: false   # /debug/xds on the metrics address
+//	  limits:                # per client; read at start
+//	    streamsPerIdentity: 128
+//	    streamsPerCertificate: 64
+//	    resourceNamesPerStream: 40000
+//	    maxRequestBytes: 2097152
 //	envoy:
 //	  image: envoyproxy/envoy:v1.37.0
 //	metricsAddress: ":8080"

@@ -35,6 +35,8 @@ func (c *Config) normalizeAndValidate() Errors {
 			strings.Join(missingTLS(*t), ", ")))
 	}
 
+	errs = append(errs, c.XDS.Limits.validate()...)
+
 	if img := c.Envoy.Image; strings.IndexFunc(img, isSpace) >= 0 {
 		errs = append(errs, fmt.Errorf("envoy.image: %q must not contain whitespace", img))
 	}
@@ -77,6 +79,34 @@ func (c *Config) normalizeAndValidate() Errors {
 	}
 	slices.Sort(shardNS)
 	c.ShardNamespaces = slices.Compact(shardNS)
+	return errs
+}
+
+// maxXDSRequestBytes is the largest xds.limits.maxRequestBytes accepted:
+// more than any proxy's request, and gRPC's own default is 4 MiB.
+const maxXDSRequestBytes = 64 << 20
+
+func (l XDSLimits) validate() Errors {
+	var errs Errors
+	for _, f := range []struct {
+		key string
+		v   int
+	}{
+		{"xds.limits.streamsPerIdentity", l.StreamsPerIdentity},
+		{"xds.limits.streamsPerCertificate", l.StreamsPerCertificate},
+		{"xds.limits.resourceNamesPerStream", l.ResourceNamesPerStream},
+		{"xds.limits.maxRequestBytes", l.MaxRequestBytes},
+	} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("%s: %d must be positive (0 or absent takes the default)", f.key, f.v))
+		}
+	}
+	if l.MaxRequestBytes > maxXDSRequestBytes {
+		errs = append(errs, fmt.Errorf("xds.limits.maxRequestBytes: %d is more than %d (64 MiB)", l.MaxRequestBytes, maxXDSRequestBytes))
+	}
+	if l.MaxRequestBytes > 0 && l.MaxRequestBytes < 16<<10 {
+		errs = append(errs, fmt.Errorf("xds.limits.maxRequestBytes: %d is less than 16384: an Envoy's first request (its node) would not fit", l.MaxRequestBytes))
+	}
 	return errs
 }
 

@@ -202,6 +202,12 @@ func Run(ctx context.Context, opts Options) error {
 		Log:          log.WithName("xds"),
 		OnOutcome:    p.publishOutcomeChanged,
 		APIListeners: opts.XDSAPIListeners,
+		Limits: xdsserver.Limits{
+			StreamsPerIdentity:     cfg.XDS.Limits.StreamsPerIdentity,
+			StreamsPerCertificate:  cfg.XDS.Limits.StreamsPerCertificate,
+			ResourceNamesPerStream: cfg.XDS.Limits.ResourceNamesPerStream,
+			MaxRequestBytes:        cfg.XDS.Limits.MaxRequestBytes,
+		},
 	})
 	p.xdsBuilt.Store(true) // after p.xds is set: the probes read it from now on
 	if opts.OnXDSServer != nil {

@@ -33,5 +33,14 @@
 // It must never key anything by the stream ID alone, nor trust node.cluster
 // or node.id for anything but the stream's own Gateway.
 //
+// Limits (limits.go): a tenant holds its Gateway's client certificate and may
+// open any stream it allows, so what one client can make the server hold is
+// bounded: concurrent streams per identity and per certificate (a gRPC
+// stream interceptor refuses the extra ones with ResourceExhausted before
+// go-control-plane sees them), subscribed names per stream (a request that
+// would pass the bound ends its stream before its names are kept), and the
+// request size (gRPC's MaxRecvMsgSize). Refusals are counted by reason and
+// logged at most once a minute per client and reason.
+//
 // It never writes to the apiserver: every replica serves xDS.
 package server

@@ -128,6 +128,9 @@ func (c *callbacks) OnStreamRequest(id int64, req *discovery.DiscoveryRequest) e
 	if err := c.s.checkRequest(key, req.GetNode()); err != nil {
 		return err
 	}
+	if err := c.s.countSotw(key, req); err != nil {
+		return err
+	}
 	c.s.guard.attach(key, req.GetNode())
 	c.s.observeRequest(key, req)
 	return nil
@@ -152,6 +155,9 @@ func (c *callbacks) OnDeltaStreamClosed(id int64, _ *core.Node) { c.closed(delta
 
 func (c *callbacks) OnStreamDeltaRequest(id int64, req *discovery.DeltaDiscoveryRequest) error {
 	if err := c.s.checkRequest(deltaStream(id), req.GetNode()); err != nil {
+		return err
+	}
+	if err := c.s.countDelta(deltaStream(id), req); err != nil {
 		return err
 	}
 	if req.GetErrorDetail() != nil {

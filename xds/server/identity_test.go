@@ -54,7 +54,7 @@ type identityEnv struct {
 // startIdentityServer runs a real xDS server over mTLS on 127.0.0.1 with
 // the victim's and the attacker's Gateways published. It stops the server,
 // and waits for every stream to be closed, when the test ends.
-func startIdentityServer(t *testing.T) *identityEnv {
+func startIdentityServer(t *testing.T, configure ...func(*Options)) *identityEnv {
 	t.Helper()
 	ca := mustCA(t, "xds CA")
 	load := func(context.Context, bool) (*tls.Certificate, *x509.CertPool, error) {
@@ -72,7 +72,11 @@ func startIdentityServer(t *testing.T) *identityEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(Options{Address: "127.0.0.1:0", TLS: creds.TLSConfig(), Log: logr.Discard()})
+	opts := Options{Address: "127.0.0.1:0", TLS: creds.TLSConfig(), Log: logr.Discard()}
+	for _, c := range configure {
+		c(&opts)
+	}
+	s := New(opts)
 	victim := gatewayIR(t, "https-single-server.in.yaml")
 	victim.Namespace, victim.Name = victimGW.Namespace, victimGW.Name
 	attacker := gatewayIR(t, "http-single-route.in.yaml")

@@ -23,6 +23,10 @@ var (
 		Help:    "From a snapshot being published to its first response being sent on a stream.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 	})
+	limitRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "shardgate_xds_limit_refusals_total",
+		Help: "xDS streams refused or ended by a limit (xds.limits), by reason: streams_per_identity, streams_per_certificate, resource_names_per_stream, max_request_bytes.",
+	}, []string{"reason"})
 	publishErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "shardgate_xds_publish_refused_total",
 		Help: "Gateway configs refused before publishing (translation or validation failed).",
@@ -30,5 +34,8 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(nacksTotal, pushesTotal, connectedProxies, pushLatency, publishErrors)
+	ctrlmetrics.Registry.MustRegister(nacksTotal, pushesTotal, connectedProxies, pushLatency, publishErrors, limitRefusals)
+	for _, r := range []string{limitStreamsPerIdentity, limitStreamsPerCertificate, limitResourceNames, limitRequestBytes} {
+		limitRefusals.WithLabelValues(r) // exported at 0 from the start
+	}
 }

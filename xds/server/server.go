@@ -56,6 +56,10 @@ type Options struct {
 	// and a gRPC client names only its own. Everything else published —
 	// routes, clusters, endpoints, secrets — is the translation's own.
 	APIListeners func(group string) []*listenerv3.Listener
+	// Limits bound the streams of one identity and certificate, the names
+	// one stream subscribes to, and a request's size; zero fields take
+	// DefaultLimits.
+	Limits Limits
 }
 
 // Server is the xDS server. Its zero value is not usable; call New.
@@ -67,6 +71,10 @@ type Server struct {
 	types *typeCache
 	guard *nackGuard
 	log   logr.Logger
+	// limits are opts.Limits with defaults; limiter counts the open
+	// streams of every identity and certificate.
+	limits  Limits
+	limiter *streamLimiter
 
 	// build serializes building and publishing (Publish, and the
 	// re-publish when a retained cluster expires): a Gateway's memory is
@@ -117,6 +125,8 @@ func New(opts Options) *Server {
 		opts: opts, log: opts.Log, gateways: map[string]*gatewayState{}, streams: map[streamKey]*streamState{},
 		endpoints: endpoints.NewTable(),
 	}
+	s.limits = opts.Limits.withDefaults()
+	s.limiter = newStreamLimiter(s.limits, opts.Log)
 	s.epIdle.L = &s.epMu
 	s.types = newTypeCache(cachev3.NewSnapshotCache(true, clusterHash{}, nil))
 	s.guard = newNACKGuard(s.types)
@@ -343,6 +353,8 @@ func (s *Server) Start(ctx context.Context) error {
 	s.addr.Store(&addr)
 	gopts := []grpc.ServerOption{
 		grpc.MaxConcurrentStreams(100000),
+		grpc.MaxRecvMsgSize(s.limits.MaxRequestBytes),
+		grpc.StreamInterceptor(s.streamInterceptor),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 5 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	}
@@ -355,7 +367,9 @@ func (s *Server) Start(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- g.Serve(lis) }()
 	s.serving.Store(true)
-	s.log.Info("xDS server listening", "address", addr.String(), "tls", s.opts.TLS != nil)
+	s.log.Info("xDS server listening", "address", addr.String(), "tls", s.opts.TLS != nil,
+		"streamsPerIdentity", s.limits.StreamsPerIdentity, "streamsPerCertificate", s.limits.StreamsPerCertificate,
+		"resourceNamesPerStream", s.limits.ResourceNamesPerStream, "maxRequestBytes", s.limits.MaxRequestBytes)
 	select {
 	case err := <-errc:
 		s.serving.Store(false)

@@ -21,6 +21,9 @@ type State struct {
 	// assignment caches (state of the world and delta), over every node
 	// group.
 	Watches int
+	// LimitSlots: identities and client certificates holding stream
+	// slots (limits.go).
+	LimitSlots int
 }
 
 // State returns the current counts.
@@ -46,5 +49,6 @@ func (s *Server) State() State {
 		}
 	}
 	st.Watches += s.types.watches()
+	st.LimitSlots = s.limiter.size()
 	return st
 }

@@ -57,6 +57,9 @@ type streamState struct {
 	group     string
 	proxyless bool
 	ackedRDS  string
+	// subs counts the names the stream subscribes to (limits.go); only
+	// the stream's own goroutine touches it.
+	subs subscriptions
 }
 
 // proxyless reports whether a node is a gRPC library rather than a proxy;
