@@ -145,7 +145,8 @@ var _ = Describe("Envoy provisioning on the real apiserver", Ordered, func() {
 
 	BeforeAll(func() {
 		_, c = infraStart(ctx, testenv.Options{})
-		ns = newFixture(ctx, c, "infra").ns
+		// A provider namespace: a tenant's Gateway gets no Envoy.
+		ns = ownedFixture(ctx, c, "infra", "").ns
 		params = infraGatewayParams(ctx, c, ns, "edge", shardgatev1alpha1.GatewayParametersSpec{
 			Envoy: &shardgatev1alpha1.EnvoySpec{Replicas: new(int32(2)), LogLevel: "debug"},
 		})
@@ -347,7 +348,7 @@ var _ = Describe("Gateway addresses on the real MetalLB controller", Ordered, fu
 	BeforeAll(func() {
 		_, c = infraStart(ctx, testenv.Options{MetalLB: true, Pools: []testenv.Pool{{Name: autoPool, Addresses: []string{autoRange}}}})
 		createPool(ctx, c, fixedPool, fixedRange)
-		ns = newFixture(ctx, c, "gwaddr").ns
+		ns = ownedFixture(ctx, c, "gwaddr", "").ns
 	})
 
 	programmed := func(st gatewayv1.GatewayStatus) string { return condition(st.Conditions, "Programmed") }
@@ -438,7 +439,7 @@ var _ = Describe("Envoy provisioning in cluster mode", Ordered, func() {
 	})
 
 	It("runs the Envoy pods and removes every object through the garbage collector when the Gateway is deleted", func() {
-		ns := newFixture(ctx, c, "infra-gc").ns
+		ns := ownedFixture(ctx, c, "infra-gc", "").ns
 		gw := infraGateway(ctx, c, ns, "doomed")
 		infraProvisioned(ctx, c, gw)
 		Eventually(func() int32 { return infraDeployment(ctx, c, ns, "doomed").Status.ReadyReplicas }, 60*time.Second).Should(BeEquivalentTo(1))

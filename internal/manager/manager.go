@@ -478,6 +478,7 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 		APIReader:      mgr.GetAPIReader(),
 		ControllerName: cfg.ControllerName,
 		Options:        infra.ControllerOptions(cfg.Envoy.Image, cfg.LeaderElection.Namespace, cfg.XDS.Address),
+		Tenancy:        &p.tenancy,
 		CA:             p.ca,
 		Log:            log.WithName("infra"),
 	}
