@@ -477,7 +477,7 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
 		ControllerName: cfg.ControllerName,
-		Options:        infra.ControllerOptions(cfg.Envoy.Image, cfg.LeaderElection.Namespace, cfg.XDS.Address),
+		Options:        infraOptions(cfg),
 		Tenancy:        &p.tenancy,
 		CA:             p.ca,
 		Log:            log.WithName("infra"),
@@ -730,4 +730,11 @@ func xdsCredentials(ctx context.Context, rc *rest.Config, cfg config.Config, lea
 	src := &pki.ServerSource{Reader: c, Secret: types.NamespacedName{Namespace: ns, Name: XDSCASecret}, DNSNames: names}
 	creds, err := xdsserver.NewCredentials(ctx, src.Load, log)
 	return creds, ca, err
+}
+
+// infraOptions are the Envoy provisioning options of cfg.
+func infraOptions(cfg config.Config) infra.Options {
+	o := infra.ControllerOptions(cfg.Envoy.Image, cfg.LeaderElection.Namespace, cfg.XDS.Address)
+	o.AnnotationPrefixes = cfg.Envoy.AnnotationPrefixes
+	return o
 }
