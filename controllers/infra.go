@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -199,24 +200,35 @@ func (r *InfraReconciler) tenantRefusal(ctx context.Context, gw *gatewayv1.Gatew
 // deprovision deletes the objects provisioned for gw that gw controls (by
 // UID, so an object of the same name someone else controls is left
 // alone): the client certificate Secret, the Service with its addresses,
-// the Deployment, the bootstrap and the ServiceAccount.
+// the Deployment, the bootstrap and the ServiceAccount. It reads through
+// the cache only: shardgate may read single objects only in the shard
+// namespaces (the chart's Roles), and a tenant's Gateway elsewhere never
+// had any. A delete RBAC forbids is logged, not retried: the Gateway's
+// config has left xDS already, so what stays serves nothing.
 func (r *InfraReconciler) deprovision(ctx context.Context, log logr.Logger, gw *gatewayv1.Gateway) error {
 	objs, err := infra.Build(gw, nil, r.Options, infra.ClientCert{})
 	if err != nil {
 		return fmt.Errorf("name the objects of Gateway %s/%s: %w", gw.Namespace, gw.Name, err)
 	}
-	var reader client.Reader = r.Client
-	if r.APIReader != nil {
-		// The cache holds only the objects with our labels; one whose
-		// labels were edited away is still the Gateway's.
-		reader = r.APIReader
-	}
-	for _, desired := range objs.All() {
+	all := objs.All()
+	// The certificate first: it is the one a tenant must never keep.
+	slices.SortStableFunc(all, func(a, b client.Object) int {
+		_, sa := a.(*corev1.Secret)
+		_, sb := b.(*corev1.Secret)
+		switch {
+		case sa && !sb:
+			return -1
+		case sb && !sa:
+			return 1
+		}
+		return 0
+	})
+	for _, desired := range all {
 		existing, err := newLike(desired)
 		if err != nil {
 			return err
 		}
-		if err := reader.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -227,6 +239,11 @@ func (r *InfraReconciler) deprovision(ctx context.Context, log logr.Logger, gw *
 		}
 		uid := existing.GetUID()
 		err = r.Client.Delete(ctx, existing, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if apierrors.IsForbidden(err) {
+			log.Error(err, "not allowed to delete an object provisioned for a tenant's Gateway; it stays until the Gateway is deleted",
+				"kind", fmt.Sprintf("%T", existing), "name", existing.GetName())
+			continue
+		}
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("delete %T %s/%s: %w", existing, existing.GetNamespace(), existing.GetName(), err)
 		}
