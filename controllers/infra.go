@@ -16,9 +16,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
@@ -64,6 +66,22 @@ type InfraReconciler struct {
 	live client.Reader
 
 	mu sync.Mutex
+
+	// tenancyChanged brings every Gateway back after a config reload
+	// changed how owner markings are read (TenancyChanged).
+	once           sync.Once
+	tenancyChanged chan event.GenericEvent
+}
+
+// TenancyChanged re-examines every Gateway: a reloaded owner key can make
+// a provider namespace a tenant's, whose Gateways then lose what was
+// provisioned for them.
+func (r *InfraReconciler) TenancyChanged() {
+	r.once.Do(func() { r.tenancyChanged = make(chan event.GenericEvent, 1) })
+	select {
+	case r.tenancyChanged <- event.GenericEvent{Object: &corev1.Namespace{}}:
+	default:
+	}
 }
 
 // SetupWithManager registers the controller: Gateways, what they resolve
@@ -71,6 +89,7 @@ type InfraReconciler struct {
 // repaired.
 func (r *InfraReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.live = mgr.GetAPIReader()
+	r.once.Do(func() { r.tenancyChanged = make(chan event.GenericEvent, 1) })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("infra").
 		For(&gatewayv1.Gateway{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
@@ -79,6 +98,7 @@ func (r *InfraReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A namespace marked as a tenant's later takes its Gateways'
 		// objects away (and the Gateways of classes configured from it).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceGateways), builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		WatchesRawSource(source.Channel(r.tenancyChanged, handler.EnqueueRequestsFromMapFunc(r.allGateways))).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&corev1.Secret{}).
 		Owns(&corev1.ConfigMap{}).
@@ -250,6 +270,19 @@ func (r *InfraReconciler) deprovision(ctx context.Context, log logr.Logger, gw *
 		log.Info("deleted an object provisioned for a tenant's Gateway", "kind", fmt.Sprintf("%T", existing), "name", existing.GetName())
 	}
 	return nil
+}
+
+// allGateways lists every Gateway.
+func (r *InfraReconciler) allGateways(ctx context.Context, _ client.Object) []reconcile.Request {
+	var gws gatewayv1.GatewayList
+	if err := r.Client.List(ctx, &gws); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(gws.Items))
+	for i := range gws.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gws.Items[i])})
+	}
+	return out
 }
 
 // namespaceGateways maps a Namespace to the Gateways in it and to those

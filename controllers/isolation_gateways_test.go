@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -15,7 +16,9 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/infra"
+	"github.com/shardgate/shardgate/internal/manager"
 	"github.com/shardgate/shardgate/internal/tenancy"
 	"github.com/shardgate/shardgate/internal/testenv"
 )
@@ -217,3 +220,56 @@ func findCondition(cs []metav1.Condition, t string) *metav1.Condition {
 	}
 	return nil
 }
+
+// A config reload that adds an owner key makes a provider namespace that
+// carries it a tenant's: its Gateway loses what was provisioned for it.
+var _ = Describe("Tenant isolation: Gateways after a config reload", Ordered, func() {
+	ctx := context.Background()
+	var c client.Client
+	var cfgFile string
+
+	BeforeAll(func() {
+		env, err := testenv.Start(ctx, testenv.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
+		c = env.Client
+		Expect(client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: config.DefaultLeaderElectionNamespace}}))).To(Succeed())
+		cfgFile = configPath()
+		Expect(os.WriteFile(cfgFile, []byte("blockedHostnames: []\n"), 0o644)).To(Succeed())
+		env.RunManager(manager.Options{ConfigPath: cfgFile, MetricsAddress: "0", HealthAddress: "0", XDSAddress: "127.0.0.1:0", Log: GinkgoLogr})
+		Expect(c.Create(ctx, &gatewayv1.GatewayClass{
+			ObjectMeta: metav1.ObjectMeta{Name: "shardgate"},
+			Spec:       gatewayv1.GatewayClassSpec{ControllerName: shardgatev1alpha1.ControllerName},
+		})).To(Succeed())
+	})
+
+	It("takes a Gateway's objects away when a reloaded namespaceOwnerAnnotation marks its namespace as a tenant's", func() {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tgw-reload-",
+			Annotations: map[string]string{"example.com/owner": "akash1bob"}}}
+		Expect(c.Create(ctx, ns)).To(Succeed())
+		dumps.Add(c, ns.Name)
+		gw := infraGateway(ctx, c, ns.Name, "edge")
+		infraProvisioned(ctx, c, gw)
+
+		By("the provider reloads the config with example.com/owner as an owner key")
+		tmp := cfgFile + ".tmp"
+		Expect(os.WriteFile(tmp, []byte("blockedHostnames: []\nnamespaceOwnerAnnotation: example.com/owner\n"), 0o644)).To(Succeed())
+		Expect(os.Rename(tmp, cfgFile)).To(Succeed())
+		Eventually(func(g Gomega) string {
+			var got gatewayv1.Gateway
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(gw), &got)).To(Succeed())
+			cond := findCondition(got.Status.Conditions, "Accepted")
+			g.Expect(cond).NotTo(BeNil())
+			return string(cond.Status) + "/" + cond.Reason
+		}).Should(Equal("False/" + shardgatev1alpha1.ReasonGatewayInTenantNamespace))
+		Eventually(func() []string {
+			var out []string
+			for _, obj := range infraObjects(gw.Namespace, gw.Name) {
+				if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
+					out = append(out, fmt.Sprintf("%T %s: %v", obj, obj.GetName(), err))
+				}
+			}
+			return out
+		}).Should(BeEmpty())
+	})
+})

@@ -280,6 +280,8 @@ type process struct {
 	// LeaseHost reconciler, which a config reload updates.
 	blocked    atomic.Pointer[hostnames.BlockList]
 	leaseHosts atomic.Pointer[controllers.LeaseHostReconciler]
+	// infra is the current manager's Envoy provisioning reconciler.
+	infra atomic.Pointer[controllers.InfraReconciler]
 	// tenancy is the config's tenancy settings, shared by the controllers.
 	tenancy controllers.Tenancy
 	// trigger re-translates in the current manager.
@@ -390,6 +392,9 @@ func (p *process) applyConfig(updates <-chan config.Config) {
 				r.TenancyChanged()
 			}
 		}
+		if r := p.infra.Load(); r != nil && tenancyChanged {
+			r.TenancyChanged()
+		}
 		// Where shards may live, and which names they may serve (the
 		// block list is an ownership fact).
 		p.triggerTranslation()
@@ -490,6 +495,7 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 	if err := infraReconciler.SetupWithManager(mgr); err != nil {
 		return false, fmt.Errorf("set up infra controller: %w", err)
 	}
+	p.infra.Store(infraReconciler)
 	gatewayAPI.Publisher = p.xds
 	gatewayAPI.Runtime = gatewayRuntime
 	if err := gatewayAPI.SetupWithManager(mgr); err != nil {
