@@ -43,7 +43,7 @@ var _ = Describe("Gateway client certificate validation on the real apiserver", 
 		Expect(err).NotTo(HaveOccurred())
 		key, err = os.ReadFile("../internal/gatewayapi/testdata/tls.key")
 		Expect(err).NotTo(HaveOccurred())
-		gwNS = newFixture(ctx, c, "mtls").ns
+		gwNS = ownedFixture(ctx, c, "mtls", "").ns // the provider's
 		tenantNS = newFixture(ctx, c, "tenant").ns
 		Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: gwNS, Name: "cert"}, Type: corev1.SecretTypeTLS,
 			Data: map[string][]byte{"tls.crt": crt, "tls.key": key}})).To(Succeed())

@@ -33,6 +33,7 @@ import (
 	"github.com/shardgate/shardgate/internal/ir"
 	"github.com/shardgate/shardgate/internal/leasehosts"
 	"github.com/shardgate/shardgate/internal/status"
+	"github.com/shardgate/shardgate/internal/tenancy"
 	"github.com/shardgate/shardgate/sharding"
 )
 
@@ -227,8 +228,10 @@ func (r *GatewayAPIReconciler) snapshot(ctx context.Context) (*gatewayapi.Input,
 	if err != nil {
 		return nil, err
 	}
-	shards, problems := sharding.Discover(r.ControllerName, in.GatewayClasses, in.Gateways, in.GatewayParameters, r.Tenancy.Placement(in.Namespaces))
+	placement := r.Tenancy.Placement(in.Namespaces)
+	shards, problems := sharding.Discover(r.ControllerName, in.GatewayClasses, in.Gateways, in.GatewayParameters, placement)
 	in.ShardRefusals = shardRefusals(problems)
+	in.TenantNamespaces = tenantNamespaces(placement.Policy, placement.Namespaces, in.Gateways, in.GatewayClasses)
 	var providers []*shardgatev1alpha1.LeaseHost
 	if r.AkashNamespace != "" {
 		if providers, err = r.akashClaims(ctx, in.HTTPRoutes); err != nil {
@@ -359,6 +362,35 @@ func (d *deletedLeaseHosts) update(gone []types.UID, at time.Time) (map[types.UI
 		d.set[uid] = true
 	}
 	return d.set, true
+}
+
+// tenantNamespaces are the namespaces that hold a Gateway, or a
+// GatewayClass's parameters, and belong to a tenant, with why (nil when
+// none): a Gateway there, or a class configured from there, gets no
+// provider resources. Only those namespaces are looked at, so the cost is
+// that of the Gateways and classes, not of every lease namespace.
+func tenantNamespaces(p tenancy.Policy, namespaces map[string]*corev1.Namespace, gateways []*gatewayv1.Gateway, classes []*gatewayv1.GatewayClass) map[string]string {
+	var out map[string]string
+	check := func(name string) {
+		if _, done := out[name]; done {
+			return
+		}
+		if why, tenant := p.TenantNamespace(name, namespaces[name]); tenant {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[name] = why
+		}
+	}
+	for _, gw := range gateways {
+		check(gw.Namespace)
+	}
+	for _, c := range classes {
+		if ref := c.Spec.ParametersRef; ref != nil && ref.Namespace != nil && *ref.Namespace != "" {
+			check(string(*ref.Namespace))
+		}
+	}
+	return out
 }
 
 // shardRefusals are the Gateways that may not be shards where they live.

@@ -158,6 +158,9 @@ var _ = Describe("Hostile input on the real apiserver", Ordered, func() {
 	var cfgFile string
 	var xds *xdsserver.Server
 	var f *fixture
+	// gwNS is a provider namespace (no owner marking) for the Gateways
+	// these specs create: a Gateway in a tenant's namespace is refused.
+	var gwNS string
 
 	BeforeAll(func() {
 		var err error
@@ -176,6 +179,7 @@ var _ = Describe("Hostile input on the real apiserver", Ordered, func() {
 			OnXDSServer: func(s *xdsserver.Server) { xds = s }})
 		f = newFixture(ctx, c, "hostile")
 		f.service(ctx, "web")
+		gwNS = ownedFixture(ctx, c, "hostile-gw", "").ns
 	})
 
 	// What the apiserver refuses. Each entry creates one object and asserts
@@ -383,10 +387,10 @@ var _ = Describe("Hostile input on the real apiserver", Ordered, func() {
 
 	Describe("Gateway API objects the controller must refuse with a condition", func() {
 		It("accepts a Gateway with 64 listeners and every listener", func() {
-			Expect(c.Create(ctx, hostileGateway(f.ns, "wide", httpListeners(64)...))).To(Succeed())
+			Expect(c.Create(ctx, hostileGateway(gwNS, "wide", httpListeners(64)...))).To(Succeed())
 			Eventually(func(g Gomega) {
 				var gw gatewayv1.Gateway
-				g.Expect(c.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "wide"}, &gw)).To(Succeed())
+				g.Expect(c.Get(ctx, client.ObjectKey{Namespace: gwNS, Name: "wide"}, &gw)).To(Succeed())
 				g.Expect(condition(gw.Status.Conditions, "Accepted")).To(Equal("True/Accepted"))
 				g.Expect(gw.Status.Listeners).To(HaveLen(64))
 				for _, l := range gw.Status.Listeners {
@@ -401,7 +405,7 @@ var _ = Describe("Hostile input on the real apiserver", Ordered, func() {
 				r.Spec.Hostnames = nil
 				r.Spec.ParentRefs = nil
 				for i := range 32 {
-					r.Spec.ParentRefs = append(r.Spec.ParentRefs, gatewayv1.ParentReference{Name: "wide", SectionName: new(gatewayv1.SectionName(fmt.Sprintf("l%d", i)))})
+					r.Spec.ParentRefs = append(r.Spec.ParentRefs, gatewayv1.ParentReference{Namespace: new(gatewayv1.Namespace(gwNS)), Name: "wide", SectionName: new(gatewayv1.SectionName(fmt.Sprintf("l%d", i)))})
 				}
 			})
 			Expect(c.Create(ctx, r)).To(Succeed())
@@ -433,13 +437,13 @@ var _ = Describe("Hostile input on the real apiserver", Ordered, func() {
 		})
 
 		It("refuses a parentRef to another namespace's Gateway whose listener allows Same", func() {
-			Expect(c.Create(ctx, hostileGateway(f.ns, "same-only", gatewayv1.Listener{
+			Expect(c.Create(ctx, hostileGateway(gwNS, "same-only", gatewayv1.Listener{
 				Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType,
 				AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: new(gatewayv1.NamespacesFromSame)}},
 			}))).To(Succeed())
 			other := newFixture(ctx, c, "other")
-			Expect(c.Create(ctx, httpRoute(other.ns, "cross-parent", f.ns, "same-only", "x.apps.test"))).To(Succeed())
-			Eventually(ourParent(ctx, c, other.ns, "cross-parent", f.ns, "same-only")).Should(HavePrefix("False/NotAllowedByListeners "))
+			Expect(c.Create(ctx, httpRoute(other.ns, "cross-parent", gwNS, "same-only", "x.apps.test"))).To(Succeed())
+			Eventually(ourParent(ctx, c, other.ns, "cross-parent", gwNS, "same-only")).Should(HavePrefix("False/NotAllowedByListeners "))
 		})
 
 		It("refuses a backendRef to another namespace's Service without a ReferenceGrant", func() {
@@ -465,10 +469,10 @@ var _ = Describe("Hostile input on the real apiserver", Ordered, func() {
 			otherKey := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
 			other := newFixture(ctx, c, "certs")
 			secrets := []*corev1.Secret{
-				{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "opaque"}, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"tls.crt": crt, "tls.key": key}},
-				{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "garbage"}, Type: corev1.SecretTypeTLS, Data: map[string][]byte{"tls.crt": []byte("-----BEGIN CERTIFICATE-----\nZ2FyYmFnZQ==\n-----END CERTIFICATE-----\n"), "tls.key": []byte("garbage")}},
-				{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "mismatch"}, Type: corev1.SecretTypeTLS, Data: map[string][]byte{"tls.crt": crt, "tls.key": otherKey}},
-				{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "good"}, Type: corev1.SecretTypeTLS, Data: map[string][]byte{"tls.crt": crt, "tls.key": key}},
+				{ObjectMeta: metav1.ObjectMeta{Namespace: gwNS, Name: "opaque"}, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"tls.crt": crt, "tls.key": key}},
+				{ObjectMeta: metav1.ObjectMeta{Namespace: gwNS, Name: "garbage"}, Type: corev1.SecretTypeTLS, Data: map[string][]byte{"tls.crt": []byte("-----BEGIN CERTIFICATE-----\nZ2FyYmFnZQ==\n-----END CERTIFICATE-----\n"), "tls.key": []byte("garbage")}},
+				{ObjectMeta: metav1.ObjectMeta{Namespace: gwNS, Name: "mismatch"}, Type: corev1.SecretTypeTLS, Data: map[string][]byte{"tls.crt": crt, "tls.key": otherKey}},
+				{ObjectMeta: metav1.ObjectMeta{Namespace: gwNS, Name: "good"}, Type: corev1.SecretTypeTLS, Data: map[string][]byte{"tls.crt": crt, "tls.key": key}},
 				{ObjectMeta: metav1.ObjectMeta{Namespace: other.ns, Name: "elsewhere"}, Type: corev1.SecretTypeTLS, Data: map[string][]byte{"tls.crt": crt, "tls.key": key}},
 			}
 			for _, s := range secrets {
@@ -483,7 +487,7 @@ var _ = Describe("Hostile input on the real apiserver", Ordered, func() {
 					Hostname: new(gatewayv1.Hostname(host)),
 					TLS:      &gatewayv1.ListenerTLSConfig{Mode: new(gatewayv1.TLSModeTerminate), CertificateRefs: []gatewayv1.SecretObjectReference{ref}}}
 			}
-			Expect(c.Create(ctx, hostileGateway(f.ns, "tls",
+			Expect(c.Create(ctx, hostileGateway(gwNS, "tls",
 				https("opaque", "opaque.tls.test", "", "opaque"),
 				https("garbage", "garbage.tls.test", "", "garbage"),
 				https("mismatch", "mismatch.tls.test", "", "mismatch"),
@@ -492,7 +496,7 @@ var _ = Describe("Hostile input on the real apiserver", Ordered, func() {
 			))).To(Succeed())
 			Eventually(func(g Gomega) {
 				var gw gatewayv1.Gateway
-				g.Expect(c.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "tls"}, &gw)).To(Succeed())
+				g.Expect(c.Get(ctx, client.ObjectKey{Namespace: gwNS, Name: "tls"}, &gw)).To(Succeed())
 				g.Expect(listenerCondition(&gw, "opaque", "ResolvedRefs")).To(Equal("False/InvalidCertificateRef"))
 				g.Expect(listenerCondition(&gw, "garbage", "ResolvedRefs")).To(Equal("False/InvalidCertificateRef"))
 				g.Expect(listenerCondition(&gw, "mismatch", "ResolvedRefs")).To(Equal("False/InvalidCertificateRef"))

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -10,13 +11,16 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
@@ -28,8 +32,16 @@ import (
 // (internal/infra): ServiceAccount, client certificate Secret, bootstrap
 // ConfigMap, LoadBalancer Service and Deployment. It runs on the leader
 // only, writes an object only when it differs from the cached one, and
-// deletes nothing: the objects are owned by the Gateway and the garbage
-// collector removes them with it.
+// deletes nothing of a provider's Gateway: the objects are owned by the
+// Gateway and the garbage collector removes them with it.
+//
+// A Gateway in a tenant's namespace (one with an owner marking, see
+// tenancy.Policy.TenantNamespace), or one whose class takes its
+// GatewayParameters from a tenant's namespace, gets no provider resources:
+// nothing is provisioned for it (no pool or addresses on a Service, no
+// image or replica count, no xDS client certificate), and what was
+// provisioned before its namespace was marked is deleted. Its status says
+// so (GatewayInTenantNamespace, or InvalidParameters for the class).
 type InfraReconciler struct {
 	Client client.Client
 	// APIReader reads from the apiserver (mgr.GetAPIReader()). Before a
@@ -39,6 +51,8 @@ type InfraReconciler struct {
 	APIReader      client.Reader
 	ControllerName string
 	Options        infra.Options
+	// Tenancy reads namespaces' owner markings (nil: the default policy).
+	Tenancy *Tenancy
 	// CA issues the client certificates. When nil, LoadCA is called (until
 	// it succeeds) on the first reconcile that needs it: the CA Secret's
 	// namespace may not exist yet when the process starts.
@@ -52,6 +66,22 @@ type InfraReconciler struct {
 	live client.Reader
 
 	mu sync.Mutex
+
+	// tenancyChanged brings every Gateway back after a config reload
+	// changed how owner markings are read (TenancyChanged).
+	once           sync.Once
+	tenancyChanged chan event.GenericEvent
+}
+
+// TenancyChanged re-examines every Gateway: a reloaded owner key can make
+// a provider namespace a tenant's, whose Gateways then lose what was
+// provisioned for them.
+func (r *InfraReconciler) TenancyChanged() {
+	r.once.Do(func() { r.tenancyChanged = make(chan event.GenericEvent, 1) })
+	select {
+	case r.tenancyChanged <- event.GenericEvent{Object: &corev1.Namespace{}}:
+	default:
+	}
 }
 
 // SetupWithManager registers the controller: Gateways, what they resolve
@@ -59,11 +89,16 @@ type InfraReconciler struct {
 // repaired.
 func (r *InfraReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.live = mgr.GetAPIReader()
+	r.once.Do(func() { r.tenancyChanged = make(chan event.GenericEvent, 1) })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("infra").
 		For(&gatewayv1.Gateway{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&gatewayv1.GatewayClass{}, handler.EnqueueRequestsFromMapFunc(r.classGateways), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&shardgatev1alpha1.GatewayParameters{}, handler.EnqueueRequestsFromMapFunc(r.paramsGateways), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A namespace marked as a tenant's later takes its Gateways'
+		// objects away (and the Gateways of classes configured from it).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceGateways), builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		WatchesRawSource(source.Channel(r.tenancyChanged, handler.EnqueueRequestsFromMapFunc(r.allGateways))).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&corev1.Secret{}).
 		Owns(&corev1.ConfigMap{}).
@@ -110,6 +145,13 @@ func (r *InfraReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	if err != nil || !ok {
 		return reconcile.Result{}, err
 	}
+	if why, refused, err := r.tenantRefusal(ctx, &gw, class); err != nil || refused {
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		log.Info("a tenant's Gateway gets no provider resources; removing any it has", "reason", why)
+		return reconcile.Result{}, r.deprovision(ctx, log, &gw)
+	}
 	params, err := infra.ResolveParameters(&gw, class, func(k types.NamespacedName) *shardgatev1alpha1.GatewayParameters {
 		var p shardgatev1alpha1.GatewayParameters
 		if err := r.Client.Get(ctx, k, &p); err != nil {
@@ -139,6 +181,135 @@ func (r *InfraReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		}
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
+}
+
+// tenantRefusal says why gw gets no provider resources, if it does not: it
+// lives in a tenant's namespace, or its class takes its GatewayParameters
+// from one (a Gateway's own parametersRef is in its own namespace). A
+// namespace that cannot be read counts as a tenant's, except that an error
+// other than NotFound is returned, to be retried.
+func (r *InfraReconciler) tenantRefusal(ctx context.Context, gw *gatewayv1.Gateway, class *gatewayv1.GatewayClass) (string, bool, error) {
+	check := func(name string) (string, bool, error) {
+		var ns corev1.Namespace
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, &ns); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return "", false, fmt.Errorf("read namespace %s: %w", name, err)
+			}
+			why, tenant := r.Tenancy.Policy().TenantNamespace(name, nil)
+			return why, tenant, nil
+		}
+		why, tenant := r.Tenancy.Policy().TenantNamespace(name, &ns)
+		return why, tenant, nil
+	}
+	if why, tenant, err := check(gw.Namespace); err != nil || tenant {
+		return why, tenant, err
+	}
+	key, ok, err := infra.ParametersKey(gw, class)
+	if err != nil || !ok || key.Namespace == gw.Namespace {
+		// A reference that cannot name parameters is refused later
+		// (ResolveParameters).
+		return "", false, nil
+	}
+	why, tenant, err := check(key.Namespace)
+	if tenant {
+		why = fmt.Sprintf("GatewayClass %s takes its GatewayParameters from %s: %s", class.Name, key, why)
+	}
+	return why, tenant, err
+}
+
+// deprovision deletes the objects provisioned for gw that gw controls (by
+// UID, so an object of the same name someone else controls is left
+// alone): the client certificate Secret, the Service with its addresses,
+// the Deployment, the bootstrap and the ServiceAccount. It reads through
+// the cache only: shardgate may read single objects only in the shard
+// namespaces (the chart's Roles), and a tenant's Gateway elsewhere never
+// had any. A delete RBAC forbids is logged, not retried: the Gateway's
+// config has left xDS already, so what stays serves nothing.
+func (r *InfraReconciler) deprovision(ctx context.Context, log logr.Logger, gw *gatewayv1.Gateway) error {
+	objs, err := infra.Build(gw, nil, r.Options, infra.ClientCert{})
+	if err != nil {
+		return fmt.Errorf("name the objects of Gateway %s/%s: %w", gw.Namespace, gw.Name, err)
+	}
+	all := objs.All()
+	// The certificate first: it is the one a tenant must never keep.
+	slices.SortStableFunc(all, func(a, b client.Object) int {
+		_, sa := a.(*corev1.Secret)
+		_, sb := b.(*corev1.Secret)
+		switch {
+		case sa && !sb:
+			return -1
+		case sb && !sa:
+			return 1
+		}
+		return 0
+	})
+	for _, desired := range all {
+		existing, err := newLike(desired)
+		if err != nil {
+			return err
+		}
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("read %T %s/%s: %w", desired, desired.GetNamespace(), desired.GetName(), err)
+		}
+		if !infra.ControlledBy(existing, string(gw.UID)) {
+			continue
+		}
+		uid := existing.GetUID()
+		err = r.Client.Delete(ctx, existing, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if apierrors.IsForbidden(err) {
+			log.Error(err, "not allowed to delete an object provisioned for a tenant's Gateway; it stays until the Gateway is deleted",
+				"kind", fmt.Sprintf("%T", existing), "name", existing.GetName())
+			continue
+		}
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("delete %T %s/%s: %w", existing, existing.GetNamespace(), existing.GetName(), err)
+		}
+		log.Info("deleted an object provisioned for a tenant's Gateway", "kind", fmt.Sprintf("%T", existing), "name", existing.GetName())
+	}
+	return nil
+}
+
+// allGateways lists every Gateway.
+func (r *InfraReconciler) allGateways(ctx context.Context, _ client.Object) []reconcile.Request {
+	var gws gatewayv1.GatewayList
+	if err := r.Client.List(ctx, &gws); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(gws.Items))
+	for i := range gws.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gws.Items[i])})
+	}
+	return out
+}
+
+// namespaceGateways maps a Namespace to the Gateways in it and to those
+// whose class takes its GatewayParameters from it.
+func (r *InfraReconciler) namespaceGateways(ctx context.Context, o client.Object) []reconcile.Request {
+	var gws gatewayv1.GatewayList
+	var classes gatewayv1.GatewayClassList
+	if err := r.Client.List(ctx, &gws); err != nil {
+		return nil
+	}
+	if err := r.Client.List(ctx, &classes); err != nil {
+		return nil
+	}
+	from := map[string]bool{}
+	for i := range classes.Items {
+		if ref := classes.Items[i].Spec.ParametersRef; ref != nil && ref.Namespace != nil && string(*ref.Namespace) == o.GetName() {
+			from[classes.Items[i].Name] = true
+		}
+	}
+	var out []reconcile.Request
+	for i := range gws.Items {
+		gw := &gws.Items[i]
+		if gw.Namespace == o.GetName() || from[string(gw.Spec.GatewayClassName)] {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(gw)})
+		}
+	}
+	return out
 }
 
 // ourClass reads the GatewayClass and says whether it is ours.

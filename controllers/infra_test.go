@@ -145,7 +145,8 @@ var _ = Describe("Envoy provisioning on the real apiserver", Ordered, func() {
 
 	BeforeAll(func() {
 		_, c = infraStart(ctx, testenv.Options{})
-		ns = newFixture(ctx, c, "infra").ns
+		// A provider namespace: a tenant's Gateway gets no Envoy.
+		ns = ownedFixture(ctx, c, "infra", "").ns
 		params = infraGatewayParams(ctx, c, ns, "edge", shardgatev1alpha1.GatewayParametersSpec{
 			Envoy: &shardgatev1alpha1.EnvoySpec{Replicas: new(int32(2)), LogLevel: "debug"},
 		})
@@ -246,7 +247,10 @@ var _ = Describe("Envoy provisioning on the real apiserver", Ordered, func() {
 				"team": "edge", "app.kubernetes.io/managed-by": "someone-else",
 			}
 			g.Spec.Infrastructure.Annotations = map[gatewayv1.AnnotationKey]gatewayv1.AnnotationValue{
-				"example.com/owner": "platform", "metallb.io/address-pool": "not-gold",
+				"owner": "platform", "metallb.io/address-pool": "not-gold",
+				// Other load-balancer controllers' address annotations:
+				// not on the allow-list, so never copied.
+				"lbipam.cilium.io/ips": "127.240.0.99", "kube-vip.io/loadBalancerIPs": "127.240.0.99",
 			}
 		})
 		Eventually(func(g Gomega) {
@@ -254,11 +258,13 @@ var _ = Describe("Envoy provisioning on the real apiserver", Ordered, func() {
 				g.Expect(c.Get(ctx, client.ObjectKeyFromObject(o), o)).To(Succeed())
 				g.Expect(o.GetLabels()).To(HaveKeyWithValue("team", "edge"), "%T", o)
 				g.Expect(o.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "shardgate"), "%T", o)
-				g.Expect(o.GetAnnotations()).To(HaveKeyWithValue("example.com/owner", "platform"), "%T", o)
+				g.Expect(o.GetAnnotations()).To(HaveKeyWithValue("owner", "platform"), "%T", o)
+				g.Expect(o.GetAnnotations()).NotTo(HaveKey("lbipam.cilium.io/ips"), "%T", o)
+				g.Expect(o.GetAnnotations()).NotTo(HaveKey("kube-vip.io/loadBalancerIPs"), "%T", o)
 			}
 			d := infraDeployment(ctx, c, ns, "edge")
 			g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue("team", "edge"))
-			g.Expect(d.Spec.Template.Annotations).To(HaveKeyWithValue("example.com/owner", "platform"))
+			g.Expect(d.Spec.Template.Annotations).To(HaveKeyWithValue("owner", "platform"))
 			g.Expect(d.Spec.Selector.MatchLabels).NotTo(HaveKey("team"))
 		}).Should(Succeed())
 		var svc corev1.Service
@@ -274,11 +280,11 @@ var _ = Describe("Envoy provisioning on the real apiserver", Ordered, func() {
 			for _, o := range infraObjects(ns, "edge") {
 				g.Expect(c.Get(ctx, client.ObjectKeyFromObject(o), o)).To(Succeed())
 				g.Expect(o.GetLabels()).NotTo(HaveKey("team"), "%T", o)
-				g.Expect(o.GetAnnotations()).NotTo(HaveKey("example.com/owner"), "%T", o)
+				g.Expect(o.GetAnnotations()).NotTo(HaveKey("owner"), "%T", o)
 			}
 			d := infraDeployment(ctx, c, ns, "edge")
 			g.Expect(d.Spec.Template.Labels).NotTo(HaveKey("team"))
-			g.Expect(d.Spec.Template.Annotations).NotTo(HaveKey("example.com/owner"))
+			g.Expect(d.Spec.Template.Annotations).NotTo(HaveKey("owner"))
 		}).Should(Succeed())
 	})
 
@@ -347,7 +353,7 @@ var _ = Describe("Gateway addresses on the real MetalLB controller", Ordered, fu
 	BeforeAll(func() {
 		_, c = infraStart(ctx, testenv.Options{MetalLB: true, Pools: []testenv.Pool{{Name: autoPool, Addresses: []string{autoRange}}}})
 		createPool(ctx, c, fixedPool, fixedRange)
-		ns = newFixture(ctx, c, "gwaddr").ns
+		ns = ownedFixture(ctx, c, "gwaddr", "").ns
 	})
 
 	programmed := func(st gatewayv1.GatewayStatus) string { return condition(st.Conditions, "Programmed") }
@@ -438,7 +444,7 @@ var _ = Describe("Envoy provisioning in cluster mode", Ordered, func() {
 	})
 
 	It("runs the Envoy pods and removes every object through the garbage collector when the Gateway is deleted", func() {
-		ns := newFixture(ctx, c, "infra-gc").ns
+		ns := ownedFixture(ctx, c, "infra-gc", "").ns
 		gw := infraGateway(ctx, c, ns, "doomed")
 		infraProvisioned(ctx, c, gw)
 		Eventually(func() int32 { return infraDeployment(ctx, c, ns, "doomed").Status.ReadyReplicas }, 60*time.Second).Should(BeEquivalentTo(1))

@@ -121,6 +121,14 @@ const (
 	// Gateway, which is not Accepted (InvalidParameters).
 	ReasonShardInTenantNamespace = "ShardInTenantNamespace"
 
+	// ReasonGatewayInTenantNamespace: a Gateway of one of shardgate's
+	// classes lives in a namespace that carries an owner marking, that is
+	// a tenant's namespace. Such a Gateway gets no provider resources: it
+	// is Accepted=False with this reason, nothing is served for it, and no
+	// Envoy Deployment, Service (pool, addresses), bootstrap or xDS client
+	// certificate is provisioned for it; those it had are deleted.
+	ReasonGatewayInTenantNamespace = "GatewayInTenantNamespace"
+
 	// ReasonShardNamespaceNotAllowed: a Gateway whose parameters make it a
 	// shard lives in a namespace the config's shardNamespaces does not
 	// list. Reported like ReasonShardInTenantNamespace.

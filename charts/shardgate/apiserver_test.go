@@ -552,6 +552,10 @@ var conditionalGrants = map[grantKey]string{
 	{Group: "shardgate.io", Resource: "gatewayparameters", Verb: "get"}:                   "status writer re-read after a conflict (APIReader)",
 	{Group: "events.k8s.io", Resource: "events", Verb: "patch"}:                           "the event broadcaster patches an Event when it repeats",
 	{Group: "", Resource: "events", Verb: "patch", Namespaced: true}:                      "the leader-election event recorder patches an Event when it repeats",
+	{Group: "", Resource: "secrets", Verb: "delete", Namespaced: true}:                    "a shard namespace marked as a tenant's later (controllers/infra.go deprovision)",
+	{Group: "", Resource: "serviceaccounts", Verb: "delete", Namespaced: true}:            "a shard namespace marked as a tenant's later (controllers/infra.go deprovision)",
+	{Group: "", Resource: "configmaps", Verb: "delete", Namespaced: true}:                 "a shard namespace marked as a tenant's later (controllers/infra.go deprovision)",
+	{Group: "apps", Resource: "deployments", Verb: "delete", Namespaced: true}:            "a shard namespace marked as a tenant's later (controllers/infra.go deprovision)",
 }
 
 // usedBy: some observed request exercised grant k of rule r.

@@ -56,8 +56,8 @@ func TestShardNamespaceRBAC(t *testing.T) {
 		return out
 	}
 	want := map[string][]string{
-		"secrets": {"get", "create", "patch"}, "serviceaccounts": {"get", "create", "patch"},
-		"configmaps": {"get", "create", "patch"}, "deployments": {"get", "create", "patch"},
+		"secrets": {"get", "create", "patch", "delete"}, "serviceaccounts": {"get", "create", "patch", "delete"},
+		"configmaps": {"get", "create", "patch", "delete"}, "deployments": {"get", "create", "patch", "delete"},
 	}
 
 	// Default: the release namespace only.

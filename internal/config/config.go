@@ -167,6 +167,13 @@ func (t TLSConfig) Enabled() bool {
 type EnvoyConfig struct {
 	// Image is the Envoy container image.
 	Image string `json:"image"`
+	// AnnotationPrefixes are the annotation key prefixes (each ending in
+	// "/", such as "prometheus.io/") under which a provider Gateway's
+	// spec.infrastructure.annotations are copied onto its Envoy objects,
+	// besides keys without a prefix. Annotations under other prefixes
+	// (load-balancer and IPAM controllers' among them) are not copied,
+	// and shardgate's and MetalLB's never are. Read at start.
+	AnnotationPrefixes []string `json:"annotationPrefixes,omitempty"`
 }
 
 // LeaderElectionConfig configures leader election.
@@ -203,6 +210,7 @@ func Default() Config {
 func (c Config) DeepCopy() Config {
 	c.BlockedHostnames = slices.Clone(c.BlockedHostnames)
 	c.ShardNamespaces = slices.Clone(c.ShardNamespaces)
+	c.Envoy.AnnotationPrefixes = slices.Clone(c.Envoy.AnnotationPrefixes)
 	if c.RequireNamespaceOwner != nil {
 		v := *c.RequireNamespaceOwner
 		c.RequireNamespaceOwner = &v

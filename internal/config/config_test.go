@@ -77,6 +77,7 @@ xds:
     maxRequestBytes: 1048576
 envoy:
   image: "registry.example/envoy:v9"
+  annotationPrefixes: ["service.beta.kubernetes.io/", " prometheus.io/", "prometheus.io/"]
 metricsAddress: "0.0.0.0:9090"
 healthAddress: "[::1]:9091"
 leaderElection:
@@ -102,7 +103,7 @@ var fullConfig = Config{
 		DebugEndpoint: true,
 		Limits:        XDSLimits{StreamsPerIdentity: 8, StreamsPerCertificate: 4, ResourceNamesPerStream: 25000, MaxRequestBytes: 1 << 20},
 	},
-	Envoy:          EnvoyConfig{Image: "registry.example/envoy:v9"},
+	Envoy:          EnvoyConfig{Image: "registry.example/envoy:v9", AnnotationPrefixes: []string{"prometheus.io/", "service.beta.kubernetes.io/"}},
 	MetricsAddress: "0.0.0.0:9090",
 	HealthAddress:  "[::1]:9091",
 	LeaderElection: LeaderElectionConfig{Enabled: true, Namespace: "other-ns", ID: "my-lease"},
@@ -291,6 +292,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad listen host", "metricsAddress: \"bad_host:80\"\n", []string{`metricsAddress: "bad_host:80"`, "not an IP address or hostname"}, nil},
 		{"controllerName without path", "controllerName: shardgate.io\n", []string{`controllerName: "shardgate.io" is not a domain-prefixed path`}, nil},
 		{"envoy image with space", "envoy:\n  image: \"envoy :v1\"\n", []string{`envoy.image: "envoy :v1" must not contain whitespace`}, nil},
+		{"envoy annotation prefix without a slash", "envoy:\n  annotationPrefixes: [\"prometheus.io\", \"/\"]\n", []string{`envoy.annotationPrefixes[0]: "prometheus.io" is not an annotation key prefix such as "prometheus.io/"`, `envoy.annotationPrefixes[1]: "/" is not an annotation key prefix`}, nil},
 		{"leader namespace", "leaderElection:\n  namespace: Bad_NS\n", []string{`leaderElection.namespace: "Bad_NS" is not a valid namespace name`}, nil},
 		{"leader id", "leaderElection:\n  id: \"a/b\"\n", []string{`leaderElection.id: "a/b" is not a valid Lease name`}, nil},
 		{"owner annotation", "namespaceOwnerAnnotation: \"a b\"\n", []string{`namespaceOwnerAnnotation: "a b" is not a valid annotation key`}, nil},

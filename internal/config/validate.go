@@ -41,6 +41,18 @@ func (c *Config) normalizeAndValidate() Errors {
 		errs = append(errs, fmt.Errorf("envoy.image: %q must not contain whitespace", img))
 	}
 
+	var prefixes []string
+	for i, p := range c.Envoy.AnnotationPrefixes {
+		p = strings.TrimSpace(p)
+		if !strings.HasSuffix(p, "/") || !isDNS1123Subdomain(strings.TrimSuffix(p, "/")) {
+			errs = append(errs, fmt.Errorf("envoy.annotationPrefixes[%d]: %q is not an annotation key prefix such as %q", i, p, "prometheus.io/"))
+			continue
+		}
+		prefixes = append(prefixes, p)
+	}
+	slices.Sort(prefixes)
+	c.Envoy.AnnotationPrefixes = slices.Compact(prefixes)
+
 	if err := validateListenAddress(c.MetricsAddress, true); err != nil {
 		errs = append(errs, fmt.Errorf("metricsAddress: %w", err))
 	}

@@ -84,7 +84,10 @@ Copyright The shardgate Authors.
 //     resolve, or whose spec.addresses are not IPAddress is not Accepted and
 //     gets no IR; its listeners and routes still get status. So is a Gateway
 //     the controller refused as a shard (Input.ShardRefusals: a tenant's
-//     namespace, or one outside shardNamespaces).
+//     namespace, or one outside shardNamespaces), and any Gateway in a
+//     tenant's namespace (Input.TenantNamespaces: Accepted=False
+//     GatewayInTenantNamespace). A class whose parametersRef points into a
+//     tenant's namespace is Accepted=False InvalidParameters.
 //   - Shards (Input.Ownership, computed by the controller from the hostname
 //     engine and the Namespaces): a route's parent entry on a shard is
 //     Accepted=False HostnameNotOwned, and serves nothing, unless every

@@ -119,6 +119,9 @@ func assembleGateway(idx *Index, gw *gatewayv1.Gateway, crs []*compiledRoute) (*
 			acceptReason, acceptMsg = string(gatewayv1.GatewayReasonInvalidParameters), msg
 		} else if msg, refused := idx.shardRefusals[key]; refused {
 			acceptReason, acceptMsg = string(gatewayv1.GatewayReasonInvalidParameters), "may not be a shard: "+msg
+		} else if msg, tenant := idx.tenantNS[gw.Namespace]; tenant {
+			acceptReason, acceptMsg = shardgatev1alpha1.ReasonGatewayInTenantNamespace,
+				msg+": a Gateway there gets no provider resources (no Envoy, addresses, pool or xDS certificate); the provider's Gateways live in provider namespaces"
 		} else if msg := addressProblem(gw); msg != "" {
 			acceptReason, acceptMsg = string(gatewayv1.GatewayReasonUnsupportedAddress), msg
 		}

@@ -121,6 +121,9 @@ func (idx *Index) classParamsProblem(c *gatewayv1.GatewayClass) string {
 	if _, ok := idx.params[nn(string(*ref.Namespace), ref.Name)]; !ok {
 		return fmt.Sprintf("GatewayParameters %s/%s not found", *ref.Namespace, ref.Name)
 	}
+	if why, tenant := idx.tenantNS[string(*ref.Namespace)]; tenant {
+		return fmt.Sprintf("GatewayParameters %s/%s may not configure a class: %s", *ref.Namespace, ref.Name, why)
+	}
 	return ""
 }
 

@@ -110,10 +110,12 @@ func (t *Translator) Translate(f Facts) *Output {
 	return out
 }
 
-// sameRuntime: a and b have the same Gateway runtime facts and shard
-// refusals, which a Gateway's whole assembly reads.
+// sameRuntime: a and b have the same Gateway runtime facts, shard
+// refusals and tenant namespaces, which a Gateway's whole assembly (and a
+// class's status) reads.
 func sameRuntime(a, b Facts) bool {
-	return reflect.DeepEqual(a.Runtime, b.Runtime) && reflect.DeepEqual(a.ShardRefusals, b.ShardRefusals)
+	return reflect.DeepEqual(a.Runtime, b.Runtime) && reflect.DeepEqual(a.ShardRefusals, b.ShardRefusals) &&
+		maps.Equal(a.TenantNamespaces, b.TenantNamespaces)
 }
 
 // ownershipChanges marks in d what differs between a and b, the ownership

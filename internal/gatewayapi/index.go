@@ -43,7 +43,9 @@ type Index struct {
 	params         map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters
 	runtime        map[types.NamespacedName]GatewayRuntime
 	shardRefusals  map[types.NamespacedName]string
-	ownership      *Ownership
+	// tenantNS: Input.TenantNamespaces.
+	tenantNS  map[string]string
+	ownership *Ownership
 	// BackendTLSPolicies (their CA ConfigMaps are in configMaps).
 	policies []*gatewayv1.BackendTLSPolicy
 	// Resolved once per Index, on first use.
@@ -90,6 +92,7 @@ func NewIndex(in *Input) *Index {
 		params:         map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters{},
 		runtime:        in.Runtime,
 		shardRefusals:  in.ShardRefusals,
+		tenantNS:       in.TenantNamespaces,
 		ownership:      in.Ownership,
 		policies:       in.BackendTLSPolicies,
 	}
@@ -179,6 +182,7 @@ func storeIndex(s *Store, f Facts) *Index {
 		params:         s.params,
 		runtime:        f.Runtime,
 		shardRefusals:  f.ShardRefusals,
+		tenantNS:       f.TenantNamespaces,
 		ownership:      f.Ownership,
 		policies:       s.policyObjs.list,
 		lsOf:           s.listenerSetsOf,

@@ -682,6 +682,7 @@ func (s *Store) Input(f Facts) *Input {
 		ConfigMaps:         s.cmObjs.snapshot(),
 		Runtime:            f.Runtime,
 		ShardRefusals:      f.ShardRefusals,
+		TenantNamespaces:   f.TenantNamespaces,
 		Ownership:          f.Ownership,
 		RouteByKey:         s.Route,
 	}

@@ -49,6 +49,14 @@ type Input struct {
 	// Accepted=False InvalidParameters and serve nothing. The controller
 	// computes them (sharding.Discover); nil refuses nothing.
 	ShardRefusals map[types.NamespacedName]string
+	// TenantNamespaces are the namespaces, of those that hold a Gateway or
+	// a GatewayClass's parameters, that belong to a tenant (an owner
+	// marking, or not known yet), with why. A Gateway in one is
+	// Accepted=False GatewayInTenantNamespace and serves nothing; a class
+	// whose parametersRef points into one is Accepted=False
+	// InvalidParameters. The controller computes them
+	// (tenancy.Policy.TenantNamespace); nil refuses nothing.
+	TenantNamespaces map[string]string
 	// Ownership says which routes shards may serve (see Ownership); nil
 	// means there are no shards to protect.
 	Ownership *Ownership
@@ -94,9 +102,10 @@ type Output struct {
 // Facts are the inputs of a translation that do not come from Kubernetes
 // objects (see Input).
 type Facts struct {
-	Runtime       map[types.NamespacedName]GatewayRuntime
-	ShardRefusals map[types.NamespacedName]string
-	Ownership     *Ownership
+	Runtime          map[types.NamespacedName]GatewayRuntime
+	ShardRefusals    map[types.NamespacedName]string
+	TenantNamespaces map[string]string
+	Ownership        *Ownership
 }
 
 // FactsOf returns the facts of a snapshot.
@@ -104,7 +113,7 @@ func FactsOf(in *Input) Facts {
 	if in == nil {
 		return Facts{}
 	}
-	return Facts{Runtime: in.Runtime, ShardRefusals: in.ShardRefusals, Ownership: in.Ownership}
+	return Facts{Runtime: in.Runtime, ShardRefusals: in.ShardRefusals, TenantNamespaces: in.TenantNamespaces, Ownership: in.Ownership}
 }
 
 // Translate computes the IR and the desired status for everything in the

@@ -39,8 +39,12 @@ var extraLookalikes = map[rune]byte{
 	'χ': 'x', 'ω': 'w', 'ϲ': 'c', 'ϳ': 'j',
 	// Armenian
 	'ա': 'w', 'գ': 'q', 'զ': 'q', 'հ': 'h', 'ո': 'n', 'ս': 'u', 'ց': 'g', 'օ': 'o',
-	// Latin letters outside ASCII that look like ASCII ones
-	'ı': 'i', 'ȷ': 'j', 'ɑ': 'a', 'ɡ': 'g', 'ɩ': 'i',
+	// Latin letters outside ASCII that look like ASCII ones. U+A781 LATIN
+	// SMALL LETTER TURNED L ("ꞁ", and its uppercase U+A780, which IDNA
+	// lowercases to it) is in no mapping of confusables.txt (Unicode
+	// 17.0.0), yet renders as a plain vertical stroke, like "l", in most
+	// fonts.
+	'ı': 'i', 'ȷ': 'j', 'ɑ': 'a', 'ɡ': 'g', 'ɩ': 'i', 'ꞁ': 'l',
 }
 
 // lookalikes maps every non-ASCII code point that is mistaken for an ASCII

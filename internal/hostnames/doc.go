@@ -84,7 +84,10 @@
 //     through go.mau.fi/util/confusable) maps to the prototype of an ASCII
 //     letter or digit, the lowercase letters whose uppercase form does so
 //     (the Cyrillic "к"), and a few letters the data maps elsewhere but that
-//     render like ASCII ones (the Cyrillic "п"); see lookalikes. So the
+//     render like ASCII ones (the Cyrillic "п"), or that it does not map at
+//     all (U+A781 "ꞁ", the Latin small letter turned l, which looks like
+//     "l" but has no entry in confusables.txt as of Unicode 17.0.0); see
+//     lookalikes. So the
 //     all-Cyrillic "аррӏе.com" (xn--80ak6aa92e.com, skeleton "apple.com") is
 //     Blocked by an entry "apple.com" or ".apple.com", and the message says
 //     it is a look-alike. A label with any letter outside the table (the

@@ -22,6 +22,8 @@ func TestLookalikesOfBlockedNames(t *testing.T) {
 		{"ѵк.com", ".vk.com"},         // Cyrillic izhitsa, ka
 		{"кгакеп.com", ".kraken.com"}, // Cyrillic ka, ghe, a, ka, ie, pe
 		{"www.ѵіѕа.com", ".visa.com"},
+		{"appꞁe.com", ".apple.com"}, // U+A781 Latin small letter turned l: not in confusables.txt
+		{"APPꞀE.COM", ".apple.com"}, // its uppercase U+A780, lowercased by IDNA
 	} {
 		h, err := Normalise(tc.host)
 		if err != nil {
@@ -89,4 +91,19 @@ func TestLookalikeTableCoversConfusables(t *testing.T) {
 		t.Fatalf("only %d confusables of ASCII letters and digits: is the data complete?", covered)
 	}
 	t.Logf("%d code points confusable with an ASCII letter or digit, all mapped; table size %d", covered, len(table))
+}
+
+// TestTurnedLIsNotInConfusables pins the reason U+A781 is in
+// extraLookalikes: Unicode's confusables data (the version go.mau.fi/util
+// ships) maps neither it nor its uppercase U+A780 to anything. If a newer
+// version maps it to "l", the data covers it and the extra entry can go.
+func TestTurnedLIsNotInConfusables(t *testing.T) {
+	for _, r := range []rune{'\ua780', '\ua781'} {
+		if p := confusable.GetReplacement(r); p != "" {
+			t.Errorf("confusables.txt now maps %U to %q: drop it from extraLookalikes if that is the prototype of l", r, p)
+		}
+	}
+	if lookalikes()['\ua781'] != 'l' {
+		t.Errorf("U+A781 is not a look-alike of l")
+	}
 }

@@ -17,8 +17,11 @@
 //
 // (the last also selects the pods), over the Gateway's
 // spec.infrastructure.labels; the Gateway's spec.infrastructure.annotations
-// are set too, except those under shardgate.io/, metallb.io/ and
-// metallb.universe.tf/ (metadata.go). The pod template carries both, so
+// are set too, from an allow-list (metadata.go AllowedAnnotation): keys
+// without a prefix, and those under Options.AnnotationPrefixes (the
+// config's envoy.annotationPrefixes), never those under shardgate.io/,
+// metallb.io/ and metallb.universe.tf/, so no other load-balancer or IPAM
+// controller's address annotation gets through by default. The pod template carries both, so
 // changing them rolls the pods. The names are:
 //
 //	ServiceAccount  shardgate-<gw>

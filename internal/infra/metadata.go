@@ -32,7 +32,8 @@ func ObjectLabels(gw *gatewayv1.Gateway) map[string]string {
 
 // InfrastructureAnnotations are the Gateway's spec.infrastructure
 // annotations that every provisioned object and the Envoy pods carry,
-// without those under a reserved prefix; nil when there are none. The
+// without those under a reserved prefix; nil when there are none. Build
+// has already narrowed them to the allow-list (AllowedAnnotation). The
 // builders set their own annotations over them.
 func InfrastructureAnnotations(gw *gatewayv1.Gateway) map[string]string {
 	if gw.Spec.Infrastructure == nil || len(gw.Spec.Infrastructure.Annotations) == 0 {
@@ -49,6 +50,60 @@ func InfrastructureAnnotations(gw *gatewayv1.Gateway) map[string]string {
 		return nil
 	}
 	return out
+}
+
+// AllowedAnnotation says whether a Gateway's spec.infrastructure
+// annotation key is copied onto its Envoy objects: an allow-list, not
+// everything but a deny-list, because the Service's annotations are read by
+// whatever load-balancer controller the cluster runs, and many of them pin
+// addresses or pools (MetalLB's, Cilium LB-IPAM's "lbipam.cilium.io/ips",
+// kube-vip's "kube-vip.io/loadBalancerIPs", the clouds'
+// "service.beta.kubernetes.io/..."). A key without a prefix is copied, and
+// so is one under a prefix in allowed (the config's
+// envoy.annotationPrefixes); a key under a reserved prefix never is.
+// Gateways in tenant namespaces are never provisioned at all.
+func AllowedAnnotation(key string, allowed []string) bool {
+	if ReservedAnnotation(key) {
+		return false
+	}
+	if !strings.Contains(key, "/") {
+		return true
+	}
+	for _, p := range allowed {
+		if p != "" && strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// allowedInfrastructure returns gw, or a copy of it whose
+// spec.infrastructure.annotations keep only the AllowedAnnotation keys.
+// Build narrows the Gateway with it before anything reads the annotations.
+func allowedInfrastructure(gw *gatewayv1.Gateway, allowed []string) *gatewayv1.Gateway {
+	if gw.Spec.Infrastructure == nil || len(gw.Spec.Infrastructure.Annotations) == 0 {
+		return gw
+	}
+	var keep map[gatewayv1.AnnotationKey]gatewayv1.AnnotationValue
+	narrowed := false
+	for k, v := range gw.Spec.Infrastructure.Annotations {
+		if !AllowedAnnotation(string(k), allowed) {
+			narrowed = true
+			continue
+		}
+		if keep == nil {
+			keep = map[gatewayv1.AnnotationKey]gatewayv1.AnnotationValue{}
+		}
+		keep[k] = v
+	}
+	if !narrowed {
+		return gw
+	}
+	out := *gw
+	infra := *gw.Spec.Infrastructure
+	infra.Annotations = keep
+	out.Spec.Infrastructure = &infra
+	return &out
 }
 
 // ReservedAnnotation says whether key is under a prefix shardgate keeps to

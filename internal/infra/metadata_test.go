@@ -24,7 +24,7 @@ func infraGateway() *gatewayv1.Gateway {
 			"app.kubernetes.io/name":                 "not-envoy",
 		},
 		Annotations: map[gatewayv1.AnnotationKey]gatewayv1.AnnotationValue{
-			"example.com/owner":           "platform",
+			"owner":                       "platform",
 			"shardgate.io/desired-hash":   "forged",
 			"shardgate.io/bootstrap-hash": "forged",
 			"metallb.io/loadBalancerIPs":  "10.0.0.1",
@@ -57,7 +57,7 @@ func TestInfrastructureMetadataPropagated(t *testing.T) {
 		if !reflect.DeepEqual(m.labels, wantLabels) {
 			t.Errorf("%s labels = %v, want %v", m.what, m.labels, wantLabels)
 		}
-		if m.ann["example.com/owner"] != "platform" {
+		if m.ann["owner"] != "platform" {
 			t.Errorf("%s annotations = %v: the infrastructure annotation is missing", m.what, m.ann)
 		}
 		for k, v := range m.ann {
@@ -111,7 +111,7 @@ func TestInfrastructureMetadataChangeIsNoticed(t *testing.T) {
 	for name, change := range map[string]func(*gatewayv1.Gateway){
 		"label changed":      func(g *gatewayv1.Gateway) { g.Spec.Infrastructure.Labels["team"] = "core" },
 		"label removed":      func(g *gatewayv1.Gateway) { delete(g.Spec.Infrastructure.Labels, "team") },
-		"annotation removed": func(g *gatewayv1.Gateway) { delete(g.Spec.Infrastructure.Annotations, "example.com/owner") },
+		"annotation removed": func(g *gatewayv1.Gateway) { delete(g.Spec.Infrastructure.Annotations, "owner") },
 		"all removed":        func(g *gatewayv1.Gateway) { g.Spec.Infrastructure = nil },
 	} {
 		gw := infraGateway()

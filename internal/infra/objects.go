@@ -61,6 +61,9 @@ type Options struct {
 	XDSHost string
 	// XDSPort is the xDS Service's port (default DefaultXDSPort).
 	XDSPort uint32
+	// AnnotationPrefixes are the extra allowed prefixes of a Gateway's
+	// infrastructure annotations (see AllowedAnnotation).
+	AnnotationPrefixes []string
 }
 
 func (o Options) withDefaults() Options {
@@ -101,6 +104,7 @@ func (o *Objects) All() []client.Object {
 // GatewayParameters (nil: defaults) and its client certificate.
 func Build(gw *gatewayv1.Gateway, params *shardgatev1alpha1.GatewayParameters, opts Options, cert ClientCert) (*Objects, error) {
 	opts = opts.withDefaults()
+	gw = allowedInfrastructure(gw, opts.AnnotationPrefixes)
 	key := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
 	b, err := Bootstrap(key, opts)
 	if err != nil {

@@ -286,6 +286,8 @@ type process struct {
 	// LeaseHost reconciler, which a config reload updates.
 	blocked    atomic.Pointer[hostnames.BlockList]
 	leaseHosts atomic.Pointer[controllers.LeaseHostReconciler]
+	// infra is the current manager's Envoy provisioning reconciler.
+	infra atomic.Pointer[controllers.InfraReconciler]
 	// tenancy is the config's tenancy settings, shared by the controllers.
 	tenancy controllers.Tenancy
 	// trigger re-translates in the current manager.
@@ -396,6 +398,9 @@ func (p *process) applyConfig(updates <-chan config.Config) {
 				r.TenancyChanged()
 			}
 		}
+		if r := p.infra.Load(); r != nil && tenancyChanged {
+			r.TenancyChanged()
+		}
 		// Where shards may live, and which names they may serve (the
 		// block list is an ownership fact).
 		p.triggerTranslation()
@@ -483,7 +488,8 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
 		ControllerName: cfg.ControllerName,
-		Options:        infra.ControllerOptions(cfg.Envoy.Image, cfg.LeaderElection.Namespace, cfg.XDS.Address),
+		Options:        infraOptions(cfg),
+		Tenancy:        &p.tenancy,
 		CA:             p.ca,
 		Log:            log.WithName("infra"),
 	}
@@ -495,6 +501,7 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 	if err := infraReconciler.SetupWithManager(mgr); err != nil {
 		return false, fmt.Errorf("set up infra controller: %w", err)
 	}
+	p.infra.Store(infraReconciler)
 	gatewayAPI.Publisher = p.xds
 	gatewayAPI.Runtime = gatewayRuntime
 	if err := gatewayAPI.SetupWithManager(mgr); err != nil {
@@ -735,4 +742,11 @@ func xdsCredentials(ctx context.Context, rc *rest.Config, cfg config.Config, lea
 	src := &pki.ServerSource{Reader: c, Secret: types.NamespacedName{Namespace: ns, Name: XDSCASecret}, DNSNames: names}
 	creds, err := xdsserver.NewCredentials(ctx, src.Load, log)
 	return creds, ca, err
+}
+
+// infraOptions are the Envoy provisioning options of cfg.
+func infraOptions(cfg config.Config) infra.Options {
+	o := infra.ControllerOptions(cfg.Envoy.Image, cfg.LeaderElection.Namespace, cfg.XDS.Address)
+	o.AnnotationPrefixes = cfg.Envoy.AnnotationPrefixes
+	return o
 }

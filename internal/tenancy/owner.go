@@ -93,3 +93,21 @@ func (p Policy) SameOwner(a, b *corev1.Namespace) bool {
 	ob, _, fb := p.NamespaceOwner(b)
 	return fa && fb && oa != "" && oa == ob
 }
+
+// TenantNamespace says whether ns belongs to a tenant, and why: it carries
+// an owner marking (whatever owner it names, an empty one included), or it
+// is nil (not known yet, so it cannot be shown to be the provider's). name
+// is the namespace's name, for the message. Objects in a tenant namespace
+// never get provider resources: no Gateway provisioning, no address pool,
+// no addresses, no image or replica count, no xDS client certificate. The
+// answer does not depend on RequireOwner: an unmarked namespace is the
+// provider's either way.
+func (p Policy) TenantNamespace(name string, ns *corev1.Namespace) (why string, tenant bool) {
+	if ns == nil {
+		return "namespace " + name + " is not known yet, so it cannot be shown to be a provider namespace", true
+	}
+	if _, key, marked := p.NamespaceOwner(ns); marked {
+		return "namespace " + name + " carries an owner marking (" + key + "), so it belongs to a tenant", true
+	}
+	return "", false
+}

@@ -1,6 +1,7 @@
 package tenancy
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,5 +60,37 @@ func TestSameOwner(t *testing.T) {
 	}
 	if p.SameOwner(empty, empty) {
 		t.Error("an empty marking is nobody's")
+	}
+}
+
+func TestTenantNamespace(t *testing.T) {
+	def := DefaultPolicy()
+	lax := Policy{RequireOwner: false}
+	akash := Policy{Keys: []string{OwnerKey, AkashOwnerLabel}, RequireOwner: true}
+	cases := []struct {
+		name   string
+		p      Policy
+		ns     *corev1.Namespace
+		tenant bool
+		why    string
+	}{
+		{"annotation", def, ns(map[string]string{OwnerKey: "alice"}, nil), true, "carries an owner marking (shardgate.io/owner)"},
+		{"label", def, ns(nil, map[string]string{OwnerKey: "alice"}), true, "owner marking"},
+		{"empty marking is still a tenant's", def, ns(map[string]string{OwnerKey: ""}, nil), true, "owner marking"},
+		{"akash label", akash, ns(nil, map[string]string{AkashOwnerLabel: "akash1x"}), true, "(akash.network/lease.id.owner)"},
+		{"unknown namespace", def, nil, true, "not known yet"},
+		{"unmarked is the provider's", def, ns(nil, nil), false, ""},
+		{"unmarked is the provider's without RequireOwner", lax, ns(nil, nil), false, ""},
+		{"marked is a tenant's without RequireOwner", lax, ns(map[string]string{OwnerKey: "bob"}, nil), true, "owner marking"},
+		{"akash label ignored without the key", def, ns(nil, map[string]string{AkashOwnerLabel: "akash1x"}), false, ""},
+	}
+	for _, c := range cases {
+		why, tenant := c.p.TenantNamespace("n", c.ns)
+		if tenant != c.tenant || !strings.Contains(why, c.why) {
+			t.Errorf("%s: TenantNamespace = %q, %v; want %v containing %q", c.name, why, tenant, c.tenant, c.why)
+		}
+		if strings.Contains(why, "alice") || strings.Contains(why, "bob") || strings.Contains(why, "akash1x") {
+			t.Errorf("%s: the message names the owner: %q", c.name, why)
+		}
 	}
 }
