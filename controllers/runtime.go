@@ -104,8 +104,13 @@ func (s *GatewayRuntimeSource) trigger() {
 	}
 }
 
+// isEnvoyService: o carries shardgate's labels of an Envoy Service, those
+// of this version (shardgate.io/gateway) or of earlier ones.
 func isEnvoyService(o client.Object) bool {
 	l := o.GetLabels()
+	if _, ok := l[infra.LabelOwnGateway]; ok {
+		return true
+	}
 	return l[infra.LabelManagedBy] == infra.LabelManagedByValue && l[infra.LabelName] == infra.LabelNameValue
 }
 

@@ -14,7 +14,7 @@ import (
 // namespace, never cluster-wide.
 func TestShardNamespaceRBAC(t *testing.T) {
 	g := NewWithT(t)
-	writes := map[string][]string{"": {"secrets", "serviceaccounts", "configmaps"}, "apps": {"deployments"}}
+	writes := map[string][]string{"": {"secrets", "serviceaccounts", "configmaps"}, "apps": {"deployments", "daemonsets"}, "policy": {"poddisruptionbudgets"}}
 	clusterWrites := func(rel *release) []string {
 		var out []string
 		for _, r := range roleRules(t, rel) {
@@ -54,7 +54,8 @@ func TestShardNamespaceRBAC(t *testing.T) {
 	}
 	want := map[string][]string{
 		"secrets": {"get", "create", "patch"}, "serviceaccounts": {"get", "create", "patch"},
-		"configmaps": {"get", "create", "patch"}, "deployments": {"get", "create", "patch"},
+		"configmaps": {"get", "create", "patch"}, "deployments": {"get", "create", "patch", "delete"},
+		"daemonsets": {"get", "create", "patch", "delete"}, "poddisruptionbudgets": {"get", "create", "patch", "delete"},
 	}
 
 	// Default: the release namespace only.
@@ -84,7 +85,7 @@ func TestShardNamespaceRBAC(t *testing.T) {
 
 func isShardRule(resources []string) bool {
 	for _, r := range resources {
-		if r == "serviceaccounts" || r == "configmaps" || r == "deployments" {
+		if r == "serviceaccounts" || r == "configmaps" || r == "deployments" || r == "daemonsets" || r == "poddisruptionbudgets" {
 			return true
 		}
 	}
