@@ -1,6 +1,7 @@
 package infra
 
 import (
+	"fmt"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -352,4 +353,26 @@ func equalSelector(a, b *metav1.LabelSelector) bool {
 		}
 	}
 	return true
+}
+
+// ReasonNoResources is the Gateway's Programmed=False reason when its
+// Envoy DaemonSet runs no available pod on any node it should.
+const ReasonNoResources = string(gatewayv1.GatewayReasonNoResources)
+
+// DaemonSetUnavailable says why a Gateway's Envoy DaemonSet serves
+// nothing: it should run on at least one node but has no available pod
+// anywhere (typically a host port another Gateway's pod holds on every
+// such node, which keeps the new pods Pending). It returns "" while the
+// DaemonSet controller has not caught up with the spec, when no node is
+// selected (nothing to run), or when a pod is available.
+func DaemonSetUnavailable(ds *appsv1.DaemonSet) string {
+	st := ds.Status
+	if st.ObservedGeneration < ds.Generation || st.DesiredNumberScheduled == 0 || st.NumberAvailable > 0 {
+		return ""
+	}
+	msg := fmt.Sprintf("No Envoy pod of DaemonSet %s is available on the %d node(s) it should run on", ds.Name, st.DesiredNumberScheduled)
+	if hasHostPorts(ds.Spec.Template.Spec) {
+		msg += "; its pods need host ports, which another Gateway's Envoy pods may hold there (see the pods' scheduling events)"
+	}
+	return msg
 }

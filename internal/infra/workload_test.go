@@ -2,6 +2,7 @@ package infra
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -257,5 +258,32 @@ func TestAdoptSelector(t *testing.T) {
 	rolled.Status.UpdatedReplicas = 1
 	if step, _ := AdoptSelector(mustBuild(t, gw, params, Options{}), rolled); step != SelectorBridged {
 		t.Errorf("an incomplete rollout is replaced: %v", step)
+	}
+}
+
+// A DaemonSet that should run on some node but has no available pod makes
+// the Gateway not Programmed; one still catching up, one with no node to
+// run on, or one with an available pod does not.
+func TestDaemonSetUnavailable(t *testing.T) {
+	o := mustBuild(t, testGateway(), envoyParams(shardgatev1alpha1.EnvoySpec{Kind: shardgatev1alpha1.EnvoyKindDaemonSet, HostPorts: true}), Options{})
+	ds := o.DaemonSet
+	ds.Generation = 2
+	for name, c := range map[string]struct {
+		st   appsv1.DaemonSetStatus
+		want bool
+	}{
+		"all pending":   {appsv1.DaemonSetStatus{ObservedGeneration: 2, DesiredNumberScheduled: 3, NumberUnavailable: 3}, true},
+		"one available": {appsv1.DaemonSetStatus{ObservedGeneration: 2, DesiredNumberScheduled: 3, NumberAvailable: 1, NumberUnavailable: 2}, false},
+		"no node":       {appsv1.DaemonSetStatus{ObservedGeneration: 2}, false},
+		"not caught up": {appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: 3}, false},
+	} {
+		ds.Status = c.st
+		msg := DaemonSetUnavailable(ds)
+		if (msg != "") != c.want {
+			t.Errorf("%s: %q", name, msg)
+		}
+		if c.want && !strings.Contains(msg, "host ports") {
+			t.Errorf("%s: the message does not point at host ports: %q", name, msg)
+		}
 	}
 }
