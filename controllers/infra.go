@@ -217,13 +217,26 @@ func (r *InfraReconciler) adoptSelector(ctx context.Context, log logr.Logger, gw
 
 // removeAbsent deletes the objects the Gateway controls that its
 // parameters no longer want. The workload of the other kind goes only
-// once the wanted one has an available pod (or has none to run), so that
-// switching kind keeps Envoy serving; wait says one is still kept.
+// once the wanted one has an available pod (or is a Deployment of 0
+// replicas), so that switching kind keeps Envoy serving; wait says one is
+// still kept. DaemonSets and PodDisruptionBudgets are looked up in the
+// cache alone: no version created them without the label it selects on.
 func (r *InfraReconciler) removeAbsent(ctx context.Context, log logr.Logger, gw *gatewayv1.Gateway, objs *infra.Objects) (wait bool, err error) {
 	for _, absent := range objs.Absent() {
-		existing, err := r.get(ctx, absent)
+		var existing client.Object
+		if _, ok := absent.(*appsv1.Deployment); ok {
+			existing, err = r.get(ctx, absent)
+		} else {
+			existing, err = newLike(absent)
+			if err == nil {
+				err = r.Client.Get(ctx, client.ObjectKeyFromObject(absent), existing)
+				if apierrors.IsNotFound(err) {
+					existing, err = nil, nil
+				}
+			}
+		}
 		if err != nil {
-			return false, err
+			return false, fmt.Errorf("get %s %s: %w", absent.GetObjectKind().GroupVersionKind().Kind, client.ObjectKeyFromObject(absent), err)
 		}
 		if existing == nil || !infra.ControlledBy(existing, string(gw.UID)) || existing.GetDeletionTimestamp() != nil {
 			continue
@@ -249,7 +262,7 @@ func (r *InfraReconciler) removeAbsent(ctx context.Context, log logr.Logger, gw 
 }
 
 // available says whether the wanted workload, as stored, has an available
-// pod or has no pod to run.
+// pod, or is a Deployment scaled to zero on purpose.
 func (r *InfraReconciler) available(ctx context.Context, workload client.Object) (bool, error) {
 	obj, err := r.get(ctx, workload)
 	if err != nil || obj == nil {
@@ -260,8 +273,8 @@ func (r *InfraReconciler) available(ctx context.Context, workload client.Object)
 		return w.Status.ObservedGeneration >= w.Generation &&
 			(w.Status.AvailableReplicas > 0 || (w.Spec.Replicas != nil && *w.Spec.Replicas == 0)), nil
 	case *appsv1.DaemonSet:
-		return w.Status.ObservedGeneration >= w.Generation &&
-			(w.Status.NumberAvailable > 0 || w.Status.DesiredNumberScheduled == 0), nil
+		// A DaemonSet no node admits runs nothing: the old workload stays.
+		return w.Status.ObservedGeneration >= w.Generation && w.Status.NumberAvailable > 0, nil
 	}
 	return false, nil
 }

@@ -145,7 +145,8 @@
 //   - nodeSelector, tolerations, affinity and topologySpreadConstraints
 //     apply to either kind.
 //   - Switching kind: the new workload is applied, and the other one is
-//     deleted once the new one has an available pod (or none to run); both
+//     deleted once the new one has an available pod (a DaemonSet no node
+//     admits never has one; a Deployment of 0 replicas needs none); both
 //     select shardgate.io/gateway, so the Service keeps serving from the
 //     old pods meanwhile.
 //   - The Service stays of type LoadBalancer for both kinds: the Gateway's
