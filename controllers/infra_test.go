@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -551,6 +552,107 @@ var _ = Describe("Envoy fleet shapes in cluster mode", Ordered, func() {
 		By("the freed host ports let the second Gateway's pod run")
 		Eventually(func(g Gomega) int32 { return daemonSet(g, "ds2").Status.NumberReady }, 60*time.Second).Should(BeEquivalentTo(1))
 		Eventually(programmed(gw2), 60*time.Second).Should(Equal("True/Programmed"))
+	})
+})
+
+var _ = Describe("Upgrading an Envoy Deployment of the earlier selector in cluster mode", Ordered, func() {
+	ctx := context.Background()
+	var c client.Client
+
+	BeforeAll(func() {
+		_, c = infraStart(ctx, testenv.Options{Mode: testenv.Cluster})
+	})
+
+	deployment := func(g Gomega, ns, name string) *appsv1.Deployment {
+		var d appsv1.Deployment
+		g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: infra.Name(name)}, &d)).To(Succeed())
+		return &d
+	}
+
+	// readyEndpoints counts the ready endpoints of the Envoy Service.
+	readyEndpoints := func(g Gomega, ns, gw string) int {
+		var slices discoveryv1.EndpointSliceList
+		g.Expect(c.List(ctx, &slices, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: infra.Name(gw)})).To(Succeed())
+		n := 0
+		for _, s := range slices.Items {
+			for _, e := range s.Endpoints {
+				if e.Conditions.Ready != nil && *e.Conditions.Ready {
+					n++
+				}
+			}
+		}
+		return n
+	}
+
+	It("keeps the earlier selector in place, then replaces the Deployment for app.kubernetes.io/name: ingress-nginx without losing every endpoint", func() {
+		ns := newFixture(ctx, c, "infra-upgrade").ns
+		// The Gateway's class does not exist yet, so nothing is provisioned
+		// while the earlier version's Deployment is put in place.
+		gw := infraGateway(ctx, c, ns, "old", infraClass("later"))
+		legacy := infra.LegacySelectorLabels("old")
+		old := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: infra.Name("old"), Labels: legacy,
+				OwnerReferences: []metav1.OwnerReference{infra.OwnerReference(gw)}},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: new(int32(1)),
+				Selector: &metav1.LabelSelector{MatchLabels: legacy},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: legacy},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "envoy", Image: config.DefaultEnvoyImage}}},
+				},
+			},
+		}
+		Expect(c.Create(ctx, old)).To(Succeed())
+		Eventually(func(g Gomega) int32 { return deployment(g, ns, "old").Status.AvailableReplicas }, 60*time.Second).Should(BeEquivalentTo(1))
+
+		By("the class appears: the Deployment is updated in place, keeping its selector, and the Service selects by it")
+		Expect(c.Create(ctx, &gatewayv1.GatewayClass{
+			ObjectMeta: metav1.ObjectMeta{Name: "later"},
+			Spec:       gatewayv1.GatewayClassSpec{ControllerName: shardgatev1alpha1.ControllerName},
+		})).To(Succeed())
+		Eventually(func(g Gomega) {
+			d := deployment(g, ns, "old")
+			g.Expect(d.UID).To(Equal(old.UID))
+			g.Expect(d.Spec.Selector.MatchLabels).To(Equal(legacy))
+			g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue("shardgate.io/gateway", "old"))
+			g.Expect(d.Status.UpdatedReplicas).To(BeEquivalentTo(1))
+			g.Expect(d.Status.AvailableReplicas).To(BeEquivalentTo(1))
+			var svc corev1.Service
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: infra.Name("old")}, &svc)).To(Succeed())
+			g.Expect(svc.Spec.Selector).To(Equal(legacy))
+			g.Expect(readyEndpoints(g, ns, "old")).To(BeNumerically(">=", 1))
+		}, 90*time.Second).Should(Succeed())
+
+		By("an infrastructure label breaks the earlier selector: the pods roll, the Deployment is replaced and adopts them")
+		update(ctx, c, gw, func(g *gatewayv1.Gateway) {
+			g.Spec.Infrastructure = &gatewayv1.GatewayInfrastructure{Labels: map[gatewayv1.LabelKey]gatewayv1.LabelValue{"app.kubernetes.io/name": "ingress-nginx"}}
+		})
+		minReady := 1 << 30
+		Eventually(func(g Gomega) {
+			n := readyEndpoints(g, ns, "old")
+			minReady = min(minReady, n)
+			d := deployment(g, ns, "old")
+			g.Expect(d.UID).NotTo(Equal(old.UID))
+			g.Expect(d.Spec.Selector.MatchLabels).To(Equal(map[string]string{"shardgate.io/gateway": "old"}))
+			g.Expect(d.Status.UpdatedReplicas).To(BeEquivalentTo(1))
+			g.Expect(d.Status.AvailableReplicas).To(BeEquivalentTo(1))
+			var pods corev1.PodList
+			g.Expect(c.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
+			running := 0
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp == nil {
+					running++
+					g.Expect(p.Labels).To(HaveKeyWithValue("app.kubernetes.io/name", "ingress-nginx"), p.Name)
+				}
+			}
+			g.Expect(running).To(Equal(1))
+			var svc corev1.Service
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: infra.Name("old")}, &svc)).To(Succeed())
+			g.Expect(svc.Spec.Selector).To(Equal(map[string]string{"shardgate.io/gateway": "old"}))
+			g.Expect(svc.Labels).To(HaveKeyWithValue("app.kubernetes.io/name", "ingress-nginx"))
+			g.Expect(n).To(BeNumerically(">=", 1))
+		}, 120*time.Second, 100*time.Millisecond).Should(Succeed())
+		Expect(minReady).To(BeNumerically(">=", 1), "the Service lost every ready endpoint during the replacement")
 	})
 })
 
