@@ -174,7 +174,9 @@
 // Each lease's Service port is a cluster "<ns>/<service>/<port>", so 10,000
 // leases are 100,000 per-cluster series per pod instead of about 289 times
 // 10,000 (testdata/envoy-cluster-stats.txt lists them, from Envoy's
-// cluster_stats.rst).
+// cluster_stats.rst). Envoy compiles the matcher before its runtime exists,
+// so each regex stays within RE2's default program size of 100: one small
+// regex per statistic.
 //   - Addresses (internal/addresses): the Service carries
 //     metallb.io/address-pool from GatewayParameters spec.addresses.pool and
 //     metallb.io/loadBalancerIPs from the Gateway's spec.addresses of type

@@ -43,23 +43,48 @@ const (
 // overload.* statistic (a fixed few dozen), each listener's connection
 // counters, and each HTTP connection manager's request totals by code
 // class, connection and byte counters and request time.
-var StatsInclusions = []*matcherv3.StringMatcher{
-	prefix("server."),
-	prefix("cluster_manager."),
-	prefix("listener_manager."),
-	prefix("control_plane."),
-	prefix("runtime."),
-	prefix("overload."),
-	regex(`^listener\..+\.(downstream_cx_total|downstream_cx_active|downstream_cx_destroy|downstream_cx_overflow|downstream_pre_cx_timeout|no_filter_chain_match|ssl\.handshake|ssl\.connection_error)$`),
-	regex(`^http\.[^.]+\.(downstream_rq_total|downstream_rq_[1-5]xx|downstream_rq_active|downstream_rq_timeout|downstream_rq_time|downstream_cx_total|downstream_cx_active|downstream_cx_rx_bytes_total|downstream_cx_tx_bytes_total|downstream_cx_ssl_total|downstream_cx_upgrades_total)$`),
-	regex(`^cluster\.[^.]+\.(` + perClusterStats + `)$`),
+var StatsInclusions = statsInclusions()
+
+// Envoy compiles the stats matcher before its runtime exists, so RE2's
+// default program size limit (100) applies to each regex: one small regex
+// per statistic rather than one alternation per tree
+// (TestStatsRegexProgramSize).
+func statsInclusions() []*matcherv3.StringMatcher {
+	out := []*matcherv3.StringMatcher{
+		prefix("server."),
+		prefix("cluster_manager."),
+		prefix("listener_manager."),
+		prefix("control_plane."),
+		prefix("runtime."),
+		prefix("overload."),
+	}
+	for _, s := range listenerStats {
+		out = append(out, regex(`^listener\..+\.`+s+`$`))
+	}
+	for _, s := range httpStats {
+		out = append(out, regex(`^http\.[^.]+\.`+s+`$`))
+	}
+	for _, s := range clusterStats {
+		out = append(out, regex(`^cluster\.[^.]+\.`+s+`$`))
+	}
+	return out
 }
 
-// perClusterStats are the statistics kept of each cluster.
-const perClusterStats = `upstream_rq_total|upstream_rq_[2-5]xx|upstream_cx_rx_bytes_total|upstream_cx_tx_bytes_total|upstream_cx_connect_fail|upstream_rq_timeout|membership_healthy`
+// The statistics kept of each listener (listener.<address>.*), HTTP
+// connection manager (http.<listener name>.*) and cluster
+// (cluster.<name>.*), as regex fragments.
+var (
+	listenerStats = []string{`downstream_cx_total`, `downstream_cx_active`, `downstream_cx_destroy`, `downstream_cx_overflow`,
+		`downstream_pre_cx_timeout`, `no_filter_chain_match`, `ssl\.handshake`, `ssl\.connection_error`}
+	httpStats = []string{`downstream_rq_total`, `downstream_rq_[1-5]xx`, `downstream_rq_active`, `downstream_rq_timeout`,
+		`downstream_rq_time`, `downstream_cx_total`, `downstream_cx_active`, `downstream_cx_rx_bytes_total`,
+		`downstream_cx_tx_bytes_total`, `downstream_cx_ssl_total`, `downstream_cx_upgrades_total`}
+	clusterStats = []string{`upstream_rq_total`, `upstream_rq_[2-5]xx`, `upstream_cx_rx_bytes_total`, `upstream_cx_tx_bytes_total`,
+		`upstream_cx_connect_fail`, `upstream_rq_timeout`, `membership_healthy`}
+)
 
 // StatsPerCluster is the number of statistics StatsInclusions keeps of each
-// cluster.
+// cluster: clusterStats, upstream_rq_[2-5]xx counting four.
 const StatsPerCluster = 10
 
 func prefix(p string) *matcherv3.StringMatcher {

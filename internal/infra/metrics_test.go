@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"regexp/syntax"
 	"sort"
 	"strconv"
 	"strings"
@@ -259,5 +260,35 @@ func TestMetricsListener(t *testing.T) {
 	}
 	if !admin {
 		t.Error("no admin cluster")
+	}
+}
+
+// Envoy builds the stats matcher before its runtime layers exist, so each
+// regex must fit RE2's default max_program_size of 100 (Envoy refuses a
+// larger one and does not start). Go's regexp/syntax is RE2's compiler;
+// its instruction count stands for RE2's program size.
+func TestStatsRegexProgramSize(t *testing.T) {
+	const maxProgramSize = 100
+	n := 0
+	for _, m := range StatsInclusions {
+		r := m.GetSafeRegex().GetRegex()
+		if r == "" {
+			continue
+		}
+		n++
+		re, err := syntax.Parse(r, syntax.Perl)
+		if err != nil {
+			t.Fatalf("%q: %v", r, err)
+		}
+		prog, err := syntax.Compile(re.Simplify())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(prog.Inst) > maxProgramSize {
+			t.Errorf("%q compiles to %d instructions, over RE2's default limit %d", r, len(prog.Inst), maxProgramSize)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no regex checked")
 	}
 }
