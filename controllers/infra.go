@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,10 +31,14 @@ import (
 
 // InfraReconciler provisions each Gateway's Envoy data plane
 // (internal/infra): ServiceAccount, client certificate Secret, bootstrap
-// ConfigMap, LoadBalancer Service and Deployment. It runs on the leader
-// only, writes an object only when it differs from the cached one, and
-// deletes nothing of a provider's Gateway: the objects are owned by the
-// Gateway and the garbage collector removes them with it.
+// ConfigMap, LoadBalancer Service, the Deployment or DaemonSet, and the
+// PodDisruptionBudget when asked for. It runs on the leader only and
+// writes an object only when it differs from the cached one. It deletes
+// only objects it controls that the parameters no longer want (the other
+// workload kind, once the new one has an available pod; an unwanted
+// PodDisruptionBudget) and a Deployment whose immutable selector the pods
+// no longer match; the rest is owned by the Gateway and the garbage
+// collector removes it with it.
 //
 // A Gateway in a tenant's namespace (one with an owner marking, see
 // tenancy.Policy.TenantNamespace), or one whose class takes its
@@ -104,6 +109,8 @@ func (r *InfraReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Service{}).
 		Owns(&appsv1.Deployment{}).
+		Owns(&appsv1.DaemonSet{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
 		Complete(r)
 }
 
@@ -173,12 +180,23 @@ func (r *InfraReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	objs, err := infra.Build(&gw, params, r.Options, cert)
 	if err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, fmt.Errorf("build the objects of Gateway %s: %w", req.NamespacedName, err)
+	}
+	if replaced, err := r.adoptSelector(ctx, log, &gw, objs); err != nil || replaced {
+		// A replaced Deployment is created anew once the deletion is seen.
+		return reconcile.Result{RequeueAfter: time.Second}, err
 	}
 	for _, desired := range objs.All() {
 		if err := r.ensure(ctx, log, &gw, desired); err != nil {
 			return reconcile.Result{}, err
 		}
+	}
+	wait, err := r.removeAbsent(ctx, log, &gw, objs)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if wait && (requeue == 0 || requeue > 5*time.Second) {
+		requeue = 5 * time.Second
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
 }
@@ -220,7 +238,8 @@ func (r *InfraReconciler) tenantRefusal(ctx context.Context, gw *gatewayv1.Gatew
 // deprovision deletes the objects provisioned for gw that gw controls (by
 // UID, so an object of the same name someone else controls is left
 // alone): the client certificate Secret, the Service with its addresses,
-// the Deployment, the bootstrap and the ServiceAccount. It reads through
+// the Deployment or DaemonSet, the PodDisruptionBudget, the bootstrap and
+// the ServiceAccount. It reads through
 // the cache only: shardgate may read single objects only in the shard
 // namespaces (the chart's Roles), and a tenant's Gateway elsewhere never
 // had any. A delete RBAC forbids is logged, not retried: the Gateway's
@@ -230,7 +249,9 @@ func (r *InfraReconciler) deprovision(ctx context.Context, log logr.Logger, gw *
 	if err != nil {
 		return fmt.Errorf("name the objects of Gateway %s/%s: %w", gw.Namespace, gw.Name, err)
 	}
-	all := objs.All()
+	// Whatever shape it had: the objects of the default shape and the
+	// others (a DaemonSet, a PodDisruptionBudget).
+	all := append(objs.All(), objs.Absent()...)
 	// The certificate first: it is the one a tenant must never keep.
 	slices.SortStableFunc(all, func(a, b client.Object) int {
 		_, sa := a.(*corev1.Secret)
@@ -310,6 +331,125 @@ func (r *InfraReconciler) namespaceGateways(ctx context.Context, o client.Object
 		}
 	}
 	return out
+}
+
+// get reads obj's kind and name into a new object: from the cache, then,
+// when absent there (the cache holds only objects labelled
+// shardgate.io/gateway), from the apiserver. nil when neither has it.
+func (r *InfraReconciler) get(ctx context.Context, like client.Object) (client.Object, error) {
+	existing, err := newLike(like)
+	if err != nil {
+		return nil, err
+	}
+	key := client.ObjectKeyFromObject(like)
+	err = r.Client.Get(ctx, key, existing)
+	if apierrors.IsNotFound(err) && r.APIReader != nil {
+		err = r.APIReader.Get(ctx, key, existing)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %s %s: %w", like.GetObjectKind().GroupVersionKind().Kind, key, err)
+	}
+	return existing, nil
+}
+
+// adoptSelector settles the objects with the selector of the Gateway's
+// existing Deployment, which is immutable (infra.AdoptSelector). On
+// SelectorReplace it deletes the Deployment, orphaning its ReplicaSets so
+// the pods keep serving, and replaced is true: the next reconcile creates
+// the Deployment anew, and it adopts them.
+func (r *InfraReconciler) adoptSelector(ctx context.Context, log logr.Logger, gw *gatewayv1.Gateway, objs *infra.Objects) (replaced bool, err error) {
+	if objs.Deployment == nil {
+		return false, nil
+	}
+	obj, err := r.get(ctx, objs.Deployment)
+	if err != nil || obj == nil {
+		return false, err
+	}
+	existing := obj.(*appsv1.Deployment)
+	if !infra.ControlledBy(existing, string(gw.UID)) {
+		return false, nil
+	}
+	if existing.DeletionTimestamp != nil {
+		return true, nil
+	}
+	step, err := infra.AdoptSelector(objs, existing)
+	if err != nil || step != infra.SelectorReplace {
+		return false, err
+	}
+	log.Info("the Envoy pods no longer match the Deployment's immutable selector; replacing the Deployment, keeping its pods",
+		"deployment", existing.Name, "selector", existing.Spec.Selector.MatchLabels)
+	uid := existing.UID
+	if err := r.Client.Delete(ctx, existing, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationOrphan)); client.IgnoreNotFound(err) != nil {
+		return false, fmt.Errorf("replace Deployment %s/%s: %w", existing.Namespace, existing.Name, err)
+	}
+	return true, nil
+}
+
+// removeAbsent deletes the objects the Gateway controls that its
+// parameters no longer want. The workload of the other kind goes only
+// once the wanted one has an available pod (or is a Deployment of 0
+// replicas), so that switching kind keeps Envoy serving; wait says one is
+// still kept. DaemonSets and PodDisruptionBudgets are looked up in the
+// cache alone: no version created them without the label it selects on.
+func (r *InfraReconciler) removeAbsent(ctx context.Context, log logr.Logger, gw *gatewayv1.Gateway, objs *infra.Objects) (wait bool, err error) {
+	for _, absent := range objs.Absent() {
+		var existing client.Object
+		if _, ok := absent.(*appsv1.Deployment); ok {
+			existing, err = r.get(ctx, absent)
+		} else {
+			existing, err = newLike(absent)
+			if err == nil {
+				err = r.Client.Get(ctx, client.ObjectKeyFromObject(absent), existing)
+				if apierrors.IsNotFound(err) {
+					existing, err = nil, nil
+				}
+			}
+		}
+		if err != nil {
+			return false, fmt.Errorf("get %s %s: %w", absent.GetObjectKind().GroupVersionKind().Kind, client.ObjectKeyFromObject(absent), err)
+		}
+		if existing == nil || !infra.ControlledBy(existing, string(gw.UID)) || existing.GetDeletionTimestamp() != nil {
+			continue
+		}
+		if _, isPDB := existing.(*policyv1.PodDisruptionBudget); !isPDB {
+			ready, err := r.available(ctx, objs.Workload())
+			if err != nil {
+				return false, err
+			}
+			if !ready {
+				wait = true
+				continue
+			}
+		}
+		kind := absent.GetObjectKind().GroupVersionKind().Kind
+		log.Info("deleting an Envoy object the parameters no longer want", "kind", kind, "name", existing.GetName())
+		uid := existing.GetUID()
+		if err := r.Client.Delete(ctx, existing, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("delete %s %s/%s: %w", kind, existing.GetNamespace(), existing.GetName(), err)
+		}
+	}
+	return wait, nil
+}
+
+// available says whether the wanted workload, as stored, has an available
+// pod, or is a Deployment scaled to zero on purpose.
+func (r *InfraReconciler) available(ctx context.Context, workload client.Object) (bool, error) {
+	obj, err := r.get(ctx, workload)
+	if err != nil || obj == nil {
+		return false, err
+	}
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		return w.Status.ObservedGeneration >= w.Generation &&
+			(w.Status.AvailableReplicas > 0 || (w.Spec.Replicas != nil && *w.Spec.Replicas == 0)), nil
+	case *appsv1.DaemonSet:
+		// A DaemonSet no node admits runs nothing: the old workload stays.
+		return w.Status.ObservedGeneration >= w.Generation && w.Status.NumberAvailable > 0, nil
+	}
+	return false, nil
 }
 
 // ourClass reads the GatewayClass and says whether it is ours.
@@ -409,6 +549,10 @@ func newLike(obj client.Object) (client.Object, error) {
 		return &corev1.Service{}, nil
 	case *appsv1.Deployment:
 		return &appsv1.Deployment{}, nil
+	case *appsv1.DaemonSet:
+		return &appsv1.DaemonSet{}, nil
+	case *policyv1.PodDisruptionBudget:
+		return &policyv1.PodDisruptionBudget{}, nil
 	}
 	return nil, fmt.Errorf("infra: unexpected object %T", obj)
 }

@@ -12,9 +12,13 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -159,6 +163,7 @@ var _ = Describe("Envoy provisioning on the real apiserver", Ordered, func() {
 			Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 			Expect(obj.GetLabels()).To(Equal(map[string]string{
 				"app.kubernetes.io/name": "envoy", "app.kubernetes.io/managed-by": "shardgate", "gateway.networking.k8s.io/gateway-name": "edge",
+				"shardgate.io/gateway": "edge",
 			}), "%T", obj)
 		}
 
@@ -171,6 +176,10 @@ var _ = Describe("Envoy provisioning on the real apiserver", Ordered, func() {
 		var svc corev1.Service
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shardgate-edge"}, &svc)).To(Succeed())
 		Expect(svc.Spec.Type).To(Equal(corev1.ServiceTypeLoadBalancer))
+		Expect(svc.Spec.ExternalTrafficPolicy).To(Equal(corev1.ServiceExternalTrafficPolicyLocal), "client addresses reach Envoy by default")
+		Expect(svc.Spec.Selector).To(Equal(map[string]string{"shardgate.io/gateway": "edge"}))
+		Expect(d.Spec.Selector.MatchLabels).To(Equal(map[string]string{"shardgate.io/gateway": "edge"}))
+		Expect(ct.Ports).To(ContainElement(HaveField("Name", "metrics")))
 		var ports []string
 		for _, p := range svc.Spec.Ports {
 			ports = append(ports, fmt.Sprintf("%s/%d", p.Name, p.Port))
@@ -244,7 +253,8 @@ var _ = Describe("Envoy provisioning on the real apiserver", Ordered, func() {
 	It("propagates spec.infrastructure labels and annotations to every object and the pods, and removes them when they go", func() {
 		update(ctx, c, gw, func(g *gatewayv1.Gateway) {
 			g.Spec.Infrastructure.Labels = map[gatewayv1.LabelKey]gatewayv1.LabelValue{
-				"team": "edge", "app.kubernetes.io/managed-by": "someone-else",
+				"team": "edge", "app.kubernetes.io/name": "ingress-nginx",
+				"shardgate.io/gateway": "forged", "shardgate.io/x": "y", "gateway.networking.k8s.io/gateway-name": "other",
 			}
 			g.Spec.Infrastructure.Annotations = map[gatewayv1.AnnotationKey]gatewayv1.AnnotationValue{
 				"owner": "platform", "metallb.io/address-pool": "not-gold",
@@ -257,18 +267,25 @@ var _ = Describe("Envoy provisioning on the real apiserver", Ordered, func() {
 			for _, o := range infraObjects(ns, "edge") {
 				g.Expect(c.Get(ctx, client.ObjectKeyFromObject(o), o)).To(Succeed())
 				g.Expect(o.GetLabels()).To(HaveKeyWithValue("team", "edge"), "%T", o)
-				g.Expect(o.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "shardgate"), "%T", o)
+				g.Expect(o.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/name", "ingress-nginx"), "%T", o)
+				g.Expect(o.GetLabels()).To(HaveKeyWithValue("shardgate.io/gateway", "edge"), "%T", o)
+				g.Expect(o.GetLabels()).To(HaveKeyWithValue("gateway.networking.k8s.io/gateway-name", "edge"), "%T", o)
+				g.Expect(o.GetLabels()).NotTo(HaveKey("shardgate.io/x"), "%T", o)
 				g.Expect(o.GetAnnotations()).To(HaveKeyWithValue("owner", "platform"), "%T", o)
 				g.Expect(o.GetAnnotations()).NotTo(HaveKey("lbipam.cilium.io/ips"), "%T", o)
 				g.Expect(o.GetAnnotations()).NotTo(HaveKey("kube-vip.io/loadBalancerIPs"), "%T", o)
 			}
 			d := infraDeployment(ctx, c, ns, "edge")
 			g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue("team", "edge"))
+			g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue("app.kubernetes.io/name", "ingress-nginx"))
+			g.Expect(d.Spec.Template.Labels).NotTo(HaveKey("shardgate.io/x"))
 			g.Expect(d.Spec.Template.Annotations).To(HaveKeyWithValue("owner", "platform"))
-			g.Expect(d.Spec.Selector.MatchLabels).NotTo(HaveKey("team"))
+			g.Expect(d.Spec.Selector.MatchLabels).To(Equal(map[string]string{"shardgate.io/gateway": "edge"}))
 		}).Should(Succeed())
 		var svc corev1.Service
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shardgate-edge"}, &svc)).To(Succeed())
+		Expect(labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(infraDeployment(ctx, c, ns, "edge").Spec.Template.Labels))).To(BeTrue(),
+			"the Service selects the pods")
 		Expect(svc.Annotations).To(HaveKeyWithValue("metallb.io/address-pool", "gold"), "the pool comes from GatewayParameters only")
 
 		By("removing them from the Gateway")
@@ -286,6 +303,54 @@ var _ = Describe("Envoy provisioning on the real apiserver", Ordered, func() {
 			g.Expect(d.Spec.Template.Labels).NotTo(HaveKey("team"))
 			g.Expect(d.Spec.Template.Annotations).NotTo(HaveKey("owner"))
 		}).Should(Succeed())
+	})
+
+	It("sets externalTrafficPolicy from spec.envoy.service", func() {
+		update(ctx, c, params, func(p *shardgatev1alpha1.GatewayParameters) {
+			p.Spec.Envoy.Service = &shardgatev1alpha1.EnvoyServiceSpec{ExternalTrafficPolicy: shardgatev1alpha1.EnvoyExternalTrafficPolicyCluster}
+		})
+		Eventually(func(g Gomega) corev1.ServiceExternalTrafficPolicy {
+			var svc corev1.Service
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shardgate-edge"}, &svc)).To(Succeed())
+			return svc.Spec.ExternalTrafficPolicy
+		}).Should(Equal(corev1.ServiceExternalTrafficPolicyCluster))
+		update(ctx, c, params, func(p *shardgatev1alpha1.GatewayParameters) { p.Spec.Envoy.Service = nil })
+		Eventually(func(g Gomega) corev1.ServiceExternalTrafficPolicy {
+			var svc corev1.Service
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shardgate-edge"}, &svc)).To(Succeed())
+			return svc.Spec.ExternalTrafficPolicy
+		}).Should(Equal(corev1.ServiceExternalTrafficPolicyLocal))
+	})
+
+	It("creates the PodDisruptionBudget with the setting and removes it without", func() {
+		pdbKey := client.ObjectKey{Namespace: ns, Name: "shardgate-edge"}
+		update(ctx, c, params, func(p *shardgatev1alpha1.GatewayParameters) {
+			p.Spec.Envoy.PodDisruptionBudget = &shardgatev1alpha1.EnvoyPodDisruptionBudget{MinAvailable: new(intstr.FromInt32(1))}
+		})
+		Eventually(func(g Gomega) {
+			var pdb policyv1.PodDisruptionBudget
+			g.Expect(c.Get(ctx, pdbKey, &pdb)).To(Succeed())
+			g.Expect(pdb.Spec.MinAvailable).To(Equal(new(intstr.FromInt32(1))))
+			g.Expect(pdb.Spec.Selector.MatchLabels).To(Equal(map[string]string{"shardgate.io/gateway": "edge"}))
+			g.Expect(metav1.GetControllerOf(&pdb).UID).To(Equal(gw.UID))
+		}).Should(Succeed())
+		update(ctx, c, params, func(p *shardgatev1alpha1.GatewayParameters) { p.Spec.Envoy.PodDisruptionBudget = nil })
+		Eventually(func() bool {
+			return apierrors.IsNotFound(c.Get(ctx, pdbKey, &policyv1.PodDisruptionBudget{}))
+		}).Should(BeTrue())
+	})
+
+	It("refuses host settings on a Deployment and two PodDisruptionBudget bounds", func() {
+		for _, e := range []shardgatev1alpha1.EnvoySpec{
+			{HostPorts: true},
+			{Kind: shardgatev1alpha1.EnvoyKindDaemonSet, HostPorts: true, HostNetwork: true},
+			{PodDisruptionBudget: &shardgatev1alpha1.EnvoyPodDisruptionBudget{MinAvailable: new(intstr.FromInt32(1)), MaxUnavailable: new(intstr.FromInt32(1))}},
+			{PodDisruptionBudget: &shardgatev1alpha1.EnvoyPodDisruptionBudget{}},
+		} {
+			p := &shardgatev1alpha1.GatewayParameters{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "bad-"},
+				Spec: shardgatev1alpha1.GatewayParametersSpec{Envoy: &e}}
+			Expect(apierrors.IsInvalid(c.Create(ctx, p))).To(BeTrue(), "%+v", e)
+		}
 	})
 
 	It("repairs drift: a deleted ConfigMap comes back, a hand-edited Deployment is reverted", func() {
@@ -432,6 +497,168 @@ var _ = Describe("Gateway addresses on the real MetalLB controller", Ordered, fu
 			g.Expect(st.Addresses).To(HaveLen(1))
 			g.Expect(programmed(st)).NotTo(HavePrefix("False/Address"))
 		}).Should(Succeed())
+	})
+})
+
+var _ = Describe("Envoy fleet shapes in cluster mode", Ordered, func() {
+	ctx := context.Background()
+	var c client.Client
+	var ns string
+
+	BeforeAll(func() {
+		_, c = infraStart(ctx, testenv.Options{Mode: testenv.Cluster, DefaultPool: true})
+		ns = newFixture(ctx, c, "shapes").ns
+	})
+
+	daemonSet := func(g Gomega, name string) *appsv1.DaemonSet {
+		var ds appsv1.DaemonSet
+		g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: infra.Name(name)}, &ds)).To(Succeed())
+		return &ds
+	}
+	programmed := func(gw *gatewayv1.Gateway) func(Gomega) string {
+		return func(g Gomega) string { return condition(infraGatewayStatus(ctx, c, gw)(g).Conditions, "Programmed") }
+	}
+
+	It("runs a DaemonSet with host ports whose pod becomes ready on the node, and switches back to a Deployment", func() {
+		params := infraGatewayParams(ctx, c, ns, "ds", shardgatev1alpha1.GatewayParametersSpec{Envoy: &shardgatev1alpha1.EnvoySpec{
+			Kind: shardgatev1alpha1.EnvoyKindDaemonSet, HostPorts: true,
+		}})
+		gw := infraGateway(ctx, c, ns, "ds", infraParams("ds"))
+		Eventually(func(g Gomega) {
+			ds := daemonSet(g, "ds")
+			g.Expect(ds.Status.DesiredNumberScheduled).To(BeEquivalentTo(1))
+			g.Expect(ds.Status.NumberReady).To(BeEquivalentTo(1))
+			ports := map[string]int32{}
+			for _, p := range ds.Spec.Template.Spec.Containers[0].Ports {
+				ports[p.Name] = p.HostPort
+			}
+			g.Expect(ports).To(Equal(map[string]int32{"ready": 0, "metrics": 0, "http-80": 80, "tls-8443": 8443}))
+		}, 60*time.Second).Should(Succeed())
+		Expect(apierrors.IsNotFound(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: infra.Name("ds")}, &appsv1.Deployment{}))).To(BeTrue())
+		Eventually(programmed(gw), 60*time.Second).Should(Equal("True/Programmed"))
+
+		By("a second Gateway whose DaemonSet needs the same host ports on the only node is not Programmed")
+		infraGatewayParams(ctx, c, ns, "ds2", shardgatev1alpha1.GatewayParametersSpec{Envoy: &shardgatev1alpha1.EnvoySpec{
+			Kind: shardgatev1alpha1.EnvoyKindDaemonSet, HostPorts: true,
+		}})
+		gw2 := infraGateway(ctx, c, ns, "ds2", infraParams("ds2"))
+		Eventually(programmed(gw2), 60*time.Second).Should(Equal("False/NoResources"))
+		Consistently(func(g Gomega) int32 { return daemonSet(g, "ds").Status.NumberReady }, 2*time.Second, 200*time.Millisecond).Should(BeEquivalentTo(1),
+			"the first Gateway's pod keeps running")
+
+		By("switching the first Gateway to a Deployment: the DaemonSet goes once the Deployment has an available pod")
+		update(ctx, c, params, func(p *shardgatev1alpha1.GatewayParameters) {
+			p.Spec.Envoy = &shardgatev1alpha1.EnvoySpec{Kind: shardgatev1alpha1.EnvoyKindDeployment}
+		})
+		Eventually(func() bool {
+			return apierrors.IsNotFound(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: infra.Name("ds")}, &appsv1.DaemonSet{}))
+		}, 60*time.Second).Should(BeTrue())
+		Expect(infraDeployment(ctx, c, ns, "ds").Status.AvailableReplicas).To(BeNumerically(">=", 1))
+
+		By("the freed host ports let the second Gateway's pod run")
+		Eventually(func(g Gomega) int32 { return daemonSet(g, "ds2").Status.NumberReady }, 60*time.Second).Should(BeEquivalentTo(1))
+		Eventually(programmed(gw2), 60*time.Second).Should(Equal("True/Programmed"))
+	})
+})
+
+var _ = Describe("Upgrading an Envoy Deployment of the earlier selector in cluster mode", Ordered, func() {
+	ctx := context.Background()
+	var c client.Client
+
+	BeforeAll(func() {
+		_, c = infraStart(ctx, testenv.Options{Mode: testenv.Cluster})
+	})
+
+	deployment := func(g Gomega, ns, name string) *appsv1.Deployment {
+		var d appsv1.Deployment
+		g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: infra.Name(name)}, &d)).To(Succeed())
+		return &d
+	}
+
+	// readyEndpoints counts the ready endpoints of the Envoy Service.
+	readyEndpoints := func(g Gomega, ns, gw string) int {
+		var slices discoveryv1.EndpointSliceList
+		g.Expect(c.List(ctx, &slices, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: infra.Name(gw)})).To(Succeed())
+		n := 0
+		for _, s := range slices.Items {
+			for _, e := range s.Endpoints {
+				if e.Conditions.Ready != nil && *e.Conditions.Ready {
+					n++
+				}
+			}
+		}
+		return n
+	}
+
+	It("keeps the earlier selector in place, then replaces the Deployment for app.kubernetes.io/name: ingress-nginx without losing every endpoint", func() {
+		ns := newFixture(ctx, c, "infra-upgrade").ns
+		// The Gateway's class does not exist yet, so nothing is provisioned
+		// while the earlier version's Deployment is put in place.
+		gw := infraGateway(ctx, c, ns, "old", infraClass("later"))
+		legacy := infra.LegacySelectorLabels("old")
+		old := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: infra.Name("old"), Labels: legacy,
+				OwnerReferences: []metav1.OwnerReference{infra.OwnerReference(gw)}},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: new(int32(1)),
+				Selector: &metav1.LabelSelector{MatchLabels: legacy},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: legacy},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "envoy", Image: config.DefaultEnvoyImage}}},
+				},
+			},
+		}
+		Expect(c.Create(ctx, old)).To(Succeed())
+		Eventually(func(g Gomega) int32 { return deployment(g, ns, "old").Status.AvailableReplicas }, 60*time.Second).Should(BeEquivalentTo(1))
+
+		By("the class appears: the Deployment is updated in place, keeping its selector, and the Service selects by it")
+		Expect(c.Create(ctx, &gatewayv1.GatewayClass{
+			ObjectMeta: metav1.ObjectMeta{Name: "later"},
+			Spec:       gatewayv1.GatewayClassSpec{ControllerName: shardgatev1alpha1.ControllerName},
+		})).To(Succeed())
+		Eventually(func(g Gomega) {
+			d := deployment(g, ns, "old")
+			g.Expect(d.UID).To(Equal(old.UID))
+			g.Expect(d.Spec.Selector.MatchLabels).To(Equal(legacy))
+			g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue("shardgate.io/gateway", "old"))
+			g.Expect(d.Status.UpdatedReplicas).To(BeEquivalentTo(1))
+			g.Expect(d.Status.AvailableReplicas).To(BeEquivalentTo(1))
+			var svc corev1.Service
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: infra.Name("old")}, &svc)).To(Succeed())
+			g.Expect(svc.Spec.Selector).To(Equal(legacy))
+			g.Expect(readyEndpoints(g, ns, "old")).To(BeNumerically(">=", 1))
+		}, 90*time.Second).Should(Succeed())
+
+		By("an infrastructure label breaks the earlier selector: the pods roll, the Deployment is replaced and adopts them")
+		update(ctx, c, gw, func(g *gatewayv1.Gateway) {
+			g.Spec.Infrastructure = &gatewayv1.GatewayInfrastructure{Labels: map[gatewayv1.LabelKey]gatewayv1.LabelValue{"app.kubernetes.io/name": "ingress-nginx"}}
+		})
+		minReady := 1 << 30
+		Eventually(func(g Gomega) {
+			n := readyEndpoints(g, ns, "old")
+			minReady = min(minReady, n)
+			d := deployment(g, ns, "old")
+			g.Expect(d.UID).NotTo(Equal(old.UID))
+			g.Expect(d.Spec.Selector.MatchLabels).To(Equal(map[string]string{"shardgate.io/gateway": "old"}))
+			g.Expect(d.Status.UpdatedReplicas).To(BeEquivalentTo(1))
+			g.Expect(d.Status.AvailableReplicas).To(BeEquivalentTo(1))
+			var pods corev1.PodList
+			g.Expect(c.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
+			running := 0
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp == nil {
+					running++
+					g.Expect(p.Labels).To(HaveKeyWithValue("app.kubernetes.io/name", "ingress-nginx"), p.Name)
+				}
+			}
+			g.Expect(running).To(Equal(1))
+			var svc corev1.Service
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: infra.Name("old")}, &svc)).To(Succeed())
+			g.Expect(svc.Spec.Selector).To(Equal(map[string]string{"shardgate.io/gateway": "old"}))
+			g.Expect(svc.Labels).To(HaveKeyWithValue("app.kubernetes.io/name", "ingress-nginx"))
+			g.Expect(n).To(BeNumerically(">=", 1))
+		}, 120*time.Second, 100*time.Millisecond).Should(Succeed())
+		Expect(minReady).To(BeNumerically(">=", 1), "the Service lost every ready endpoint during the replacement")
 	})
 })
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-logr/logr"
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,7 +31,9 @@ import (
 // every Gateway of our classes, the addresses of its Envoy
 // Service (status.loadBalancer) and, when there are none or a requested IP
 // cannot be had, the Programmed reason AddressNotAssigned or
-// AddressNotUsable (internal/addresses). It reads the informer cache, so it
+// AddressNotUsable (internal/addresses); and, for an Envoy DaemonSet that
+// should run somewhere but has no available pod, NoResources
+// (infra.DaemonSetUnavailable). It reads the informer cache, so it
 // runs on every replica, like the translation it feeds. Changes to the
 // Envoy Services' status and to IPAddressPools call Trigger.
 type GatewayRuntimeSource struct {
@@ -75,6 +78,21 @@ func (s *GatewayRuntimeSource) SetupWithManager(mgr ctrl.Manager) error {
 				}
 			},
 		}).
+		// A DaemonSet's available pods decide Programmed (Runtime).
+		Watches(&appsv1.DaemonSet{}, handler.Funcs{
+			CreateFunc: func(context.Context, event.CreateEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				s.trigger()
+			},
+			UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				o, n := e.ObjectOld.(*appsv1.DaemonSet), e.ObjectNew.(*appsv1.DaemonSet)
+				if !equality.Semantic.DeepEqual(o.Status, n.Status) {
+					s.trigger()
+				}
+			},
+			DeleteFunc: func(context.Context, event.DeleteEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				s.trigger()
+			},
+		}).
 		WithOptions(controller.Options{NeedLeaderElection: new(false)})
 	if s.metallb {
 		b = b.Watches(&metallbv1beta1.IPAddressPool{}, handler.Funcs{
@@ -104,8 +122,13 @@ func (s *GatewayRuntimeSource) trigger() {
 	}
 }
 
+// isEnvoyService: o carries shardgate's labels of an Envoy Service, those
+// of this version (shardgate.io/gateway) or of earlier ones.
 func isEnvoyService(o client.Object) bool {
 	l := o.GetLabels()
+	if _, ok := l[infra.LabelOwnGateway]; ok {
+		return true
+	}
 	return l[infra.LabelManagedBy] == infra.LabelManagedByValue && l[infra.LabelName] == infra.LabelNameValue
 }
 
@@ -165,6 +188,16 @@ func (s *GatewayRuntimeSource) Runtime() map[types.NamespacedName]gatewayapi.Gat
 			svc = nil
 		}
 		st := addresses.GatewayAddresses(gw, p, svc, pools.Items, checkPools)
+		if st.Reason == "" && infra.Kind(p) == shardgatev1alpha1.EnvoyKindDaemonSet {
+			// An address alone does not make a DaemonSet that runs no pod
+			// Programmed.
+			ds := &appsv1.DaemonSet{}
+			if err := s.Client.Get(ctx, types.NamespacedName{Namespace: gw.Namespace, Name: infra.Name(gw.Name)}, ds); err == nil && infra.ControlledBy(ds, string(gw.UID)) {
+				if msg := infra.DaemonSetUnavailable(ds); msg != "" {
+					st.Reason, st.Message = infra.ReasonNoResources, msg
+				}
+			}
+		}
 		out[client.ObjectKeyFromObject(gw)] = gatewayapi.GatewayRuntime{
 			Addresses:      st.Addresses,
 			AddressReason:  st.Reason,

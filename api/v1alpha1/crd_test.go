@@ -326,6 +326,37 @@ func TestGatewayParametersValidation(t *testing.T) {
 		{"bad canonical", "spec:\n  shard: {domain: example.com, canonicalHostname: '*.example.com'}\n", "spec.shard.canonicalHostname"},
 		{"negative replicas", "spec:\n  envoy: {replicas: -1}\n", "spec.envoy.replicas"},
 		{"bad log level", "spec:\n  envoy: {logLevel: verbose}\n", "spec.envoy.logLevel"},
+		{"daemonset with host ports", `spec:
+  envoy:
+    kind: DaemonSet
+    hostPorts: true
+    nodeSelector: {edge: "true"}
+    tolerations: [{key: edge, operator: Exists, effect: NoSchedule}]
+    affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: edge, operator: Exists}]}]}}}
+    topologySpreadConstraints: [{maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {shardgate.io/gateway: edge}}}]
+    podDisruptionBudget: {maxUnavailable: 25%}
+    service: {externalTrafficPolicy: Cluster}
+`, ""},
+		{"daemonset with host network", "spec:\n  envoy: {kind: DaemonSet, hostNetwork: true, podDisruptionBudget: {minAvailable: 1}}\n", ""},
+		{"host ports on a deployment", "spec:\n  envoy: {hostPorts: true}\n", "hostPorts needs kind DaemonSet"},
+		{"host network on a deployment", "spec:\n  envoy: {kind: Deployment, hostNetwork: true}\n", "hostNetwork needs kind DaemonSet"},
+		{"host ports and network", "spec:\n  envoy: {kind: DaemonSet, hostPorts: true, hostNetwork: true}\n", "set one of hostPorts and hostNetwork"},
+		{"replicas of a daemonset", "spec:\n  envoy: {kind: DaemonSet, replicas: 2}\n", "replicas applies to kind Deployment only"},
+		{"unknown kind", "spec:\n  envoy: {kind: StatefulSet}\n", "spec.envoy.kind"},
+		{"both disruption bounds", "spec:\n  envoy: {podDisruptionBudget: {minAvailable: 1, maxUnavailable: 1}}\n", "exactly one of minAvailable and maxUnavailable"},
+		{"no disruption bound", "spec:\n  envoy: {podDisruptionBudget: {}}\n", "exactly one of minAvailable and maxUnavailable"},
+		{"bad traffic policy", "spec:\n  envoy: {service: {externalTrafficPolicy: Everywhere}}\n", "spec.envoy.service.externalTrafficPolicy"},
+	})
+
+	t.Run("kind and externalTrafficPolicy default to Deployment and Local", func(t *testing.T) {
+		errs, u := v.check(t, gatewayParametersHeader+"spec:\n  envoy: {service: {}}\n")
+		if len(errs) > 0 {
+			t.Fatal(errs.ToAggregate())
+		}
+		envoy := u["spec"].(map[string]any)["envoy"].(map[string]any)
+		if envoy["kind"] != "Deployment" || envoy["service"].(map[string]any)["externalTrafficPolicy"] != "Local" {
+			t.Errorf("envoy = %v", envoy)
+		}
 	})
 
 	t.Run("canonicalHostname is not defaulted by the apiserver", func(t *testing.T) {

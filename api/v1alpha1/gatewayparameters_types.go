@@ -7,6 +7,7 @@ package v1alpha1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // ShardSpec makes a Gateway a shard: it serves LeaseHosts' subdomains under
@@ -71,6 +72,10 @@ const (
 
 // EnvoySpec tunes the Envoy fleet provisioned for a Gateway. Unset fields take
 // the controller's configured defaults.
+// +kubebuilder:validation:XValidation:rule="!(has(self.hostPorts) && self.hostPorts) || (has(self.kind) && self.kind == 'DaemonSet')",message="hostPorts needs kind DaemonSet"
+// +kubebuilder:validation:XValidation:rule="!(has(self.hostNetwork) && self.hostNetwork) || (has(self.kind) && self.kind == 'DaemonSet')",message="hostNetwork needs kind DaemonSet"
+// +kubebuilder:validation:XValidation:rule="!(has(self.hostPorts) && self.hostPorts && has(self.hostNetwork) && self.hostNetwork)",message="set one of hostPorts and hostNetwork"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.kind) || self.kind != 'DaemonSet'",message="replicas applies to kind Deployment only"
 type EnvoySpec struct {
 	// image is the Envoy container image.
 	// +optional
@@ -90,7 +95,107 @@ type EnvoySpec struct {
 	// +optional
 	// +kubebuilder:validation:Enum=trace;debug;info;warning;error;critical;off
 	LogLevel string `json:"logLevel,omitempty"`
+
+	// kind is the workload that runs Envoy: Deployment (the default;
+	// replicas pods behind the Service) or DaemonSet (one pod on every node
+	// nodeSelector, affinity and tolerations admit). Switching kind
+	// removes the other workload once the new one has an available pod.
+	// +optional
+	// +kubebuilder:default=Deployment
+	Kind EnvoyKind `json:"kind,omitempty"`
+
+	// hostPorts publishes each Gateway listener port as a hostPort of the
+	// same number on the node (DaemonSet only). Two Gateways with a common
+	// port cannot both run on one node: the second one's pod stays
+	// Pending there, and the Gateway's Programmed condition says so.
+	// +optional
+	HostPorts bool `json:"hostPorts,omitempty"`
+
+	// hostNetwork runs the Envoy pods in the node's network namespace
+	// (DaemonSet only): listeners bind the node's addresses directly, with
+	// dnsPolicy ClusterFirstWithHostNet. The admin (19000, on loopback),
+	// readiness (19001) and metrics (19002) ports are then the node's too,
+	// so such a pod declares them, with the listener ports, as host ports:
+	// the scheduler keeps two of them off one node.
+	// +optional
+	HostNetwork bool `json:"hostNetwork,omitempty"`
+
+	// nodeSelector constrains the Envoy pods to nodes with these labels.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// tolerations of the Envoy pods.
+	// +optional
+	// +listType=atomic
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// affinity of the Envoy pods.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// topologySpreadConstraints of the Envoy pods. Their labelSelector
+	// should select the pods by shardgate.io/gateway: <gateway name>.
+	// +optional
+	// +listType=atomic
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+
+	// podDisruptionBudget, when set, gives the Envoy pods a
+	// PodDisruptionBudget (named like the workload, owned by the Gateway);
+	// unset, none exists.
+	// +optional
+	PodDisruptionBudget *EnvoyPodDisruptionBudget `json:"podDisruptionBudget,omitempty"`
+
+	// service tunes the Envoy Service.
+	// +optional
+	Service *EnvoyServiceSpec `json:"service,omitempty"`
 }
+
+// EnvoyKind is the workload kind of an Envoy fleet.
+// +kubebuilder:validation:Enum=Deployment;DaemonSet
+type EnvoyKind string
+
+const (
+	EnvoyKindDeployment EnvoyKind = "Deployment"
+	EnvoyKindDaemonSet  EnvoyKind = "DaemonSet"
+)
+
+// EnvoyPodDisruptionBudget bounds voluntary disruptions of the Envoy pods.
+// Exactly one of minAvailable and maxUnavailable is set.
+// +kubebuilder:validation:XValidation:rule="has(self.minAvailable) != has(self.maxUnavailable)",message="exactly one of minAvailable and maxUnavailable must be set"
+type EnvoyPodDisruptionBudget struct {
+	// minAvailable pods (a number or a percentage).
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	MinAvailable *intstr.IntOrString `json:"minAvailable,omitempty"`
+	// maxUnavailable pods (a number or a percentage).
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+}
+
+// EnvoyServiceSpec tunes the Envoy Service. The Service is of type
+// LoadBalancer whatever the workload kind: the Gateway's addresses are its
+// load-balancer addresses.
+type EnvoyServiceSpec struct {
+	// externalTrafficPolicy of the Service. Local (the default) sends
+	// external traffic only to Envoy pods on the node it arrived at, so
+	// Envoy sees the client's address (and X-Forwarded-For is right);
+	// nodes without a ready Envoy pod fail the load balancer's health check
+	// and get none. Cluster spreads traffic over every pod, through any
+	// node, at the cost of the client address (Envoy sees a node's).
+	// +optional
+	// +kubebuilder:default=Local
+	ExternalTrafficPolicy EnvoyExternalTrafficPolicy `json:"externalTrafficPolicy,omitempty"`
+}
+
+// EnvoyExternalTrafficPolicy is the Envoy Service's externalTrafficPolicy.
+// +kubebuilder:validation:Enum=Local;Cluster
+type EnvoyExternalTrafficPolicy string
+
+const (
+	EnvoyExternalTrafficPolicyLocal   EnvoyExternalTrafficPolicy = "Local"
+	EnvoyExternalTrafficPolicyCluster EnvoyExternalTrafficPolicy = "Cluster"
+)
 
 // AddressesSpec places a Gateway's LoadBalancer Service in MetalLB.
 type AddressesSpec struct {

@@ -23,6 +23,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -420,6 +421,26 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: infraN, Name: infra.ClientCertName(gw.Name)}, &corev1.Secret{})).To(Succeed())
 		}).Should(Succeed())
 
+		By("a DaemonSet and a PodDisruptionBudget for the Gateway (spec.envoy), then the budget removed")
+		var params shardgatev1alpha1.GatewayParameters
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: infraN, Name: "shard-a"}, &params)).To(Succeed())
+		params.Spec.Envoy = &shardgatev1alpha1.EnvoySpec{
+			Kind: shardgatev1alpha1.EnvoyKindDaemonSet, HostPorts: true,
+			PodDisruptionBudget: &shardgatev1alpha1.EnvoyPodDisruptionBudget{MaxUnavailable: new(intstr.FromInt32(1))},
+		}
+		Expect(c.Update(ctx, &params)).To(Succeed())
+		envoyKey := client.ObjectKey{Namespace: infraN, Name: infra.Name(gw.Name)}
+		eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, envoyKey, &appsv1.DaemonSet{})).To(Succeed())
+			g.Expect(c.Get(ctx, envoyKey, &policyv1.PodDisruptionBudget{})).To(Succeed())
+		}).Should(Succeed())
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: infraN, Name: "shard-a"}, &params)).To(Succeed())
+		params.Spec.Envoy.PodDisruptionBudget = nil
+		Expect(c.Update(ctx, &params)).To(Succeed())
+		eventually(func(g Gomega) {
+			g.Expect(apierrors.IsNotFound(c.Get(ctx, envoyKey, &policyv1.PodDisruptionBudget{}))).To(BeTrue())
+		}).Should(Succeed())
+
 		By("the LeasedIP controller applies the LoadBalancer Service and writes status")
 		var ipService string
 		eventually(func(g Gomega) {
@@ -541,6 +562,8 @@ var conditionalGrants = map[grantKey]string{
 	{Group: "shardgate.io", Resource: "leasehosts/finalizers", Verb: "update"}:            "blockOwnerDeletion on generated HTTPRoutes, checked only by the OwnerReferencesPermissionEnforcement admission plugin",
 	{Group: "shardgate.io", Resource: "leasedips/finalizers", Verb: "update"}:             "blockOwnerDeletion on LeasedIP Services, OwnerReferencesPermissionEnforcement",
 	{Group: "gateway.networking.k8s.io", Resource: "gateways/finalizers", Verb: "update"}: "blockOwnerDeletion on Envoy objects, OwnerReferencesPermissionEnforcement",
+	{Group: "apps", Resource: "deployments", Verb: "delete", Namespaced: true}:            "switching spec.envoy.kind once the DaemonSet has an available pod, and replacing a Deployment whose immutable selector its pods no longer match; no pod runs on this apiserver (the controllers' cluster-mode specs exercise it)",
+	{Group: "apps", Resource: "daemonsets", Verb: "delete", Namespaced: true}:             "switching spec.envoy.kind back once the Deployment has an available pod; no pod runs on this apiserver (the controllers' cluster-mode specs exercise it)",
 	{Group: "gateway.networking.k8s.io", Resource: "gatewayclasses", Verb: "get"}:         "status writer re-read after a conflict or cache lag (APIReader)",
 	{Group: "gateway.networking.k8s.io", Resource: "gateways", Verb: "get"}:               "status writer re-read after a conflict or cache lag (APIReader)",
 	{Group: "gateway.networking.k8s.io", Resource: "httproutes", Verb: "get"}:             "status writer re-read after a conflict or cache lag (APIReader)",

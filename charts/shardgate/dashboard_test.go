@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/shardgate/shardgate/internal/infra"
 )
 
 // registeredMetrics finds every metric the product's code defines: the Name
@@ -112,8 +114,20 @@ func TestDashboardQueriesExistingMetrics(t *testing.T) {
 		}
 		for _, tg := range p.Targets {
 			names := series.FindAllString(tg.Expr, -1)
-			if len(names) == 0 {
-				t.Errorf("panel %q queries no shardgate metric: %s", p.Title, tg.Expr)
+			envoy := envoySeries.FindAllString(tg.Expr, -1)
+			for _, e := range envoy {
+				e = strings.TrimSuffix(e, "{")
+				stat, ok := envoyStats[e]
+				switch {
+				case !ok:
+					t.Errorf("panel %q queries %s, which the test does not know as an Envoy statistic", p.Title, e)
+				case !keptByEnvoy(t, stat):
+					t.Errorf("panel %q queries %s, but the Envoy bootstrap's stats matcher drops %s", p.Title, e, stat)
+				}
+				queried[e] = true
+			}
+			if len(names) == 0 && len(envoy) == 0 {
+				t.Errorf("panel %q queries no shardgate or Envoy metric: %s", p.Title, tg.Expr)
 			}
 			for _, s := range names {
 				base, histogram := s, false
@@ -143,6 +157,10 @@ func TestDashboardQueriesExistingMetrics(t *testing.T) {
 		"shardgate_xds_push_latency_seconds", "shardgate_xds_pushes_total", "shardgate_xds_nacks_total",
 		"shardgate_status_writes_total", "shardgate_hostname_claims", "shardgate_hostname_refusals_total",
 		"shardgate_pool_addresses",
+		// Envoy (metrics.podMonitor): requests and 5xx per shard, per-lease
+		// requests and bytes.
+		"envoy_http_downstream_rq_total", "envoy_http_downstream_rq_xx", "envoy_cluster_upstream_rq_total",
+		"envoy_cluster_upstream_cx_rx_bytes_total", "envoy_cluster_upstream_cx_tx_bytes_total",
 	} {
 		if !queried[want] {
 			t.Errorf("no panel queries %s", want)
@@ -156,4 +174,43 @@ func TestDashboardQueriesExistingMetrics(t *testing.T) {
 	}
 	sort.Strings(missing)
 	t.Logf("registered metrics without a panel: %v", missing)
+}
+
+// envoySeries finds the Envoy metric names of a query (a selector follows
+// each; the envoy_* label names inside it are not metrics).
+var envoySeries = regexp.MustCompile(`\benvoy_[a-z0-9_]+(?:\{)`)
+
+// envoyStats maps the Prometheus names of Envoy statistics (after Envoy's
+// default tag extraction) the dashboard may query to one statistic name
+// Envoy keeps for it: a Gateway listener's HTTP connection manager is
+// http.<listener name>.*, a lease's cluster cluster.<ns>/<svc>/<port>.*.
+var envoyStats = map[string]string{
+	"envoy_http_downstream_rq_total":           "http.http-80.downstream_rq_total",
+	"envoy_http_downstream_rq_xx":              "http.http-80.downstream_rq_5xx",
+	"envoy_cluster_upstream_rq_total":          "cluster.lease/web/80.upstream_rq_total",
+	"envoy_cluster_upstream_rq_xx":             "cluster.lease/web/80.upstream_rq_5xx",
+	"envoy_cluster_upstream_cx_rx_bytes_total": "cluster.lease/web/80.upstream_cx_rx_bytes_total",
+	"envoy_cluster_upstream_cx_tx_bytes_total": "cluster.lease/web/80.upstream_cx_tx_bytes_total",
+	"envoy_server_live":                        "server.live",
+}
+
+// keptByEnvoy applies infra.StatsInclusions (prefix and RE2 full-match
+// patterns) to a statistic name.
+func keptByEnvoy(t *testing.T, stat string) bool {
+	t.Helper()
+	for _, m := range infra.StatsInclusions {
+		switch {
+		case m.GetPrefix() != "":
+			if strings.HasPrefix(stat, m.GetPrefix()) {
+				return true
+			}
+		case m.GetSafeRegex() != nil:
+			if regexp.MustCompile(`^(?:` + m.GetSafeRegex().GetRegex() + `)$`).MatchString(stat) {
+				return true
+			}
+		default:
+			t.Fatalf("unexpected matcher %v", m)
+		}
+	}
+	return false
 }

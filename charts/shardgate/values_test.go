@@ -17,7 +17,7 @@ import (
 // namespace, never cluster-wide.
 func TestShardNamespaceRBAC(t *testing.T) {
 	g := NewWithT(t)
-	writes := map[string][]string{"": {"secrets", "serviceaccounts", "configmaps"}, "apps": {"deployments"}}
+	writes := map[string][]string{"": {"secrets", "serviceaccounts", "configmaps"}, "apps": {"deployments", "daemonsets"}, "policy": {"poddisruptionbudgets"}}
 	clusterWrites := func(rel *release) []string {
 		var out []string
 		for _, r := range roleRules(t, rel) {
@@ -58,6 +58,7 @@ func TestShardNamespaceRBAC(t *testing.T) {
 	want := map[string][]string{
 		"secrets": {"get", "create", "patch", "delete"}, "serviceaccounts": {"get", "create", "patch", "delete"},
 		"configmaps": {"get", "create", "patch", "delete"}, "deployments": {"get", "create", "patch", "delete"},
+		"daemonsets": {"get", "create", "patch", "delete"}, "poddisruptionbudgets": {"get", "create", "patch", "delete"},
 	}
 
 	// Default: the release namespace only.
@@ -87,7 +88,7 @@ func TestShardNamespaceRBAC(t *testing.T) {
 
 func isShardRule(resources []string) bool {
 	for _, r := range resources {
-		if r == "serviceaccounts" || r == "configmaps" || r == "deployments" {
+		if r == "serviceaccounts" || r == "configmaps" || r == "deployments" || r == "daemonsets" || r == "poddisruptionbudgets" {
 			return true
 		}
 	}

@@ -74,7 +74,11 @@ func NodeCluster(gw types.NamespacedName) string { return gw.Namespace + "/" + g
 //     Secret (ClientCertDir), SNI opts.XDSHost, and the server certificate
 //     checked against the CA and the DNS SAN opts.XDSHost;
 //   - admin on 127.0.0.1:19000;
-//   - the readiness listener ReadyListenerName on 0.0.0.0:19001.
+//   - the readiness listener ReadyListenerName on 0.0.0.0:19001;
+//   - the metrics listener MetricsListenerName on 0.0.0.0:19002, which
+//     forwards GET /stats/prometheus only to the admin interface through
+//     the static cluster AdminClusterName;
+//   - stats_config.stats_matcher: only StatsInclusions are kept.
 func Bootstrap(gw types.NamespacedName, opts Options) (*bootstrapv3.Bootstrap, error) {
 	opts = opts.withDefaults()
 	ads := &corev3.ConfigSource{
@@ -86,6 +90,10 @@ func Bootstrap(gw types.NamespacedName, opts Options) (*bootstrapv3.Bootstrap, e
 		return nil, err
 	}
 	ready, err := readyListener()
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := metricsListener()
 	if err != nil {
 		return nil, err
 	}
@@ -104,10 +112,11 @@ func Bootstrap(gw types.NamespacedName, opts Options) (*bootstrapv3.Bootstrap, e
 			CdsConfig: proto.Clone(ads).(*corev3.ConfigSource),
 		},
 		StaticResources: &bootstrapv3.Bootstrap_StaticResources{
-			Listeners: []*listenerv3.Listener{ready},
-			Clusters:  []*clusterv3.Cluster{xds},
+			Listeners: []*listenerv3.Listener{ready, metrics},
+			Clusters:  []*clusterv3.Cluster{xds, adminCluster()},
 		},
-		Admin: &bootstrapv3.Admin{Address: socketAddress(AdminAddress, AdminPort)},
+		StatsConfig: statsConfig(),
+		Admin:       &bootstrapv3.Admin{Address: socketAddress(AdminAddress, AdminPort)},
 		LayeredRuntime: &bootstrapv3.LayeredRuntime{Layers: []*bootstrapv3.RuntimeLayer{{
 			// RE2's program size limit defaults to 100 in Envoy, which
 			// refuses (NACKs) ordinary route regexes such as

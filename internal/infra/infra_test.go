@@ -110,7 +110,9 @@ func TestBuildObjectsCommon(t *testing.T) {
 	}
 	wantLabels := map[string]string{
 		"app.kubernetes.io/name": "envoy", "app.kubernetes.io/managed-by": "shardgate", "gateway.networking.k8s.io/gateway-name": "edge",
+		"shardgate.io/gateway": "edge",
 	}
+	wantSelector := map[string]string{"shardgate.io/gateway": "edge"}
 	if len(o.All()) != 5 {
 		t.Fatalf("%d objects", len(o.All()))
 	}
@@ -137,9 +139,12 @@ func TestBuildObjectsCommon(t *testing.T) {
 			t.Errorf("%s has no desired hash", kind)
 		}
 	}
-	if !reflect.DeepEqual(o.Deployment.Spec.Selector.MatchLabels, wantLabels) || !reflect.DeepEqual(o.Service.Spec.Selector, wantLabels) ||
+	if !reflect.DeepEqual(o.Deployment.Spec.Selector.MatchLabels, wantSelector) || !reflect.DeepEqual(o.Service.Spec.Selector, wantSelector) ||
 		!reflect.DeepEqual(o.Deployment.Spec.Template.Labels, wantLabels) {
-		t.Error("the Deployment selector, pod labels and Service selector must all be the selector labels")
+		t.Error("the Deployment and Service select by shardgate.io/gateway; the pods carry every label")
+	}
+	if o.DaemonSet != nil || o.PodDisruptionBudget != nil {
+		t.Error("by default there is neither a DaemonSet nor a PodDisruptionBudget")
 	}
 	if o.ClientCert.Type != corev1.SecretTypeTLS || string(o.ClientCert.Data["tls.crt"]) != "CERT" || string(o.ClientCert.Data["tls.key"]) != "KEY" || string(o.ClientCert.Data["ca.crt"]) != "CA" {
 		t.Errorf("client Secret = %v %v", o.ClientCert.Type, o.ClientCert.Data)
@@ -300,6 +305,9 @@ func TestBootstrapGolden(t *testing.T) {
 	}
 	// The typed configs inside Any are not validated by ValidateAll.
 	for _, c := range b.StaticResources.Clusters {
+		if c.Name != XDSClusterName {
+			continue
+		}
 		var tlsCtx tlsv3.UpstreamTlsContext
 		if err := c.TransportSocket.GetTypedConfig().UnmarshalTo(&tlsCtx); err != nil {
 			t.Fatal(err)
@@ -315,12 +323,14 @@ func TestBootstrapGolden(t *testing.T) {
 			t.Errorf("protocol options: %v %v", err, &po)
 		}
 	}
-	var hcm hcmv3.HttpConnectionManager
-	if err := b.StaticResources.Listeners[0].FilterChains[0].Filters[0].GetTypedConfig().UnmarshalTo(&hcm); err != nil {
-		t.Fatal(err)
-	}
-	if err := hcm.ValidateAll(); err != nil {
-		t.Errorf("readiness HCM: %v", err)
+	for _, l := range b.StaticResources.Listeners {
+		var hcm hcmv3.HttpConnectionManager
+		if err := l.FilterChains[0].Filters[0].GetTypedConfig().UnmarshalTo(&hcm); err != nil {
+			t.Fatal(err)
+		}
+		if err := hcm.ValidateAll(); err != nil {
+			t.Errorf("%s HCM: %v", l.Name, err)
+		}
 	}
 	if b.Node.Cluster != "infra/edge" || b.Node.Id != "infra/edge" {
 		t.Errorf("node = %v", b.Node)
@@ -458,7 +468,7 @@ func TestUpToDate(t *testing.T) {
 			return s, desired.Service
 		},
 		"selector changed": func(s *corev1.Service, _ *appsv1.Deployment) (client.Object, client.Object) {
-			s.Spec.Selector["app.kubernetes.io/name"] = "x"
+			s.Spec.Selector[LabelOwnGateway] = "x"
 			return s, desired.Service
 		},
 		"label dropped": func(s *corev1.Service, _ *appsv1.Deployment) (client.Object, client.Object) {

@@ -14,20 +14,30 @@ import (
 var reservedAnnotationPrefixes = []string{"shardgate.io/", "metallb.io/", "metallb.universe.tf/"}
 
 // ObjectLabels are the labels of every provisioned object and of the
-// Envoy pods: the Gateway's spec.infrastructure.labels, then Labels over
-// them, so the selector and managed-by labels always keep shardgate's
-// values.
+// Envoy pods: shardgate's Labels, with the Gateway's
+// spec.infrastructure.labels over them, except those ReservedLabel
+// refuses. So an infrastructure label may replace app.kubernetes.io/name
+// (say with ingress-nginx, which Akash's per-lease NetworkPolicies admit)
+// or app.kubernetes.io/managed-by, but never the gateway-name label nor
+// anything under shardgate.io/, which select the pods.
 func ObjectLabels(gw *gatewayv1.Gateway) map[string]string {
-	out := map[string]string{}
+	out := Labels(gw.Name)
 	if gw.Spec.Infrastructure != nil {
 		for k, v := range gw.Spec.Infrastructure.Labels {
-			out[string(k)] = string(v)
+			if !ReservedLabel(string(k)) {
+				out[string(k)] = string(v)
+			}
 		}
 	}
-	for k, v := range Labels(gw.Name) {
-		out[k] = v
-	}
 	return out
+}
+
+// ReservedLabel says whether an infrastructure label key is kept from the
+// provisioned objects: shardgate's own (shardgate.io/) and the Gateway
+// API's gateway-name label, which names the Gateway the objects belong to
+// (GEP-1762) and must not say another.
+func ReservedLabel(key string) bool {
+	return strings.HasPrefix(key, LabelPrefix) || key == LabelGateway
 }
 
 // InfrastructureAnnotations are the Gateway's spec.infrastructure

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -21,7 +22,9 @@ func infraGateway() *gatewayv1.Gateway {
 			"example.com/cost-center":                "42",
 			"app.kubernetes.io/managed-by":           "someone-else",
 			"gateway.networking.k8s.io/gateway-name": "other",
-			"app.kubernetes.io/name":                 "not-envoy",
+			"app.kubernetes.io/name":                 "ingress-nginx",
+			"shardgate.io/gateway":                   "forged",
+			"shardgate.io/x":                         "y",
 		},
 		Annotations: map[gatewayv1.AnnotationKey]gatewayv1.AnnotationValue{
 			"owner":                       "platform",
@@ -35,15 +38,19 @@ func infraGateway() *gatewayv1.Gateway {
 }
 
 // Every object and the pod template carry the Gateway's infrastructure
-// labels and annotations; shardgate's own labels, annotations and the
-// selectors keep their values, and reserved annotations are not copied.
+// labels and annotations. An infrastructure label may replace
+// app.kubernetes.io/name and managed-by; shardgate.io/ labels and the
+// gateway-name label keep shardgate's values, the selectors stay
+// shardgate.io/gateway (which the pods carry), and reserved annotations are
+// not copied.
 func TestInfrastructureMetadataPropagated(t *testing.T) {
 	gw := infraGateway()
 	o := mustBuild(t, gw, nil, Options{})
 	selector := SelectorLabels("edge")
-	wantLabels := map[string]string{"team": "edge", "example.com/cost-center": "42"}
-	for k, v := range selector {
-		wantLabels[k] = v
+	wantLabels := map[string]string{
+		"team": "edge", "example.com/cost-center": "42",
+		"app.kubernetes.io/name": "ingress-nginx", "app.kubernetes.io/managed-by": "someone-else",
+		"gateway.networking.k8s.io/gateway-name": "edge", "shardgate.io/gateway": "edge",
 	}
 	type meta struct {
 		what        string
@@ -75,8 +82,12 @@ func TestInfrastructureMetadataPropagated(t *testing.T) {
 	if _, ok := o.Service.Annotations["metallb.io/address-pool"]; ok {
 		t.Error("an infrastructure annotation chose the address pool")
 	}
-	if !reflect.DeepEqual(o.Deployment.Spec.Selector.MatchLabels, selector) || !reflect.DeepEqual(o.Service.Spec.Selector, selector) {
+	if !reflect.DeepEqual(o.Deployment.Spec.Selector.MatchLabels, selector) || !reflect.DeepEqual(o.Service.Spec.Selector, selector) ||
+		!reflect.DeepEqual(selector, map[string]string{"shardgate.io/gateway": "edge"}) {
 		t.Errorf("selectors changed: %v %v", o.Deployment.Spec.Selector.MatchLabels, o.Service.Spec.Selector)
+	}
+	if !labels.SelectorFromSet(o.Service.Spec.Selector).Matches(labels.Set(o.Deployment.Spec.Template.Labels)) {
+		t.Error("the Service does not select the pods")
 	}
 	// The golden records every object as built.
 	var b strings.Builder

@@ -23,6 +23,12 @@ const (
 	LabelName      = "app.kubernetes.io/name"
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	LabelGateway   = "gateway.networking.k8s.io/gateway-name"
+	// LabelOwnGateway selects a Gateway's Envoy pods; its value is the
+	// gateway-name label's (GatewayLabelValue).
+	LabelOwnGateway = "shardgate.io/gateway"
+	// LabelPrefix is shardgate's own label prefix: no infrastructure label
+	// under it is propagated.
+	LabelPrefix = "shardgate.io/"
 
 	// LabelNameValue and LabelManagedByValue are the fixed label values.
 	LabelNameValue      = "envoy"
@@ -101,9 +107,20 @@ func shortHash(s string) string {
 	return hex.EncodeToString(sum[:])[:hashLength]
 }
 
-// SelectorLabels select a Gateway's Envoy pods. They are also the
-// Deployment's selector, which is immutable: never change them.
+// SelectorLabels select the Envoy pods of a workload this version creates
+// (and are its spec.selector, the Service's selector and the
+// PodDisruptionBudget's): shardgate.io/gateway, a label under shardgate's
+// own prefix that spec.infrastructure.labels cannot set, so no
+// infrastructure label ever changes what selects the pods. A workload's
+// selector is immutable: never change them.
 func SelectorLabels(gateway string) map[string]string {
+	return map[string]string{LabelOwnGateway: GatewayLabelValue(gateway)}
+}
+
+// LegacySelectorLabels are the selector of the Envoy Deployments that
+// versions before shardgate.io/gateway existed created. Such a Deployment
+// keeps it while its pods still carry those labels (see AdoptSelector).
+func LegacySelectorLabels(gateway string) map[string]string {
 	return map[string]string{
 		LabelName:      LabelNameValue,
 		LabelManagedBy: LabelManagedByValue,
@@ -111,5 +128,12 @@ func SelectorLabels(gateway string) map[string]string {
 	}
 }
 
-// Labels are the labels of every provisioned object and pod.
-func Labels(gateway string) map[string]string { return SelectorLabels(gateway) }
+// Labels are shardgate's labels on every provisioned object and pod:
+// app.kubernetes.io/name and managed-by (defaults that
+// spec.infrastructure.labels may override), the Gateway API's
+// gateway-name label and shardgate.io/gateway (which it may not).
+func Labels(gateway string) map[string]string {
+	out := LegacySelectorLabels(gateway)
+	out[LabelOwnGateway] = GatewayLabelValue(gateway)
+	return out
+}

@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -91,13 +92,55 @@ type Objects struct {
 	ClientCert     *corev1.Secret
 	Bootstrap      *corev1.ConfigMap
 	Service        *corev1.Service
-	Deployment     *appsv1.Deployment
+	// Exactly one of Deployment and DaemonSet is set (spec.envoy.kind).
+	Deployment *appsv1.Deployment
+	DaemonSet  *appsv1.DaemonSet
+	// PodDisruptionBudget is nil unless spec.envoy.podDisruptionBudget is
+	// set.
+	PodDisruptionBudget *policyv1.PodDisruptionBudget
 }
 
-// All lists the objects in the order they are best applied: what the
-// Deployment mounts and runs as first.
+// All lists the objects that exist, in the order they are best applied:
+// what the workload mounts and runs as first.
 func (o *Objects) All() []client.Object {
-	return []client.Object{o.ServiceAccount, o.ClientCert, o.Bootstrap, o.Service, o.Deployment}
+	out := []client.Object{o.ServiceAccount, o.ClientCert, o.Bootstrap, o.Service}
+	if o.Deployment != nil {
+		out = append(out, o.Deployment)
+	}
+	if o.DaemonSet != nil {
+		out = append(out, o.DaemonSet)
+	}
+	if o.PodDisruptionBudget != nil {
+		out = append(out, o.PodDisruptionBudget)
+	}
+	return out
+}
+
+// Workload is the Deployment or the DaemonSet.
+func (o *Objects) Workload() client.Object {
+	if o.DaemonSet != nil {
+		return o.DaemonSet
+	}
+	return o.Deployment
+}
+
+// Absent are the objects of the Gateway that must not exist, empty but for
+// their name and namespace: the workload of the other kind, and the
+// PodDisruptionBudget when none is asked for. The controller deletes
+// those it controls.
+func (o *Objects) Absent() []client.Object {
+	m := metav1.ObjectMeta{Name: o.Service.Name, Namespace: o.Service.Namespace}
+	var out []client.Object
+	if o.Deployment == nil {
+		out = append(out, &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: m})
+	}
+	if o.DaemonSet == nil {
+		out = append(out, &appsv1.DaemonSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"}, ObjectMeta: m})
+	}
+	if o.PodDisruptionBudget == nil {
+		out = append(out, &policyv1.PodDisruptionBudget{TypeMeta: metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"}, ObjectMeta: m})
+	}
+	return out
 }
 
 // Build produces a Gateway's objects from the Gateway, its resolved
@@ -123,7 +166,13 @@ func Build(gw *gatewayv1.Gateway, params *shardgatev1alpha1.GatewayParameters, o
 		Bootstrap:      configMap(gw, bootstrap),
 		Service:        service(gw, params),
 	}
-	o.Deployment = deployment(gw, params, opts, hashOf(bootstrap), hashOf(string(cert.Cert)))
+	tmpl := podTemplate(gw, params, opts, hashOf(bootstrap), hashOf(string(cert.Cert)))
+	if Kind(params) == shardgatev1alpha1.EnvoyKindDaemonSet {
+		o.DaemonSet = daemonSet(gw, tmpl)
+	} else {
+		o.Deployment = deployment(gw, params, tmpl)
+	}
+	o.PodDisruptionBudget = podDisruptionBudget(gw, params)
 	for _, obj := range o.All() {
 		if err := stampHash(obj); err != nil {
 			return nil, err
@@ -247,8 +296,9 @@ func service(gw *gatewayv1.Gateway, params *shardgatev1alpha1.GatewayParameters)
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: meta(gw, Name(gw.Name)),
 		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeLoadBalancer,
-			Selector: SelectorLabels(gw.Name),
+			Type:                  corev1.ServiceTypeLoadBalancer,
+			Selector:              SelectorLabels(gw.Name),
+			ExternalTrafficPolicy: ExternalTrafficPolicy(params),
 		},
 	}
 	if ann := addresses.GatewayServiceAnnotations(gw, params); len(ann) > 0 {
@@ -268,6 +318,24 @@ func service(gw *gatewayv1.Gateway, params *shardgatev1alpha1.GatewayParameters)
 		})
 	}
 	return svc
+}
+
+// ExternalTrafficPolicy is spec.envoy.service.externalTrafficPolicy,
+// default Local (the client's address reaches Envoy).
+func ExternalTrafficPolicy(params *shardgatev1alpha1.GatewayParameters) corev1.ServiceExternalTrafficPolicy {
+	if params != nil && params.Spec.Envoy != nil && params.Spec.Envoy.Service != nil &&
+		params.Spec.Envoy.Service.ExternalTrafficPolicy == shardgatev1alpha1.EnvoyExternalTrafficPolicyCluster {
+		return corev1.ServiceExternalTrafficPolicyCluster
+	}
+	return corev1.ServiceExternalTrafficPolicyLocal
+}
+
+// Kind is spec.envoy.kind, default Deployment.
+func Kind(params *shardgatev1alpha1.GatewayParameters) shardgatev1alpha1.EnvoyKind {
+	if params != nil && params.Spec.Envoy != nil && params.Spec.Envoy.Kind == shardgatev1alpha1.EnvoyKindDaemonSet {
+		return shardgatev1alpha1.EnvoyKindDaemonSet
+	}
+	return shardgatev1alpha1.EnvoyKindDeployment
 }
 
 // Replicas is spec.envoy.replicas, default 1.
@@ -305,117 +373,6 @@ post /healthcheck/fail
 post '/drain_listeners?graceful'
 sleep %d
 `, AdminAddress, AdminPort, AdminAddress, DrainSeconds)
-
-func deployment(gw *gatewayv1.Gateway, params *shardgatev1alpha1.GatewayParameters, opts Options, bootstrapHash, certHash string) *appsv1.Deployment {
-	name := Name(gw.Name)
-	var resources corev1.ResourceRequirements
-	if params != nil && params.Spec.Envoy != nil && params.Spec.Envoy.Resources != nil {
-		resources = *params.Spec.Envoy.Resources.DeepCopy()
-	}
-	container := corev1.Container{
-		Name:    "envoy",
-		Image:   Image(params, opts),
-		Command: []string{"envoy"},
-		Args: []string{
-			"-c", BootstrapPath,
-			"--service-node", "$(POD_NAME)",
-			"--log-level", LogLevel(params),
-			"--drain-time-s", strconv.Itoa(DrainSeconds),
-		},
-		Env: []corev1.EnvVar{{
-			Name:      "POD_NAME",
-			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}},
-		}},
-		Ports:     []corev1.ContainerPort{{Name: "ready", ContainerPort: ReadyPort, Protocol: corev1.ProtocolTCP}},
-		Resources: resources,
-		ReadinessProbe: &corev1.Probe{
-			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-				Path: ReadyPath, Port: intstr.FromInt32(ReadyPort), Scheme: corev1.URISchemeHTTP,
-			}},
-			PeriodSeconds:    5,
-			TimeoutSeconds:   1,
-			SuccessThreshold: 1,
-			FailureThreshold: 1,
-		},
-		// Liveness only asks that Envoy still accepts connections: a
-		// draining Envoy fails readiness on purpose and must not be killed
-		// for it.
-		LivenessProbe: &corev1.Probe{
-			ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(ReadyPort)}},
-			InitialDelaySeconds: 10,
-			PeriodSeconds:       10,
-			TimeoutSeconds:      1,
-			SuccessThreshold:    1,
-			FailureThreshold:    3,
-		},
-		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
-			Command: []string{"/bin/bash", "-c", preStopScript},
-		}}},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: new(false),
-			ReadOnlyRootFilesystem:   new(true),
-			Capabilities: &corev1.Capabilities{
-				Drop: []corev1.Capability{"ALL"},
-				Add:  []corev1.Capability{"NET_BIND_SERVICE"},
-			},
-		},
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: "bootstrap", MountPath: BootstrapDir, ReadOnly: true},
-			{Name: "xds-client", MountPath: ClientCertDir, ReadOnly: true},
-			{Name: "tmp", MountPath: "/tmp"},
-		},
-	}
-	podAnnotations := InfrastructureAnnotations(gw)
-	if podAnnotations == nil {
-		podAnnotations = map[string]string{}
-	}
-	podAnnotations[AnnotationBootstrapHash] = bootstrapHash
-	podAnnotations[AnnotationClientCertHash] = certHash
-	return &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: meta(gw, name),
-		Spec: appsv1.DeploymentSpec{
-			Replicas: new(Replicas(params)),
-			Selector: &metav1.LabelSelector{MatchLabels: SelectorLabels(gw.Name)},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{
-					Labels:      ObjectLabels(gw),
-					Annotations: podAnnotations,
-				},
-				Spec: corev1.PodSpec{
-					ServiceAccountName:            name,
-					AutomountServiceAccountToken:  new(false),
-					TerminationGracePeriodSeconds: new(int64(TerminationGraceSeconds)),
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot: new(true),
-						RunAsUser:    new(int64(EnvoyUID)),
-						RunAsGroup:   new(int64(EnvoyUID)),
-						FSGroup:      new(int64(EnvoyUID)),
-						// A non-root process gets no effective capabilities
-						// from the container's capability list unless the
-						// binary carries file capabilities, so the Gateway
-						// ports below 1024 are made bindable by the
-						// namespaced, "safe" sysctl as well.
-						Sysctls:        []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"}},
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
-					Containers: []corev1.Container{container},
-					Volumes: []corev1.Volume{
-						{Name: "bootstrap", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: BootstrapName(gw.Name)},
-							Items:                []corev1.KeyToPath{{Key: BootstrapKey, Path: BootstrapKey}},
-						}}},
-						{Name: "xds-client", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-							SecretName:  ClientCertName(gw.Name),
-							DefaultMode: new(int32(0o440)),
-						}}},
-						{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-					},
-				},
-			},
-		},
-	}
-}
 
 func hashOf(s string) string {
 	sum := sha256.Sum256([]byte(s))

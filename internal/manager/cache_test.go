@@ -64,7 +64,7 @@ func TestCacheKeepsOnlyCABundles(t *testing.T) {
 		t.Fatal("a ConfigMap without ca.crt keeps data")
 	}
 	ours := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{infra.LabelManagedBy: infra.LabelManagedByValue},
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{infra.LabelOwnGateway: "edge"},
 			Annotations: map[string]string{infra.AnnotationDesiredHash: "h"}},
 		Data: map[string]string{infra.BootstrapKey: "envoy"},
 	}

@@ -20,8 +20,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -578,19 +580,30 @@ func (p *process) newManager() (crmanager.Manager, error) {
 // (nothing reads them), the data of Secrets that are not TLS Secrets dropped
 // but for ca.crt (the translator only reports their type, or reads a CA
 // bundle a Gateway's client certificate validation names), Envoy
-// Deployments and ServiceAccounts cached only when shardgate manages them,
+// Deployments, DaemonSets, PodDisruptionBudgets and ServiceAccounts cached
+// only when shardgate provisioned them (labelled shardgate.io/gateway),
 // instead of every one in the cluster, and of the ConfigMaps shardgate does
 // not manage only ca.crt (any may be named as a Gateway's CA; the rest of
 // their data, binaryData and annotations are dropped), and of EndpointSlices
 // only what the endpoint table reads (slimEndpointSlice).
 func cacheOptions() cache.Options {
-	ours := labels.SelectorFromSet(labels.Set{infra.LabelManagedBy: infra.LabelManagedByValue})
+	// Every object shardgate provisions carries shardgate.io/gateway, which
+	// no infrastructure label can change (app.kubernetes.io/managed-by
+	// can). Objects an earlier version created without it are read from
+	// the apiserver until their next apply labels them.
+	hasGateway, err := labels.NewRequirement(infra.LabelOwnGateway, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	ours := labels.NewSelector().Add(*hasGateway)
 	strip := stripUnread(cache.TransformStripManagedFields())
 	return cache.Options{
 		DefaultTransform: strip,
 		ByObject: map[client.Object]cache.ByObject{
-			&appsv1.Deployment{}:     {Label: ours},
-			&corev1.ServiceAccount{}: {Label: ours},
+			&appsv1.Deployment{}:            {Label: ours},
+			&appsv1.DaemonSet{}:             {Label: ours},
+			&policyv1.PodDisruptionBudget{}: {Label: ours},
+			&corev1.ServiceAccount{}:        {Label: ours},
 			&corev1.ConfigMap{}: {Transform: func(in any) (any, error) {
 				if c, ok := in.(*corev1.ConfigMap); ok && !ours.Matches(labels.Set(c.Labels)) {
 					keepCAOnly(c)
