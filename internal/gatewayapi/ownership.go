@@ -38,7 +38,9 @@ const (
 // The rule it feeds: a route hostname on a shard is served only if the
 // route is the one shardgate generated for a LeaseHost holding that name on
 // that shard, or (shard routes: Owned) the name is held by the owner of the
-// route's namespace (a wildcard: every name it covers). Anything else
+// route's namespace (a wildcard: every name it covers). The names a
+// generated route's LeaseHost holds on other shards only are not served on
+// this one, and do not refuse the route here either (heldElsewhere). Anything else
 // attached to a shard, whatever its kind or author, is Accepted=False
 // HostnameNotOwned and serves nothing. Gateways that are not shards are
 // not affected.
@@ -135,20 +137,71 @@ func (g GeneratedRoute) Equal(o GeneratedRoute) bool {
 	return true
 }
 
+// generated returns the entry of cr when cr is a route shardgate
+// generates: an HTTPRoute with a Generated entry whose LeaseHost is its
+// controller (or, Unowned, a route without controller).
+func (o *Ownership) generated(cr *compiledRoute) (GeneratedRoute, bool) {
+	if cr.key.Kind != kindHTTPRoute {
+		return GeneratedRoute{}, false
+	}
+	g, ok := o.Generated[cr.key.NN]
+	if !ok || !((cr.controller != "" && cr.controller == g.LeaseHost) || (g.Unowned && cr.controller == "")) {
+		return GeneratedRoute{}, false
+	}
+	return g, true
+}
+
+// heldElsewhere says, for the route cr on the shard gw, which of its
+// hostnames belong to other shards: when cr is a generated route, the
+// names its LeaseHost holds on another shard and not on gw (a subdomain
+// composes one name per shard, and the route lists them all). They are
+// not served on gw, whatever listener would match them there (a listener
+// without hostname matches every one), and they are no reason to refuse
+// the route on gw either: they are its own, served where they are held.
+// nil when cr is not a generated route on a shard or has no such name.
+func (o *Ownership) heldElsewhere(gw types.NamespacedName, cr *compiledRoute) map[string]bool {
+	if o == nil {
+		return nil
+	}
+	if _, shard := o.Shards[gw]; !shard {
+		return nil
+	}
+	g, ok := o.generated(cr)
+	if !ok {
+		return nil
+	}
+	here := g.Hosts[gw]
+	var out map[string]bool
+	for other, hosts := range g.Hosts {
+		if other == gw {
+			continue
+		}
+		for _, h := range hosts {
+			if !slices.Contains(here, h) {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[h] = true
+			}
+		}
+	}
+	return out
+}
+
 // shardAdmits says why cr may not serve hosts (the hostnames it would
 // serve on the shard gw) there; "" when it may. hosts may hold "" (any
-// hostname), which nobody owns.
+// hostname), which nobody owns. Names heldElsewhere are left out of hosts
+// beforehand.
 func (o *Ownership) shardAdmits(gw types.NamespacedName, cr *compiledRoute, hosts []string) (reason, msg string) {
 	mode, shard := o.Shards[gw]
 	if !shard {
 		return "", ""
 	}
-	if g, ok := o.Generated[cr.key.NN]; ok && cr.key.Kind == kindHTTPRoute &&
-		((cr.controller != "" && cr.controller == g.LeaseHost) || (g.Unowned && cr.controller == "")) {
+	if g, ok := o.generated(cr); ok {
 		held := g.Hosts[gw]
 		var foreign []string
 		for _, h := range hosts {
-			if !slices.Contains(held, h) {
+			if !slices.Contains(held, h) && !slices.Contains(foreign, domain(h)) {
 				foreign = append(foreign, domain(h))
 			}
 		}
