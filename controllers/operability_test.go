@@ -101,14 +101,14 @@ var _ = Describe("what an operator sees: printer columns and Events", Ordered, f
 		alice.leaseHost(ctx, "alice-nosvc", "nosvc.shard-a.ops.test", owner("akash1alice", 2), service("missing"))
 	})
 
-	It("shows a LeaseHost refused on one shard as 1/2 admitted, and a missing Service as not ready, in kubectl's table", func() {
+	It("shows a LeaseHost refused on one shard as 1/2 admitted and not ready, and a missing Service as not ready, in kubectl's table", func() {
 		rows := tableRows(ctx, env.Config, "/apis/shardgate.io/v1alpha1/namespaces/"+alice.ns+"/leasehosts")
 		Eventually(func(g Gomega) {
 			got := rows(g)
 			g.Expect(got).To(HaveKey("alice-web"))
 			g.Expect(got["alice-web"]).To(Equal(map[string]string{
 				"Name": "alice-web", "Owner": "akash1alice", "DSeq": "1", "Hostname": "<nil>", "Subdomain": "web",
-				"Reserved": "True", "Ready": "True", "Admitted": "1/2", "Reason": shardgatev1alpha1.ReasonAdmitted,
+				"Reserved": "True", "Ready": "False", "Admitted": "1/2", "Reason": shardgatev1alpha1.ReasonPartiallyAdmitted,
 				"Age": got["alice-web"]["Age"],
 			}), "alice-web row: %v", got["alice-web"])
 			g.Expect(got["alice-nosvc"]).To(HaveKeyWithValue("Reserved", "True"), "alice-nosvc row: %v", got["alice-nosvc"])
