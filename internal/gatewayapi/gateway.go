@@ -366,18 +366,23 @@ func (idx *Index) matchParent(gw *gatewayv1.Gateway, listeners []*listenerState,
 		hosts []string
 	}
 	// On a shard, a generated route's names held on other shards are not
-	// served here, by any listener (see Ownership.heldElsewhere).
-	elsewhere := idx.ownership.heldElsewhere(nn(gw.Namespace, gw.Name), cr)
+	// served here, by any listener (see Ownership.generatedOn).
+	gwKey := nn(gw.Namespace, gw.Name)
+	g, generated := idx.ownership.generatedOn(gwKey, cr)
+	split := generated && len(g.Hosts) > 0
 	var hits []hit
 	var dropped []string
 	for _, l := range allowed {
 		if hosts, ok := IntersectHostnames(l.hostname, cr.hostnames); ok {
-			if elsewhere != nil {
+			if split {
 				hosts = slices.DeleteFunc(hosts, func(h string) bool {
-					if elsewhere[h] && !slices.Contains(dropped, h) {
+					if !g.heldElsewhere(gwKey, h) {
+						return false
+					}
+					if !slices.Contains(dropped, h) {
 						dropped = append(dropped, h)
 					}
-					return elsewhere[h]
+					return true
 				})
 				if len(hosts) == 0 {
 					continue

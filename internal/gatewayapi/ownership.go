@@ -40,7 +40,7 @@ const (
 // that shard, or (shard routes: Owned) the name is held by the owner of the
 // route's namespace (a wildcard: every name it covers). The names a
 // generated route's LeaseHost holds on other shards only are not served on
-// this one, and do not refuse the route here either (heldElsewhere). Anything else
+// this one, and do not refuse the route here either (generatedOn). Anything else
 // attached to a shard, whatever its kind or author, is Accepted=False
 // HostnameNotOwned and serves nothing. Gateways that are not shards are
 // not affected.
@@ -151,47 +151,40 @@ func (o *Ownership) generated(cr *compiledRoute) (GeneratedRoute, bool) {
 	return g, true
 }
 
-// heldElsewhere says, for the route cr on the shard gw, which of its
-// hostnames belong to other shards: when cr is a generated route, the
-// names its LeaseHost holds on another shard and not on gw (a subdomain
-// composes one name per shard, and the route lists them all). They are
+// generatedOn returns the entry of cr when cr is a generated route and gw
+// a shard: its names held on other shards only (heldElsewhere) are then
 // not served on gw, whatever listener would match them there (a listener
 // without hostname matches every one), and they are no reason to refuse
-// the route on gw either: they are its own, served where they are held.
-// nil when cr is not a generated route on a shard or has no such name.
-func (o *Ownership) heldElsewhere(gw types.NamespacedName, cr *compiledRoute) map[string]bool {
+// the route on gw either: they are its own, served where they are held (a
+// subdomain composes one name per shard, and the route lists them all).
+func (o *Ownership) generatedOn(gw types.NamespacedName, cr *compiledRoute) (GeneratedRoute, bool) {
 	if o == nil {
-		return nil
+		return GeneratedRoute{}, false
 	}
 	if _, shard := o.Shards[gw]; !shard {
-		return nil
+		return GeneratedRoute{}, false
 	}
-	g, ok := o.generated(cr)
-	if !ok {
-		return nil
+	return o.generated(cr)
+}
+
+// heldElsewhere: g's LeaseHost holds h on a shard other than gw, and not
+// on gw.
+func (g GeneratedRoute) heldElsewhere(gw types.NamespacedName, h string) bool {
+	if slices.Contains(g.Hosts[gw], h) {
+		return false
 	}
-	here := g.Hosts[gw]
-	var out map[string]bool
 	for other, hosts := range g.Hosts {
-		if other == gw {
-			continue
-		}
-		for _, h := range hosts {
-			if !slices.Contains(here, h) {
-				if out == nil {
-					out = map[string]bool{}
-				}
-				out[h] = true
-			}
+		if other != gw && slices.Contains(hosts, h) {
+			return true
 		}
 	}
-	return out
+	return false
 }
 
 // shardAdmits says why cr may not serve hosts (the hostnames it would
 // serve on the shard gw) there; "" when it may. hosts may hold "" (any
-// hostname), which nobody owns. Names heldElsewhere are left out of hosts
-// beforehand.
+// hostname), which nobody owns. A generated route's names held elsewhere
+// (GeneratedRoute.heldElsewhere) are left out of hosts beforehand.
 func (o *Ownership) shardAdmits(gw types.NamespacedName, cr *compiledRoute, hosts []string) (reason, msg string) {
 	mode, shard := o.Shards[gw]
 	if !shard {
