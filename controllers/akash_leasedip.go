@@ -82,6 +82,14 @@ func (r *ProviderLeasedIPReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ipServices := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetLabels()[akash.LabelServiceTarget] == akash.ServiceTargetMetalLB
 	})
+	// And on every event of a leased-IP Service: one that no
+	// ProviderLeasedIP produces any more goes.
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("akash-leasedip-orphans").
+		For(&corev1.Service{}, builder.WithPredicates(ipServices)).
+		Complete(reconcile.Func(r.sweepService)); err != nil {
+		return fmt.Errorf("add leased-IP Service orphan controller: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("akash-providerleasedip").
 		For(&akashv1.ProviderLeasedIP{}, builder.WithPredicates(inNamespace)).
@@ -91,16 +99,16 @@ func (r *ProviderLeasedIPReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // sweep deletes the leased-IP Services (akash.network: "true",
-// service-target metal-lb, lease labels) that no ProviderLeasedIP produces.
-// With no ProviderLeasedIP at all it deletes nothing: akash.namespace may
-// simply be wrong.
+// service-target metal-lb, lease labels) that shardgate wrote and no live
+// ProviderLeasedIP produces, also when no ProviderLeasedIP is left at all
+// (every lease with an IP ended while shardgate was down). A Service
+// shardgate never wrote (no field manager of its own: Akash's IP operator's,
+// another tool's) is never deleted, so a wrong akash.namespace costs nothing
+// but the addresses shardgate itself gave out.
 func (r *ProviderLeasedIPReconciler) sweep(ctx context.Context) error {
 	var lips akashv1.ProviderLeasedIPList
 	if err := r.Client.List(ctx, &lips, client.InNamespace(r.Namespace)); err != nil {
 		return fmt.Errorf("sweep leased-IP Services: list ProviderLeasedIPs: %w", err)
-	}
-	if len(lips.Items) == 0 {
-		return nil
 	}
 	wanted := map[types.NamespacedName]bool{}
 	for i := range lips.Items {
@@ -112,11 +120,69 @@ func (r *ProviderLeasedIPReconciler) sweep(ctx context.Context) error {
 	if err := r.Client.List(ctx, &svcs, client.MatchingLabels{akash.LabelManaged: "true", akash.LabelServiceTarget: akash.ServiceTargetMetalLB}); err != nil {
 		return fmt.Errorf("sweep leased-IP Services: list Services: %w", err)
 	}
-	objs := make([]client.Object, len(svcs.Items))
 	for i := range svcs.Items {
-		objs[i] = &svcs.Items[i]
+		nn := client.ObjectKeyFromObject(&svcs.Items[i])
+		if wanted[nn] {
+			continue
+		}
+		if err := r.deleteOrphan(ctx, nn); err != nil {
+			return fmt.Errorf("sweep leased-IP Services: %w", err)
+		}
 	}
-	return sweepAkash(ctx, r.Client, r.Log, objs, wanted, "the Service of a ProviderLeasedIP")
+	return nil
+}
+
+// sweepService deletes the leased-IP Service req names when it is an
+// orphan (see deleteOrphan).
+func (r *ProviderLeasedIPReconciler) sweepService(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return reconcile.Result{}, r.deleteOrphan(ctx, req.NamespacedName)
+}
+
+// deleteOrphan deletes the Service nn if it is a leased-IP Service of a
+// lease (Akash's labels), no live ProviderLeasedIP produces it, and
+// shardgate wrote it (read from the apiserver: the cache keeps no
+// managedFields).
+func (r *ProviderLeasedIPReconciler) deleteOrphan(ctx context.Context, nn types.NamespacedName) error {
+	var cached corev1.Service
+	if err := r.Client.Get(ctx, nn, &cached); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if _, ok := akash.LeaseFromLabels(cached.Labels); !ok || cached.Labels[akash.LabelManaged] != "true" ||
+		cached.Labels[akash.LabelServiceTarget] != akash.ServiceTargetMetalLB {
+		return nil
+	}
+	var producers akashv1.ProviderLeasedIPList
+	if err := r.Client.List(ctx, &producers, client.InNamespace(r.Namespace), client.MatchingFields{providerLeasedIPServiceIndex: nn.String()}); err != nil {
+		return fmt.Errorf("list ProviderLeasedIPs of %s: %w", nn, err)
+	}
+	for i := range producers.Items {
+		if producers.Items[i].DeletionTimestamp == nil {
+			return nil
+		}
+	}
+	var svc corev1.Service
+	if err := r.live.Get(ctx, nn, &svc); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !wroteBy(&svc, shardgatev1alpha1.FieldOwner) {
+		return nil
+	}
+	r.Log.Info("deleting the Service of a ProviderLeasedIP that is gone", "service", nn)
+	if err := r.Client.Delete(ctx, &svc, client.Preconditions{UID: &svc.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete orphaned leased-IP Service %s: %w", nn, err)
+	}
+	return nil
+}
+
+// wroteBy: obj has fields of field manager (it wrote them, by apply or
+// update).
+func wroteBy(obj client.Object, owner string) bool {
+	for _, m := range obj.GetManagedFields() {
+		if m.Manager == owner {
+			return true
+		}
+	}
+	return false
 }
 
 func ipServiceOf(lip *akashv1.ProviderLeasedIP) (types.NamespacedName, bool) {

@@ -91,6 +91,14 @@ var _ = Describe("what an operator sees: printer columns and Events", Ordered, f
 		env.RunManager(manager.Options{MetricsAddress: "0", HealthAddress: "0", Log: GinkgoLogr})
 		shard(ctx, c, infra, "shard-a", "shard-a.ops.test")
 		shard(ctx, c, infra, "shard-b", "shard-b.ops.test")
+		// shard-b, whose listener cannot carry shard-a's names, does not
+		// select alice-nosvc: that LeaseHost is Ready once shard-a admits it.
+		update(ctx, c, &shardgatev1alpha1.GatewayParameters{ObjectMeta: metav1.ObjectMeta{Namespace: infra, Name: "shard-b"}},
+			func(p *shardgatev1alpha1.GatewayParameters) {
+				p.Spec.Shard.LeaseSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+					Key: "shard", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"a-only"},
+				}}}
+			})
 		bob = ownedFixture(ctx, c, "bob", "akash1bob")
 		bob.service(ctx, "web")
 		bob.leaseHost(ctx, "bob-web", "web.shard-b.ops.test", owner("akash1bob", 1))
@@ -98,17 +106,18 @@ var _ = Describe("what an operator sees: printer columns and Events", Ordered, f
 		alice = ownedFixture(ctx, c, "alice", "akash1alice")
 		alice.service(ctx, "web")
 		alice.leaseHost(ctx, "alice-web", "", owner("akash1alice", 1), func(lh *shardgatev1alpha1.LeaseHost) { lh.Spec.Subdomain = "web" })
-		alice.leaseHost(ctx, "alice-nosvc", "nosvc.shard-a.ops.test", owner("akash1alice", 2), service("missing"))
+		alice.leaseHost(ctx, "alice-nosvc", "nosvc.shard-a.ops.test", owner("akash1alice", 2), service("missing"),
+			func(lh *shardgatev1alpha1.LeaseHost) { lh.Labels = map[string]string{"shard": "a-only"} })
 	})
 
-	It("shows a LeaseHost refused on one shard as 1/2 admitted, and a missing Service as not ready, in kubectl's table", func() {
+	It("shows a LeaseHost refused on one shard as 1/2 admitted and not ready, and a missing Service as not ready, in kubectl's table", func() {
 		rows := tableRows(ctx, env.Config, "/apis/shardgate.io/v1alpha1/namespaces/"+alice.ns+"/leasehosts")
 		Eventually(func(g Gomega) {
 			got := rows(g)
 			g.Expect(got).To(HaveKey("alice-web"))
 			g.Expect(got["alice-web"]).To(Equal(map[string]string{
 				"Name": "alice-web", "Owner": "akash1alice", "DSeq": "1", "Hostname": "<nil>", "Subdomain": "web",
-				"Reserved": "True", "Ready": "True", "Admitted": "1/2", "Reason": shardgatev1alpha1.ReasonAdmitted,
+				"Reserved": "True", "Ready": "False", "Admitted": "1/2", "Reason": shardgatev1alpha1.ReasonPartiallyAdmitted,
 				"Age": got["alice-web"]["Age"],
 			}), "alice-web row: %v", got["alice-web"])
 			g.Expect(got["alice-nosvc"]).To(HaveKeyWithValue("Reserved", "True"), "alice-nosvc row: %v", got["alice-nosvc"])

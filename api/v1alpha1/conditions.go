@@ -11,8 +11,9 @@ const (
 	// its lease. It is the ownership decision; a False here means no route.
 	ConditionReserved = "Reserved"
 
-	// ConditionReady on a LeaseHost says whether traffic for its name reaches
-	// the Service on at least one shard.
+	// ConditionReady on a LeaseHost says whether traffic for its names
+	// reaches the Service on every shard that selects it (each shard entry's
+	// Admitted is True).
 	ConditionReady = "Ready"
 
 	// ConditionAdmitted on a LeaseHost shard entry mirrors the HTTPRoute's
@@ -87,6 +88,11 @@ const (
 	// ReasonNotAdmitted: the shard's Gateway did not accept the route; the
 	// message carries the Gateway's reason.
 	ReasonNotAdmitted = "NotAdmitted"
+
+	// ReasonPartiallyAdmitted: Ready is False because some of the shards
+	// that select the LeaseHost admitted its route and others refused it;
+	// the shard entries say which and why.
+	ReasonPartiallyAdmitted = "PartiallyAdmitted"
 
 	// ReasonPartiallyReserved: some of the LeaseHost's names (one per shard)
 	// are held and some are refused; the shard entries say which.

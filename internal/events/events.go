@@ -53,8 +53,9 @@ func transitioned(prev, next *metav1.Condition) bool {
 //   - Reserved changed: the ownership decision (a refusal is a Warning,
 //     except TransferredAway, which the owner asked for);
 //   - Ready became False for a reason Reserved does not already carry (a
-//     missing backend Service, a route name conflict, no shard, no shard
-//     admitting): a Warning; Ready becoming True is Normal;
+//     missing backend Service, a route name conflict, no shard, a shard
+//     or every shard not admitting): a Warning; Ready becoming True is
+//     Normal;
 //   - while the name is reserved, a shard newly refusing it (a conflict on
 //     that shard only, or its Gateway not accepting the route): a Warning
 //     naming the shard. A shard still waiting (Pending) is not an Event.

@@ -94,7 +94,12 @@ Copyright The shardgate Authors.
 //     hostname it would serve there is one the LeaseHost controlling that
 //     generated route holds on that shard, or (routes Owned) is held by the
 //     owner of the route's namespace (a wildcard: its whole domain, with no
-//     blocked name or other tenant's name below it). Nil Ownership checks
+//     blocked name or other tenant's name below it). A generated route
+//     lists its LeaseHost's names on every shard (a subdomain composes one
+//     per shard): on each shard, the names its LeaseHost holds only on
+//     other shards are left out before anything else, so no listener of
+//     the shard serves them (a listener without hostname would match them
+//     all) and they never refuse the route there. Nil Ownership checks
 //     nothing.
 //   - BackendTLSPolicy: a policy selects Services of its own namespace
 //     (targetRefs have no namespace) and reads ConfigMaps of its own

@@ -368,11 +368,36 @@ func (idx *Index) matchParent(gw *gatewayv1.Gateway, listeners []*listenerState,
 		l     *listenerState
 		hosts []string
 	}
+	// On a shard, a generated route's names held on other shards are not
+	// served here, by any listener (see Ownership.generatedOn).
+	gwKey := nn(gw.Namespace, gw.Name)
+	g, generated := idx.ownership.generatedOn(gwKey, cr)
+	split := generated && len(g.Hosts) > 0
 	var hits []hit
+	var dropped []string
 	for _, l := range allowed {
 		if hosts, ok := IntersectHostnames(l.hostname, cr.hostnames); ok {
+			if split {
+				hosts = slices.DeleteFunc(hosts, func(h string) bool {
+					if !g.heldElsewhere(gwKey, h) {
+						return false
+					}
+					if !slices.Contains(dropped, h) {
+						dropped = append(dropped, h)
+					}
+					return true
+				})
+				if len(hosts) == 0 {
+					continue
+				}
+			}
 			hits = append(hits, hit{l, hosts})
 		}
+	}
+	if len(hits) == 0 && len(dropped) > 0 {
+		slices.Sort(dropped)
+		return shardgatev1alpha1.ReasonHostnameNotOwned, fmt.Sprintf("the generated route's LeaseHost holds none of its hostnames on this shard (%s: held on other shards)",
+			strings.Join(dropped, ", ")), nil
 	}
 	if len(hits) == 0 {
 		return string(gatewayv1.RouteReasonNoMatchingListenerHostname), "No listener hostname matches the route's hostnames", nil

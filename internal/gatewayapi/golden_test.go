@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/hostnames"
 	"github.com/shardgate/shardgate/internal/ir"
 )
 
@@ -42,6 +43,10 @@ var update = flag.Bool("update", false, "rewrite the golden *.out.yaml files")
 //     (apiVersion test.shardgate.io/v1), named like the Gateway, with the
 //     fields of GatewayRuntime at the top level: addresses, addressReason,
 //     addressMessage, publishError.
+//   - Ownership facts (Input.Ownership, which the controller computes from
+//     LeaseHosts, Namespaces and the block list) use one document of the
+//     pseudo kind Ownership (apiVersion test.shardgate.io/v1), see
+//     ownershipDoc; without it Ownership is nil (no shard).
 //   - The controller name is shardgate.io/gateway-controller.
 //
 // Output (<case>.out.yaml): the Output with map keys as "ns/name" and Secret
@@ -58,6 +63,67 @@ type runtimeDoc struct {
 	AddressReason  string                           `json:"addressReason,omitempty"`
 	AddressMessage string                           `json:"addressMessage,omitempty"`
 	PublishError   string                           `json:"publishError,omitempty"`
+}
+
+// ownershipDoc is the golden form of Ownership: maps keyed by
+// "namespace/name".
+type ownershipDoc struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Shards: each shard Gateway's routes mode (Generated or Owned).
+	Shards map[string]ShardRoutes `json:"shards"`
+	// Generated: each generated HTTPRoute's LeaseHost UID and the names it
+	// holds per shard.
+	Generated map[string]struct {
+		LeaseHost types.UID           `json:"leaseHost"`
+		Hosts     map[string][]string `json:"hosts"`
+		Unowned   bool                `json:"unowned,omitempty"`
+	} `json:"generated"`
+	NamespaceOwners map[string]string `json:"namespaceOwners"`
+	Holders         map[string]string `json:"holders"`
+	Blocked         []string          `json:"blocked,omitempty"`
+}
+
+func (d *ownershipDoc) ownership() (*Ownership, error) {
+	key := func(s string) (types.NamespacedName, error) {
+		ns, name, ok := strings.Cut(s, "/")
+		if !ok || ns == "" || name == "" {
+			return types.NamespacedName{}, fmt.Errorf("%q is not namespace/name", s)
+		}
+		return types.NamespacedName{Namespace: ns, Name: name}, nil
+	}
+	o := &Ownership{Shards: map[types.NamespacedName]ShardRoutes{}, Generated: map[types.NamespacedName]GeneratedRoute{},
+		NamespaceOwners: d.NamespaceOwners, Holders: d.Holders}
+	for s, mode := range d.Shards {
+		k, err := key(s)
+		if err != nil {
+			return nil, err
+		}
+		o.Shards[k] = mode
+	}
+	for r, g := range d.Generated {
+		k, err := key(r)
+		if err != nil {
+			return nil, err
+		}
+		gr := GeneratedRoute{LeaseHost: g.LeaseHost, Unowned: g.Unowned, Hosts: map[types.NamespacedName][]string{}}
+		for s, hosts := range g.Hosts {
+			sk, err := key(s)
+			if err != nil {
+				return nil, err
+			}
+			gr.Hosts[sk] = hosts
+		}
+		o.Generated[k] = gr
+	}
+	if len(d.Blocked) > 0 {
+		bl, err := hostnames.NewBlockList(d.Blocked...)
+		if err != nil {
+			return nil, err
+		}
+		o.Blocked = bl
+	}
+	return o, nil
 }
 
 func loadInput(t testing.TB, path string) *Input {
@@ -175,6 +241,11 @@ func decodeInput(raw []byte) (*Input, error) {
 					Addresses: o.Addresses, AddressReason: o.AddressReason,
 					AddressMessage: o.AddressMessage, PublishError: o.PublishError,
 				}
+			}
+		case "Ownership":
+			o := &ownershipDoc{}
+			if err = into(o); err == nil {
+				in.Ownership, err = o.ownership()
 			}
 		default:
 			return nil, fmt.Errorf("document %d: unknown kind %q", i, tm.Kind)

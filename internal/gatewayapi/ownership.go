@@ -38,7 +38,9 @@ const (
 // The rule it feeds: a route hostname on a shard is served only if the
 // route is the one shardgate generated for a LeaseHost holding that name on
 // that shard, or (shard routes: Owned) the name is held by the owner of the
-// route's namespace (a wildcard: every name it covers). Anything else
+// route's namespace (a wildcard: every name it covers). The names a
+// generated route's LeaseHost holds on other shards only are not served on
+// this one, and do not refuse the route here either (generatedOn). Anything else
 // attached to a shard, whatever its kind or author, is Accepted=False
 // HostnameNotOwned and serves nothing. Gateways that are not shards are
 // not affected.
@@ -135,20 +137,64 @@ func (g GeneratedRoute) Equal(o GeneratedRoute) bool {
 	return true
 }
 
+// generated returns the entry of cr when cr is a route shardgate
+// generates: an HTTPRoute with a Generated entry whose LeaseHost is its
+// controller (or, Unowned, a route without controller).
+func (o *Ownership) generated(cr *compiledRoute) (GeneratedRoute, bool) {
+	if cr.key.Kind != kindHTTPRoute {
+		return GeneratedRoute{}, false
+	}
+	g, ok := o.Generated[cr.key.NN]
+	if !ok || !((cr.controller != "" && cr.controller == g.LeaseHost) || (g.Unowned && cr.controller == "")) {
+		return GeneratedRoute{}, false
+	}
+	return g, true
+}
+
+// generatedOn returns the entry of cr when cr is a generated route and gw
+// a shard: its names held on other shards only (heldElsewhere) are then
+// not served on gw, whatever listener would match them there (a listener
+// without hostname matches every one), and they are no reason to refuse
+// the route on gw either: they are its own, served where they are held (a
+// subdomain composes one name per shard, and the route lists them all).
+func (o *Ownership) generatedOn(gw types.NamespacedName, cr *compiledRoute) (GeneratedRoute, bool) {
+	if o == nil {
+		return GeneratedRoute{}, false
+	}
+	if _, shard := o.Shards[gw]; !shard {
+		return GeneratedRoute{}, false
+	}
+	return o.generated(cr)
+}
+
+// heldElsewhere: g's LeaseHost holds h on a shard other than gw, and not
+// on gw.
+func (g GeneratedRoute) heldElsewhere(gw types.NamespacedName, h string) bool {
+	if slices.Contains(g.Hosts[gw], h) {
+		return false
+	}
+	for other, hosts := range g.Hosts {
+		if other != gw && slices.Contains(hosts, h) {
+			return true
+		}
+	}
+	return false
+}
+
 // shardAdmits says why cr may not serve hosts (the hostnames it would
 // serve on the shard gw) there; "" when it may. hosts may hold "" (any
-// hostname), which nobody owns.
+// hostname), which nobody owns. A generated route's names held elsewhere
+// (GeneratedRoute.heldElsewhere) are left out of hosts beforehand.
 func (o *Ownership) shardAdmits(gw types.NamespacedName, cr *compiledRoute, hosts []string) (reason, msg string) {
 	mode, shard := o.Shards[gw]
 	if !shard {
 		return "", ""
 	}
-	if g, ok := o.Generated[cr.key.NN]; ok && cr.key.Kind == kindHTTPRoute &&
-		((cr.controller != "" && cr.controller == g.LeaseHost) || (g.Unowned && cr.controller == "")) {
+	if g, ok := o.generated(cr); ok {
 		held := g.Hosts[gw]
 		var foreign []string
 		for _, h := range hosts {
-			if !slices.Contains(held, h) {
+			if !slices.Contains(held, h) && !slices.Contains(foreign, domain(h)) {
 				foreign = append(foreign, domain(h))
 			}
 		}

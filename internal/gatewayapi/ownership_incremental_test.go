@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -48,6 +49,12 @@ func TestTranslatorOwnershipEditsMatchTranslate(t *testing.T) {
 		g2 := in.Gateways[0].DeepCopy()
 		g2.Name = gw2.Name
 		in.Gateways = append(in.Gateways, g2)
+		// gw: a listener for example.com beside the hostless one (as the
+		// demo's shard-a), so a route's name held on gw2 only would be
+		// matched on gw by the hostless listener.
+		wild := in.Gateways[0].Spec.Listeners[0]
+		wild.Name, wild.Hostname = "apps", ptrTo(gatewayv1.Hostname("*.example.com"))
+		in.Gateways[0].Spec.Listeners = append(in.Gateways[0].Spec.Listeners, wild)
 		in.Runtime[gw2] = in.Runtime[gw]
 		for i, rt := range in.HTTPRoutes {
 			ownedRoute(r, rt, i)
@@ -87,8 +94,11 @@ func TestTranslatorOwnershipEditsMatchTranslate(t *testing.T) {
 			for k, ps := range want.HTTPRouteStatus.All() {
 				for _, p := range ps {
 					if c := meta.FindStatusCondition(p.Conditions, string(gatewayv1.RouteConditionAccepted)); c != nil {
-						_, generated := in.Ownership.Generated[k]
+						g, generated := in.Ownership.Generated[k]
 						seen[fmt.Sprintf("%s generated=%v %s", p.ParentRef.Name, generated, c.Reason)]++
+						if generated && c.Status == metav1.ConditionTrue && splitElsewhere(g, types.NamespacedName{Namespace: "default", Name: string(p.ParentRef.Name)}) {
+							seen[fmt.Sprintf("%s split Accepted", p.ParentRef.Name)]++
+						}
 					}
 				}
 			}
@@ -188,6 +198,7 @@ func TestTranslatorOwnershipEditsMatchTranslate(t *testing.T) {
 	for _, want := range []string{
 		"gw generated=true Accepted", "gw generated=true HostnameNotOwned", "gw generated=false HostnameNotOwned",
 		"gw2 generated=false Accepted", "gw2 generated=false HostnameNotOwned",
+		"gw split Accepted", "gw2 split Accepted",
 	} {
 		if seen[want] == 0 {
 			t.Errorf("the edits never produced %q", want)
@@ -220,6 +231,10 @@ func ownedRoute(r *rand.Rand, rt *gatewayv1.HTTPRoute, i int) {
 	case 1:
 		rt.Spec.ParentRefs = append(rt.Spec.ParentRefs, rt.Spec.ParentRefs[0])
 		rt.Spec.ParentRefs[1].Name = "gw2"
+		// A subdomain's route, for some: one name per shard.
+		if r.IntN(2) == 0 {
+			rt.Spec.Hostnames = append(rt.Spec.Hostnames, gatewayv1.Hostname(fmt.Sprintf("app-%d.gw2.example.net", i)))
+		}
 	}
 	if r.IntN(8) == 0 {
 		rt.Spec.Hostnames = append(rt.Spec.Hostnames, gatewayv1.Hostname(fmt.Sprintf("*.app-%d.example.com", i%60)))
@@ -289,6 +304,9 @@ func generateSome(r *rand.Rand, o *Ownership, routes []*gatewayv1.HTTPRoute, p f
 		if r.IntN(6) == 0 {
 			g.LeaseHost, g.Unowned = "uid-another", false
 		}
+		// Mostly, as a subdomain's LeaseHost: the names of gw2's domain
+		// (gw2.example.net) on gw2 only, the others on the other shards.
+		split := r.IntN(4) > 0
 		for _, ref := range rt.Spec.ParentRefs {
 			gw := types.NamespacedName{Namespace: rt.Namespace, Name: string(ref.Name)}
 			if ref.Namespace != nil {
@@ -298,6 +316,9 @@ func generateSome(r *rand.Rand, o *Ownership, routes []*gatewayv1.HTTPRoute, p f
 				continue
 			}
 			for _, h := range rt.Spec.Hostnames {
+				if split && strings.HasSuffix(string(h), ".gw2.example.net") != (gw.Name == "gw2") {
+					continue
+				}
 				if r.IntN(4) > 0 && !slices.Contains(g.Hosts[gw], string(h)) {
 					g.Hosts[gw] = append(g.Hosts[gw], string(h))
 				}
@@ -305,4 +326,23 @@ func generateSome(r *rand.Rand, o *Ownership, routes []*gatewayv1.HTTPRoute, p f
 		}
 		o.Generated[types.NamespacedName{Namespace: rt.Namespace, Name: rt.Name}] = g
 	}
+}
+
+// splitElsewhere: g holds on gw a name and on another shard a name it
+// does not hold on gw (a subdomain's route, one name per shard).
+func splitElsewhere(g GeneratedRoute, gw types.NamespacedName) bool {
+	if len(g.Hosts[gw]) == 0 {
+		return false
+	}
+	for other, hosts := range g.Hosts {
+		if other == gw {
+			continue
+		}
+		for _, h := range hosts {
+			if !slices.Contains(g.Hosts[gw], h) {
+				return true
+			}
+		}
+	}
+	return false
 }

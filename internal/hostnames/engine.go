@@ -79,7 +79,10 @@ func New(blocked *BlockList) *Engine {
 // changed as a consequence, sorted by UID.
 //
 // c.Holding is ignored: a live holder keeps its name, and a claimant's
-// status cannot take one (see Restore for the cold start). A claimant refused
+// status cannot take one (see Restore for the cold start). A claimant
+// whose Key changed (the same UID, now for another lease) loses its hold:
+// the name is released by the old key first, as if the claim had been
+// removed, and the claim then asks again under its new key. A claimant refused
 // HostnameInUse changes nothing else: a LeaseHost is one name, so the request
 // is atomic.
 func (e *Engine) Upsert(c Claimant) (Decision, []Change) {
@@ -114,7 +117,13 @@ func (e *Engine) place(c Claimant, host string, err error, restore bool) (*claim
 		if cl.host != "" {
 			hs := e.hosts[cl.host]
 			hs.remove(cl)
-			if err != nil || cl.host != host {
+			// A claim whose key changed (its object now names another
+			// lease) is a new request: the old key's hold ends, and the
+			// name is decided without it first, so the name's other
+			// claimants (the old owner's waiting deployments) come before
+			// it and a re-pointed object never carries a name across
+			// owners.
+			if err != nil || cl.host != host || (!restore && cl.Key != c.Key) {
 				changes = e.resolve(cl.host, hs, changes, c.UID)
 			} else {
 				holding = cl.Holding

@@ -95,6 +95,20 @@ func TestEngineScenarios(t *testing.T) {
 			rm("w-z", nil, hld{hostA: ""}),
 			rm("w-z", nil, nil), // unknown uid: no-op
 		}},
+		{"a claim re-pointed to another owner's lease takes nothing from the old owner's waiter", []step{
+			up(lh("x", 1, "alice", 1, hostA), ReasonReserved, nil, hld{hostA: "x"}),
+			up(lh("a2", 2, "alice", 2, hostA), ReasonWithheld, nil, hld{hostA: "x"}),
+			// the same object, now for bob's lease: alice releases the name
+			// (her waiting deployment gets it) and bob's request is refused
+			up(lh("x", 1, "bob", 7, hostA), ReasonHostnameInUse, chg{"a2": ReasonReserved}, hld{hostA: "a2"}),
+			// and pointed back: alice's again, withheld behind a2
+			up(lh("x", 1, "alice", 1, hostA), ReasonWithheld, nil, hld{hostA: "a2"}),
+		}},
+		{"a claim re-pointed to another owner's lease, nobody else asking: released, then reserved", []step{
+			up(lh("x", 1, "alice", 1, hostA), ReasonReserved, nil, hld{hostA: "x"}),
+			up(lh("x", 1, "bob", 7, hostA), ReasonReserved, nil, hld{hostA: "x"}),
+			up(lh("b2", 3, "bob", 8, hostA), ReasonWithheld, nil, hld{hostA: "x"}),
+		}},
 		{"release to a waiter of the same owner", []step{
 			up(lh("a1", 1, "alice", 1, hostA), ReasonReserved, nil, nil),
 			up(lh("a2", 2, "alice", 2, hostA), ReasonWithheld, nil, nil),

@@ -123,7 +123,8 @@ func TestStatusPerShard(t *testing.T) {
 		wantReserved, wantReservedR string
 		wantAdmitted                string
 	}{
-		{"admitted on shard-a", parents("True", "True", "Accepted"), true, "True/Admitted", "True/Admitted", "True", "PartiallyReserved", "1/2"},
+		// shard-b refuses (its name is another owner's): not Ready.
+		{"admitted on shard-a", parents("True", "True", "Accepted"), true, "True/Admitted", "False/PartiallyAdmitted", "True", "PartiallyReserved", "1/2"},
 		{"not yet reported", nil, true, "Unknown/Pending", "False/Pending", "True", "PartiallyReserved", "0/2"},
 		{"backend not found", parents("True", "False", "BackendNotFound"), false, "False/BackendNotFound", "False/BackendNotFound", "True", "PartiallyReserved", "0/2"},
 		{"not allowed", parents("False", "True", "NotAllowedByListeners"), true, "False/NotAllowedByListeners", "False/NotAdmitted", "True", "PartiallyReserved", "0/2"},
@@ -155,6 +156,53 @@ func TestStatusPerShard(t *testing.T) {
 			}
 			if len(st.ReservedHosts) != 1 || st.ReservedHosts[0] != "web.a.example.test" || st.Route != "web" {
 				t.Fatalf("reservedHosts %v route %q", st.ReservedHosts, st.Route)
+			}
+			if st.Admitted != tc.wantAdmitted {
+				t.Fatalf("admitted = %q, want %q", st.Admitted, tc.wantAdmitted)
+			}
+		})
+	}
+}
+
+// TestReadyOnlyWhenEveryShardAdmits: Ready (kubectl's READY column) is
+// True only when every shard that selects the LeaseHost admits its route;
+// one that refuses it makes Ready False PartiallyAdmitted, naming it, and
+// one that has not reported yet keeps Ready Pending.
+func TestReadyOnlyWhenEveryShardAdmits(t *testing.T) {
+	lh := subdomainLH("blog")
+	p := PlanFor(lh, []sharding.Shard{shardA, shardB})
+	decisions := map[string]hostnames.Decision{"blog.a.example.test": held, "blog.b.example.test": held}
+	entry := func(gw, accepted, reason string) gatewayv1.RouteParentStatus {
+		return gatewayv1.RouteParentStatus{
+			ParentRef:      gatewayv1.ParentReference{Namespace: new(gatewayv1.Namespace("infra")), Name: gatewayv1.ObjectName(gw)},
+			ControllerName: shardgatev1alpha1.ControllerName,
+			Conditions: []metav1.Condition{
+				{Type: "Accepted", Status: metav1.ConditionStatus(accepted), Reason: reason, Message: "says " + gw},
+				{Type: "ResolvedRefs", Status: metav1.ConditionTrue, Reason: "ResolvedRefs"},
+			},
+		}
+	}
+	route := func(ps ...gatewayv1.RouteParentStatus) *gatewayv1.HTTPRoute {
+		return &gatewayv1.HTTPRoute{Status: gatewayv1.HTTPRouteStatus{RouteStatus: gatewayv1.RouteStatus{Parents: ps}}}
+	}
+	cases := []struct {
+		name              string
+		route             *gatewayv1.HTTPRoute
+		wantReady, wantIn string
+		wantAdmitted      string
+	}{
+		{"both shards admit", route(entry("shard-a", "True", "Accepted"), entry("shard-b", "True", "Accepted")), "True/Admitted", "every shard", "2/2"},
+		{"shard-a refuses the route", route(entry("shard-a", "False", shardgatev1alpha1.ReasonHostnameNotOwned), entry("shard-b", "True", "Accepted")),
+			"False/" + shardgatev1alpha1.ReasonPartiallyAdmitted, "refused by shard-a (HostnameNotOwned)", "1/2"},
+		{"shard-b has not reported", route(entry("shard-a", "True", "Accepted")), "False/Pending", "waiting", "1/2"},
+		{"both refuse", route(entry("shard-a", "False", "NotAllowedByListeners"), entry("shard-b", "False", "NotAllowedByListeners")), "False/NotAdmitted", "no shard", "0/2"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := StatusFor(lh, p, decisions, Observed{Route: tc.route, ServiceExists: true, ControllerName: shardgatev1alpha1.ControllerName})
+			ready := meta.FindStatusCondition(st.Conditions, "Ready")
+			if got := string(ready.Status) + "/" + ready.Reason; got != tc.wantReady || !strings.Contains(ready.Message, tc.wantIn) {
+				t.Fatalf("Ready = %s (%q), want %s (with %q)", got, ready.Message, tc.wantReady, tc.wantIn)
 			}
 			if st.Admitted != tc.wantAdmitted {
 				t.Fatalf("admitted = %q, want %q", st.Admitted, tc.wantAdmitted)

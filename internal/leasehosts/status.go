@@ -48,7 +48,8 @@ func StatusFor(lh *shardgatev1alpha1.LeaseHost, p Plan, decisions map[string]hos
 	for _, s := range old.Shards {
 		oldShards[s.Name] = s
 	}
-	admittedAny, pendingAny, admitted := false, false, 0
+	pendingAny, admitted := false, 0
+	var refused []string
 	for _, sh := range p.Shards {
 		entry := shardgatev1alpha1.ShardStatus{
 			Name:              sh.Shard.Name,
@@ -60,10 +61,11 @@ func StatusFor(lh *shardgatev1alpha1.LeaseHost, p Plan, decisions map[string]hos
 		c := admittedCondition(lh, sh.Shard.Gateway.Namespace, sh.Shard.Gateway.Name, sh.Err, decisions[normalised(sh.Host)], obs, gen)
 		switch {
 		case c.Status == metav1.ConditionTrue:
-			admittedAny = true
 			admitted++
-		case c.Reason == shardgatev1alpha1.ReasonPending:
+		case c.Status == metav1.ConditionUnknown:
 			pendingAny = true
+		default:
+			refused = append(refused, fmt.Sprintf("%s (%s)", sh.Shard.Name, c.Reason))
 		}
 		meta.SetStatusCondition(&entry.Conditions, c)
 		st.Shards = append(st.Shards, entry)
@@ -84,8 +86,13 @@ func StatusFor(lh *shardgatev1alpha1.LeaseHost, p Plan, decisions map[string]hos
 	case len(p.Shards) == 0:
 		ready.Status, ready.Reason = metav1.ConditionFalse, shardgatev1alpha1.ReasonNoShards
 		ready.Message = "no shard selects this LeaseHost; the route is attached to no Gateway"
-	case admittedAny:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, shardgatev1alpha1.ReasonAdmitted, "admitted by at least one shard"
+	// Ready only when every selected shard admits: a shard that refuses
+	// is never hidden behind another that admits.
+	case admitted == len(p.Shards):
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, shardgatev1alpha1.ReasonAdmitted, "admitted by every shard that selects it"
+	case admitted > 0 && len(refused) > 0:
+		ready.Status, ready.Reason = metav1.ConditionFalse, shardgatev1alpha1.ReasonPartiallyAdmitted
+		ready.Message = fmt.Sprintf("admitted by %d of %d shards; refused by %s; see status.shards", admitted, len(p.Shards), strings.Join(refused, ", "))
 	case pendingAny:
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, shardgatev1alpha1.ReasonPending, "waiting for the shards' Gateways to accept the route"
 	default:
