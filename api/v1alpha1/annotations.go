@@ -21,4 +21,12 @@ const (
 	// LOCK request is never retried (NGINX's proxy_next_upstream default).
 	// "false" or unset: any request is retried, as the Gateway API says.
 	AnnotationRetryIdempotentOnly = "shardgate.io/retry-idempotent-only"
+
+	// AnnotationRetry carries a retry policy, the JSON of an HTTPRoute
+	// rule's retry field ({"attempts": 2, "codes": [502], "backoff":
+	// "100ms"}), for every rule that has no retry field of its own. It is
+	// honoured only on routes shardgate generates for Akash leases (in
+	// Akash mode, where the cluster's HTTPRoute CRD drops rules[].retry:
+	// Standard-channel CRDs older than v1.7) and ignored on any other route.
+	AnnotationRetry = "shardgate.io/retry"
 )
