@@ -140,13 +140,18 @@ func (r *ProviderHostReconciler) writeRoute(ctx context.Context, ph *akashv1.Pro
 			return nil
 		}
 	}
-	err = write(ctx, r.Client, r.live, form, existing)
+	// write takes an interface: a nil *HTTPRoute must stay a nil one.
+	var current client.Object
+	if existing != nil {
+		current = existing
+	}
+	err = write(ctx, r.Client, r.live, form, current)
 	if err != nil && form == desired && isRetrySchemaError(err) {
 		r.retryDropped()
 		if form, err = r.desiredRetryForm(ctx, ph, desired); err != nil {
 			return err
 		}
-		err = write(ctx, r.Client, r.live, form, existing)
+		err = write(ctx, r.Client, r.live, form, current)
 	}
 	return err
 }
