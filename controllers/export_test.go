@@ -9,3 +9,7 @@ var (
 	RetryPruned        = retryPruned
 	IsRetrySchemaError = isRetrySchemaError
 )
+
+// IPServiceUpToDate is the ProviderLeasedIP controller's test of whether a
+// leased-IP Service needs writing.
+var IPServiceUpToDate = ipServiceUpToDate
