@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -230,6 +231,73 @@ var _ = Describe("Akash mode on a Standard-channel HTTPRoute CRD without rules[]
 			g.Expect(r.Annotations).To(HaveKeyWithValue(shardgatev1alpha1.AnnotationRetry, `{"attempts":2}`))
 		}).Should(Succeed())
 		Consistently(writes.count, "3s").Should(Equal(1), "created in the annotation form at once: the probe said so")
+	})
+
+	It("finds the dropped field from the write itself when the probe cannot run, and writes once more", func() {
+		// An admission policy refuses the probe (a dry run): a restarted
+		// controller writes the field, sees it dropped, and moves the
+		// policy to the annotation.
+		Expect(c.Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "no-retry-probes"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy: new(admissionregistrationv1.Fail),
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+						Rule: admissionregistrationv1.Rule{APIGroups: []string{"gateway.networking.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"httproutes"}},
+					},
+				}}},
+				Validations: []admissionregistrationv1.Validation{{
+					Expression: "!(has(object.metadata.generateName) && object.metadata.generateName == 'shardgate-retry-probe-')",
+					Message:    "no probes here",
+				}},
+			},
+		})).To(Succeed())
+		Expect(c.Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "no-retry-probes"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName: "no-retry-probes", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			},
+		})).To(Succeed())
+		Eventually(func() error {
+			probe := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{GenerateName: "shardgate-retry-probe-", Namespace: "default"}}
+			return c.Create(ctx, probe, client.DryRunAll)
+		}).Should(MatchError(ContainSubstring("no probes here")))
+		Expect(stop()).To(Succeed())
+		cfg, err := config.Parse([]byte("akash:\n  enabled: true\n  apiAddress: \"0\"\n"))
+		Expect(err).NotTo(HaveOccurred())
+		stop = env.RunManager(manager.Options{Config: cfg, Log: GinkgoLogr, OnXDSServer: func(s *xdsserver.Server) { xds = s }})
+
+		l := akash.Lease{Owner: akashAlice, DSeq: 13, GSeq: 1, OSeq: 1, Provider: akashProvider}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: l.Namespace(), Labels: l.Labels()}}
+		ns.Labels[akash.LabelManaged] = "true"
+		Expect(c.Create(ctx, ns)).To(Succeed())
+		Expect(c.Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns.Name},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{akash.LabelManifestService: "web"},
+				Ports: []corev1.ServicePort{{Port: 80}}},
+		})).To(Succeed())
+		writes := watchRouteWrites(ctx, env, ns.Name, "third.example.com")
+		defer writes.cancel()
+		Expect(c.Create(ctx, &akashv1.ProviderHost{
+			ObjectMeta: metav1.ObjectMeta{Name: "third", Namespace: "lease"},
+			Spec: akashv1.ProviderHostSpec{Owner: l.Owner, Provider: l.Provider, Hostname: "third.example.com",
+				Dseq: l.DSeq, Gseq: l.GSeq, Oseq: l.OSeq, ServiceName: "web", ExternalPort: 80},
+		})).To(Succeed())
+		Eventually(func(g Gomega) {
+			var r gatewayv1.HTTPRoute
+			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: "third.example.com"}, &r)).To(Succeed())
+			g.Expect(r.Spec.Rules[0].Retry).To(BeNil())
+			g.Expect(r.Annotations).To(HaveKeyWithValue(shardgatev1alpha1.AnnotationRetry, `{"attempts":2}`))
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			routes := vhostRoutes(xds, types.NamespacedName{Namespace: "akash-edge", Name: "edge"}, "third.example.com")
+			g.Expect(routes).NotTo(BeEmpty())
+			for _, rt := range routes {
+				g.Expect(rt.GetRoute().GetRetryPolicy().GetNumRetries().GetValue()).To(Equal(uint32(2)))
+			}
+		}).Should(Succeed())
+		Consistently(writes.count, "5s").Should(BeNumerically("<=", 2), "the field, then the annotation: no loop")
 	})
 })
 

@@ -41,7 +41,8 @@ type retryState struct {
 
 // retryKept says whether the cluster's HTTPRoute CRD keeps rules[].retry,
 // asking the apiserver once: a dry-run create, with unknown fields
-// ignored, of a route with a retry policy in ns.
+// ignored, of a route with a retry policy in ns. If the dry run fails, it
+// answers true (and logs why): the write path then finds out.
 func (r *ProviderHostReconciler) retryKept(ctx context.Context, ns string) (bool, error) {
 	switch r.retry.mode.Load() {
 	case retryField:
@@ -58,7 +59,12 @@ func (r *ProviderHostReconciler) retryKept(ctx context.Context, ns string) (bool
 		}}},
 	}
 	if err := r.Client.Create(ctx, probe, client.DryRunAll, client.FieldValidation(metav1.FieldValidationIgnore)); err != nil {
-		return false, fmt.Errorf("probe whether HTTPRoutes keep rules[].retry (dry-run create in %s): %w", ns, err)
+		// An admission webhook that cannot take dry runs, say: write the
+		// field, and let the read-back or a refused write tell.
+		r.Log.Error(fmt.Errorf("probe whether HTTPRoutes keep rules[].retry (dry-run create in %s): %w", ns, err),
+			"writing rules[].retry; a route that reads back without it moves the policy to the annotation "+shardgatev1alpha1.AnnotationRetry)
+		r.retry.mode.CompareAndSwap(retryUnknown, retryField)
+		return true, nil
 	}
 	kept := len(probe.Spec.Rules) == 1 && probe.Spec.Rules[0].Retry != nil
 	if kept {
