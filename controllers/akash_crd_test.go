@@ -244,7 +244,7 @@ var _ = Describe("Akash mode on a Standard-channel HTTPRoute CRD without rules[]
 				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-						Rule: admissionregistrationv1.Rule{APIGroups: []string{"gateway.networking.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"httproutes"}},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{"gateway.networking.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"httproutes"}},
 					},
 				}}},
 				Validations: []admissionregistrationv1.Validation{{
