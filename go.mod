@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/Masterminds/semver/v3 v3.5.0
 	github.com/benbjohnson/immutable v0.4.3
+	github.com/cosmos/btcutil v1.0.5
 	github.com/creack/pty v1.1.24
 	github.com/envoyproxy/go-control-plane v0.14.0
 	github.com/envoyproxy/go-control-plane/envoy v1.37.0

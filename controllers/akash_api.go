@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,29 +27,41 @@ import (
 // AkashAPI serves the HTTP API of Akash's hostname and IP operators, so the
 // provider finds what it used to ask them: GET /managed-hostnames,
 // /ignore-list, /usage, /state, /ignored-leases,
-// /ip-lease-status/{owner}/{dseq}/{gseq}/{oseq} and /health. Every answer is
-// computed from the informer cache (the generated routes, the leased-IP
-// Services, the MetalLB pools and the ProviderHosts), so every replica
-// answers, and a restart answers the same. Routes and Services are
+// /ip-lease-status/{owner}/{dseq}/{gseq}/{oseq}, /version and /health. Every
+// answer is computed from the informer cache (the generated routes, the
+// leased-IP Services, the MetalLB pools and the ProviderHosts), so every
+// replica answers, and a restart answers the same. Routes and Services are
 // reported only when shardgate wrote them for a live ProviderHost or
 // ProviderLeasedIP, in the lease namespace of the lease they name
 // (akash.GeneratedRoutes, akash.GeneratedIPServices), never on labels
 // alone. The API has no authentication (the provider's client sends
 // none): the chart's NetworkPolicy admits only the provider to it.
+// Responses are shaped as the operators' are: no Content-Type of their
+// own (Go's sniffing gives text/plain), the listings with Cache-Control
+// and Last-Modified, errors as the IP operator's {"Error","Code"} body.
 type AkashAPI struct {
 	// Reader is the manager's cache.
 	Reader client.Reader
 	// Namespace is where the provider writes ProviderHosts.
 	Namespace string
-	Log       logr.Logger
+	// MetalLBPool is the leased-IP pool GET /usage reports ("" is
+	// akash.DefaultMetalLBPool).
+	MetalLBPool string
+	Log         logr.Logger
 }
 
 // Handler is the API's HTTP handler.
 func (a *AkashAPI) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+	// The operators answer /health whatever the method.
+	mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, "OK")
+	})
+	ver := a.encode(akash.NewVersionInfo())
+	mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(ver)
 	})
 	mux.HandleFunc("GET /managed-hostnames", a.managedHostnames)
 	mux.HandleFunc("GET /ignore-list", a.ignoreList)
@@ -74,20 +87,32 @@ func (a *AkashAPI) Serve(ctx context.Context, lis net.Listener) error {
 	return nil
 }
 
-// writeJSON writes v as the operators do: one JSON document and a newline,
-// with Cache-Control: no-cache.
-func (a *AkashAPI) writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-cache, max-age=0")
-	w.WriteHeader(status)
-	if err := json.NewEncoder(w).Encode(v); err != nil {
-		a.Log.Error(err, "write Akash API response")
+// encode is v as the operators encode it: one JSON document and a newline.
+func (a *AkashAPI) encode(v any) []byte {
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		a.Log.Error(err, "encode Akash API response")
 	}
+	return buf.Bytes()
 }
 
+// writeListing writes v as the operators serve their prepared listings:
+// Cache-Control: no-cache, max-age=0 and Last-Modified (the time the answer
+// was computed, here now), status 200, the JSON document and a newline.
+func (a *AkashAPI) writeListing(w http.ResponseWriter, v any) {
+	body := a.encode(v)
+	w.Header().Set("Cache-Control", "no-cache, max-age=0")
+	w.Header().Set("Last-Modified", time.Now().UTC().Format(http.TimeFormat))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// fail answers as the IP operator's handleHTTPError does: status 500 and
+// the error body {"Error": ..., "Code": -1}.
 func (a *AkashAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
-	a.Log.Error(err, "Akash API request failed", "path", r.URL.Path)
-	a.writeJSON(w, http.StatusInternalServerError, akash.ErrorResponse{Error: err.Error(), Code: -1})
+	a.Log.Error(err, "Akash API request failed", "method", r.Method, "path", r.URL.Path)
+	w.WriteHeader(http.StatusInternalServerError)
+	_, _ = w.Write(a.encode(akash.ErrorResponse{Error: err.Error(), Code: -1}))
 }
 
 func (a *AkashAPI) managedHostnames(w http.ResponseWriter, r *http.Request) {
@@ -103,7 +128,7 @@ func (a *AkashAPI) managedHostnames(w http.ResponseWriter, r *http.Request) {
 	}
 	// Labels are not provenance: a tenant may label a route in its own
 	// namespace with another tenant's lease.
-	a.writeJSON(w, http.StatusOK, akash.ManagedHostnames(akash.GeneratedRoutes(routes.Items, hosts.Items)))
+	a.writeListing(w, akash.ManagedHostnames(akash.GeneratedRoutes(routes.Items, hosts.Items)))
 }
 
 // refused are the ProviderHosts refused for bad input: invalid fields, or a
@@ -142,13 +167,13 @@ func (a *AkashAPI) ignoreList(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	a.writeJSON(w, http.StatusOK, akash.IgnoreList(refused))
+	a.writeListing(w, akash.IgnoreList(refused))
 }
 
 // ignoredLeases is the IP operator's ignore list: shardgate ignores no
 // lease's IPs (a bad ProviderLeasedIP gets an Event), so it is empty.
 func (a *AkashAPI) ignoredLeases(w http.ResponseWriter, _ *http.Request) {
-	a.writeJSON(w, http.StatusOK, map[string]akash.IgnoreEntry{})
+	a.writeListing(w, map[string]akash.IgnoreEntry{})
 }
 
 func (a *AkashAPI) usage(w http.ResponseWriter, r *http.Request) {
@@ -157,7 +182,7 @@ func (a *AkashAPI) usage(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, fmt.Errorf("list IPAddressPools: %w", err))
 		return
 	}
-	a.writeJSON(w, http.StatusOK, akash.Usage(pools.Items))
+	a.writeListing(w, akash.Usage(pools.Items, a.MetalLBPool))
 }
 
 func (a *AkashAPI) ipServices(ctx context.Context, extra client.MatchingLabels) ([]corev1.Service, error) {
@@ -184,18 +209,20 @@ func (a *AkashAPI) state(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	a.writeJSON(w, http.StatusOK, akash.State(svcs))
+	a.writeListing(w, akash.State(svcs))
 }
 
-// ipLeaseStatus answers as Akash's IP operator does: 404 for a malformed
-// path, 204 when the lease has no leased IP, 500 (with the error body) while
-// an address is not assigned, else the list.
+// ipLeaseStatus answers as Akash's IP operator does: 404 with no body for
+// a malformed path (a sequence that is not a number, an owner that is not
+// an Akash account address), 204 when the lease has no leased IP, 500 (with
+// the error body) while an address is not assigned, else 200 and the list.
 func (a *AkashAPI) ipLeaseStatus(w http.ResponseWriter, r *http.Request) {
 	owner := r.PathValue("owner")
 	dseq, err1 := strconv.ParseUint(r.PathValue("dseq"), 10, 64)
 	gseq, err2 := strconv.ParseUint(r.PathValue("gseq"), 10, 32)
 	oseq, err3 := strconv.ParseUint(r.PathValue("oseq"), 10, 32)
-	if owner == "" || err1 != nil || err2 != nil || err3 != nil {
+	if err := errors.Join(err1, err2, err3, akash.ValidateAddress(owner)); err != nil {
+		a.Log.V(1).Info("malformed ip-lease-status path", "path", r.URL.Path, "error", err.Error())
 		w.WriteHeader(http.StatusNotFound)
 		return
 	}
@@ -218,7 +245,9 @@ func (a *AkashAPI) ipLeaseStatus(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	a.writeJSON(w, http.StatusOK, statuses)
+	body := a.encode(statuses)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
 }
 
 // AkashAPIServer runs the API on Address as a manager Runnable, on every

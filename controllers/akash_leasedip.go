@@ -47,6 +47,9 @@ type ProviderLeasedIPReconciler struct {
 	Client client.Client
 	// Namespace is where the provider writes ProviderLeasedIPs.
 	Namespace string
+	// Pool is the MetalLB pool of leased IPs (akash.metalLBPool): named in
+	// each Service's pool annotation unless it is akash.DefaultMetalLBPool.
+	Pool string
 	// Policy reads namespaces' owner markings (nil: the defaults).
 	Policy   func() tenancy.Policy
 	Recorder events.EventRecorder
@@ -210,7 +213,7 @@ func (r *ProviderLeasedIPReconciler) Reconcile(ctx context.Context, req reconcil
 		r.event(&lip, corev1.EventTypeWarning, ReasonInvalidLeasedIP, err.Error())
 		return reconcile.Result{}, r.removeOwn(ctx, req.NamespacedName, types.NamespacedName{})
 	}
-	desired := akash.IPServiceFor(&lip, l, proto)
+	desired := akash.IPServiceFor(&lip, l, proto, r.Pool)
 	nn := types.NamespacedName{Namespace: desired.Namespace, Name: desired.Name}
 	// The spec changed to another Service: the previous one goes.
 	if err := r.removeOwn(ctx, req.NamespacedName, nn); err != nil {
@@ -372,6 +375,10 @@ func ipServiceUpToDate(existing, desired *corev1.Service) bool {
 		if existing.Annotations[k] != v {
 			return false
 		}
+	}
+	// A pool annotation the configuration no longer asks for goes.
+	if _, ok := desired.Annotations[akash.AnnotationAddressPool]; !ok && existing.Annotations[akash.AnnotationAddressPool] != "" {
+		return false
 	}
 	if existing.Spec.Type != desired.Spec.Type || !maps.Equal(existing.Spec.Selector, desired.Spec.Selector) || len(existing.Spec.Ports) != 1 {
 		return false

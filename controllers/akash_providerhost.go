@@ -72,6 +72,8 @@ type ProviderHostReconciler struct {
 
 	requeue
 	emitted shardgateevents.Memory
+	// retry: whether the HTTPRoute CRD keeps rules[].retry (akash_retry.go).
+	retry retryState
 }
 
 // SetupWithManager registers the controller and hooks it into the LeaseHost
@@ -282,11 +284,11 @@ func (r *ProviderHostReconciler) write(ctx context.Context, ph *akashv1.Provider
 			return fmt.Errorf("delete route %s: %w", nn, err)
 		}
 	case desired != nil && !found:
-		if err := write(ctx, r.Client, r.live, desired, nil); err != nil {
+		if err := r.writeRoute(ctx, ph, desired, nil); err != nil {
 			return err
 		}
-	case desired != nil && !akashRouteUpToDate(&existing, desired):
-		if err := write(ctx, r.Client, r.live, desired, &existing); err != nil {
+	case desired != nil:
+		if err := r.writeRoute(ctx, ph, desired, &existing); err != nil {
 			return err
 		}
 	}

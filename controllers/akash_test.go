@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	. "github.com/onsi/gomega/gstruct"
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,9 +45,14 @@ import (
 )
 
 const (
-	akashAlice    = "akash1alicexxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-	akashBob      = "akash1bobxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-	akashProvider = "akash1providerxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	// Akash account addresses (bech32, "akash" prefix, 20 bytes), as the
+	// provider's operators require.
+	akashAlice    = "akash1v9kxjcm9qqqqqqqqqqqqqqqqqqqqqqqqf38utt"
+	akashBob      = "akash1vfhkyqqqqqqqqqqqqqqqqqqqqqqqqqqqmzrs9e"
+	akashProvider = "akash1wpex7anfv3jhyqqqqqqqqqqqqqqqqqqqg92yhj"
+	// akashLeasedPool is akash.metalLBPool in these tests: a pool of its
+	// own, apart from the one the shards' Services take addresses from.
+	akashLeasedPool = "leased-ips"
 )
 
 // akashLog collects the manager's log lines, to see what start-up says.
@@ -82,13 +89,17 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 		apiAddr string
 		cfg     config.Config
 	)
-	api := func(path string) (int, []byte) {
+	apiResp := func(path string) (*http.Response, []byte) {
 		resp, err := http.Get("http://" + apiAddr + path)
 		if err != nil {
-			return 0, []byte(err.Error())
+			return &http.Response{}, []byte(err.Error())
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
+		return resp, body
+	}
+	api := func(path string) (int, []byte) {
+		resp, body := apiResp(path)
 		return resp.StatusCode, body
 	}
 	leaseNS := func(l akash.Lease, owner string) string {
@@ -156,9 +167,16 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		apiAddr = lis.Addr().String()
 		Expect(lis.Close()).To(Succeed())
-		cfg, err = config.Parse([]byte(fmt.Sprintf("blockedHostnames: [\".blocked.example\"]\nakash:\n  enabled: true\n  apiAddress: %q\n", apiAddr)))
+		cfg, err = config.Parse([]byte(fmt.Sprintf("blockedHostnames: [\".blocked.example\"]\nakash:\n  enabled: true\n  apiAddress: %q\n  metalLBPool: %s\n", apiAddr, akashLeasedPool)))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cfg.Akash.Namespace).To(Equal("lease"))
+		// The leased-IP pool (16 addresses, 15 usable with avoidBuggyIPs):
+		// only Services that name it get its addresses.
+		leased := &metallbv1beta1.IPAddressPool{
+			ObjectMeta: metav1.ObjectMeta{Name: akashLeasedPool, Namespace: testenv.MetalLBNamespace},
+			Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"127.241.0.0/28"}, AvoidBuggyIPs: true, AutoAssign: new(false)},
+		}
+		Expect(c.Create(ctx, leased)).To(Succeed())
 		Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lease"}})).To(Succeed())
 		Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "akash-edge"}})).To(Succeed())
 		shard(ctx, c, "akash-edge", "edge", "example.com")
@@ -250,6 +268,14 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 		Eventually(events("a-port0")).Should(HaveKey("Warning/InvalidProviderHost/Reserve"))
 		providerHost("a-nosvc", "nosvc.example.com", leaseA, "missing", 80)
 		Eventually(events("a-nosvc")).Should(HaveKey("Warning/ServiceNotFound/Route"))
+		// An owner that is not an Akash account address: the provider's
+		// hostname operator ignores such a ProviderHost; shardgate says why.
+		leaseX := akash.Lease{Owner: "akash1alicexxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", DSeq: 1, GSeq: 1, OSeq: 1, Provider: akashProvider}
+		nsX := leaseNS(leaseX, "")
+		service(nsX, "web", 80)
+		providerHost("x-badowner", "badowner.example.com", leaseX, "web", 80)
+		Eventually(events("x-badowner")).Should(HaveKey("Warning/InvalidProviderHost/Reserve"))
+		Expect(messages("x-badowner")).To(ContainSubstring("spec.owner"))
 		// A lease namespace labelled with another owner.
 		leaseM := akash.Lease{Owner: akashAlice, DSeq: 9, GSeq: 1, OSeq: 1, Provider: akashProvider}
 		nsM := leaseNS(leaseM, akashBob)
@@ -258,7 +284,8 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 		Eventually(events("m-web")).Should(HaveKey("Warning/" + shardgatev1alpha1.ReasonNamespaceOwnerMismatch + "/Reserve"))
 		Consistently(func() bool {
 			return notFound(nsA, "x.blocked.example")() && notFound(nsA, "port0.example.com")() &&
-				notFound(nsA, "nosvc.example.com")() && notFound(nsM, "mallory.example.com")()
+				notFound(nsA, "nosvc.example.com")() && notFound(nsM, "mallory.example.com")() &&
+				notFound(nsX, "badowner.example.com")()
 		}, "2s").Should(BeTrue())
 		// A LeaseHost is admitted by the same engine: the name is taken.
 		tenant := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "akash-tenant", Annotations: map[string]string{tenancy.OwnerKey: akashBob}}}
@@ -393,7 +420,7 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 		}).Should(Succeed())
 		e := hosts["web.example.com"]
 		Expect(e).To(HaveKey("LastUpdate"))
-		Expect(string(e["LeaseID"])).To(MatchJSON(fmt.Sprintf(`{"owner":%q,"dseq":1,"gseq":1,"oseq":1,"provider":%q}`, akashAlice, akashProvider)))
+		Expect(string(e["LeaseID"])).To(MatchJSON(fmt.Sprintf(`{"owner":%q,"dseq":1,"gseq":1,"oseq":1,"provider":%q,"bseq":0}`, akashAlice, akashProvider)))
 		Expect(string(e["Namespace"])).To(Equal(fmt.Sprintf("%q", nsA)))
 		Expect(string(e["ExternalPort"])).To(Equal("80"))
 		Expect(string(e["ServiceName"])).To(Equal(`"web"`))
@@ -410,6 +437,46 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 		}
 		Expect(string(entry["namespace"])).To(Equal(fmt.Sprintf("%q", nsA)))
 		Expect(string(entry["hostnames"])).To(ContainSubstring("nosvc.example.com"))
+	})
+
+	It("answers as the operators' HTTP server does: headers, /version, methods", func() {
+		// The listings: no JSON content type of their own (Go sniffs the
+		// body), Cache-Control and Last-Modified, one document and a newline.
+		for _, path := range []string{"/managed-hostnames", "/ignore-list", "/ignored-leases", "/usage", "/state"} {
+			resp, body := apiResp(path)
+			Expect(resp.StatusCode).To(Equal(http.StatusOK), path)
+			Expect(resp.Header.Get("Content-Type")).To(Equal("text/plain; charset=utf-8"), path)
+			Expect(resp.Header.Get("Cache-Control")).To(Equal("no-cache, max-age=0"), path)
+			_, err := http.ParseTime(resp.Header.Get("Last-Modified"))
+			Expect(err).NotTo(HaveOccurred(), path)
+			Expect(json.Valid(body)).To(BeTrue(), path)
+			Expect(bytes.HasSuffix(body, []byte("}\n"))).To(BeTrue(), path)
+		}
+		_, body := apiResp("/ignored-leases")
+		Expect(string(body)).To(Equal("{}\n"))
+
+		// /version: the version information, with the provider's keys.
+		resp, body := apiResp("/version")
+		Expect(resp.StatusCode).To(Equal(http.StatusOK))
+		Expect(resp.Header.Get("Content-Type")).To(Equal("text/plain; charset=utf-8"))
+		Expect(resp.Header.Get("Cache-Control")).To(BeEmpty())
+		var v map[string]json.RawMessage
+		Expect(json.Unmarshal(body, &v)).To(Succeed())
+		Expect(v).To(HaveLen(8))
+		for _, k := range []string{"name", "server_name", "version", "commit", "build_tags", "go", "build_deps", "cosmos_sdk_version"} {
+			Expect(v).To(HaveKey(k))
+		}
+		Expect(string(v["name"])).To(Equal(`"shardgate"`))
+
+		// Only GET, except /health.
+		post, err := http.Post("http://"+apiAddr+"/version", "text/plain", nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(post.Body.Close()).To(Succeed())
+		Expect(post.StatusCode).To(Equal(http.StatusMethodNotAllowed))
+		post, err = http.Post("http://"+apiAddr+"/health", "text/plain", nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(post.Body.Close()).To(Succeed())
+		Expect(post.StatusCode).To(Equal(http.StatusOK))
 	})
 
 	It("shows ProviderHosts in shardgate status (SOURCE ProviderHost)", func() {
@@ -577,6 +644,8 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 		Expect(s.Spec.Ports[0].TargetPort.IntValue()).To(Equal(8080))
 		Expect(s.Spec.Selector).To(Equal(map[string]string{"akash.network": "true", "akash.network/manifest-service": "web"}))
 		Expect(s.Annotations).To(HaveKeyWithValue("metallb.universe.tf/allow-shared-ip", akashAlice+"-ip-myip"))
+		Expect(s.Annotations).To(HaveKeyWithValue("metallb.universe.tf/address-pool", akashLeasedPool))
+		Expect(netip.MustParsePrefix("127.241.0.0/28").Contains(netip.MustParseAddr(ipOf(nsA2, "web-ip-80-tcp")()))).To(BeTrue(), "from the leased pool")
 		Expect(s.Labels).To(HaveKeyWithValue("akash.network/service-target", "metal-lb"))
 		Expect(s.Labels).To(HaveKeyWithValue("akash.network/lease.id.dseq", "2"))
 
@@ -603,16 +672,18 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 		Expect(code).To(Equal(http.StatusNoContent))
 		code, _ = api(fmt.Sprintf("/ip-lease-status/%s/x/1/1", akashBob))
 		Expect(code).To(Equal(http.StatusNotFound))
+		// An owner that is not an Akash account address: 404, no body.
+		resp, body := apiResp("/ip-lease-status/akash1alice/2/1/1")
+		Expect(resp.StatusCode).To(Equal(http.StatusNotFound))
+		Expect(body).To(BeEmpty())
+		// The leased pool only: its 15 usable addresses, one assigned (TCP
+		// and UDP share it); not the shards' pool.
 		Eventually(func(g Gomega) {
-			code, body := api("/usage")
-			g.Expect(code).To(Equal(http.StatusOK))
-			var u map[string]int
-			g.Expect(json.Unmarshal(body, &u)).To(Succeed())
-			g.Expect(u).To(HaveLen(2))
-			g.Expect(u["InUse"]).To(BeNumerically(">=", 1))
-			g.Expect(u["Available"]).To(BeNumerically(">", u["InUse"]))
+			resp, body := apiResp("/usage")
+			g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+			g.Expect(string(body)).To(Equal(`{"Available":15,"InUse":1}` + "\n"))
 		}).Should(Succeed())
-		code, body := api("/state")
+		code, body = api("/state")
 		Expect(code).To(Equal(http.StatusOK))
 		var state map[string][]map[string]json.RawMessage
 		Expect(json.Unmarshal(body, &state)).To(Succeed())

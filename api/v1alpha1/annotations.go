@@ -35,4 +35,12 @@ const (
 	// shardgate sets it on every route it generates. "false" or unset:
 	// the Gateway's setting applies.
 	AnnotationWebSocket = "shardgate.io/websocket"
+
+	// AnnotationRetry carries a retry policy, the JSON of an HTTPRoute
+	// rule's retry field ({"attempts": 2, "codes": [502], "backoff":
+	// "100ms"}), for every rule that has no retry field of its own. It is
+	// honoured only on routes shardgate generates for Akash leases (in
+	// Akash mode, where the cluster's HTTPRoute CRD drops rules[].retry:
+	// Standard-channel CRDs older than v1.7) and ignored on any other route.
+	AnnotationRetry = "shardgate.io/retry"
 )

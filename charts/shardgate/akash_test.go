@@ -2,6 +2,7 @@ package shardgate_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -54,7 +55,7 @@ func TestAkashMode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, cfgData)
 	}
-	if !cfg.Akash.Enabled || cfg.Akash.Namespace != "manifests" || cfg.Akash.APIAddress != ":8086" {
+	if !cfg.Akash.Enabled || cfg.Akash.Namespace != "manifests" || cfg.Akash.APIAddress != ":8086" || cfg.Akash.MetalLBPool != "default" {
 		t.Fatalf("config akash = %+v", cfg.Akash)
 	}
 	if !apiPort || !akashRead {
@@ -264,5 +265,87 @@ func TestAkashAPINetworkPolicy(t *testing.T) {
 	}
 	if nps, _ = policies(t, map[string]any{"akash": map[string]any{"enabled": false, "operatorServices": false}}); len(nps) != 0 {
 		t.Errorf("Akash mode off renders %d policies", len(nps))
+	}
+}
+
+// TestAkashOperatorServicePort: the operator Services expose port 8080
+// named "rest", as Akash's charts do, whatever port the API binds in the
+// Pod (the targetPort), and a port the controller binds twice fails the
+// install, naming both keys.
+func TestAkashOperatorServicePort(t *testing.T) {
+	for _, apiPort := range []int{8086, 9000} {
+		rel, err := render("shardgate", "akash-services", map[string]any{"akash": map[string]any{"enabled": true, "apiPort": apiPort, "metalLBPool": "leased-ips"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		containerPorts := map[string]int32{}
+		var cfgData string
+		svcs := 0
+		for _, o := range rel.objects {
+			switch o.GetKind() {
+			case "Deployment":
+				var d appsv1.Deployment
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d); err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range d.Spec.Template.Spec.Containers[0].Ports {
+					containerPorts[p.Name] = p.ContainerPort
+				}
+			case "ConfigMap":
+				if data, ok, _ := unstructuredString(o.Object, "data", "config.yaml"); ok {
+					cfgData = data
+				}
+			case "Service":
+				if !strings.HasPrefix(o.GetName(), "operator-") {
+					continue
+				}
+				var s corev1.Service
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &s); err != nil {
+					t.Fatal(err)
+				}
+				svcs++
+				p := s.Spec.Ports[0]
+				if p.Name != "rest" || p.Port != 8080 || p.TargetPort.String() != "akash-api" {
+					t.Errorf("apiPort %d: Service %s port %+v, want 8080 \"rest\" to akash-api", apiPort, s.Name, p)
+				}
+			}
+		}
+		if svcs != 2 {
+			t.Fatalf("apiPort %d: %d operator Services", apiPort, svcs)
+		}
+		if containerPorts["akash-api"] != int32(apiPort) {
+			t.Errorf("apiPort %d: container ports %v", apiPort, containerPorts)
+		}
+		seen := map[int32]string{}
+		for name, p := range containerPorts {
+			if other, ok := seen[p]; ok {
+				t.Errorf("apiPort %d: container ports %s and %s are both %d", apiPort, other, name, p)
+			}
+			seen[p] = name
+		}
+		cfg, err := config.Parse([]byte(cfgData))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Akash.APIAddress != fmt.Sprintf(":%d", apiPort) || cfg.Akash.MetalLBPool != "leased-ips" {
+			t.Errorf("apiPort %d: config akash = %+v", apiPort, cfg.Akash)
+		}
+	}
+
+	// The metrics port is 8080 in the Pod by default: the API may not take
+	// it (the Service port 8080 is another Service's, and may).
+	for name, values := range map[string]map[string]any{
+		"api on metrics": {"akash": map[string]any{"enabled": true, "apiPort": 8080}},
+		"api on health":  {"akash": map[string]any{"enabled": true, "apiPort": 9999}, "ports": map[string]any{"health": 9999}},
+		"metrics on xds": {"ports": map[string]any{"metrics": 18000}},
+	} {
+		_, err := render("shardgate", "akash-services", values)
+		if err == nil || !strings.Contains(err.Error(), "are both port") {
+			t.Errorf("%s: render = %v, want a port collision error", name, err)
+		}
+	}
+	// Off, akash.apiPort binds nothing and may be anything.
+	if _, err := render("shardgate", "shardgate-system", map[string]any{"akash": map[string]any{"apiPort": 8080}}); err != nil {
+		t.Errorf("akash off, apiPort 8080: %v", err)
 	}
 }

@@ -33,7 +33,7 @@ func akashAct(ctx context.Context, c client.Client, dir, api string) error {
 		if err := c.List(ctx, &routes, client.MatchingLabels{"akash.network": "true"}); err != nil {
 			return err
 		}
-		code, body := get(api, "/ip-lease-status/akash1dave00000000000000000000000000000000/500/1/1")
+		code, body := get(api, "/ip-lease-status/akash1v3shvegqqqqqqqqqqqqqqqqqqqqqqqqqf5gazh/500/1/1")
 		if len(routes.Items) > 0 && len(providerHostEvents(ctx, c)) >= 2 && code == http.StatusOK {
 			break
 		}
@@ -69,7 +69,7 @@ func akashAct(ctx context.Context, c client.Client, dir, api string) error {
 		fmt.Fprintln(w, "    "+line)
 	}
 	_ = w.Flush()
-	for _, path := range []string{"/managed-hostnames", "/ip-lease-status/akash1dave00000000000000000000000000000000/500/1/1", "/usage"} {
+	for _, path := range []string{"/managed-hostnames", "/ip-lease-status/akash1v3shvegqqqqqqqqqqqqqqqqqqqqqqqqqf5gazh/500/1/1", "/usage"} {
 		code, body := get(api, path)
 		fmt.Printf("\n    GET %s -> %d\n    %s\n", path, code, strings.TrimSpace(indent(body)))
 	}

@@ -150,9 +150,9 @@ func checkStory(t *testing.T, text string) {
 		"shardgate-system/shard-a RouteConfiguration",
 		// The Akash act: dave's ProviderHost routed in his lease namespace,
 		// erin refused for the same name, dave's leased IP reported.
-		"gddvmti9n5v4kgribprdjhra78e53v1ol2jrss3lqciju/shop.akash.example.test shop.akash.example.test web:80",
+		"spmv8svkn240ljckcjee2vjnpgkapat4ku7e28d7ddulq/shop.akash.example.test shop.akash.example.test web:80",
 		"erin-shop.akash.example.test Warning/HostnameInUse",
-		"ProviderHost lease shop.akash.example.test akash1dave00000000000000000000000000000000 500 shard-a shop.akash.example.test True Admitted",
+		"ProviderHost lease shop.akash.example.test akash1v3shvegqqqqqqqqqqqqqqqqqqqqqqqqqf5gazh 500 shard-a shop.akash.example.test True Admitted",
 		`"Protocol": "TCP", "ServiceName": "web"`,
 	} {
 		if !strings.Contains(flat, strings.Join(strings.Fields(want), " ")) {

@@ -170,6 +170,12 @@ func TestValidateHost(t *testing.T) {
 		"port too big":   func(ph *akashv1.ProviderHost) { ph.Spec.ExternalPort = 70000 },
 		"no service":     func(ph *akashv1.ProviderHost) { ph.Spec.ServiceName = "" },
 		"no owner":       func(ph *akashv1.ProviderHost) { ph.Spec.Owner = "" },
+		"owner not an address": func(ph *akashv1.ProviderHost) {
+			ph.Spec.Owner = "akash1alicexxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		},
+		"provider of another chain": func(ph *akashv1.ProviderHost) {
+			ph.Spec.Provider = "cosmos1v9kxjcm9qqqqqqqqqqqqqqqqqqqqqqqqy22mj3"
+		},
 	} {
 		ph := providerHost("web.example.com", "web", 80)
 		mutate(ph)
@@ -201,7 +207,7 @@ func TestIPServiceGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := IPServiceFor(lip, l, proto)
+	svc := IPServiceFor(lip, l, proto, "")
 	golden(t, "service.golden.yaml", svc)
 	if svc.Name != "web-ip-80-tcp" || svc.Namespace != l.Namespace() || svc.Spec.Ports[0].Name != svc.Name {
 		t.Fatalf("service %s/%s port %q", svc.Namespace, svc.Name, svc.Spec.Ports[0].Name)
@@ -217,7 +223,7 @@ func TestIPServiceGolden(t *testing.T) {
 	}
 	udp := leasedIP("web", 8080, 80, "udp", owner+"-ip-myip")
 	l, proto, err = IPLease(udp)
-	if err != nil || IPServiceFor(udp, l, proto).Name != "web-ip-80-udp" {
+	if err != nil || IPServiceFor(udp, l, proto, "").Name != "web-ip-80-udp" {
 		t.Fatalf("UDP on the same port: %v", err)
 	}
 }
@@ -233,6 +239,17 @@ func TestIPLeaseRefusesForeignSharingKeys(t *testing.T) {
 	} {
 		if _, _, err := IPLease(lip); !errors.Is(err, ErrInvalidLeasedIP) {
 			t.Errorf("%s: IPLease = %v, want ErrInvalidLeasedIP", name, err)
+		}
+	}
+	for name, mutate := range map[string]func(*akashv1.ProviderLeasedIP){
+		"owner not an address":    func(l *akashv1.ProviderLeasedIP) { l.Spec.LeaseID.Owner = "akash1alice" },
+		"provider not an address": func(l *akashv1.ProviderLeasedIP) { l.Spec.LeaseID.Provider = "akash1provider" },
+	} {
+		lip := leasedIP("web", 80, 80, "TCP", owner+"-ip-x")
+		mutate(lip)
+		lip.Spec.SharingKey = lip.Spec.LeaseID.Owner + "-ip-x"
+		if _, _, err := IPLease(lip); !errors.Is(err, ErrInvalidLeasedIP) || !errors.Is(err, ErrInvalidAddress) {
+			t.Errorf("%s: IPLease = %v, want ErrInvalidLeasedIP and ErrInvalidAddress", name, err)
 		}
 	}
 	bad := leasedIP("web", 80, 80, "TCP", owner+"-ip-x")

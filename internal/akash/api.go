@@ -1,6 +1,7 @@
 package akash
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,17 +16,22 @@ import (
 
 // The bodies of the Akash operators' HTTP API. Field names and encodings
 // are those of the provider's Go types, which its clients decode: Akash's
-// market LeaseID (lowercase keys, dseq a number), the hostname operator's
-// managed-hostnames and ignore-list entries, and the IP operator's
-// AddressUsage, state entries and LeaseIPStatus (Go field names as keys).
+// market LeaseID (lowercase keys, dseq a number, bseq always present), the
+// hostname operator's managed-hostnames and ignore-list entries, the IP
+// operator's AddressUsage, state entries and LeaseIPStatus (Go field names
+// as keys), and the version information both operators serve.
 
-// LeaseIDJSON is a lease ID as Akash's market LeaseID encodes it.
+// LeaseIDJSON is a lease ID as Akash's market LeaseID encodes it. BSeq (the
+// bid sequence) is always written; the provider's operators leave it 0, as
+// the lease's objects (ProviderHost, ProviderLeasedIP, labels) do not carry
+// it.
 type LeaseIDJSON struct {
 	Owner    string `json:"owner"`
 	DSeq     uint64 `json:"dseq"`
 	GSeq     uint32 `json:"gseq"`
 	OSeq     uint32 `json:"oseq"`
 	Provider string `json:"provider"`
+	BSeq     uint32 `json:"bseq"`
 }
 
 // JSON is l as a LeaseIDJSON.
@@ -53,9 +59,9 @@ type IgnoreEntry struct {
 	Namespace     string   `json:"namespace"`
 }
 
-// AddressUsage is GET /usage: Available is the size of the address pools
-// (as MetalLB's addresses_total metric, which Akash reads, counts it) and
-// InUse the addresses assigned.
+// AddressUsage is GET /usage: Available is the size of the leased-IP pool
+// (as MetalLB's addresses_total metric of that pool, which Akash's IP
+// operator reads, counts it) and InUse the addresses assigned from it.
 type AddressUsage struct {
 	Available uint
 	InUse     uint
@@ -139,12 +145,23 @@ func IgnoreList(refused []Refused) map[string]IgnoreEntry {
 	return out
 }
 
-// Usage adds up the pools' assigned and available addresses.
-func Usage(pools []metallbv1beta1.IPAddressPool) AddressUsage {
+// Usage is the usage of the leased-IP pool named pool ("" is
+// DefaultMetalLBPool), from its IPAddressPool status: InUse is what is
+// assigned from it, Available its size (assigned plus free). Other pools,
+// the shards' own among them, do not count. Like Akash's IP operator, a
+// pool that does not exist reports zero for both.
+func Usage(pools []metallbv1beta1.IPAddressPool, pool string) AddressUsage {
+	if pool == "" {
+		pool = DefaultMetalLBPool
+	}
 	var u AddressUsage
 	for _, p := range addresses.Usage(pools) {
-		u.InUse += uint(max(p.Assigned, 0))
-		u.Available += uint(max(p.Assigned, 0) + max(p.Available, 0))
+		if p.Name != pool {
+			continue
+		}
+		u.InUse = uint(max(p.Assigned, 0))
+		u.Available = uint(max(p.Assigned, 0) + max(p.Available, 0))
+		break
 	}
 	return u
 }
@@ -182,6 +199,10 @@ func State(services []corev1.Service) map[string][]IPState {
 	return out
 }
 
+// ErrInvalidLeaseService is wrapped by LeaseIPStatuses' errors; its text is
+// that of the IP operator's, which the provider shows.
+var ErrInvalidLeaseService = errors.New("metal lb error lease service error")
+
 // LeaseIPStatuses renders the leased-IP Services of one lease. Like Akash's
 // IP operator, a Service without exactly one address is an error (the
 // address is not assigned yet).
@@ -193,7 +214,7 @@ func LeaseIPStatuses(services []corev1.Service) ([]LeaseIPStatus, error) {
 			continue
 		}
 		if n := len(svc.Status.LoadBalancer.Ingress); n != 1 {
-			return nil, fmt.Errorf("service %q has %d load balancers and is invalid", svc.Name, n)
+			return nil, fmt.Errorf("%w: service %q has %d load balancers and is invalid", ErrInvalidLeaseService, svc.Name, n)
 		}
 		p := svc.Spec.Ports[0]
 		out = append(out, LeaseIPStatus{

@@ -3,9 +3,12 @@
 // lease namespace of a lease, the LeaseHost-shaped claim a ProviderHost makes
 // in the hostname engine, the HTTPRoute and the LoadBalancer Service written
 // in the shapes Akash's own hostname and IP operators write, the route
-// settings derived from a Manifest's http_options, the JSON bodies of the
-// operators' HTTP API (api.go), and which labelled routes and Services the
-// API may report as shardgate's (provenance.go: never on labels alone).
+// settings derived from a Manifest's http_options (and their retry policy
+// as an annotation where the HTTPRoute CRD has no rules[].retry, retry.go),
+// the validation of Akash account addresses (address.go), the JSON bodies
+// of the operators' HTTP API (api.go, version.go), and which labelled
+// routes and Services the API may report as shardgate's (provenance.go:
+// never on labels alone).
 //
 // It never talks to the apiserver and never decides ownership: the hostname
 // engine (internal/hostnames) decides, through the same leasehosts planning

@@ -23,8 +23,10 @@ func HostLease(ph *akashv1.ProviderHost) Lease {
 // ErrInvalidProviderHost is wrapped by every ValidateHost error.
 var ErrInvalidProviderHost = errors.New("invalid ProviderHost")
 
-// ValidateHost says what makes ph unusable (nil when nothing does). Such a
-// ProviderHost claims no name and gets no route.
+// ValidateHost says what makes ph unusable (nil when nothing does): an empty
+// field, an owner or provider that is not an Akash account address (the
+// provider's hostname operator ignores such a ProviderHost too), a port
+// out of range. Such a ProviderHost claims no name and gets no route.
 func ValidateHost(ph *akashv1.ProviderHost) error {
 	s := ph.Spec
 	switch {
@@ -34,6 +36,10 @@ func ValidateHost(ph *akashv1.ProviderHost) error {
 		return fmt.Errorf("%w: spec.owner is empty", ErrInvalidProviderHost)
 	case s.Provider == "":
 		return fmt.Errorf("%w: spec.provider is empty", ErrInvalidProviderHost)
+	case ValidateAddress(s.Owner) != nil:
+		return fmt.Errorf("%w: spec.owner: %w", ErrInvalidProviderHost, ValidateAddress(s.Owner))
+	case ValidateAddress(s.Provider) != nil:
+		return fmt.Errorf("%w: spec.provider: %w", ErrInvalidProviderHost, ValidateAddress(s.Provider))
 	case s.ServiceName == "":
 		return fmt.Errorf("%w: spec.service_name is empty", ErrInvalidProviderHost)
 	case s.ExternalPort == 0 || s.ExternalPort > 65535:

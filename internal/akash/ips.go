@@ -21,11 +21,22 @@ import (
 // the Service keeps Akash's exact shape.
 const AnnotationAllowSharedIP = "metallb.universe.tf/allow-shared-ip"
 
+// AnnotationAddressPool is the MetalLB pool annotation Akash's IP operator
+// writes on leased-IP Services when its pool is not DefaultMetalLBPool
+// (MetalLB v0.15 reads it after metallb.io/address-pool).
+const AnnotationAddressPool = "metallb.universe.tf/address-pool"
+
+// DefaultMetalLBPool is the pool Akash's IP operator assigns leased IPs
+// from by default. Services of that pool carry no pool annotation: MetalLB
+// picks any auto-assigning pool for them.
+const DefaultMetalLBPool = "default"
+
 // ErrInvalidLeasedIP is wrapped by every IPLease error.
 var ErrInvalidLeasedIP = errors.New("invalid ProviderLeasedIP")
 
-// IPLease is the lease of lip, validated: the dseq is a decimal uint64, the
-// protocol TCP or UDP (any case; returned upper-case), the ports 1-65535,
+// IPLease is the lease of lip, validated: the owner and provider are Akash
+// account addresses (bech32, as the provider's IP operator requires), the
+// dseq is a decimal uint64, the protocol TCP or UDP (any case; returned upper-case), the ports 1-65535,
 // the Service name a DNS label, and the sharing key the owner's own
 // ("<owner>-ip-<endpoint>"), so that an address is never shared across
 // owners. An owner containing "-ip-" is refused: its keys would be
@@ -50,6 +61,10 @@ func IPLease(lip *akashv1.ProviderLeasedIP) (Lease, corev1.Protocol, error) {
 	switch {
 	case l.Owner == "" || l.Provider == "":
 		return Lease{}, "", fmt.Errorf("%w: spec.lease_id needs an owner and a provider", ErrInvalidLeasedIP)
+	case ValidateAddress(l.Owner) != nil:
+		return Lease{}, "", fmt.Errorf("%w: spec.lease_id.owner: %w", ErrInvalidLeasedIP, ValidateAddress(l.Owner))
+	case ValidateAddress(l.Provider) != nil:
+		return Lease{}, "", fmt.Errorf("%w: spec.lease_id.provider: %w", ErrInvalidLeasedIP, ValidateAddress(l.Provider))
 	case strings.Contains(l.Owner, "-ip-"):
 		return Lease{}, "", fmt.Errorf("%w: an owner containing \"-ip-\" makes sharing keys ambiguous", ErrInvalidLeasedIP)
 	case s.Port == 0 || s.Port > 65535 || s.ExternalPort == 0 || s.ExternalPort > 65535:
@@ -75,22 +90,27 @@ func IPServiceName(service string, externalPort uint32, protocol string) string 
 // label to report lease IPs and usage): the lease labels plus
 // akash.network: "true" and akash.network/service-target: metal-lb; one
 // port named like the Service, external_port to port; the selector of the
-// lease's workload pods of service_name; the MetalLB sharing annotation. It
-// carries no owner reference: the ProviderLeasedIP lives in another
-// namespace. lip must have passed IPLease.
-func IPServiceFor(lip *akashv1.ProviderLeasedIP, l Lease, proto corev1.Protocol) *corev1.Service {
+// lease's workload pods of service_name; the MetalLB sharing annotation,
+// and the pool annotation naming pool unless pool is DefaultMetalLBPool
+// (or ""). It carries no owner reference: the ProviderLeasedIP lives in
+// another namespace. lip must have passed IPLease.
+func IPServiceFor(lip *akashv1.ProviderLeasedIP, l Lease, proto corev1.Protocol, pool string) *corev1.Service {
 	s := lip.Spec
 	name := IPServiceName(s.ServiceName, s.ExternalPort, string(proto))
 	labels := l.Labels()
 	labels[LabelManaged] = "true"
 	labels[LabelServiceTarget] = ServiceTargetMetalLB
+	annotations := map[string]string{AnnotationAllowSharedIP: s.SharingKey}
+	if pool != "" && pool != DefaultMetalLBPool {
+		annotations[AnnotationAddressPool] = pool
+	}
 	return &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Namespace:   l.Namespace(),
 			Labels:      labels,
-			Annotations: map[string]string{AnnotationAllowSharedIP: s.SharingKey},
+			Annotations: annotations,
 		},
 		Spec: corev1.ServiceSpec{
 			Type: corev1.ServiceTypeLoadBalancer,

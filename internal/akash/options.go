@@ -141,10 +141,11 @@ func (o RouteOptions) Annotations() map[string]string {
 	return a
 }
 
-// RouteAnnotations are the annotation keys Annotations may set.
+// RouteAnnotations are the annotation keys a generated route may carry:
+// those Annotations sets, and AnnotationRetry (RetryAsAnnotation).
 var RouteAnnotations = []string{
 	shardgatev1alpha1.AnnotationMaxRequestBodyBytes, shardgatev1alpha1.AnnotationRetryIdempotentOnly,
-	shardgatev1alpha1.AnnotationIdleTimeout, shardgatev1alpha1.AnnotationWebSocket,
+	shardgatev1alpha1.AnnotationIdleTimeout, shardgatev1alpha1.AnnotationWebSocket, shardgatev1alpha1.AnnotationRetry,
 }
 
 // FormatDuration writes ms milliseconds as a Gateway API duration (at most

@@ -84,7 +84,7 @@ func TestGeneratedIPServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	real := IPServiceFor(lip, l, proto)
+	real := IPServiceFor(lip, l, proto, "default")
 	attackerNS := Lease{Owner: attacker, DSeq: 7, GSeq: 1, OSeq: 1, Provider: provider}.Namespace()
 	forge := func(name, ns string) corev1.Service {
 		s := *real.DeepCopy()

@@ -25,6 +25,7 @@ const (
 	DefaultLeaderElectionID        = "shardgate.io-leader"
 	DefaultAkashNamespace          = "lease"
 	DefaultAkashAPIAddress         = ":8086"
+	DefaultAkashMetalLBPool        = "default"
 )
 
 // Config is the controller configuration file. The JSON/YAML keys are a
@@ -87,6 +88,11 @@ type AkashConfig struct {
 	// APIAddress is the host:port of the Akash operators' HTTP API ("0"
 	// disables it). Default ":8086".
 	APIAddress string `json:"apiAddress"`
+	// MetalLBPool is the MetalLB IPAddressPool leased IPs come from (the
+	// IP operator's --metal-lb-pool). Leased-IP Services name it in the
+	// annotation metallb.universe.tf/address-pool unless it is "default",
+	// and GET /usage reports that pool only. Default "default".
+	MetalLBPool string `json:"metalLBPool"`
 }
 
 // NamespaceOwnerRequired is RequireNamespaceOwner with its default (true).
@@ -202,7 +208,7 @@ func Default() Config {
 			Namespace: DefaultLeaderElectionNamespace,
 			ID:        DefaultLeaderElectionID,
 		},
-		Akash: AkashConfig{Namespace: DefaultAkashNamespace, APIAddress: DefaultAkashAPIAddress},
+		Akash: AkashConfig{Namespace: DefaultAkashNamespace, APIAddress: DefaultAkashAPIAddress, MetalLBPool: DefaultAkashMetalLBPool},
 	}
 }
 
@@ -299,6 +305,7 @@ func (c *Config) applyDefaults() {
 	setDefault(&c.LeaderElection.ID, d.LeaderElection.ID)
 	setDefault(&c.Akash.Namespace, d.Akash.Namespace)
 	setDefault(&c.Akash.APIAddress, d.Akash.APIAddress)
+	setDefault(&c.Akash.MetalLBPool, d.Akash.MetalLBPool)
 	setIntDefault(&c.XDS.Limits.StreamsPerIdentity, d.XDS.Limits.StreamsPerIdentity)
 	setIntDefault(&c.XDS.Limits.StreamsPerCertificate, d.XDS.Limits.StreamsPerCertificate)
 	setIntDefault(&c.XDS.Limits.ResourceNamesPerStream, d.XDS.Limits.ResourceNamesPerStream)

@@ -27,7 +27,7 @@ func TestDefault(t *testing.T) {
 			Namespace: "shardgate-system",
 			ID:        "shardgate.io-leader",
 		},
-		Akash: AkashConfig{Enabled: false, Namespace: "lease", APIAddress: ":8086"},
+		Akash: AkashConfig{Enabled: false, Namespace: "lease", APIAddress: ":8086", MetalLBPool: "default"},
 	}
 	if got := Default(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Default() = %+v, want %+v", got, want)
@@ -91,6 +91,7 @@ akash:
   enabled: true
   namespace: akash-manifests
   apiAddress: "127.0.0.1:18086"
+  metalLBPool: leased-ips
 `
 
 var fullConfig = Config{
@@ -111,7 +112,7 @@ var fullConfig = Config{
 	NamespaceOwnerAnnotation: "akash.network/owner",
 	RequireNamespaceOwner:    new(false),
 	ShardNamespaces:          []string{"edge-shards", "shardgate-system"},
-	Akash:                    AkashConfig{Enabled: true, Namespace: "akash-manifests", APIAddress: "127.0.0.1:18086"},
+	Akash:                    AkashConfig{Enabled: true, Namespace: "akash-manifests", APIAddress: "127.0.0.1:18086", MetalLBPool: "leased-ips"},
 }
 
 func TestParseEveryKey(t *testing.T) {
@@ -297,6 +298,7 @@ func TestParseErrors(t *testing.T) {
 		{"leader id", "leaderElection:\n  id: \"a/b\"\n", []string{`leaderElection.id: "a/b" is not a valid Lease name`}, nil},
 		{"owner annotation", "namespaceOwnerAnnotation: \"a b\"\n", []string{`namespaceOwnerAnnotation: "a b" is not a valid annotation key`}, nil},
 		{"shard namespace", "shardNamespaces: [\"a_b\"]\n", []string{`shardNamespaces[0]: "a_b" is not a valid namespace name`}, nil},
+		{"akash pool", "akash:\n  metalLBPool: Leased_IPs\n", []string{`akash.metalLBPool: "Leased_IPs" is not a valid IPAddressPool name`}, nil},
 		{"require owner not a bool", "requireNamespaceOwner: \"no\"\n", []string{`requireNamespaceOwner: expected a boolean`}, nil},
 		{"owner annotation bad prefix", "namespaceOwnerAnnotation: \"Foo_/x\"\n", []string{`namespaceOwnerAnnotation: "Foo_/x"`}, nil},
 		{"xds limit not an integer", "xds:\n  limits:\n    streamsPerIdentity: \"64\"\n", []string{`xds.limits.streamsPerIdentity: expected an integer, got string "64"`}, nil},

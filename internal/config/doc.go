@@ -28,6 +28,7 @@
 //	shardNamespaces: []              # empty: any namespace without an owner marking
 //	akash:
 //	  enabled: false                 # Akash's lease owner label counts as an owner marking
+//	  metalLBPool: default           # the MetalLB pool of leased IPs (annotated unless "default")
 //
 // # What the package owns
 //

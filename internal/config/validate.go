@@ -79,6 +79,9 @@ func (c *Config) normalizeAndValidate() Errors {
 	if err := validateListenAddress(c.Akash.APIAddress, true); err != nil {
 		errs = append(errs, fmt.Errorf("akash.apiAddress: %w", err))
 	}
+	if p := c.Akash.MetalLBPool; !isDNS1123Subdomain(p) {
+		errs = append(errs, fmt.Errorf("akash.metalLBPool: %q is not a valid IPAddressPool name (RFC 1123 subdomain)", p))
+	}
 
 	var shardNS []string
 	for i, ns := range c.ShardNamespaces {

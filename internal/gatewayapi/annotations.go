@@ -5,10 +5,16 @@ Copyright The shardgate Authors.
 package gatewayapi
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/ir"
@@ -21,17 +27,48 @@ type routeSettings struct {
 	retryIdempotentOnly bool
 	idleTimeout         *metav1.Duration
 	webSocket           bool
+	// retry is AnnotationRetry's policy (generated Akash routes only),
+	// for the rules without a retry field.
+	retry *gatewayv1.HTTPRouteRetry
 }
 
 // settingsAnnotations are the annotations routeSettings reads.
 var settingsAnnotations = [...]string{
 	shardgatev1alpha1.AnnotationMaxRequestBodyBytes, shardgatev1alpha1.AnnotationRetryIdempotentOnly,
-	shardgatev1alpha1.AnnotationIdleTimeout, shardgatev1alpha1.AnnotationWebSocket,
+	shardgatev1alpha1.AnnotationIdleTimeout, shardgatev1alpha1.AnnotationWebSocket, shardgatev1alpha1.AnnotationRetry,
 }
 
-// httpRouteSettings reads the annotations; an unreadable value is an
-// UnsupportedValue naming the annotation.
-func httpRouteSettings(annotations map[string]string) (routeSettings, *ruleError) {
+// IsGeneratedAkashRoute says whether r is a route shardgate generates for
+// an Akash lease: labelled akash.network: "true" with the lease labels, in
+// that lease's namespace (the base32hex SHA-224 of the lease ID, which only
+// the provider creates). Only such a route may carry its retry policy in
+// AnnotationRetry.
+func IsGeneratedAkashRoute(r *gatewayv1.HTTPRoute) bool {
+	l := r.Labels
+	if l["akash.network"] != "true" {
+		return false
+	}
+	id := []string{l["akash.network/lease.id.owner"], l["akash.network/lease.id.dseq"], l["akash.network/lease.id.gseq"],
+		l["akash.network/lease.id.oseq"], l["akash.network/lease.id.provider"]}
+	for i, v := range id {
+		if v == "" {
+			return false
+		}
+		if i >= 1 && i <= 3 {
+			if _, err := strconv.ParseUint(v, 10, 64); err != nil {
+				return false
+			}
+		}
+	}
+	sum := sha256.Sum224([]byte(strings.Join(id, "/")))
+	return r.Namespace == strings.ToLower(base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:]))
+}
+
+// httpRouteSettings reads r's annotations; an unreadable value is an
+// UnsupportedValue naming the annotation. AnnotationRetry is read on
+// generated Akash routes only (IsGeneratedAkashRoute) and ignored on others.
+func httpRouteSettings(r *gatewayv1.HTTPRoute) (routeSettings, *ruleError) {
+	annotations := r.Annotations
 	var s routeSettings
 	if v, ok := annotations[shardgatev1alpha1.AnnotationMaxRequestBodyBytes]; ok {
 		n, err := strconv.ParseUint(v, 10, 32)
@@ -65,13 +102,37 @@ func httpRouteSettings(annotations map[string]string) (routeSettings, *ruleError
 			return s, unsupported("annotation %s: %q is neither \"true\" nor \"false\"", shardgatev1alpha1.AnnotationWebSocket, v)
 		}
 	}
+	if v, ok := annotations[shardgatev1alpha1.AnnotationRetry]; ok && IsGeneratedAkashRoute(r) {
+		var rt gatewayv1.HTTPRouteRetry
+		dec := json.NewDecoder(bytes.NewReader([]byte(v)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&rt); err != nil {
+			return s, unsupported("annotation %s: %q is not a retry policy: %v", shardgatev1alpha1.AnnotationRetry, v, err)
+		}
+		if _, err := retry(&rt); err != nil {
+			return s, unsupported("annotation %s: %s", shardgatev1alpha1.AnnotationRetry, err.msg)
+		}
+		s.retry = &rt
+	}
 	return s, nil
+}
+
+// ruleWithRetry is rule, or a copy of it with the annotation's retry
+// policy when it has none of its own (the informer's object is never
+// changed).
+func (s routeSettings) ruleWithRetry(rule *gatewayv1.HTTPRouteRule) *gatewayv1.HTTPRouteRule {
+	if s.retry == nil || rule.Retry != nil {
+		return rule
+	}
+	cp := *rule
+	cp.Retry = s.retry
+	return &cp
 }
 
 // apply sets the settings on a compiled rule's routes. They share one
 // retry policy (a new one when it changes).
 func (s routeSettings) apply(routes []ir.Route) {
-	if s == (routeSettings{}) {
+	if s.maxRequestBodyBytes == 0 && !s.retryIdempotentOnly && s.idleTimeout == nil && !s.webSocket {
 		return
 	}
 	var retry *ir.Retry

@@ -104,14 +104,14 @@ func (idx *Index) compileHTTPRoute(r *gatewayv1.HTTPRoute) *compiledRoute {
 		refs:       r.Spec.ParentRefs,
 		controller: controllerUID(r),
 	}
-	settings, serr := httpRouteSettings(r.Annotations)
+	settings, serr := httpRouteSettings(r)
 	cr.rules = make([]compiledRule, 0, len(r.Spec.Rules))
 	for i := range r.Spec.Rules {
 		if serr != nil {
 			cr.drop(i, serr.reason, serr.msg)
 			continue
 		}
-		rule := &r.Spec.Rules[i]
+		rule := settings.ruleWithRetry(&r.Spec.Rules[i])
 		c, err := idx.compileHTTPRule(cr, r.Namespace, i, rule)
 		if err != nil {
 			cr.drop(i, err.reason, err.msg)

@@ -466,6 +466,12 @@ func Relevant(oldObj, newObj client.Object) bool {
 	if _, ok := newObj.(*gatewayv1.HTTPRoute); ok && settingsChanged(oldObj.GetAnnotations(), newObj.GetAnnotations()) {
 		return true
 	}
+	// The labels decide whether shardgate.io/retry is honoured
+	// (IsGeneratedAkashRoute).
+	if _, ok := newObj.(*gatewayv1.HTTPRoute); ok && newObj.GetAnnotations()[shardgatev1alpha1.AnnotationRetry] != "" &&
+		!maps.Equal(oldObj.GetLabels(), newObj.GetLabels()) {
+		return true
+	}
 	switch n := newObj.(type) {
 	case *gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute,
 		*gatewayv1.TLSRoute, *gatewayv1.ListenerSet, *gatewayv1beta1.ReferenceGrant, *shardgatev1alpha1.GatewayParameters,

@@ -66,6 +66,10 @@ func TestRelevantHTTPRouteAnnotations(t *testing.T) {
 		"retry setting added": {func(r *gatewayv1.HTTPRoute) {
 			r.Annotations[shardgatev1alpha1.AnnotationRetryIdempotentOnly] = "true"
 		}, true},
+		"retry policy added": {func(r *gatewayv1.HTTPRoute) {
+			r.Annotations[shardgatev1alpha1.AnnotationRetry] = `{"attempts":2}`
+		}, true},
+		"labels without a retry policy": {func(r *gatewayv1.HTTPRoute) { r.Labels = map[string]string{"akash.network": "true"} }, false},
 	}
 	for name, tc := range cases {
 		next := base()
@@ -74,5 +78,14 @@ func TestRelevantHTTPRouteAnnotations(t *testing.T) {
 		if got := Relevant(base(), next); got != tc.want {
 			t.Errorf("%s: Relevant = %v, want %v", name, got, tc.want)
 		}
+	}
+	// With a retry policy, the labels decide whether it is honoured.
+	withRetry := base()
+	withRetry.Annotations[shardgatev1alpha1.AnnotationRetry] = `{"attempts":2}`
+	relabelled := withRetry.DeepCopy()
+	relabelled.ResourceVersion = "2"
+	relabelled.Labels = map[string]string{"akash.network": "true"}
+	if !Relevant(withRetry, relabelled) {
+		t.Error("labels changed on a route with a retry policy: Relevant = false, want true")
 	}
 }

@@ -64,6 +64,7 @@ func (p *process) setUpAkash(mgr crmanager.Manager, leaseHosts *controllers.Leas
 	if err := (&controllers.ProviderLeasedIPReconciler{
 		Client:    mgr.GetClient(),
 		Namespace: cfg.Akash.Namespace,
+		Pool:      cfg.Akash.MetalLBPool,
 		Policy:    p.tenancy.Policy,
 		Recorder:  countingRecorder{EventRecorder: mgr.GetEventRecorder("shardgate"), lead: p.lead},
 		Log:       log.WithName("akash-providerleasedip"),
@@ -71,7 +72,7 @@ func (p *process) setUpAkash(mgr crmanager.Manager, leaseHosts *controllers.Leas
 		return fmt.Errorf("set up ProviderLeasedIP controller: %w", err)
 	}
 	if addr := cfg.Akash.APIAddress; addr != "" && addr != "0" {
-		api := &controllers.AkashAPI{Reader: mgr.GetCache(), Namespace: cfg.Akash.Namespace, Log: log.WithName("akash-api")}
+		api := &controllers.AkashAPI{Reader: mgr.GetCache(), Namespace: cfg.Akash.Namespace, MetalLBPool: cfg.Akash.MetalLBPool, Log: log.WithName("akash-api")}
 		if err := mgr.Add(&controllers.AkashAPIServer{API: api, Address: addr}); err != nil {
 			return fmt.Errorf("add Akash API server: %w", err)
 		}
