@@ -6,14 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mattfenwick/cyclonus/pkg/matcher"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/shardgate/shardgate/internal/config"
 )
@@ -121,9 +119,8 @@ func keys[V any](m map[string]V) []string {
 // TestAkashAPINetworkPolicy: in Akash mode the API port of the controller
 // pods admits only the provider's pods (app=akash-provider in
 // akash-services); tenants' pods reach every other port (xDS, metrics,
-// health) as without a policy. The policy is evaluated here as Kubernetes
-// evaluates it: a pod's ingress is allowed when some rule's ports include
-// the port and its peers (none: every source) include the source.
+// health) as without a policy. A NetworkPolicy engine evaluates the
+// rendered policy.
 func TestAkashAPINetworkPolicy(t *testing.T) {
 	type pod struct {
 		name      string
@@ -161,68 +158,25 @@ func TestAkashAPINetworkPolicy(t *testing.T) {
 		}
 		return out, podLabels
 	}
-	// allowed evaluates the policies selecting the controller pod for
-	// ingress from src to port (TCP).
+	// allowed evaluates the policies for ingress from src to the
+	// controller pod on port (TCP), with a NetworkPolicy engine.
 	allowed := func(t *testing.T, nps []networkingv1.NetworkPolicy, podLabels map[string]string, src pod, port int32) bool {
 		t.Helper()
-		selected := false
-		for _, np := range nps {
-			sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if np.Namespace != "akash-services" || !sel.Matches(labels.Set(podLabels)) {
-				continue
-			}
-			selected = true
-			for _, rule := range np.Spec.Ingress {
-				portOK := len(rule.Ports) == 0
-				for _, p := range rule.Ports {
-					proto := corev1.ProtocolTCP
-					if p.Protocol != nil {
-						proto = *p.Protocol
-					}
-					if proto != corev1.ProtocolTCP || p.Port == nil || p.Port.Type != intstr.Int {
-						continue
-					}
-					end := p.Port.IntVal
-					if p.EndPort != nil {
-						end = *p.EndPort
-					}
-					portOK = portOK || (p.Port.IntVal <= port && port <= end)
-				}
-				if !portOK {
-					continue
-				}
-				if len(rule.From) == 0 {
-					return true
-				}
-				for _, peer := range rule.From {
-					nsOK, podOK := peer.NamespaceSelector == nil, peer.PodSelector == nil
-					if peer.NamespaceSelector != nil {
-						s, err := metav1.LabelSelectorAsSelector(peer.NamespaceSelector)
-						if err != nil {
-							t.Fatal(err)
-						}
-						nsOK = s.Matches(labels.Set(src.namespace))
-					} else if peer.IPBlock == nil {
-						// A podSelector alone selects pods of the policy's namespace.
-						nsOK = src.namespace["kubernetes.io/metadata.name"] == np.Namespace
-					}
-					if peer.PodSelector != nil {
-						s, err := metav1.LabelSelectorAsSelector(peer.PodSelector)
-						if err != nil {
-							t.Fatal(err)
-						}
-						podOK = s.Matches(labels.Set(src.labels))
-					}
-					if peer.IPBlock == nil && nsOK && podOK {
-						return true
-					}
-				}
-			}
+		ptrs := make([]*networkingv1.NetworkPolicy, 0, len(nps))
+		for i := range nps {
+			ptrs = append(ptrs, &nps[i])
 		}
-		return !selected
+		policy := matcher.BuildNetworkPolicies(true, ptrs)
+		return policy.IsTrafficAllowed(&matcher.Traffic{
+			Source: &matcher.TrafficPeer{IP: "10.244.3.3", Internal: &matcher.InternalPeer{
+				Namespace: src.namespace["kubernetes.io/metadata.name"], NamespaceLabels: src.namespace, PodLabels: src.labels,
+			}},
+			Destination: &matcher.TrafficPeer{IP: "10.244.0.9", Internal: &matcher.InternalPeer{
+				Namespace: "akash-services", NamespaceLabels: map[string]string{"kubernetes.io/metadata.name": "akash-services"}, PodLabels: podLabels,
+			}},
+			ResolvedPort: int(port),
+			Protocol:     corev1.ProtocolTCP,
+		}).IsAllowed()
 	}
 
 	nps, podLabels := policies(t, map[string]any{"akash": map[string]any{"enabled": true}})
