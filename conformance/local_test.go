@@ -247,7 +247,7 @@ func dumpStatus(ctx context.Context, c client.Client, path string) error {
 	var b strings.Builder
 	lists := []client.ObjectList{
 		&gatewayv1.GatewayClassList{}, &gatewayv1.GatewayList{}, &gatewayv1.HTTPRouteList{},
-		&gatewayv1.GRPCRouteList{}, &gatewayv1.TLSRouteList{},
+		&gatewayv1.GRPCRouteList{}, &gatewayv1.TLSRouteList{}, &gatewayv1.TCPRouteList{},
 	}
 	for _, l := range lists {
 		if err := c.List(ctx, l); err != nil {

@@ -158,7 +158,7 @@ func (r *GatewayAPIReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1, NeedLeaderElection: new(false)})
 	for _, o := range []client.Object{
 		&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &gatewayv1.GRPCRoute{},
-		&gatewayv1.TLSRoute{}, &gatewayv1.ListenerSet{}, &gatewayv1beta1.ReferenceGrant{}, &corev1.Service{},
+		&gatewayv1.TLSRoute{}, &gatewayv1.TCPRoute{}, &gatewayv1.ListenerSet{}, &gatewayv1beta1.ReferenceGrant{}, &corev1.Service{},
 		&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Namespace{},
 		&shardgatev1alpha1.GatewayParameters{}, &gatewayv1.BackendTLSPolicy{},
 	} {

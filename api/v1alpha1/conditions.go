@@ -183,6 +183,14 @@ const (
 	// wildcard whose domain is not wholly that owner's. Nothing of the entry
 	// is served.
 	ReasonHostnameNotOwned = "HostnameNotOwned"
+
+	// ReasonPortNotOwned: a TCPRoute's parent entry on a shard is refused
+	// (Accepted=False) because the route lives in an owner-marked (tenant)
+	// namespace. A TCPRoute has no hostname to hold, so it would take the
+	// listener's whole port: on a shard only TCPRoutes in the provider's
+	// own (unmarked) namespaces are served, whatever the listener's
+	// allowedRoutes say. Nothing of the entry is served.
+	ReasonPortNotOwned = "PortNotOwned"
 )
 
 // LeasedIP condition reasons beyond the shared ones above (Allocated,

@@ -51,7 +51,9 @@ type ShardSpec struct {
 	// LeaseHost, or a wildcard whose domain that owner holds, with no name
 	// under it held by another owner and none blocked. Any other parent
 	// entry on a shard is Accepted=False with reason HostnameNotOwned and
-	// serves nothing.
+	// serves nothing. TCPRoutes, which have no hostname, are served in
+	// either mode from the provider's namespaces only (no owner marking);
+	// a tenant's is Accepted=False with reason PortNotOwned.
 	// +optional
 	// +kubebuilder:default=Generated
 	Routes ShardRoutes `json:"routes,omitempty"`

@@ -342,6 +342,15 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 				Rules:           []gatewayv1.TLSRouteRule{{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: backend}}}},
 			},
 		})).To(Succeed())
+		// A tenant's TCPRoute naming the shard: refused there (a shard
+		// serves no tenant's TCPRoute), its status is written all the same.
+		Expect(c.Create(ctx, &gatewayv1.TCPRoute{
+			ObjectMeta: metav1.ObjectMeta{Name: "tcp", Namespace: tenant},
+			Spec: gatewayv1.TCPRouteSpec{
+				CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: parent},
+				Rules:           []gatewayv1.TCPRouteRule{{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: backend}}}},
+			},
+		})).To(Succeed())
 		Expect(c.Create(ctx, &gatewayv1.BackendTLSPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: "web-tls", Namespace: tenant},
 			Spec: gatewayv1.BackendTLSPolicySpec{
@@ -400,6 +409,9 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 			var tr gatewayv1.TLSRoute
 			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: "tls"}, &tr)).To(Succeed())
 			g.Expect(ourParent(tr.Status.Parents)).To(BeTrue(), "TLSRoute status: %+v", tr.Status)
+			var tcp gatewayv1.TCPRoute
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: "tcp"}, &tcp)).To(Succeed())
+			g.Expect(ourParent(tcp.Status.Parents)).To(BeTrue(), "TCPRoute status: %+v", tcp.Status)
 			var btp gatewayv1.BackendTLSPolicy
 			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: "web-tls"}, &btp)).To(Succeed())
 			g.Expect(btp.Status.Ancestors).NotTo(BeEmpty(), "BackendTLSPolicy status: %+v", btp.Status)
@@ -569,6 +581,7 @@ var conditionalGrants = map[grantKey]string{
 	{Group: "gateway.networking.k8s.io", Resource: "httproutes", Verb: "get"}:             "status writer re-read after a conflict or cache lag (APIReader)",
 	{Group: "gateway.networking.k8s.io", Resource: "grpcroutes", Verb: "get"}:             "status writer re-read after a conflict or cache lag (APIReader)",
 	{Group: "gateway.networking.k8s.io", Resource: "tlsroutes", Verb: "get"}:              "status writer re-read after a conflict or cache lag (APIReader)",
+	{Group: "gateway.networking.k8s.io", Resource: "tcproutes", Verb: "get"}:              "status writer re-read after a conflict or cache lag (APIReader)",
 	{Group: "gateway.networking.k8s.io", Resource: "backendtlspolicies", Verb: "get"}:     "status writer re-read after a conflict or cache lag (APIReader)",
 	{Group: "gateway.networking.k8s.io", Resource: "listenersets", Verb: "get"}:           "status writer re-read after a conflict or cache lag (APIReader)",
 	{Group: "shardgate.io", Resource: "leasehosts", Verb: "get"}:                          "status writer re-read after a conflict (APIReader)",

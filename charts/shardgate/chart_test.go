@@ -371,7 +371,7 @@ func TestRenderNonDefaults(t *testing.T) {
 	for _, u := range rel.crds {
 		crds[u.GetName()] = u.GetAnnotations()["gateway.networking.k8s.io/channel"]
 	}
-	for _, n := range []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "tlsroutes", "referencegrants"} {
+	for _, n := range []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "tlsroutes", "tcproutes", "referencegrants"} {
 		g.Expect(crds).To(HaveKeyWithValue(n+".gateway.networking.k8s.io", "experimental"))
 	}
 	g.Expect(crds).To(HaveKey("leasehosts.shardgate.io"))

@@ -80,6 +80,14 @@ Copyright The shardgate Authors.
 //     listener: the older is accepted, the other gets Accepted=False
 //     HostnameConflict (api/v1alpha1.ReasonRouteHostnameConflict).
 //   - One SNI on a TLS port is served by one TLSRoute: the oldest.
+//   - TCP listeners (tcproute.go): the hostname is ignored (two TCP
+//     listeners on a port are HostnameConflict). A TCP port serves one
+//     TCPRoute, the oldest attached (then by namespace/name); every
+//     attached one is Accepted and counted in attachedRoutes. Its rules'
+//     backends are merged, weighted; the unresolved share is refused. On
+//     a shard a TCPRoute is admitted only from a namespace without an
+//     owner marking (the provider's), in either routes mode: a tenant's
+//     is Accepted=False PortNotOwned (api/v1alpha1.ReasonPortNotOwned).
 //   - A Gateway whose class is not Accepted, whose parametersRef does not
 //     resolve, or whose spec.addresses are not IPAddress is not Accepted and
 //     gets no IR; its listeners and routes still get status. So is a Gateway

@@ -345,6 +345,21 @@ func fuzzInput(data []byte, cert, key []byte) *Input {
 	// BackendTLSPolicies draw from the bytes rotated by half, ListenerSets
 	// from the bytes read backwards: the rest of an input stays what it
 	// was, and they do not depend on how much of it the rest consumed.
+	// TCPRoutes draw from the rotated bytes read backwards, for the same
+	// reason (parents, backend and meta draw from c).
+	c = &choices{b: backwards(rotated(data))}
+	for i := c.n(4); i > 0; i-- {
+		r := &gatewayv1.TCPRoute{ObjectMeta: meta(i)}
+		r.Spec.ParentRefs = parents()
+		for j := 1 + c.n(2); j > 0; j-- {
+			rule := gatewayv1.TCPRouteRule{}
+			for k := c.n(3); k > 0; k-- {
+				rule.BackendRefs = append(rule.BackendRefs, backend())
+			}
+			r.Spec.Rules = append(r.Spec.Rules, rule)
+		}
+		in.TCPRoutes = append(in.TCPRoutes, r)
+	}
 	fuzzBackendTLS(&choices{b: rotated(data)}, in, cert, t0)
 	addListenerSets(&choices{b: backwards(data)}, in, t0)
 	return in
@@ -451,6 +466,9 @@ func addListenerSets(c *choices, in *Input, t0 time.Time) {
 		toLS(r.Spec.ParentRefs)
 	}
 	for _, r := range in.TLSRoutes {
+		toLS(r.Spec.ParentRefs)
+	}
+	for _, r := range in.TCPRoutes {
 		toLS(r.Spec.ParentRefs)
 	}
 }
@@ -568,6 +586,12 @@ func checkReferences(t *testing.T, out *Output) {
 				}
 			}
 			for _, r := range l.TLSRoutes {
+				checkBackends(r.Name, r.Backends)
+			}
+			if r := l.TCPRoute; r != nil {
+				if l.Protocol != ir.ProtocolTCP {
+					t.Fatalf("listener %s (%s) has a TCP route", l.Name, l.Protocol)
+				}
 				checkBackends(r.Name, r.Backends)
 			}
 		}

@@ -35,7 +35,7 @@ func TranslateGateway(idx *Index, gw *gatewayv1.Gateway) *GatewayResult {
 // compilations already made (by another Gateway of the same translation)
 // from done, and recording new ones there when done is not nil.
 func (idx *Index) compileRoutesOf(gw types.NamespacedName, done map[RouteKey]*compiledRoute) []*compiledRoute {
-	n := len(idx.httpByGW[gw]) + len(idx.grpcByGW[gw]) + len(idx.tlsByGW[gw])
+	n := len(idx.httpByGW[gw]) + len(idx.grpcByGW[gw]) + len(idx.tlsByGW[gw]) + len(idx.tcpByGW[gw])
 	out := make([]*compiledRoute, 0, n)
 	// seen holds the routes added for gw: an informer cache holds one
 	// object per name, so the first wins. While done is empty, every route
@@ -70,6 +70,9 @@ func (idx *Index) compileRoutesOf(gw types.NamespacedName, done map[RouteKey]*co
 	for _, r := range idx.tlsByGW[gw] {
 		add(RouteKey{Kind: kindTLSRoute, NN: nn(r.Namespace, r.Name)}, r)
 	}
+	for _, r := range idx.tcpByGW[gw] {
+		add(RouteKey{Kind: kindTCPRoute, NN: nn(r.Namespace, r.Name)}, r)
+	}
 	idx.listenerSetRoutes(gw, add)
 	return out
 }
@@ -85,6 +88,8 @@ func compileRoute(idx *Index, r any) *compiledRoute {
 		return idx.compileGRPCRoute(r)
 	case *gatewayv1.TLSRoute:
 		return idx.compileTLSRoute(r)
+	case *gatewayv1.TCPRoute:
+		return idx.compileTCPRoute(r)
 	}
 	return nil
 }
@@ -402,7 +407,11 @@ func (idx *Index) matchParent(gw *gatewayv1.Gateway, listeners []*listenerState,
 	if len(hits) == 0 {
 		return string(gatewayv1.RouteReasonNoMatchingListenerHostname), "No listener hostname matches the route's hostnames", nil
 	}
-	if idx.ownership != nil {
+	if idx.ownership != nil && cr.key.Kind == kindTCPRoute {
+		if reason, msg := idx.ownership.shardAdmitsTCP(nn(gw.Namespace, gw.Name), cr); reason != "" {
+			return reason, msg, nil
+		}
+	} else if idx.ownership != nil {
 		var hosts []string
 		for _, h := range hits {
 			hosts = append(hosts, h.hosts...)
@@ -525,6 +534,8 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 			}
 		case ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate, ir.ProtocolTLSMixed:
 			il.TLSRoutes = tlsRoutes(ls, emitted)
+		case ir.ProtocolTCP:
+			il.TCPRoute = tcpRoute(ls, emitted)
 		}
 		out.Listeners = append(out.Listeners, il)
 	}

@@ -24,8 +24,10 @@ import (
 // GatewayAddressEmpty: an IPAddress entry without a value asks MetalLB for
 // any address (internal/addresses).
 //
-// Deliberately absent: TCPRoute, UDPRoute, ListenerSet, and every Mesh
-// feature.
+// TCPRoute: a TCP listener serves one TCPRoute, the oldest attached
+// (tcproute.go).
+//
+// Deliberately absent: UDPRoute and every Mesh feature.
 var SupportedFeatures = []features.FeatureName{
 	features.SupportGateway,
 	features.SupportGatewayPort8080,
@@ -73,6 +75,7 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportGatewayBackendClientCertificate,
 	features.SupportTLSRouteModeMixed,
 	features.SupportListenerSet,
+	features.SupportTCPRoute,
 }
 
 func supportedFeatureStatus() []gatewayv1.SupportedFeature {

@@ -187,6 +187,10 @@ func decodeInput(raw []byte) (*Input, error) {
 			o := &gatewayv1.TLSRoute{}
 			err = into(o)
 			in.TLSRoutes = append(in.TLSRoutes, o)
+		case "TCPRoute":
+			o := &gatewayv1.TCPRoute{}
+			err = into(o)
+			in.TCPRoutes = append(in.TCPRoutes, o)
 		case "ReferenceGrant":
 			o := &gatewayv1beta1.ReferenceGrant{}
 			err = into(o)
@@ -274,6 +278,7 @@ type goldenOutput struct {
 	HTTPRouteStatus map[string][]gatewayv1.RouteParentStatus    `json:"httpRouteStatus,omitempty"`
 	GRPCRouteStatus map[string][]gatewayv1.RouteParentStatus    `json:"grpcRouteStatus,omitempty"`
 	TLSRouteStatus  map[string][]gatewayv1.RouteParentStatus    `json:"tlsRouteStatus,omitempty"`
+	TCPRouteStatus  map[string][]gatewayv1.RouteParentStatus    `json:"tcpRouteStatus,omitempty"`
 	ListenerSets    map[string]gatewayv1.ListenerSetStatus      `json:"listenerSetStatus,omitempty"`
 	PolicyStatus    map[string][]gatewayv1.PolicyAncestorStatus `json:"backendTLSPolicyStatus,omitempty"`
 	Gateways        []*ir.Gateway                               `json:"gateways,omitempty"`
@@ -308,6 +313,7 @@ func renderOutput(t testing.TB, out *Output, full bool) []byte {
 		HTTPRouteStatus: nnMap(maps.Collect(out.HTTPRouteStatus.All())),
 		GRPCRouteStatus: nnMap(maps.Collect(out.GRPCRouteStatus.All())),
 		TLSRouteStatus:  nnMap(maps.Collect(out.TLSRouteStatus.All())),
+		TCPRouteStatus:  nnMap(maps.Collect(out.TCPRouteStatus.All())),
 		ListenerSets:    nnMap(out.ListenerSetStatus),
 		PolicyStatus:    nnMap(out.BackendTLSPolicyStatus),
 	}
@@ -394,6 +400,8 @@ func reversed(in *Input) *Input {
 	slices.Reverse(c.GRPCRoutes)
 	c.TLSRoutes = slices.Clone(in.TLSRoutes)
 	slices.Reverse(c.TLSRoutes)
+	c.TCPRoutes = slices.Clone(in.TCPRoutes)
+	slices.Reverse(c.TCPRoutes)
 	c.ReferenceGrants = slices.Clone(in.ReferenceGrants)
 	slices.Reverse(c.ReferenceGrants)
 	c.Services = slices.Clone(in.Services)

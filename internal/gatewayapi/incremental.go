@@ -128,7 +128,8 @@ func sameRuntime(a, b Facts) bool {
 //   - the holders, the namespace owners or the block list: the shards
 //     that read them, those in Owned mode (every route's names are checked
 //     against the holders) and those with ListenerSets (their listeners'
-//     names are). A shard in Generated mode reads only Generated.
+//     names are). A shard in Generated mode reads only Generated;
+//   - the namespace owners: also every TCPRoute (shardAdmitsTCP).
 //
 // Retiring and Deleted, which only the status writer reads, are not
 // compared. When b carries a Delta from a's generation, the routes and
@@ -150,6 +151,7 @@ func (t *Translator) ownershipChanges(a, b *Ownership, d *dirtySet) (all bool) {
 			for _, gw := range t.ownerReaders(b) {
 				d.Gateways.add(gw)
 			}
+			t.store.markTCPRoutes(d)
 		}
 		return false
 	}
@@ -165,6 +167,9 @@ func (t *Translator) ownershipChanges(a, b *Ownership, d *dirtySet) (all bool) {
 		if _, ok := a.Generated[k]; !ok {
 			d.Routes.add(RouteKey{Kind: kindHTTPRoute, NN: k})
 		}
+	}
+	if !maps.Equal(a.NamespaceOwners, b.NamespaceOwners) {
+		t.store.markTCPRoutes(d)
 	}
 	readers := t.ownerReaders(b)
 	if len(readers) > 0 && !(maps.Equal(a.Holders, b.Holders) && maps.Equal(a.NamespaceOwners, b.NamespaceOwners) &&
@@ -256,6 +261,7 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 		HTTPRouteStatus: prev.HTTPRouteStatus,
 		GRPCRouteStatus: prev.GRPCRouteStatus,
 		TLSRouteStatus:  prev.TLSRouteStatus,
+		TCPRouteStatus:  prev.TCPRouteStatus,
 
 		ListenerSetStatus: prev.ListenerSetStatus,
 	}
@@ -373,6 +379,8 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 			m = &out.HTTPRouteStatus
 		case kindGRPCRoute:
 			m = &out.GRPCRouteStatus
+		case kindTCPRoute:
+			m = &out.TCPRouteStatus
 		default:
 			m = &out.TLSRouteStatus
 		}
@@ -474,7 +482,7 @@ func Relevant(oldObj, newObj client.Object) bool {
 	}
 	switch n := newObj.(type) {
 	case *gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute,
-		*gatewayv1.TLSRoute, *gatewayv1.ListenerSet, *gatewayv1beta1.ReferenceGrant, *shardgatev1alpha1.GatewayParameters,
+		*gatewayv1.TLSRoute, *gatewayv1.TCPRoute, *gatewayv1.ListenerSet, *gatewayv1beta1.ReferenceGrant, *shardgatev1alpha1.GatewayParameters,
 		*gatewayv1.BackendTLSPolicy:
 		return oldObj.GetGeneration() != newObj.GetGeneration() || newObj.GetGeneration() == 0
 	case *corev1.Service:

@@ -57,6 +57,7 @@ type plainOutput struct {
 	HTTPRouteStatus map[types.NamespacedName][]gatewayv1.RouteParentStatus
 	GRPCRouteStatus map[types.NamespacedName][]gatewayv1.RouteParentStatus
 	TLSRouteStatus  map[types.NamespacedName][]gatewayv1.RouteParentStatus
+	TCPRouteStatus  map[types.NamespacedName][]gatewayv1.RouteParentStatus
 	ListenerSets    map[types.NamespacedName]gatewayv1.ListenerSetStatus
 	PolicyStatus    PolicyStatuses
 }
@@ -67,6 +68,7 @@ func bare(o *Output) plainOutput {
 		HTTPRouteStatus: plainStatuses(o.HTTPRouteStatus),
 		GRPCRouteStatus: plainStatuses(o.GRPCRouteStatus),
 		TLSRouteStatus:  plainStatuses(o.TLSRouteStatus),
+		TCPRouteStatus:  plainStatuses(o.TCPRouteStatus),
 		ListenerSets:    nonEmpty(o.ListenerSetStatus),
 		PolicyStatus:    o.BackendTLSPolicyStatus,
 	}
@@ -112,6 +114,7 @@ func events(st *Store, prev, next *Input) []func() {
 	kind(objs(prev.HTTPRoutes), objs(next.HTTPRoutes))
 	kind(objs(prev.GRPCRoutes), objs(next.GRPCRoutes))
 	kind(objs(prev.TLSRoutes), objs(next.TLSRoutes))
+	kind(objs(prev.TCPRoutes), objs(next.TCPRoutes))
 	kind(objs(prev.ReferenceGrants), objs(next.ReferenceGrants))
 	kind(objs(prev.Services), objs(next.Services))
 	kind(objs(prev.Secrets), objs(next.Secrets))
@@ -222,6 +225,9 @@ func stamp(in *Input, rv *int) {
 	for _, o := range in.TLSRoutes {
 		set(o)
 	}
+	for _, o := range in.TCPRoutes {
+		set(o)
+	}
 	for _, o := range in.Services {
 		set(o)
 	}
@@ -288,7 +294,7 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 		gen := func() *Input {
 			in := fuzzInput(data(), cert, key)
 			if httpOnly {
-				in.GRPCRoutes, in.TLSRoutes = nil, nil
+				in.GRPCRoutes, in.TLSRoutes, in.TCPRoutes = nil, nil, nil
 				for _, rt := range in.HTTPRoutes {
 					if r.IntN(5) > 0 {
 						rt.Spec.Hostnames = nil
@@ -305,6 +311,7 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			in.HTTPRoutes = mix(r, nil, in.HTTPRoutes, 0, 1)
 			in.GRPCRoutes = mix(r, nil, in.GRPCRoutes, 0, 1)
 			in.TLSRoutes = mix(r, nil, in.TLSRoutes, 0, 1)
+			in.TCPRoutes = mix(r, nil, in.TCPRoutes, 0, 1)
 			in.ReferenceGrants = mix(r, nil, in.ReferenceGrants, 0, 1)
 			in.Services = mix(r, nil, in.Services, 0, 1)
 			in.Secrets = mix(r, nil, in.Secrets, 0, 1)
@@ -427,6 +434,7 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			next.HTTPRoutes = mix(r, in.HTTPRoutes, fresh.HTTPRoutes, keep, add)
 			next.GRPCRoutes = mix(r, in.GRPCRoutes, fresh.GRPCRoutes, keep, add)
 			next.TLSRoutes = mix(r, in.TLSRoutes, fresh.TLSRoutes, keep, add)
+			next.TCPRoutes = mix(r, in.TCPRoutes, fresh.TCPRoutes, keep, add)
 			next.ReferenceGrants = mix(r, in.ReferenceGrants, fresh.ReferenceGrants, keep, add/2)
 			next.Services = mix(r, in.Services, fresh.Services, keep, add/2)
 			next.Secrets = mix(r, in.Secrets, fresh.Secrets, keep, add/2)

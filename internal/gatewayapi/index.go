@@ -20,6 +20,7 @@ const (
 	kindHTTPRoute    = "HTTPRoute"
 	kindGRPCRoute    = "GRPCRoute"
 	kindTLSRoute     = "TLSRoute"
+	kindTCPRoute     = "TCPRoute"
 	kindService      = "Service"
 	kindSecret       = "Secret"
 	kindGatewayParam = "GatewayParameters"
@@ -61,10 +62,12 @@ type Index struct {
 	httpByGW map[types.NamespacedName][]*gatewayv1.HTTPRoute
 	grpcByGW map[types.NamespacedName][]*gatewayv1.GRPCRoute
 	tlsByGW  map[types.NamespacedName][]*gatewayv1.TLSRoute
+	tcpByGW  map[types.NamespacedName][]*gatewayv1.TCPRoute
 	// Routes by the ListenerSet their parentRefs name (NewIndex only).
 	httpByLS map[types.NamespacedName][]*gatewayv1.HTTPRoute
 	grpcByLS map[types.NamespacedName][]*gatewayv1.GRPCRoute
 	tlsByLS  map[types.NamespacedName][]*gatewayv1.TLSRoute
+	tcpByLS  map[types.NamespacedName][]*gatewayv1.TCPRoute
 
 	// ListenerSets by the Gateway their parentRef names, in precedence
 	// order: lsByGW (NewIndex), or lsOf (over a Store).
@@ -196,11 +199,13 @@ func (idx *Index) indexRoutes(in *Input) {
 	idx.httpByGW = map[types.NamespacedName][]*gatewayv1.HTTPRoute{}
 	idx.grpcByGW = map[types.NamespacedName][]*gatewayv1.GRPCRoute{}
 	idx.tlsByGW = map[types.NamespacedName][]*gatewayv1.TLSRoute{}
+	idx.tcpByGW = map[types.NamespacedName][]*gatewayv1.TCPRoute{}
 	// Routes by parent Gateway; a route naming the same Gateway twice is
 	// indexed once.
 	idx.httpByLS = map[types.NamespacedName][]*gatewayv1.HTTPRoute{}
 	idx.grpcByLS = map[types.NamespacedName][]*gatewayv1.GRPCRoute{}
 	idx.tlsByLS = map[types.NamespacedName][]*gatewayv1.TLSRoute{}
+	idx.tcpByLS = map[types.NamespacedName][]*gatewayv1.TCPRoute{}
 	for _, r := range in.HTTPRoutes {
 		if r == nil {
 			continue
@@ -232,6 +237,17 @@ func (idx *Index) indexRoutes(in *Input) {
 		}
 		for _, l := range parentListenerSets(r.Namespace, r.Spec.ParentRefs) {
 			idx.tlsByLS[l] = append(idx.tlsByLS[l], r)
+		}
+	}
+	for _, r := range in.TCPRoutes {
+		if r == nil {
+			continue
+		}
+		for _, g := range parentGateways(r.Namespace, r.Spec.ParentRefs) {
+			idx.tcpByGW[g] = append(idx.tcpByGW[g], r)
+		}
+		for _, l := range parentListenerSets(r.Namespace, r.Spec.ParentRefs) {
+			idx.tcpByLS[l] = append(idx.tcpByLS[l], r)
 		}
 	}
 }

@@ -69,6 +69,8 @@ func kindsForProtocol(p ir.Protocol) []string {
 		return []string{kindHTTPRoute, kindGRPCRoute}
 	case ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate:
 		return []string{kindTLSRoute}
+	case ir.ProtocolTCP:
+		return []string{kindTCPRoute}
 	}
 	return nil
 }
@@ -114,6 +116,11 @@ func (idx *Index) buildListener(gw *gatewayv1.Gateway, l *gatewayv1.Listener, ki
 		if l.TLS != nil && l.TLS.Mode != nil && *l.TLS.Mode == gatewayv1.TLSModePassthrough {
 			ls.proto = ir.ProtocolTLSPassthrough
 		}
+	case gatewayv1.TCPProtocolType:
+		// A TCP listener matches connections by port alone: its hostname,
+		// if any, is ignored, so two TCP listeners on a port conflict.
+		ls.proto = ir.ProtocolTCP
+		ls.hostname = ""
 	}
 	if ls.proto == "" {
 		ls.accepted = false

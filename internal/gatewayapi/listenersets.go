@@ -367,6 +367,9 @@ func (idx *Index) listenerSetRoutes(gw types.NamespacedName, add func(RouteKey, 
 		for _, r := range idx.tlsByLS[k] {
 			add(RouteKey{Kind: kindTLSRoute, NN: nn(r.Namespace, r.Name)}, r)
 		}
+		for _, r := range idx.tcpByLS[k] {
+			add(RouteKey{Kind: kindTCPRoute, NN: nn(r.Namespace, r.Name)}, r)
+		}
 	}
 }
 

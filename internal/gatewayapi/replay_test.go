@@ -34,6 +34,7 @@ func allObjects(in *Input) []client.Object {
 	out = append(out, objs(in.HTTPRoutes)...)
 	out = append(out, objs(in.GRPCRoutes)...)
 	out = append(out, objs(in.TLSRoutes)...)
+	out = append(out, objs(in.TCPRoutes)...)
 	return out
 }
 

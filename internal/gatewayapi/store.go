@@ -51,6 +51,7 @@ type Store struct {
 	http       objects[gatewayv1.HTTPRoute]
 	grpc       objects[gatewayv1.GRPCRoute]
 	tls        objects[gatewayv1.TLSRoute]
+	tcp        objects[gatewayv1.TCPRoute]
 	grantObjs  objects[gatewayv1beta1.ReferenceGrant]
 	svcObjs    objects[corev1.Service]
 	secretObjs objects[corev1.Secret]
@@ -267,6 +268,8 @@ func (s *Store) Upsert(obj client.Object) bool {
 		return s.upsertRoute(RouteKey{Kind: kindGRPCRoute, NN: k}, o, s.grpc.put(k, o))
 	case *gatewayv1.TLSRoute:
 		return s.upsertRoute(RouteKey{Kind: kindTLSRoute, NN: k}, o, s.tls.put(k, o))
+	case *gatewayv1.TCPRoute:
+		return s.upsertRoute(RouteKey{Kind: kindTCPRoute, NN: k}, o, s.tcp.put(k, o))
 	case *gatewayv1.ListenerSet:
 		return s.upsertListenerSet(k, o)
 	case *gatewayv1beta1.ReferenceGrant:
@@ -356,6 +359,8 @@ func (s *Store) Delete(obj client.Object) bool {
 		return s.deleteRoute(RouteKey{Kind: kindGRPCRoute, NN: k}, s.grpc.remove(k, objKey[gatewayv1.GRPCRoute]) != nil)
 	case *gatewayv1.TLSRoute:
 		return s.deleteRoute(RouteKey{Kind: kindTLSRoute, NN: k}, s.tls.remove(k, objKey[gatewayv1.TLSRoute]) != nil)
+	case *gatewayv1.TCPRoute:
+		return s.deleteRoute(RouteKey{Kind: kindTCPRoute, NN: k}, s.tcp.remove(k, objKey[gatewayv1.TCPRoute]) != nil)
 	case *gatewayv1.ListenerSet:
 		return s.deleteListenerSet(k)
 	case *gatewayv1beta1.ReferenceGrant:
@@ -433,6 +438,8 @@ func isNil(o client.Object) bool {
 	case *gatewayv1.GRPCRoute:
 		return o == nil
 	case *gatewayv1.TLSRoute:
+		return o == nil
+	case *gatewayv1.TCPRoute:
 		return o == nil
 	case *gatewayv1.ListenerSet:
 		return o == nil
@@ -655,6 +662,10 @@ func (s *Store) route(k RouteKey) client.Object {
 		if r := s.tls.get(k.NN); r != nil {
 			return r
 		}
+	case kindTCPRoute:
+		if r := s.tcp.get(k.NN); r != nil {
+			return r
+		}
 	}
 	return nil
 }
@@ -672,6 +683,7 @@ func (s *Store) Input(f Facts) *Input {
 		HTTPRoutes:         s.http.snapshot(),
 		GRPCRoutes:         s.grpc.snapshot(),
 		TLSRoutes:          s.tls.snapshot(),
+		TCPRoutes:          s.tcp.snapshot(),
 		ListenerSets:       s.lsObjs.snapshot(),
 		ReferenceGrants:    s.grantObjs.snapshot(),
 		Services:           s.svcObjs.snapshot(),
@@ -716,6 +728,7 @@ func (s *Store) Load(in *Input) {
 	loadKind(s, &s.http, in.HTTPRoutes)
 	loadKind(s, &s.grpc, in.GRPCRoutes)
 	loadKind(s, &s.tls, in.TLSRoutes)
+	loadKind(s, &s.tcp, in.TCPRoutes)
 }
 
 func loadKind[T any, PT interface {

@@ -161,6 +161,14 @@ func routeDependencies(ns string, obj client.Object) deps {
 				ref(br.BackendObjectReference)
 			}
 		}
+	case *gatewayv1.TCPRoute:
+		d.gateways = parentGateways(ns, r.Spec.ParentRefs)
+		d.listenerSets = parentListenerSets(ns, r.Spec.ParentRefs)
+		for i := range r.Spec.Rules {
+			for _, br := range r.Spec.Rules[i].BackendRefs {
+				ref(br.BackendObjectReference)
+			}
+		}
 	}
 	return d
 }

@@ -27,6 +27,7 @@ type Input struct {
 	HTTPRoutes      []*gatewayv1.HTTPRoute
 	GRPCRoutes      []*gatewayv1.GRPCRoute
 	TLSRoutes       []*gatewayv1.TLSRoute
+	TCPRoutes       []*gatewayv1.TCPRoute
 	ListenerSets    []*gatewayv1.ListenerSet
 	ReferenceGrants []*gatewayv1beta1.ReferenceGrant
 	Services        []*corev1.Service
@@ -83,6 +84,7 @@ type Output struct {
 	HTTPRouteStatus RouteStatuses                                    // ONLY our controller's parent entries
 	GRPCRouteStatus RouteStatuses
 	TLSRouteStatus  RouteStatuses
+	TCPRouteStatus  RouteStatuses
 	// BackendTLSPolicyStatus holds ONLY our controller's ancestor entries,
 	// for the policies that apply to a cluster of one of our Gateways.
 	BackendTLSPolicyStatus PolicyStatuses
@@ -189,6 +191,7 @@ func (o *Output) setRouteStatuses(parents map[RouteKey][]ParentEntry) {
 	o.HTTPRouteStatus = RouteStatusesOf(byKind[kindHTTPRoute])
 	o.GRPCRouteStatus = RouteStatusesOf(byKind[kindGRPCRoute])
 	o.TLSRouteStatus = RouteStatusesOf(byKind[kindTLSRoute])
+	o.TCPRouteStatus = RouteStatusesOf(byKind[kindTCPRoute])
 }
 
 // RouteStatus returns the route statuses of a route kind.
@@ -198,6 +201,8 @@ func (o *Output) RouteStatus(kind string) RouteStatuses {
 		return o.HTTPRouteStatus
 	case kindGRPCRoute:
 		return o.GRPCRouteStatus
+	case kindTCPRoute:
+		return o.TCPRouteStatus
 	default:
 		return o.TLSRouteStatus
 	}
@@ -215,7 +220,8 @@ type GatewayResult struct {
 	Routes map[RouteKey][]ParentEntry
 }
 
-// RouteKey names a route of one kind (HTTPRoute, GRPCRoute, TLSRoute).
+// RouteKey names a route of one kind (HTTPRoute, GRPCRoute, TLSRoute,
+// TCPRoute).
 type RouteKey struct {
 	Kind string
 	NN   types.NamespacedName

@@ -122,6 +122,10 @@ const (
 	// route with Certificates terminates TLS and forwards the plaintext
 	// stream, a route without passes the TLS stream through.
 	ProtocolTLSMixed Protocol = "TLSMixed"
+	// ProtocolTCP forwards every connection of the port, as a raw stream,
+	// to the backends of its one TCPRoute; with none, connections are
+	// refused.
+	ProtocolTCP Protocol = "TCP"
 )
 
 // Listener is one port.
@@ -141,6 +145,20 @@ type Listener struct {
 	// TLSRoutes (TLSPassthrough, TLSTerminate, TLSMixed) are ordered like
 	// TLSServers.
 	TLSRoutes []TLSRoute `json:"tlsRoutes,omitempty"`
+	// TCPRoute (TCP) is the route the port serves; nil refuses every
+	// connection.
+	TCPRoute *TCPRoute `json:"tcpRoute,omitempty"`
+}
+
+// TCPRoute forwards every connection of a TCP port to weighted backends.
+type TCPRoute struct {
+	// Name is "<route ns>/<route name>".
+	Name     string    `json:"name"`
+	Backends []Backend `json:"backends,omitempty"`
+	// InvalidWeight is the share of connections that must be refused
+	// because its backends did not resolve.
+	InvalidWeight uint32 `json:"invalidWeight,omitempty"`
+	Source        Source `json:"source"`
 }
 
 // TLSServer is one HTTPS Gateway listener: a certificate set selected by SNI.
@@ -411,7 +429,7 @@ type ClusterProtocol string
 const (
 	ClusterHTTP1 ClusterProtocol = "HTTP1"
 	ClusterH2C   ClusterProtocol = "H2C"
-	// ClusterTCP is a raw stream (TLSRoute backends).
+	// ClusterTCP is a raw stream (TLSRoute and TCPRoute backends).
 	ClusterTCP ClusterProtocol = "TCP"
 )
 

@@ -32,6 +32,7 @@ const (
 	KindHTTPRoute    Kind = "HTTPRoute"
 	KindGRPCRoute    Kind = "GRPCRoute"
 	KindTLSRoute     Kind = "TLSRoute"
+	KindTCPRoute     Kind = "TCPRoute"
 	// KindBackendTLSPolicy: only our status.ancestors entries are written.
 	KindBackendTLSPolicy Kind = "BackendTLSPolicy"
 )
@@ -66,7 +67,7 @@ type Writer struct {
 	listenerSets map[types.NamespacedName]gatewayv1.ListenerSetStatus
 	// Desired route status by kind: the translation's own immutable maps.
 	// A route absent from them has no entries of ours.
-	http, grpc, tls gatewayapi.RouteStatuses
+	http, grpc, tls, tcp gatewayapi.RouteStatuses
 	// policies: the desired ancestor entries of ours per BackendTLSPolicy.
 	policies gatewayapi.PolicyStatuses
 	// checked remembers, per route, the resourceVersion and the batch of
@@ -166,7 +167,7 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 	w.classes = out.GatewayClasses
 	w.gateways = out.GatewayStatus
 	w.listenerSets = out.ListenerSetStatus
-	w.http, w.grpc, w.tls = out.HTTPRouteStatus, out.GRPCRouteStatus, out.TLSRouteStatus
+	w.http, w.grpc, w.tls, w.tcp = out.HTTPRouteStatus, out.GRPCRouteStatus, out.TLSRouteStatus, out.TCPRouteStatus
 	w.policies = out.BackendTLSPolicyStatus
 	w.ownership = in.Ownership
 	w.batch++
@@ -238,12 +239,15 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 		for _, r := range in.TLSRoutes {
 			route(r)
 		}
+		for _, r := range in.TCPRoutes {
+			route(r)
+		}
 		// A route that reached the store after in was listed but before
 		// the translation is in out and not in in, and no later
 		// translation names it changed: compare every route out has a
 		// status for (those compared above are skipped as checked).
 		if in.RouteByKey != nil {
-			for _, kind := range []string{string(KindHTTPRoute), string(KindGRPCRoute), string(KindTLSRoute)} {
+			for _, kind := range []string{string(KindHTTPRoute), string(KindGRPCRoute), string(KindTLSRoute), string(KindTCPRoute)} {
 				for nn := range out.RouteStatus(kind).All() {
 					if obj := in.RouteByKey(gatewayapi.RouteKey{Kind: kind, NN: nn}); obj != nil {
 						route(obj)
@@ -260,7 +264,7 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 			route(obj)
 		}
 	}
-	if routes := len(in.HTTPRoutes) + len(in.GRPCRoutes) + len(in.TLSRoutes); len(w.written) > 2*routes+64 || len(w.checked) > routes+64 {
+	if routes := len(in.HTTPRoutes) + len(in.GRPCRoutes) + len(in.TLSRoutes) + len(in.TCPRoutes); len(w.written) > 2*routes+64 || len(w.checked) > routes+64 {
 		w.forgetGone(in)
 	}
 	delays := w.restoreDelays(dirty, false)
@@ -368,7 +372,7 @@ func (w *Writer) forgiveFights(out *gatewayapi.Output) {
 // forgetGone drops what the writer remembers of objects no longer in the
 // snapshot. Call with w.mu held.
 func (w *Writer) forgetGone(in *gatewayapi.Input) {
-	live := make(map[Key]bool, len(in.HTTPRoutes)+len(in.GRPCRoutes)+len(in.TLSRoutes)+len(in.Gateways)+len(in.GatewayClasses))
+	live := make(map[Key]bool, len(in.HTTPRoutes)+len(in.GRPCRoutes)+len(in.TLSRoutes)+len(in.TCPRoutes)+len(in.Gateways)+len(in.GatewayClasses))
 	for _, o := range in.GatewayClasses {
 		live[Key{Kind: KindGatewayClass, NamespacedName: types.NamespacedName{Name: o.Name}}] = true
 	}
@@ -386,6 +390,9 @@ func (w *Writer) forgetGone(in *gatewayapi.Input) {
 	}
 	for _, o := range in.TLSRoutes {
 		live[Key{Kind: KindTLSRoute, NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}] = true
+	}
+	for _, o := range in.TCPRoutes {
+		live[Key{Kind: KindTCPRoute, NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}] = true
 	}
 	for _, o := range in.BackendTLSPolicies {
 		live[Key{Kind: KindBackendTLSPolicy, NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}] = true
@@ -426,6 +433,8 @@ func (w *Writer) desiredRoute(k Key) []gatewayv1.RouteParentStatus {
 		return w.grpc.At(k.NamespacedName)
 	case KindTLSRoute:
 		return w.tls.At(k.NamespacedName)
+	case KindTCPRoute:
+		return w.tcp.At(k.NamespacedName)
 	}
 	return nil
 }
@@ -550,6 +559,9 @@ func (w *Writer) differs(obj client.Object, now time.Time, submitting bool) (Key
 		changed = w.routeDiffers(k, o, o.ResourceVersion, o.Status.Parents, now, submitting)
 	case *gatewayv1.TLSRoute:
 		k = Key{Kind: KindTLSRoute, NamespacedName: nn}
+		changed = w.routeDiffers(k, o, o.ResourceVersion, o.Status.Parents, now, submitting)
+	case *gatewayv1.TCPRoute:
+		k = Key{Kind: KindTCPRoute, NamespacedName: nn}
 		changed = w.routeDiffers(k, o, o.ResourceVersion, o.Status.Parents, now, submitting)
 	case *gatewayv1.BackendTLSPolicy:
 		k = Key{Kind: KindBackendTLSPolicy, NamespacedName: nn}
@@ -819,6 +831,9 @@ func (w *Writer) object(k Key) (client.Object, func(time.Time) bool) {
 		obj, parents = r, &r.Status.Parents
 	case KindTLSRoute:
 		r := &gatewayv1.TLSRoute{}
+		obj, parents = r, &r.Status.Parents
+	case KindTCPRoute:
+		r := &gatewayv1.TCPRoute{}
 		obj, parents = r, &r.Status.Parents
 	default:
 		return nil, nil

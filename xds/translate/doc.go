@@ -40,7 +40,10 @@ Copyright The shardgate Authors.
 //     ("<namespace>/<service>/<port>").
 //   - Secret: the IR secret name ("<namespace>/<name>").
 //   - Filter chain: "<gateway listener name>" (HTTPS) or the IR TLS route name
-//     (TLS passthrough/terminate).
+//     (TLS passthrough/terminate), or the IR TCP route name (TCP: one
+//     chain without a match, a tcp_proxy to the route's weighted clusters;
+//     a TCP port without a route has no listener, so connections are
+//     refused).
 //
 // Unresolved backends are routed to InvalidBackendCluster, a name that is
 // never published as a cluster: Envoy answers such requests with the route's

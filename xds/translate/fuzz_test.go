@@ -45,7 +45,7 @@ func fzPick[T any](c *fuzzBytes, pool []T) T { return pool[c.n(len(pool))] }
 // does not compile, a port of 0), which Translate or Validate must refuse
 // without panicking.
 var (
-	fxProtocols  = []ir.Protocol{ir.ProtocolHTTP, ir.ProtocolHTTPS, ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate, ir.ProtocolTLSMixed, ir.ProtocolHTTP, "UDP"}
+	fxProtocols  = []ir.Protocol{ir.ProtocolHTTP, ir.ProtocolHTTPS, ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate, ir.ProtocolTLSMixed, ir.ProtocolHTTP, "UDP", ir.ProtocolTCP}
 	fxPorts      = []int32{80, 443, 8080, 8443, 80, 0}
 	fxHosts      = []string{"*", "foo.example.com", "*.example.com", "bar.example.com", "FOO.example.com", "", "a.b.example.com"}
 	fxSNI        = []string{"", "foo.example.com", "*.example.com", "bar.example.com", "foo.example.com"}
@@ -104,6 +104,11 @@ func fuzzGateway(data []byte, cert, key []byte) *ir.Gateway {
 					ts.ClientValidation = &ir.ClientValidation{CA: ir.SecretRef{Name: fzPick(c, fxSecrets)}, InsecureFallback: c.bool()}
 				}
 				l.TLSServers = append(l.TLSServers, ts)
+			}
+		case ir.ProtocolTCP:
+			if c.n(3) > 0 {
+				l.TCPRoute = &ir.TCPRoute{Name: "default/t", Backends: fuzzBackends(c), InvalidWeight: uint32(c.n(3)),
+					Source: ir.Source{Kind: "TCPRoute", Namespace: "default", Name: "t"}}
 			}
 		default:
 			for j, m := 0, c.n(3); j < m; j++ {

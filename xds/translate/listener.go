@@ -36,8 +36,8 @@ var alpnHTTP = []string{"h2", "http/1.1"}
 
 // listener translates one IR listener (one port) into an Envoy listener and
 // the route configurations its filter chains reference. A port with nothing
-// to serve (no TLS servers, no TLS routes) yields no listener, because Envoy
-// refuses a listener without filter chains.
+// to serve (no TLS servers, no TLS routes, no TCP route) yields no
+// listener, because Envoy refuses a listener without filter chains.
 func (t *translator) listener(l *ir.Listener) (*listenerv3.Listener, []*routev3.RouteConfiguration, error) {
 	lst, routes, err := t.listenerChains(l)
 	if _, memoised := t.nextListeners[l.Name]; memoised {
@@ -127,6 +127,18 @@ func (t *translator) listenerChains(l *ir.Listener) (*listenerv3.Listener, []*ro
 			return nil, nil, nil
 		}
 		return listener(l.Name, l.Port, tlsInspector(), chains...), nil, nil
+
+	case ir.ProtocolTCP:
+		// One filter chain without a match: every connection of the port
+		// is proxied, as a raw stream, to the route's weighted backends
+		// (the unresolved share to InvalidBackendCluster, which closes
+		// it). No route: no listener, so connections are refused.
+		tr := l.TCPRoute
+		if tr == nil {
+			return nil, nil, nil
+		}
+		chain := filterChain(tr.Name, nil, nil, tcpProxy(l.Name, tr.Backends, tr.InvalidWeight))
+		return listener(l.Name, l.Port, nil, chain), nil, nil
 	}
 	return nil, nil, fmt.Errorf("unknown protocol %q", l.Protocol)
 }
