@@ -113,7 +113,8 @@ func (t *Translator) Translate(f Facts) *Output {
 // sameRuntime: a and b have the same Gateway runtime facts and shard
 // refusals, which a Gateway's whole assembly reads.
 func sameRuntime(a, b Facts) bool {
-	return reflect.DeepEqual(a.Runtime, b.Runtime) && reflect.DeepEqual(a.ShardRefusals, b.ShardRefusals)
+	return a.TenantLimits == b.TenantLimits &&
+		reflect.DeepEqual(a.Runtime, b.Runtime) && reflect.DeepEqual(a.ShardRefusals, b.ShardRefusals)
 }
 
 // ownershipChanges marks in d what differs between a and b, the ownership
@@ -162,6 +163,15 @@ func (t *Translator) ownershipChanges(a, b *Ownership, d *dirtySet) (all bool) {
 	for k := range b.Generated {
 		if _, ok := a.Generated[k]; !ok {
 			d.Routes.add(RouteKey{Kind: kindHTTPRoute, NN: k})
+		}
+	}
+	if t.facts.TenantLimits.enabled() && !maps.Equal(a.NamespaceOwners, b.NamespaceOwners) {
+		// Which tenant a route counts for changed: every shard accounts
+		// again. (With a Delta, a namespace whose owner changed is a
+		// changed Namespace, which the Store marks its routes dirty for;
+		// a patch accounts a dirty route under its new tenant.)
+		for gw := range b.Shards {
+			d.Gateways.add(gw)
 		}
 	}
 	readers := t.ownerReaders(b)
@@ -310,6 +320,9 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 			var ok bool
 			if res, ok = patchGateway(idx, st, gw, changed, newCRs, rebuild); ok {
 				t.Stats.Patched++
+				for _, k := range st.limitFlips {
+					remerge.add(k)
+				}
 			} else {
 				res = t.assemble(idx, gw, st, remerge)
 			}

@@ -44,6 +44,7 @@ type Index struct {
 	runtime        map[types.NamespacedName]GatewayRuntime
 	shardRefusals  map[types.NamespacedName]string
 	ownership      *Ownership
+	tenantLimits   TenantLimits
 	// BackendTLSPolicies (their CA ConfigMaps are in configMaps).
 	policies []*gatewayv1.BackendTLSPolicy
 	// Resolved once per Index, on first use.
@@ -91,6 +92,7 @@ func NewIndex(in *Input) *Index {
 		runtime:        in.Runtime,
 		shardRefusals:  in.ShardRefusals,
 		ownership:      in.Ownership,
+		tenantLimits:   in.TenantLimits,
 		policies:       in.BackendTLSPolicies,
 	}
 	for _, ns := range in.Namespaces {
@@ -180,6 +182,7 @@ func storeIndex(s *Store, f Facts) *Index {
 		runtime:        f.Runtime,
 		shardRefusals:  f.ShardRefusals,
 		ownership:      f.Ownership,
+		tenantLimits:   f.TenantLimits,
 		policies:       s.policyObjs.list,
 		lsOf:           s.listenerSetsOf,
 	}

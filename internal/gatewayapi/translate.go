@@ -52,6 +52,9 @@ type Input struct {
 	// Ownership says which routes shards may serve (see Ownership); nil
 	// means there are no shards to protect.
 	Ownership *Ownership
+	// TenantLimits bound each tenant's routes on each shard (see
+	// TenantLimits); the zero value limits nothing.
+	TenantLimits TenantLimits
 	// RouteByKey, when set, returns a route of the snapshot (or a newer
 	// version of it) by key, nil if there is none, without walking the
 	// lists; the Store's snapshots set it.
@@ -97,6 +100,7 @@ type Facts struct {
 	Runtime       map[types.NamespacedName]GatewayRuntime
 	ShardRefusals map[types.NamespacedName]string
 	Ownership     *Ownership
+	TenantLimits  TenantLimits
 }
 
 // FactsOf returns the facts of a snapshot.
@@ -104,7 +108,7 @@ func FactsOf(in *Input) Facts {
 	if in == nil {
 		return Facts{}
 	}
-	return Facts{Runtime: in.Runtime, ShardRefusals: in.ShardRefusals, Ownership: in.Ownership}
+	return Facts{Runtime: in.Runtime, ShardRefusals: in.ShardRefusals, Ownership: in.Ownership, TenantLimits: in.TenantLimits}
 }
 
 // Translate computes the IR and the desired status for everything in the
