@@ -141,6 +141,9 @@ func (t *Translator) ownershipChanges(a, b *Ownership, d *dirtySet) (all bool) {
 	if a == nil || b == nil {
 		return true
 	}
+	if t.facts.TenantLimits.enabled() {
+		t.tenantChanges(a.NamespaceOwners, b.NamespaceOwners, d)
+	}
 	if dl := b.Delta; dl != nil && a.Gen != 0 && dl.Since == a.Gen {
 		for _, k := range dl.Routes {
 			d.Routes.add(RouteKey{Kind: kindHTTPRoute, NN: k})
@@ -163,15 +166,6 @@ func (t *Translator) ownershipChanges(a, b *Ownership, d *dirtySet) (all bool) {
 	for k := range b.Generated {
 		if _, ok := a.Generated[k]; !ok {
 			d.Routes.add(RouteKey{Kind: kindHTTPRoute, NN: k})
-		}
-	}
-	if t.facts.TenantLimits.enabled() && !maps.Equal(a.NamespaceOwners, b.NamespaceOwners) {
-		// Which tenant a route counts for changed: every shard accounts
-		// again. (With a Delta, a namespace whose owner changed is a
-		// changed Namespace, which the Store marks its routes dirty for;
-		// a patch accounts a dirty route under its new tenant.)
-		for gw := range b.Shards {
-			d.Gateways.add(gw)
 		}
 	}
 	readers := t.ownerReaders(b)

@@ -6,6 +6,7 @@ package gatewayapi
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -326,4 +327,29 @@ func limitRefusal(p *pendingParent, msg string) {
 		delete(l.attached, p.cr.key)
 	}
 	p.reason, p.msg, p.listeners = shardgatev1alpha1.ReasonTenantLimitExceeded, msg, nil
+}
+
+// tenantChanges marks the routes of the namespaces whose owner differs
+// between a and b: the tenant they count for on shards changed (a patch
+// accounts them again). It costs O(namespaces) when the maps differ, and
+// nothing when they are the same map.
+func (t *Translator) tenantChanges(a, b map[string]string, d *dirtySet) {
+	if len(a) == len(b) && (len(a) == 0 || reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()) {
+		return
+	}
+	mark := func(ns string) {
+		for k := range t.store.routesByNS[ns].all() {
+			d.Routes.add(k)
+		}
+	}
+	for ns, owner := range a {
+		if o, ok := b[ns]; !ok || o != owner {
+			mark(ns)
+		}
+	}
+	for ns := range b {
+		if _, ok := a[ns]; !ok {
+			mark(ns)
+		}
+	}
 }
