@@ -42,6 +42,11 @@ var update = flag.Bool("update", false, "rewrite the golden *.out.yaml files")
 //     (apiVersion test.shardgate.io/v1), named like the Gateway, with the
 //     fields of GatewayRuntime at the top level: addresses, addressReason,
 //     addressMessage, publishError.
+//   - Shard facts (Input.Ownership, Input.TenantLimits) use one document
+//     of the pseudo kind ShardFacts (apiVersion test.shardgate.io/v1) with
+//     shards ("ns/name": Generated or Owned), namespaceOwners, holders
+//     (name: owner) and tenantLimits {routes, rules, matches,
+//     regularExpressions}.
 //   - The controller name is shardgate.io/gateway-controller.
 //
 // Output (<case>.out.yaml): the Output with map keys as "ns/name" and Secret
@@ -58,6 +63,32 @@ type runtimeDoc struct {
 	AddressReason  string                           `json:"addressReason,omitempty"`
 	AddressMessage string                           `json:"addressMessage,omitempty"`
 	PublishError   string                           `json:"publishError,omitempty"`
+}
+
+type shardFactsDoc struct {
+	APIVersion      string                 `json:"apiVersion"`
+	Kind            string                 `json:"kind"`
+	Metadata        map[string]string      `json:"metadata,omitempty"`
+	Shards          map[string]ShardRoutes `json:"shards"`
+	NamespaceOwners map[string]string      `json:"namespaceOwners"`
+	Holders         map[string]string      `json:"holders"`
+	TenantLimits    struct {
+		Routes             int `json:"routes"`
+		Rules              int `json:"rules"`
+		Matches            int `json:"matches"`
+		RegularExpressions int `json:"regularExpressions"`
+	} `json:"tenantLimits"`
+}
+
+func (d *shardFactsDoc) facts() (*Ownership, TenantLimits) {
+	o := &Ownership{Shards: map[types.NamespacedName]ShardRoutes{}, Generated: map[types.NamespacedName]GeneratedRoute{},
+		NamespaceOwners: d.NamespaceOwners, Holders: d.Holders}
+	for k, mode := range d.Shards {
+		ns, name, _ := strings.Cut(k, "/")
+		o.Shards[types.NamespacedName{Namespace: ns, Name: name}] = mode
+	}
+	l := d.TenantLimits
+	return o, TenantLimits{Routes: l.Routes, Rules: l.Rules, Matches: l.Matches, RegularExpressions: l.RegularExpressions}
 }
 
 func loadInput(t testing.TB, path string) *Input {
@@ -175,6 +206,11 @@ func decodeInput(raw []byte) (*Input, error) {
 					Addresses: o.Addresses, AddressReason: o.AddressReason,
 					AddressMessage: o.AddressMessage, PublishError: o.PublishError,
 				}
+			}
+		case "ShardFacts":
+			o := &shardFactsDoc{}
+			if err = yaml.UnmarshalStrict([]byte(doc), o); err == nil {
+				in.Ownership, in.TenantLimits = o.facts()
 			}
 		default:
 			return nil, fmt.Errorf("document %d: unknown kind %q", i, tm.Kind)

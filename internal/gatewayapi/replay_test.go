@@ -89,7 +89,7 @@ func TestGoldenReplay(t *testing.T) {
 				}
 				if round == 1 {
 					if got := tr.Translate(facts); !sameOutput(got, Translate(&Input{ControllerName: in.ControllerName, Runtime: in.Runtime,
-						ShardRefusals: in.ShardRefusals, Ownership: in.Ownership})) {
+						ShardRefusals: in.ShardRefusals, Ownership: in.Ownership, TenantLimits: in.TenantLimits})) {
 						t.Fatal("with every object deleted, the output is not empty")
 					}
 					continue

@@ -683,6 +683,7 @@ func (s *Store) Input(f Facts) *Input {
 		Runtime:            f.Runtime,
 		ShardRefusals:      f.ShardRefusals,
 		Ownership:          f.Ownership,
+		TenantLimits:       f.TenantLimits,
 		RouteByKey:         s.Route,
 	}
 }

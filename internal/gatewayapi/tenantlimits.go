@@ -102,6 +102,9 @@ func (l TenantLimits) exceeded(used, own routeUsage) string {
 		{l.RegularExpressions, used.regexes, own.regexes, "regular expressions", "regularExpressions"},
 	} {
 		if c.max > 0 && c.used > c.max {
+			if c.key == "routes" {
+				return fmt.Sprintf("its tenant's older routes on this shard already reach the limit of %d routes per tenant per shard (controller config shards.tenantLimits.routes); the tenant's older routes are served first", c.max)
+			}
 			return fmt.Sprintf("the route has %d %s; with its tenant's older routes on this shard that is over the limit of %d %s per tenant per shard (controller config shards.tenantLimits.%s); the tenant's older routes are served first",
 				c.own, c.what, c.max, c.what, c.key)
 		}
