@@ -68,6 +68,45 @@ type Config struct {
 	ShardNamespaces []string `json:"shardNamespaces,omitempty"`
 	// Akash is the Akash drop-in mode.
 	Akash AkashConfig `json:"akash"`
+	// Shards configures every shard (a Gateway whose GatewayParameters
+	// have a shard section).
+	Shards ShardsConfig `json:"shards"`
+}
+
+// Defaults of shards.tenantLimits: sized for a legitimate tenant with room
+// to spare (a lease has a handful of names, each one generated route of
+// one rule and one match; a hand-written route rarely has more than ten
+// rules of two matches), while one tenant's routes stay a small part of
+// what a shard's proxies evaluate and receive.
+const (
+	DefaultTenantRoutes             = 100
+	DefaultTenantRules              = 1000
+	DefaultTenantMatches            = 2000
+	DefaultTenantRegularExpressions = 100
+)
+
+// ShardsConfig configures every shard.
+type ShardsConfig struct {
+	// TenantLimits bound what one tenant (the owner of a route's
+	// namespace, or the namespace when it carries no owner marking) may
+	// have served on one shard. A route that would take its tenant over
+	// one is not served there (Accepted=False TenantLimitExceeded); a
+	// tenant's routes are admitted oldest first.
+	TenantLimits TenantLimitsConfig `json:"tenantLimits"`
+}
+
+// TenantLimitsConfig are the per-tenant, per-shard limits. Absent or 0
+// takes the default; negative values are invalid. They apply live.
+type TenantLimitsConfig struct {
+	// Routes: routes of the tenant naming the shard (any kind). Default 100.
+	Routes int `json:"routes,omitempty"`
+	// Rules: their valid rules. Default 1000.
+	Rules int `json:"rules,omitempty"`
+	// Matches: their matches (a rule without matches has one). Default 2000.
+	Matches int `json:"matches,omitempty"`
+	// RegularExpressions: their path, header, query parameter and gRPC
+	// method matches of type RegularExpression. Default 100.
+	RegularExpressions int `json:"regularExpressions,omitempty"`
 }
 
 // AkashConfig is the Akash drop-in mode's configuration.
@@ -162,6 +201,8 @@ func Default() Config {
 			ID:        DefaultLeaderElectionID,
 		},
 		Akash: AkashConfig{Namespace: DefaultAkashNamespace, APIAddress: DefaultAkashAPIAddress},
+		Shards: ShardsConfig{TenantLimits: TenantLimitsConfig{Routes: DefaultTenantRoutes, Rules: DefaultTenantRules,
+			Matches: DefaultTenantMatches, RegularExpressions: DefaultTenantRegularExpressions}},
 	}
 }
 
@@ -257,6 +298,16 @@ func (c *Config) applyDefaults() {
 	setDefault(&c.LeaderElection.ID, d.LeaderElection.ID)
 	setDefault(&c.Akash.Namespace, d.Akash.Namespace)
 	setDefault(&c.Akash.APIAddress, d.Akash.APIAddress)
+	l, dl := &c.Shards.TenantLimits, d.Shards.TenantLimits
+	for _, f := range []struct {
+		v   *int
+		def int
+	}{{&l.Routes, dl.Routes}, {&l.Rules, dl.Rules},
+		{&l.Matches, dl.Matches}, {&l.RegularExpressions, dl.RegularExpressions}} {
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
 }
 
 func setDefault(s *string, def string) {
@@ -335,6 +386,13 @@ func checkShape(path string, t reflect.Type, v any, errs *Errors) {
 		if _, ok := v.(bool); !ok {
 			*errs = append(*errs, typeError(path, "a boolean (true or false)", v))
 		}
+	case reflect.Int:
+		n, ok := v.(json.Number)
+		if !ok {
+			*errs = append(*errs, typeError(path, "an integer", v))
+		} else if _, err := n.Int64(); err != nil {
+			*errs = append(*errs, fmt.Errorf("%s: expected an integer, got number %s", path, n))
+		}
 	default:
 		// Only reachable if Config grows a field of a kind not handled here.
 		*errs = append(*errs, fmt.Errorf("%s: internal error: unsupported field kind %s", path, t.Kind()))
@@ -361,6 +419,8 @@ func describeKind(k reflect.Kind) string {
 		return "a boolean (true or false)"
 	case reflect.Slice:
 		return "a list"
+	case reflect.Int:
+		return "an integer"
 	case reflect.Struct:
 		return "a mapping"
 	}

@@ -23,6 +23,12 @@
 //	shardNamespaces: []              # empty: any namespace without an owner marking
 //	akash:
 //	  enabled: false                 # Akash's lease owner label counts as an owner marking
+//	shards:
+//	  tenantLimits:                  # per tenant, per shard; live
+//	    routes: 100
+//	    rules: 1000
+//	    matches: 2000
+//	    regularExpressions: 100
 //
 // # What the package owns
 //
