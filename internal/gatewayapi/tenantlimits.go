@@ -213,10 +213,9 @@ func (idx *Index) newTenantBook(gw types.NamespacedName, crs []*compiledRoute) *
 		b.tenant[cr.key] = t
 		b.members[t] = append(b.members[t], entryOf(cr))
 	}
-	for t, es := range b.members {
+	for _, es := range b.members {
 		slices.SortFunc(es, entryLess)
 		b.admit(es, b.refused)
-		_ = t
 	}
 	return b
 }
