@@ -75,11 +75,13 @@ type Config struct {
 
 // Defaults of shards.tenantLimits: sized for a legitimate tenant with room
 // to spare (a lease has a handful of names, each one generated route of
-// one rule and one match; a hand-written route rarely has more than ten
-// rules of two matches), while one tenant's routes stay a small part of
-// what a shard's proxies evaluate and receive.
+// one rule and one match, and a large owner has a few hundred leases on a
+// provider; a hand-written route rarely has more than ten rules of two
+// matches), while one tenant's routes stay a small part of what a shard's
+// proxies evaluate and receive (rules and matches bound its route table;
+// regular expressions, the costly kind, are fewest).
 const (
-	DefaultTenantRoutes             = 100
+	DefaultTenantRoutes             = 500
 	DefaultTenantRules              = 1000
 	DefaultTenantMatches            = 2000
 	DefaultTenantRegularExpressions = 100
@@ -98,7 +100,7 @@ type ShardsConfig struct {
 // TenantLimitsConfig are the per-tenant, per-shard limits. Absent or 0
 // takes the default; negative values are invalid. They apply live.
 type TenantLimitsConfig struct {
-	// Routes: routes of the tenant naming the shard (any kind). Default 100.
+	// Routes: routes of the tenant naming the shard (any kind). Default 500.
 	Routes int `json:"routes,omitempty"`
 	// Rules: their valid rules. Default 1000.
 	Rules int `json:"rules,omitempty"`

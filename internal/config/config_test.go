@@ -26,7 +26,7 @@ func TestDefault(t *testing.T) {
 			ID:        "shardgate.io-leader",
 		},
 		Akash:  AkashConfig{Enabled: false, Namespace: "lease", APIAddress: ":8086"},
-		Shards: ShardsConfig{TenantLimits: TenantLimitsConfig{Routes: 100, Rules: 1000, Matches: 2000, RegularExpressions: 100}},
+		Shards: ShardsConfig{TenantLimits: TenantLimitsConfig{Routes: 500, Rules: 1000, Matches: 2000, RegularExpressions: 100}},
 	}
 	if got := Default(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Default() = %+v, want %+v", got, want)

@@ -25,7 +25,7 @@
 //	  enabled: false                 # Akash's lease owner label counts as an owner marking
 //	shards:
 //	  tenantLimits:                  # per tenant, per shard; live
-//	    routes: 100
+//	    routes: 500
 //	    rules: 1000
 //	    matches: 2000
 //	    regularExpressions: 100

@@ -36,13 +36,16 @@ type TenantLimits struct {
 	RegularExpressions int
 }
 
-// DefaultTenantLimits are sized for a legitimate tenant with room to
-// spare: a lease has a handful of names, each one generated route with one
-// rule and one match, and a hand-written route rarely has more than ten
-// rules of two matches; regular expressions are the rare and costly kind
-// (Envoy runs them on every request the virtual host sees).
+// DefaultTenantLimits are the controller config's defaults
+// (internal/config): sized for a legitimate tenant with room to spare. A
+// lease has a handful of names, each one generated route with one rule and
+// one match, and a large owner has a few hundred leases on a provider; a
+// hand-written route rarely has more than ten rules of two matches; rules
+// and matches bound what the tenant adds to the route table; regular
+// expressions are the rare and costly kind (Envoy runs them on every
+// request the virtual host sees).
 func DefaultTenantLimits() TenantLimits {
-	return TenantLimits{Routes: 100, Rules: 1000, Matches: 2000, RegularExpressions: 100}
+	return TenantLimits{Routes: 500, Rules: 1000, Matches: 2000, RegularExpressions: 100}
 }
 
 func (l TenantLimits) enabled() bool {

@@ -20,9 +20,9 @@ import (
 // own tenant's (namespace lease-i, owner akash1t-i, name app-i held by
 // it), translated and published, with a meter on a proxy's watches. With
 // attacker, one more tenant (akash1mallory, namespace attacker, holding
-// evil-0..3.example.com) first fills its limits exactly (100 routes of 10
-// rules × 2 matches, 100 of the matches with a header regex: 100 routes,
-// 1000 rules, 2000 matches, 100 regexes) and then adds the attack a
+// evil-0..3.example.com) first fills its rule, match and regex limits
+// exactly (100 routes of 10 rules × 2 matches, 100 of the matches with a
+// header regex: 1000 rules, 2000 matches, 100 regexes) and then adds the attack a
 // hostile-tenant review measured: 400 routes of 16 rules × 8 matches, each
 // match with a header regex (within the CRD's limits).
 type noisyShard struct {
