@@ -104,6 +104,9 @@ type GatewayAPIReconciler struct {
 	// Blocked is the provider's block list (nil: none); shards serve no
 	// route for a blocked name.
 	Blocked func() *hostnames.BlockList
+	// TenantLimits bound each tenant's routes on each shard (nil: no
+	// limits); read on every translation.
+	TenantLimits func() gatewayapi.TenantLimits
 	// AkashNamespace, when set (Akash mode), is where the provider writes
 	// ProviderHosts: their names are claims in the ownership facts, so the
 	// shards serve the routes generated for them.
@@ -232,6 +235,9 @@ func (r *GatewayAPIReconciler) snapshot(ctx context.Context) (*gatewayapi.Input,
 	shards, problems := sharding.Discover(r.ControllerName, in.GatewayClasses, in.Gateways, in.GatewayParameters, placement)
 	in.ShardRefusals = shardRefusals(problems)
 	in.TenantNamespaces = tenantNamespaces(placement.Policy, placement.Namespaces, in.Gateways, in.GatewayClasses)
+	if r.TenantLimits != nil {
+		in.TenantLimits = r.TenantLimits()
+	}
 	var providers []*shardgatev1alpha1.LeaseHost
 	if r.AkashNamespace != "" {
 		if providers, err = r.akashClaims(ctx, in.HTTPRoutes); err != nil {

@@ -191,6 +191,16 @@ const (
 	// own (unmarked) namespaces are served, whatever the listener's
 	// allowedRoutes say. Nothing of the entry is served.
 	ReasonPortNotOwned = "PortNotOwned"
+
+	// ReasonTenantLimitExceeded: a route's parent entry on a shard is
+	// refused (Accepted=False) because serving it would take its tenant
+	// (the owner of its namespace, or the namespace when unmarked) over one
+	// of the shard's per-tenant limits (routes, rules, matches, regular
+	// expressions; controller config shards.tenantLimits). A tenant's
+	// routes are admitted oldest first (creationTimestamp, then UID), so a
+	// new route never displaces an older one. The message names the limit.
+	// Nothing of the entry is served.
+	ReasonTenantLimitExceeded = "TenantLimitExceeded"
 )
 
 // LeasedIP condition reasons beyond the shared ones above (Allocated,

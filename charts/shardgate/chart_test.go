@@ -296,6 +296,7 @@ func TestRenderDefaults(t *testing.T) {
 	g.Expect(cfg.HealthAddress).To(Equal(":8081"))
 	g.Expect(cfg.NamespaceOwnerRequired()).To(BeTrue())
 	g.Expect(cfg.ShardNamespaces).To(Equal([]string{"shardgate-system"}))
+	g.Expect(cfg.Shards.TenantLimits).To(Equal(config.Default().Shards.TenantLimits))
 
 	// The xDS Service: the exact name and port the Envoy bootstrap dials.
 	xds := find[corev1.Service](t, rel, "Service", "shardgate-xds")
@@ -328,6 +329,7 @@ func TestRenderNonDefaults(t *testing.T) {
 			"namespaceOwnerAnnotation": "akash.network/owner",
 			"requireNamespaceOwner":    false,
 			"leaderElection":           map[string]any{"id": "edge-leader"},
+			"tenantLimits":             map[string]any{"routes": 20, "rules": 200, "matches": 400, "regularExpressions": 0},
 		},
 		"shardNamespaces":     []any{"edge-shards"},
 		"ports":               map[string]any{"xds": 19000},
@@ -356,6 +358,8 @@ func TestRenderNonDefaults(t *testing.T) {
 	g.Expect(cfg.BlockedHostnames).To(Equal([]string{".internal.example", "example.com"}))
 	g.Expect(cfg.NamespaceOwnerAnnotation).To(Equal("akash.network/owner"))
 	g.Expect(cfg.NamespaceOwnerRequired()).To(BeFalse())
+	g.Expect(cfg.Shards.TenantLimits).To(Equal(config.TenantLimitsConfig{Routes: 20, Rules: 200, Matches: 400,
+		RegularExpressions: config.DefaultTenantRegularExpressions}))
 	g.Expect(cfg.ShardNamespaces).To(Equal([]string{"edge-shards", "edge-system"}))
 	g.Expect(cfg.LeaderElection.Namespace).To(Equal("edge-system"))
 	g.Expect(cfg.LeaderElection.ID).To(Equal("edge-leader"))

@@ -60,7 +60,7 @@ func TestDataPlaneConfigDump(t *testing.T) {
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Annotations: map[string]string{tenancy.OwnerKey: owner}}}))
 	must(t, c.Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "web"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}},
 	}))
 	must(t, c.Create(ctx, &shardgatev1alpha1.LeaseHost{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "blog"},

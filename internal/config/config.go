@@ -69,6 +69,47 @@ type Config struct {
 	ShardNamespaces []string `json:"shardNamespaces,omitempty"`
 	// Akash is the Akash drop-in mode.
 	Akash AkashConfig `json:"akash"`
+	// Shards configures every shard (a Gateway whose GatewayParameters
+	// have a shard section).
+	Shards ShardsConfig `json:"shards"`
+}
+
+// Defaults of shards.tenantLimits: sized for a legitimate tenant with room
+// to spare (a lease has a handful of names, each one generated route of
+// one rule and one match, and a large owner has a few hundred leases on a
+// provider; a hand-written route rarely has more than ten rules of two
+// matches), while one tenant's routes stay a small part of what a shard's
+// proxies evaluate and receive (rules and matches bound its route table;
+// regular expressions, the costly kind, are fewest).
+const (
+	DefaultTenantRoutes             = 500
+	DefaultTenantRules              = 1000
+	DefaultTenantMatches            = 2000
+	DefaultTenantRegularExpressions = 100
+)
+
+// ShardsConfig configures every shard.
+type ShardsConfig struct {
+	// TenantLimits bound what one tenant (the owner of a route's
+	// namespace, or the namespace when it carries no owner marking) may
+	// have served on one shard. A route that would take its tenant over
+	// one is not served there (Accepted=False TenantLimitExceeded); a
+	// tenant's routes are admitted oldest first.
+	TenantLimits TenantLimitsConfig `json:"tenantLimits"`
+}
+
+// TenantLimitsConfig are the per-tenant, per-shard limits. Absent or 0
+// takes the default; negative values are invalid. They apply live.
+type TenantLimitsConfig struct {
+	// Routes: routes of the tenant naming the shard (any kind). Default 500.
+	Routes int `json:"routes,omitempty"`
+	// Rules: their valid rules. Default 1000.
+	Rules int `json:"rules,omitempty"`
+	// Matches: their matches (a rule without matches has one). Default 2000.
+	Matches int `json:"matches,omitempty"`
+	// RegularExpressions: their path, header, query parameter and gRPC
+	// method matches of type RegularExpression. Default 100.
+	RegularExpressions int `json:"regularExpressions,omitempty"`
 }
 
 // AkashConfig is the Akash drop-in mode's configuration.
@@ -209,6 +250,8 @@ func Default() Config {
 			ID:        DefaultLeaderElectionID,
 		},
 		Akash: AkashConfig{Namespace: DefaultAkashNamespace, APIAddress: DefaultAkashAPIAddress, MetalLBPool: DefaultAkashMetalLBPool},
+		Shards: ShardsConfig{TenantLimits: TenantLimitsConfig{Routes: DefaultTenantRoutes, Rules: DefaultTenantRules,
+			Matches: DefaultTenantMatches, RegularExpressions: DefaultTenantRegularExpressions}},
 	}
 }
 
@@ -310,6 +353,14 @@ func (c *Config) applyDefaults() {
 	setIntDefault(&c.XDS.Limits.StreamsPerCertificate, d.XDS.Limits.StreamsPerCertificate)
 	setIntDefault(&c.XDS.Limits.ResourceNamesPerStream, d.XDS.Limits.ResourceNamesPerStream)
 	setIntDefault(&c.XDS.Limits.MaxRequestBytes, d.XDS.Limits.MaxRequestBytes)
+	l, dl := &c.Shards.TenantLimits, d.Shards.TenantLimits
+	for _, f := range []struct {
+		v   *int
+		def int
+	}{{&l.Routes, dl.Routes}, {&l.Rules, dl.Rules},
+		{&l.Matches, dl.Matches}, {&l.RegularExpressions, dl.RegularExpressions}} {
+		setIntDefault(f.v, f.def)
+	}
 }
 
 func setIntDefault(n *int, def int) {
@@ -429,10 +480,10 @@ func describeKind(k reflect.Kind) string {
 		return "a boolean (true or false)"
 	case reflect.Slice:
 		return "a list"
-	case reflect.Struct:
-		return "a mapping"
 	case reflect.Int:
 		return "an integer"
+	case reflect.Struct:
+		return "a mapping"
 	}
 	return k.String()
 }

@@ -27,7 +27,8 @@ func TestDefault(t *testing.T) {
 			Namespace: "shardgate-system",
 			ID:        "shardgate.io-leader",
 		},
-		Akash: AkashConfig{Enabled: false, Namespace: "lease", APIAddress: ":8086", MetalLBPool: "default"},
+		Akash:  AkashConfig{Enabled: false, Namespace: "lease", APIAddress: ":8086", MetalLBPool: "default"},
+		Shards: ShardsConfig{TenantLimits: TenantLimitsConfig{Routes: 500, Rules: 1000, Matches: 2000, RegularExpressions: 100}},
 	}
 	if got := Default(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Default() = %+v, want %+v", got, want)
@@ -92,6 +93,12 @@ akash:
   namespace: akash-manifests
   apiAddress: "127.0.0.1:18086"
   metalLBPool: leased-ips
+shards:
+  tenantLimits:
+    routes: 20
+    rules: 200
+    matches: 400
+    regularExpressions: 10
 `
 
 var fullConfig = Config{
@@ -113,6 +120,7 @@ var fullConfig = Config{
 	RequireNamespaceOwner:    new(false),
 	ShardNamespaces:          []string{"edge-shards", "shardgate-system"},
 	Akash:                    AkashConfig{Enabled: true, Namespace: "akash-manifests", APIAddress: "127.0.0.1:18086", MetalLBPool: "leased-ips"},
+	Shards:                   ShardsConfig{TenantLimits: TenantLimitsConfig{Routes: 20, Rules: 200, Matches: 400, RegularExpressions: 10}},
 }
 
 func TestParseEveryKey(t *testing.T) {
@@ -429,5 +437,28 @@ func TestOwnerPolicy(t *testing.T) {
 	c.NamespaceOwnerAnnotation = "shardgate.io/owner"
 	if p := c.OwnerPolicy(); !reflect.DeepEqual(p.Keys, []string{"shardgate.io/owner"}) {
 		t.Fatalf("OwnerPolicy repeats the default key: %+v", p)
+	}
+}
+
+// TestTenantLimits: absent or 0 takes each default; a negative value, a
+// fraction or a string is an error naming its key.
+func TestTenantLimits(t *testing.T) {
+	got, err := Parse([]byte("shards:\n  tenantLimits:\n    routes: 5\n    matches: 0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := TenantLimitsConfig{Routes: 5, Rules: DefaultTenantRules, Matches: DefaultTenantMatches, RegularExpressions: DefaultTenantRegularExpressions}
+	if got.Shards.TenantLimits != want {
+		t.Fatalf("tenantLimits = %+v, want %+v", got.Shards.TenantLimits, want)
+	}
+	for doc, msg := range map[string]string{
+		"shards: {tenantLimits: {rules: -1}}":                 "shards.tenantLimits.rules: -1 must not be negative",
+		"shards: {tenantLimits: {matches: 1.5}}":              "shards.tenantLimits.matches: expected an integer, got number 1.5",
+		"shards: {tenantLimits: {regularExpressions: \"9\"}}": "shards.tenantLimits.regularExpressions: expected an integer, got string",
+		"shards: {tenantLimit: {}}":                           `unknown key "shards.tenantLimit"`,
+	} {
+		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: error %v, want %q", doc, err, msg)
+		}
 	}
 }

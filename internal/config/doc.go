@@ -29,6 +29,12 @@
 //	akash:
 //	  enabled: false                 # Akash's lease owner label counts as an owner marking
 //	  metalLBPool: default           # the MetalLB pool of leased IPs (annotated unless "default")
+//	shards:
+//	  tenantLimits:                  # per tenant, per shard; live
+//	    routes: 500
+//	    rules: 1000
+//	    matches: 2000
+//	    regularExpressions: 100
 //
 // # What the package owns
 //

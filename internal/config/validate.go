@@ -83,6 +83,16 @@ func (c *Config) normalizeAndValidate() Errors {
 		errs = append(errs, fmt.Errorf("akash.metalLBPool: %q is not a valid IPAddressPool name (RFC 1123 subdomain)", p))
 	}
 
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"routes", c.Shards.TenantLimits.Routes}, {"rules", c.Shards.TenantLimits.Rules},
+		{"matches", c.Shards.TenantLimits.Matches}, {"regularExpressions", c.Shards.TenantLimits.RegularExpressions}} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("shards.tenantLimits.%s: %d must not be negative (0 or absent: the default)", f.key, f.v))
+		}
+	}
+
 	var shardNS []string
 	for i, ns := range c.ShardNamespaces {
 		ns = strings.ToLower(strings.TrimSpace(ns))

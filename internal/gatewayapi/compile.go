@@ -23,6 +23,7 @@ type compiledRoute struct {
 	key       RouteKey
 	gen       int64
 	created   metav1.Time
+	uid       types.UID
 	hostnames []string
 	refs      []gatewayv1.ParentReference
 	// controller is the UID of the route's controller ownerReference
@@ -100,6 +101,7 @@ func (idx *Index) compileHTTPRoute(r *gatewayv1.HTTPRoute) *compiledRoute {
 		key:        RouteKey{Kind: kindHTTPRoute, NN: nn(r.Namespace, r.Name)},
 		gen:        r.Generation,
 		created:    r.CreationTimestamp,
+		uid:        r.UID,
 		hostnames:  lowerHostnames(r.Spec.Hostnames),
 		refs:       r.Spec.ParentRefs,
 		controller: controllerUID(r),

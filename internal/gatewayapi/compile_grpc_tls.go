@@ -19,6 +19,7 @@ func (idx *Index) compileGRPCRoute(r *gatewayv1.GRPCRoute) *compiledRoute {
 		key:       RouteKey{Kind: kindGRPCRoute, NN: nn(r.Namespace, r.Name)},
 		gen:       r.Generation,
 		created:   r.CreationTimestamp,
+		uid:       r.UID,
 		hostnames: lowerHostnames(r.Spec.Hostnames),
 		refs:      r.Spec.ParentRefs,
 	}
@@ -203,6 +204,7 @@ func (idx *Index) compileTLSRoute(r *gatewayv1.TLSRoute) *compiledRoute {
 		key:       RouteKey{Kind: kindTLSRoute, NN: nn(r.Namespace, r.Name)},
 		gen:       r.Generation,
 		created:   r.CreationTimestamp,
+		uid:       r.UID,
 		hostnames: lowerHostnames(r.Spec.Hostnames),
 		refs:      r.Spec.ParentRefs,
 	}

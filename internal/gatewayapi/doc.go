@@ -109,6 +109,17 @@ Copyright The shardgate Authors.
 //     the shard serves them (a listener without hostname would match them
 //     all) and they never refuse the route there. Nil Ownership checks
 //     nothing.
+//   - Tenant limits on shards (Input.TenantLimits, tenantlimits.go): each
+//     tenant (the owner of a route's namespace, or the namespace when
+//     unmarked) may have at most so many routes, rules, matches and
+//     regular expressions naming a shard; on a Generated shard only its
+//     generated routes count. Its routes are admitted oldest first
+//     (creationTimestamp, then UID), each if it fits with the older ones
+//     admitted; the others get Accepted=False TenantLimitExceeded naming
+//     the limit, and serve nothing. One tenant's routes never change
+//     another's admission. A patch accounts the changed routes' tenants
+//     again and attaches again every route whose admission that changed;
+//     a namespace changing owners marks its routes.
 //   - BackendTLSPolicy: a policy selects Services of its own namespace
 //     (targetRefs have no namespace) and reads ConfigMaps of its own
 //     namespace only. For each Service port the policy naming the port

@@ -137,11 +137,12 @@ func assembleGateway(idx *Index, gw *gatewayv1.Gateway, crs []*compiledRoute) (*
 	// A Gateway with ListenerSets is assembled in full on every change
 	// (patches know only the Gateway's own listeners).
 	patchable := len(sets) == 0
+	book := idx.newTenantBook(key, crs)
 	for _, cr := range crs {
 		if cr.key.Kind != kindHTTPRoute {
 			patchable = false
 		}
-		pending = idx.attach(gw, listeners, sets, cr, pending)
+		pending = idx.attach(gw, listeners, sets, cr, pending, book.refusedOf(cr.key))
 	}
 
 	for _, l := range all {
@@ -161,7 +162,7 @@ func assembleGateway(idx *Index, gw *gatewayv1.Gateway, crs []*compiledRoute) (*
 		res.IR = b.ir
 	}
 	return res, &assembly{gw: gw, listeners: all, acceptReason: acceptReason, acceptMsg: acceptMsg,
-		pending: pending, res: res, build: b, patchable: patchable}
+		pending: pending, res: res, build: b, patchable: patchable, book: book}
 }
 
 // assembly is what assembling a Gateway worked with.
@@ -173,6 +174,7 @@ type assembly struct {
 	res                     *GatewayResult
 	build                   *irBuild
 	patchable               bool
+	book                    *tenantBook // nil: no tenant limits apply
 }
 
 // gatewayStatus renders a Gateway's status once its routes are attached,
@@ -295,8 +297,9 @@ type pendingParent struct {
 // ListenerSets naming gw (sets), and records the attachments; their status
 // is rendered by finishParents. A parentRef naming the Gateway attaches to
 // the Gateway's own listeners only; one naming a ListenerSet, to that
-// ListenerSet's listeners only.
-func (idx *Index) attach(gw *gatewayv1.Gateway, listeners []*listenerState, sets []*lsInfo, cr *compiledRoute, pending []*pendingParent) []*pendingParent {
+// ListenerSet's listeners only. overLimit, when set, refuses every entry
+// that would be accepted (TenantLimitExceeded, with that message).
+func (idx *Index) attach(gw *gatewayv1.Gateway, listeners []*listenerState, sets []*lsInfo, cr *compiledRoute, pending []*pendingParent, overLimit string) []*pendingParent {
 	key := nn(gw.Namespace, gw.Name)
 	for i, ref := range cr.refs {
 		set, ours := refParent(key, sets, cr.key.NN.Namespace, ref)
@@ -319,6 +322,7 @@ func (idx *Index) attach(gw *gatewayv1.Gateway, listeners []*listenerState, sets
 		} else {
 			p.reason, p.msg, p.listeners = idx.matchListenerSet(gw, set, cr, ref)
 		}
+		limitRefusal(p, overLimit)
 		pending = append(pending, p)
 	}
 	return pending

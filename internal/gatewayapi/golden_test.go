@@ -47,6 +47,11 @@ var update = flag.Bool("update", false, "rewrite the golden *.out.yaml files")
 //     LeaseHosts, Namespaces and the block list) use one document of the
 //     pseudo kind Ownership (apiVersion test.shardgate.io/v1), see
 //     ownershipDoc; without it Ownership is nil (no shard).
+//   - Shard facts (Input.Ownership, Input.TenantLimits) use one document
+//     of the pseudo kind ShardFacts (apiVersion test.shardgate.io/v1) with
+//     shards ("ns/name": Generated or Owned), namespaceOwners, holders
+//     (name: owner) and tenantLimits {routes, rules, matches,
+//     regularExpressions}.
 //   - The controller name is shardgate.io/gateway-controller.
 //
 // Output (<case>.out.yaml): the Output with map keys as "ns/name" and Secret
@@ -124,6 +129,33 @@ func (d *ownershipDoc) ownership() (*Ownership, error) {
 		o.Blocked = bl
 	}
 	return o, nil
+}
+
+// shardFactsDoc is the golden form of a shard's facts with tenant limits.
+type shardFactsDoc struct {
+	APIVersion      string                 `json:"apiVersion"`
+	Kind            string                 `json:"kind"`
+	Metadata        map[string]string      `json:"metadata,omitempty"`
+	Shards          map[string]ShardRoutes `json:"shards"`
+	NamespaceOwners map[string]string      `json:"namespaceOwners"`
+	Holders         map[string]string      `json:"holders"`
+	TenantLimits    struct {
+		Routes             int `json:"routes"`
+		Rules              int `json:"rules"`
+		Matches            int `json:"matches"`
+		RegularExpressions int `json:"regularExpressions"`
+	} `json:"tenantLimits"`
+}
+
+func (d *shardFactsDoc) facts() (*Ownership, TenantLimits) {
+	o := &Ownership{Shards: map[types.NamespacedName]ShardRoutes{}, Generated: map[types.NamespacedName]GeneratedRoute{},
+		NamespaceOwners: d.NamespaceOwners, Holders: d.Holders}
+	for k, mode := range d.Shards {
+		ns, name, _ := strings.Cut(k, "/")
+		o.Shards[types.NamespacedName{Namespace: ns, Name: name}] = mode
+	}
+	l := d.TenantLimits
+	return o, TenantLimits{Routes: l.Routes, Rules: l.Rules, Matches: l.Matches, RegularExpressions: l.RegularExpressions}
 }
 
 func loadInput(t testing.TB, path string) *Input {
@@ -250,6 +282,11 @@ func decodeInput(raw []byte) (*Input, error) {
 			o := &ownershipDoc{}
 			if err = into(o); err == nil {
 				in.Ownership, err = o.ownership()
+			}
+		case "ShardFacts":
+			o := &shardFactsDoc{}
+			if err = yaml.UnmarshalStrict([]byte(doc), o); err == nil {
+				in.Ownership, in.TenantLimits = o.facts()
 			}
 		default:
 			return nil, fmt.Errorf("document %d: unknown kind %q", i, tm.Kind)

@@ -114,7 +114,8 @@ func (t *Translator) Translate(f Facts) *Output {
 // refusals and tenant namespaces, which a Gateway's whole assembly (and a
 // class's status) reads.
 func sameRuntime(a, b Facts) bool {
-	return reflect.DeepEqual(a.Runtime, b.Runtime) && reflect.DeepEqual(a.ShardRefusals, b.ShardRefusals) &&
+	return a.TenantLimits == b.TenantLimits &&
+		reflect.DeepEqual(a.Runtime, b.Runtime) && reflect.DeepEqual(a.ShardRefusals, b.ShardRefusals) &&
 		maps.Equal(a.TenantNamespaces, b.TenantNamespaces)
 }
 
@@ -142,6 +143,9 @@ func (t *Translator) ownershipChanges(a, b *Ownership, d *dirtySet) (all bool) {
 	}
 	if a == nil || b == nil {
 		return true
+	}
+	if t.facts.TenantLimits.enabled() {
+		t.tenantChanges(a.NamespaceOwners, b.NamespaceOwners, d)
 	}
 	if dl := b.Delta; dl != nil && a.Gen != 0 && dl.Since == a.Gen {
 		for _, k := range dl.Routes {
@@ -318,6 +322,9 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 			var ok bool
 			if res, ok = patchGateway(idx, st, gw, changed, newCRs, rebuild); ok {
 				t.Stats.Patched++
+				for _, k := range st.limitFlips {
+					remerge.add(k)
+				}
 			} else {
 				res = t.assemble(idx, gw, st, remerge)
 			}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/hostnames"
 	"github.com/shardgate/shardgate/internal/ir"
 )
@@ -277,6 +278,7 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 	lsAccepted := 0 // accepted ListenerSets seen, to show they are exercised
 	var stats TranslatorStats
 	tlsClusters, policyAncestors := 0, 0
+	overLimit, overLimitPatched := 0, 0 // routes refused TenantLimitExceeded; patches while some were
 	for seed := range seeds {
 		r := rand.New(rand.NewPCG(uint64(seed), 7))
 		data := func() []byte {
@@ -322,6 +324,12 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			// A third of the seeds have shards, whose routes must be owned.
 			if seed%3 == 1 {
 				in.Ownership = randomOwnership(r)
+				// Most of them bound each tenant tightly, so that
+				// tenants go over their limits and an edit of one
+				// route changes the admission of others.
+				if r.IntN(4) > 0 {
+					in.TenantLimits = randomTenantLimits(r)
+				}
 			}
 			stamp(in, &rv)
 			return in
@@ -336,9 +344,16 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			}
 			deleteFirst = nil
 			applyShuffled(r, st, prev, in)
+			before := tr.Stats
 			got, want := tr.Translate(FactsOf(in)), Translate(in)
 			if !sameOutput(got, want) {
 				t.Fatalf("seed %d step %d: the Translator's output differs from Translate's (stats %+v):\n%s", seed, step, tr.Stats, cmp.Diff(bare(want), bare(got)))
+			}
+			if n := limitRefusals(want); n > 0 {
+				overLimit += n
+				if tr.Stats.Patched > before.Patched {
+					overLimitPatched++
+				}
 			}
 			for _, g := range want.Gateways {
 				for _, c := range g.Clusters {
@@ -447,7 +462,7 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 				next.Runtime = fresh.Runtime
 			}
 			if step%6 == 5 {
-				next.Ownership = fresh.Ownership
+				next.Ownership, next.TenantLimits = fresh.Ownership, fresh.TenantLimits
 			}
 			in = next
 		}
@@ -462,6 +477,9 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 	if lsAccepted == 0 {
 		t.Errorf("the edits never produced an accepted ListenerSet")
 	}
+	// Limits are rarely reached here (few fuzz routes are admitted on a
+	// shard); TestTranslatorTenantLimitsMatchTranslate reaches them.
+	t.Logf("parent entries over a tenant limit: %d; patched translations with some: %d", overLimit, overLimitPatched)
 	if stats.Patched == 0 || stats.Reused == 0 {
 		t.Errorf("the edits never exercised a patch or a reuse: %+v", stats)
 	}
@@ -545,6 +563,28 @@ func deleteSome[T any, PT interface {
 		recreate = append(recreate, c)
 	}
 	return kept, recreate
+}
+
+// randomTenantLimits are limits small enough for the fuzz inputs' tenants
+// to go over them; some fields are left unlimited.
+func randomTenantLimits(r *rand.Rand) TenantLimits {
+	return TenantLimits{Routes: r.IntN(4), Rules: r.IntN(6), Matches: r.IntN(8), RegularExpressions: r.IntN(3)}
+}
+
+// limitRefusals counts the route parent entries refused for a tenant
+// limit.
+func limitRefusals(out *Output) int {
+	n := 0
+	for _, m := range []RouteStatuses{out.HTTPRouteStatus, out.GRPCRouteStatus, out.TLSRouteStatus} {
+		for _, ps := range m.All() {
+			for _, p := range ps {
+				if c := meta.FindStatusCondition(p.Conditions, "Accepted"); c != nil && c.Reason == shardgatev1alpha1.ReasonTenantLimitExceeded {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 // randomOwnership makes some of the fuzz Gateways shards, in either routes

@@ -45,8 +45,9 @@ type Index struct {
 	runtime        map[types.NamespacedName]GatewayRuntime
 	shardRefusals  map[types.NamespacedName]string
 	// tenantNS: Input.TenantNamespaces.
-	tenantNS  map[string]string
-	ownership *Ownership
+	tenantNS     map[string]string
+	ownership    *Ownership
+	tenantLimits TenantLimits
 	// BackendTLSPolicies (their CA ConfigMaps are in configMaps).
 	policies []*gatewayv1.BackendTLSPolicy
 	// Resolved once per Index, on first use.
@@ -97,6 +98,7 @@ func NewIndex(in *Input) *Index {
 		shardRefusals:  in.ShardRefusals,
 		tenantNS:       in.TenantNamespaces,
 		ownership:      in.Ownership,
+		tenantLimits:   in.TenantLimits,
 		policies:       in.BackendTLSPolicies,
 	}
 	for _, ns := range in.Namespaces {
@@ -187,6 +189,7 @@ func storeIndex(s *Store, f Facts) *Index {
 		shardRefusals:  f.ShardRefusals,
 		tenantNS:       f.TenantNamespaces,
 		ownership:      f.Ownership,
+		tenantLimits:   f.TenantLimits,
 		policies:       s.policyObjs.list,
 		lsOf:           s.listenerSetsOf,
 	}

@@ -42,6 +42,7 @@ func TestTranslatorOwnershipEditsMatchTranslate(t *testing.T) {
 	var stats TranslatorStats
 	seen := map[string]int{}
 	generatedOnly, generatedOnlyFull := 0, 0
+	flips := 0 // routes a patch attached again because their tenant's other routes changed
 	for seed := range seeds {
 		r := rand.New(rand.NewPCG(uint64(seed), 11))
 		rv := 0
@@ -78,6 +79,12 @@ func TestTranslatorOwnershipEditsMatchTranslate(t *testing.T) {
 		}
 		generateSome(r, o, in.HTTPRoutes, 0.5)
 		in.Ownership = o
+		// Half the seeds bound each tenant (about 13 routes of each owner
+		// per shard) tightly: an edit of one route, or a namespace
+		// changing owners, changes the admission of others.
+		if seed%2 == 1 {
+			in.TenantLimits = TenantLimits{Routes: 2 + r.IntN(10), Rules: r.IntN(12), Matches: r.IntN(14)}
+		}
 
 		st := NewStore(testController)
 		tr := NewTranslator(st)
@@ -91,6 +98,12 @@ func TestTranslatorOwnershipEditsMatchTranslate(t *testing.T) {
 			if !sameOutput(got, want) {
 				t.Fatalf("seed %d step %d: the Translator's output differs from Translate's (stats %+v):\n%s", seed, step, tr.Stats, cmp.Diff(bare(want), bare(got)))
 			}
+			if tr.Stats.Patched > before.Patched {
+				for _, st := range tr.gateways {
+					flips += len(st.limitFlips)
+					st.limitFlips = nil
+				}
+			}
 			for k, ps := range want.HTTPRouteStatus.All() {
 				for _, p := range ps {
 					if c := meta.FindStatusCondition(p.Conditions, string(gatewayv1.RouteConditionAccepted)); c != nil {
@@ -102,7 +115,11 @@ func TestTranslatorOwnershipEditsMatchTranslate(t *testing.T) {
 					}
 				}
 			}
-			if lastGeneratedOnly {
+			// Without tenant limits: with them, an entry's change can
+			// flip the admission of another route of its tenant, and a
+			// flipped route with a wildcard or no hostname is assembled
+			// in full, as any change of such a route is.
+			if lastGeneratedOnly && !in.TenantLimits.enabled() {
 				generatedOnly++
 				if tr.Stats.Full > before.Full {
 					generatedOnlyFull++
@@ -199,6 +216,7 @@ func TestTranslatorOwnershipEditsMatchTranslate(t *testing.T) {
 		"gw generated=true Accepted", "gw generated=true HostnameNotOwned", "gw generated=false HostnameNotOwned",
 		"gw2 generated=false Accepted", "gw2 generated=false HostnameNotOwned",
 		"gw split Accepted", "gw2 split Accepted",
+		"gw generated=true TenantLimitExceeded", "gw2 generated=false TenantLimitExceeded",
 	} {
 		if seen[want] == 0 {
 			t.Errorf("the edits never produced %q", want)
@@ -206,6 +224,10 @@ func TestTranslatorOwnershipEditsMatchTranslate(t *testing.T) {
 	}
 	if stats.Patched == 0 {
 		t.Errorf("no patch: %+v", stats)
+	}
+	t.Logf("routes whose admission a patch changed through another route of their tenant: %d", flips)
+	if flips == 0 {
+		t.Errorf("no patch changed the admission of a route through another route of its tenant")
 	}
 	// A generated entry changed alone is patched into its shards, as any
 	// change of a route with plain hostnames is.

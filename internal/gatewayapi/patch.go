@@ -5,6 +5,7 @@ Copyright The shardgate Authors.
 package gatewayapi
 
 import (
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -35,6 +36,12 @@ type gwState struct {
 	// patchable: only HTTPRoutes are attached (no HTTPRoute/GRPCRoute
 	// hostname conflicts to settle across routes).
 	patchable bool
+	// book accounts each tenant's routes against the shard's limits (nil:
+	// none apply); limitFlips are the routes the last patch attached again
+	// because a change of another route of their tenant changed their
+	// admission (their status changed too).
+	book       *tenantBook
+	limitFlips []RouteKey
 }
 
 // state indexes an assembly for patching.
@@ -44,7 +51,7 @@ func (a *assembly) state() *gwState {
 		gw: a.gw, listeners: a.listeners, acceptReason: a.acceptReason, acceptMsg: a.acceptMsg,
 		pending: map[RouteKey][]*pendingParent{}, crs: map[RouteKey]*compiledRoute{},
 		result: a.res, build: b, clusters: map[string]*clusterUse{}, bySvc: map[types.NamespacedName]refs[string]{},
-		patchable: a.patchable,
+		patchable: a.patchable, book: a.book,
 	}
 	for _, p := range a.pending {
 		st.pending[p.cr.key] = append(st.pending[p.cr.key], p)
@@ -157,6 +164,25 @@ func patchGateway(idx *Index, st *gwState, gw *gatewayv1.Gateway, changed []Rout
 	if !st.patchable {
 		return nil, false
 	}
+	// A change of a route can change the admission of other routes of its
+	// tenant (tenant limits): those are attached again as if changed.
+	flips, commitBook := st.book.patch(idx, nn(gw.Namespace, gw.Name), changed, newCRs)
+	if len(flips) > 0 {
+		was := changed
+		changed = slices.Clip(changed)
+		newCRs = maps.Clone(newCRs)
+		for _, k := range flips {
+			if slices.Contains(was, k) {
+				continue // changed itself: attached again already
+			}
+			cr := st.crs[k]
+			if cr == nil {
+				return nil, false
+			}
+			changed = append(changed, k)
+			newCRs[k] = cr
+		}
+	}
 	for _, k := range changed {
 		if k.Kind != kindHTTPRoute || !specificHosts(st.crs[k]) {
 			return nil, false
@@ -169,6 +195,8 @@ func patchGateway(idx *Index, st *gwState, gw *gatewayv1.Gateway, changed []Rout
 	}
 
 	// From here on the state changes.
+	commitBook()
+	st.limitFlips = flips
 	// The previous result is the Translator's alone (it hands out only
 	// Outputs), so it is updated in place.
 	res := &GatewayResult{Routes: st.result.Routes}
@@ -217,7 +245,7 @@ func patchGateway(idx *Index, st *gwState, gw *gatewayv1.Gateway, changed []Rout
 	var pending []*pendingParent
 	for _, k := range sortedKeys(newCRs) {
 		cr := newCRs[k]
-		p := idx.attach(gw, st.listeners, nil, cr, nil) // a Gateway with ListenerSets is not patchable
+		p := idx.attach(gw, st.listeners, nil, cr, nil, st.book.refusedOf(k)) // a Gateway with ListenerSets is not patchable
 		st.pending[k] = p
 		st.crs[k] = cr
 		pending = append(pending, p...)

@@ -90,7 +90,7 @@ func TestGoldenReplay(t *testing.T) {
 				}
 				if round == 1 {
 					if got := tr.Translate(facts); !sameOutput(got, Translate(&Input{ControllerName: in.ControllerName, Runtime: in.Runtime,
-						ShardRefusals: in.ShardRefusals, TenantNamespaces: in.TenantNamespaces, Ownership: in.Ownership})) {
+						ShardRefusals: in.ShardRefusals, TenantNamespaces: in.TenantNamespaces, Ownership: in.Ownership, TenantLimits: in.TenantLimits})) {
 						t.Fatal("with every object deleted, the output is not empty")
 					}
 					continue

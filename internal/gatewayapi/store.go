@@ -696,6 +696,7 @@ func (s *Store) Input(f Facts) *Input {
 		ShardRefusals:      f.ShardRefusals,
 		TenantNamespaces:   f.TenantNamespaces,
 		Ownership:          f.Ownership,
+		TenantLimits:       f.TenantLimits,
 		RouteByKey:         s.Route,
 	}
 }

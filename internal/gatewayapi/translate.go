@@ -61,6 +61,9 @@ type Input struct {
 	// Ownership says which routes shards may serve (see Ownership); nil
 	// means there are no shards to protect.
 	Ownership *Ownership
+	// TenantLimits bound each tenant's routes on each shard (see
+	// TenantLimits); the zero value limits nothing.
+	TenantLimits TenantLimits
 	// RouteByKey, when set, returns a route of the snapshot (or a newer
 	// version of it) by key, nil if there is none, without walking the
 	// lists; the Store's snapshots set it.
@@ -108,6 +111,7 @@ type Facts struct {
 	ShardRefusals    map[types.NamespacedName]string
 	TenantNamespaces map[string]string
 	Ownership        *Ownership
+	TenantLimits     TenantLimits
 }
 
 // FactsOf returns the facts of a snapshot.
@@ -115,7 +119,7 @@ func FactsOf(in *Input) Facts {
 	if in == nil {
 		return Facts{}
 	}
-	return Facts{Runtime: in.Runtime, ShardRefusals: in.ShardRefusals, TenantNamespaces: in.TenantNamespaces, Ownership: in.Ownership}
+	return Facts{Runtime: in.Runtime, ShardRefusals: in.ShardRefusals, TenantNamespaces: in.TenantNamespaces, Ownership: in.Ownership, TenantLimits: in.TenantLimits}
 }
 
 // Translate computes the IR and the desired status for everything in the

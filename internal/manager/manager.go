@@ -36,6 +36,7 @@ import (
 
 	"github.com/shardgate/shardgate/controllers"
 	"github.com/shardgate/shardgate/internal/config"
+	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/hostnames"
 	"github.com/shardgate/shardgate/internal/infra"
 	"github.com/shardgate/shardgate/internal/pki"
@@ -147,6 +148,8 @@ func Run(ctx context.Context, opts Options) error {
 	defer cancel()
 	p := &process{opts: opts, cfg: cfg, log: log}
 	p.blocked.Store(blocked)
+	limits := tenantLimits(cfg)
+	p.tenantLimits.Store(&limits)
 	p.tenancy.Set(cfg.OwnerPolicy(), cfg.ShardNamespaces)
 	// Every write of this replica is counted with whether it held the
 	// leader Lease at the time (writes.go): followers must write nothing.
@@ -290,6 +293,9 @@ type process struct {
 	leaseHosts atomic.Pointer[controllers.LeaseHostReconciler]
 	// infra is the current manager's Envoy provisioning reconciler.
 	infra atomic.Pointer[controllers.InfraReconciler]
+	// tenantLimits are the config's shards.tenantLimits, which a reload
+	// updates.
+	tenantLimits atomic.Pointer[gatewayapi.TenantLimits]
 	// tenancy is the config's tenancy settings, shared by the controllers.
 	tenancy controllers.Tenancy
 	// trigger re-translates in the current manager.
@@ -379,6 +385,12 @@ func (p *process) triggerTranslation() {
 	}
 }
 
+// tenantLimits are the translator's limits of a configuration.
+func tenantLimits(c config.Config) gatewayapi.TenantLimits {
+	l := c.Shards.TenantLimits
+	return gatewayapi.TenantLimits{Routes: l.Routes, Rules: l.Rules, Matches: l.Matches, RegularExpressions: l.RegularExpressions}
+}
+
 // applyConfig applies what may change live, the block list, on every
 // replica (it needs no leadership: it only reads a file).
 func (p *process) applyConfig(updates <-chan config.Config) {
@@ -393,6 +405,8 @@ func (p *process) applyConfig(updates <-chan config.Config) {
 			"requireNamespaceOwner", policy.RequireOwner, "shardNamespaces", c.ShardNamespaces)
 		p.mu.Lock()
 		p.blocked.Store(b)
+		limits := tenantLimits(c)
+		p.tenantLimits.Store(&limits)
 		tenancyChanged := p.tenancy.Set(policy, c.ShardNamespaces)
 		if r := p.leaseHosts.Load(); r != nil {
 			r.SetBlockList(b)
@@ -471,6 +485,7 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 		Log:            log.WithName("gatewayapi"),
 		Tenancy:        &p.tenancy,
 		Blocked:        p.blocked.Load,
+		TenantLimits:   func() gatewayapi.TenantLimits { return *p.tenantLimits.Load() },
 	}
 	if cfg.Akash.Enabled {
 		gatewayAPI.AkashNamespace = cfg.Akash.Namespace
