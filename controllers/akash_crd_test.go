@@ -178,17 +178,17 @@ var _ = Describe("Akash mode on a Standard-channel HTTPRoute CRD without rules[]
 				Dseq: l.DSeq, Gseq: l.GSeq, Oseq: l.OSeq, ServiceName: "web", ExternalPort: 80},
 		})).To(Succeed())
 
-		// Akash's defaults (3 tries): two retries, in the annotation.
+		// Akash's defaults (3 tries, a 60 s next_timeout and idle timeout): one retry, in the annotation.
 		Eventually(func(g Gomega) {
 			var r gatewayv1.HTTPRoute
 			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: "web.example.com"}, &r)).To(Succeed())
 			g.Expect(r.Spec.Rules).To(HaveLen(1))
 			g.Expect(r.Spec.Rules[0].Retry).To(BeNil())
-			g.Expect(r.Annotations).To(HaveKeyWithValue(shardgatev1alpha1.AnnotationRetry, `{"attempts":2}`))
+			g.Expect(r.Annotations).To(HaveKeyWithValue(shardgatev1alpha1.AnnotationRetry, `{"attempts":1}`))
 			g.Expect(r.Annotations).To(HaveKeyWithValue(shardgatev1alpha1.AnnotationRetryIdempotentOnly, "true"))
 		}).Should(Succeed())
 
-		// The shard's Envoy config retries: two retries, idempotent
+		// The shard's Envoy config retries: one retry, idempotent
 		// requests only.
 		Eventually(func(g Gomega) {
 			routes := vhostRoutes(xds, types.NamespacedName{Namespace: "akash-edge", Name: "edge"}, "web.example.com")
@@ -196,7 +196,7 @@ var _ = Describe("Akash mode on a Standard-channel HTTPRoute CRD without rules[]
 			for _, rt := range routes {
 				p := rt.GetRoute().GetRetryPolicy()
 				g.Expect(p).NotTo(BeNil())
-				g.Expect(p.GetNumRetries().GetValue()).To(Equal(uint32(2)))
+				g.Expect(p.GetNumRetries().GetValue()).To(Equal(uint32(1)))
 				g.Expect(p.GetRetriableRequestHeaders()).To(HaveLen(1))
 			}
 		}).Should(Succeed())
@@ -228,7 +228,7 @@ var _ = Describe("Akash mode on a Standard-channel HTTPRoute CRD without rules[]
 		Eventually(func(g Gomega) {
 			var r gatewayv1.HTTPRoute
 			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: "second.example.com"}, &r)).To(Succeed())
-			g.Expect(r.Annotations).To(HaveKeyWithValue(shardgatev1alpha1.AnnotationRetry, `{"attempts":2}`))
+			g.Expect(r.Annotations).To(HaveKeyWithValue(shardgatev1alpha1.AnnotationRetry, `{"attempts":1}`))
 		}).Should(Succeed())
 		Consistently(writes.count, "3s").Should(Equal(1), "created in the annotation form at once: the probe said so")
 	})
@@ -288,13 +288,13 @@ var _ = Describe("Akash mode on a Standard-channel HTTPRoute CRD without rules[]
 			var r gatewayv1.HTTPRoute
 			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: "third.example.com"}, &r)).To(Succeed())
 			g.Expect(r.Spec.Rules[0].Retry).To(BeNil())
-			g.Expect(r.Annotations).To(HaveKeyWithValue(shardgatev1alpha1.AnnotationRetry, `{"attempts":2}`))
+			g.Expect(r.Annotations).To(HaveKeyWithValue(shardgatev1alpha1.AnnotationRetry, `{"attempts":1}`))
 		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			routes := vhostRoutes(xds, types.NamespacedName{Namespace: "akash-edge", Name: "edge"}, "third.example.com")
 			g.Expect(routes).NotTo(BeEmpty())
 			for _, rt := range routes {
-				g.Expect(rt.GetRoute().GetRetryPolicy().GetNumRetries().GetValue()).To(Equal(uint32(2)))
+				g.Expect(rt.GetRoute().GetRetryPolicy().GetNumRetries().GetValue()).To(Equal(uint32(1)))
 			}
 		}).Should(Succeed())
 		Consistently(writes.count, "5s").Should(BeNumerically("<=", 2), "the field, then the annotation: no loop")

@@ -227,12 +227,16 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 		Expect(*r.Spec.Rules[0].Matches[0].Path.Value).To(Equal("/"))
 		Expect(string(r.Spec.Rules[0].BackendRefs[0].Name)).To(Equal("web"))
 		Expect(int32(*r.Spec.Rules[0].BackendRefs[0].Port)).To(Equal(int32(80)))
-		// No Manifest: Akash's defaults.
-		Expect(string(*r.Spec.Rules[0].Timeouts.Request)).To(Equal("1m"))
-		Expect(*r.Spec.Rules[0].Retry.Attempts).To(Equal(2))
+		// No Manifest: Akash's defaults. No rule timeouts (nothing caps a
+		// response), a 60 s idle timeout, WebSockets, and the tries that
+		// fit in next_timeout (2 of 3).
+		Expect(r.Spec.Rules[0].Timeouts).To(BeNil())
+		Expect(*r.Spec.Rules[0].Retry.Attempts).To(Equal(1))
 		Expect(r.Annotations).To(Equal(map[string]string{
 			shardgatev1alpha1.AnnotationMaxRequestBodyBytes: "1048576",
 			shardgatev1alpha1.AnnotationRetryIdempotentOnly: "true",
+			shardgatev1alpha1.AnnotationIdleTimeout:         "1m",
+			shardgatev1alpha1.AnnotationWebSocket:           "true",
 		}))
 		Expect(r.OwnerReferences).To(BeEmpty())
 		Eventually(events("a-web")).Should(HaveKey("Normal/Reserved/Reserve"))
@@ -327,13 +331,14 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 			r, err := route(nsC, "api.example.com")()
 			g.Expect(err).NotTo(HaveOccurred())
 			rule := r.Spec.Rules[0]
-			g.Expect(string(*rule.Timeouts.BackendRequest)).To(Equal("30s"))
-			g.Expect(string(*rule.Timeouts.Request)).To(Equal("1m30s"))
+			g.Expect(rule.Timeouts).To(BeNil())
 			g.Expect(*rule.Retry.Attempts).To(Equal(3))
 			g.Expect(rule.Retry.Codes).To(Equal([]gatewayv1.HTTPRouteRetryStatusCode{502}))
 			g.Expect(r.Annotations).To(Equal(map[string]string{
 				shardgatev1alpha1.AnnotationMaxRequestBodyBytes: "4194304",
 				shardgatev1alpha1.AnnotationRetryIdempotentOnly: "true",
+				shardgatev1alpha1.AnnotationIdleTimeout:         "30s",
+				shardgatev1alpha1.AnnotationWebSocket:           "true",
 			}))
 		}).Should(Succeed())
 		// The shard serves it with the body limit and spares POST, PATCH
@@ -344,6 +349,12 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 			for _, rt := range routes {
 				g.Expect(bufferLimit(g, rt)).To(Equal(uint32(4 << 20)))
 				g.Expect(rt.GetRoute().GetRetryPolicy().GetRetriableRequestHeaders()).To(HaveLen(1))
+				// The read timeout is an idle timeout, for the route and
+				// for each try; no total timeout.
+				g.Expect(rt.GetRoute().GetIdleTimeout().AsDuration()).To(Equal(30 * time.Second))
+				g.Expect(rt.GetRoute().GetRetryPolicy().GetPerTryIdleTimeout().AsDuration()).To(Equal(30 * time.Second))
+				g.Expect(rt.GetRoute().GetTimeout()).NotTo(BeNil())
+				g.Expect(rt.GetRoute().GetTimeout().AsDuration()).To(BeZero())
 			}
 		}).Should(Succeed())
 
@@ -359,7 +370,8 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 			r, err := route(nsC, "api.example.com")()
 			g.Expect(err).NotTo(HaveOccurred())
 			return r.Annotations
-		}).Should(Equal(map[string]string{shardgatev1alpha1.AnnotationMaxRequestBodyBytes: "8388608"}))
+		}).Should(Equal(map[string]string{shardgatev1alpha1.AnnotationMaxRequestBodyBytes: "8388608",
+			shardgatev1alpha1.AnnotationIdleTimeout: "30s", shardgatev1alpha1.AnnotationWebSocket: "true"}))
 		Eventually(func(g Gomega) {
 			routes := vhostRoutes(xds, types.NamespacedName{Namespace: "akash-edge", Name: "edge"}, "api.example.com")
 			g.Expect(routes).NotTo(BeEmpty())
@@ -397,7 +409,8 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 			g.Expect(r.UID).To(Equal(old.UID), "adopted in place, not re-created")
 			g.Expect(r.Spec.ParentRefs).To(HaveLen(1))
 			g.Expect(string(r.Spec.ParentRefs[0].Name)).To(Equal("edge"))
-			g.Expect(r.Spec.Rules[0].Timeouts).NotTo(BeNil())
+			g.Expect(r.Spec.Rules[0].Retry).NotTo(BeNil())
+			g.Expect(r.Annotations).To(HaveKeyWithValue(shardgatev1alpha1.AnnotationIdleTimeout, "1m"))
 		}).Should(Succeed())
 		Eventually(events("d-old")).Should(HaveKey("Normal/Reserved/Reserve"))
 

@@ -507,7 +507,7 @@ var _ = Describe("Envoy fleet shapes in cluster mode", Ordered, func() {
 
 	BeforeAll(func() {
 		_, c = infraStart(ctx, testenv.Options{Mode: testenv.Cluster, DefaultPool: true})
-		ns = newFixture(ctx, c, "shapes").ns
+		ns = ownedFixture(ctx, c, "shapes", "").ns
 	})
 
 	daemonSet := func(g Gomega, name string) *appsv1.DaemonSet {
@@ -591,7 +591,7 @@ var _ = Describe("Upgrading an Envoy Deployment of the earlier selector in clust
 	}
 
 	It("keeps the earlier selector in place, then replaces the Deployment for app.kubernetes.io/name: ingress-nginx without losing every endpoint", func() {
-		ns := newFixture(ctx, c, "infra-upgrade").ns
+		ns := ownedFixture(ctx, c, "infra-upgrade", "").ns
 		// The Gateway's class does not exist yet, so nothing is provisioned
 		// while the earlier version's Deployment is put in place.
 		gw := infraGateway(ctx, c, ns, "old", infraClass("later"))
