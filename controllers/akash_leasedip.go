@@ -181,6 +181,7 @@ func (r *ProviderLeasedIPReconciler) deleteOrphan(ctx context.Context, nn types.
 	if err := r.Client.Delete(ctx, &svc, client.Preconditions{UID: &svc.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete orphaned leased-IP Service %s: %w", nn, err)
 	}
+	r.forgetApplied(svc.UID)
 	return nil
 }
 
@@ -291,6 +292,12 @@ func (r *ProviderLeasedIPReconciler) markApplied(uid types.UID) {
 	r.mu.Unlock()
 }
 
+func (r *ProviderLeasedIPReconciler) forgetApplied(uid types.UID) {
+	r.mu.Lock()
+	delete(r.applied, uid)
+	r.mu.Unlock()
+}
+
 // adopt applies desired to existing, a Service already as desired, once
 // per Service and process, when the apiserver shows no field of
 // shardgate's on it (another writer made it: Akash's IP operator before
@@ -366,6 +373,7 @@ func (r *ProviderLeasedIPReconciler) deleteUnshared(ctx context.Context, nn type
 	if err := r.Client.Delete(ctx, &svc, client.Preconditions{UID: &svc.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete service %s: %w", nn, err)
 	}
+	r.forgetApplied(svc.UID)
 	return nil
 }
 
