@@ -61,13 +61,20 @@ type ProviderLeasedIPReconciler struct {
 	mu sync.Mutex
 	// services: ProviderLeasedIP name → the Service it wrote.
 	services map[types.NamespacedName]types.NamespacedName
-	emitted  shardgateevents.Memory
+	// applied: the Services (by UID) known to carry shardgate's fields. A
+	// Service Akash's own IP operator wrote may already be as desired; it
+	// is applied once all the same, so that shardgate's start-up sweep
+	// (which deletes only what shardgate wrote) removes it when its
+	// ProviderLeasedIP goes while shardgate is down.
+	applied map[types.UID]bool
+	emitted shardgateevents.Memory
 }
 
 // SetupWithManager registers the controller.
 func (r *ProviderLeasedIPReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.live = mgr.GetAPIReader()
 	r.services = map[types.NamespacedName]types.NamespacedName{}
+	r.applied = map[types.UID]bool{}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &akashv1.ProviderLeasedIP{}, providerLeasedIPServiceIndex, func(o client.Object) []string {
 		if nn, ok := ipServiceOf(o.(*akashv1.ProviderLeasedIP)); ok {
 			return []string{nn.String()}
@@ -174,6 +181,7 @@ func (r *ProviderLeasedIPReconciler) deleteOrphan(ctx context.Context, nn types.
 	if err := r.Client.Delete(ctx, &svc, client.Preconditions{UID: &svc.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete orphaned leased-IP Service %s: %w", nn, err)
 	}
+	r.forgetApplied(svc.UID)
 	return nil
 }
 
@@ -266,11 +274,55 @@ func (r *ProviderLeasedIPReconciler) Reconcile(ctx context.Context, req reconcil
 		if err := write(ctx, r.Client, r.live, desired, &existing); err != nil {
 			return reconcile.Result{}, err
 		}
+		r.markApplied(existing.UID)
+	default:
+		if err := r.adopt(ctx, &existing, desired); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	if ip := addresses.IngressIP(&existing); found && ip != "" {
 		r.event(&lip, corev1.EventTypeNormal, shardgatev1alpha1.ReasonAllocated, fmt.Sprintf("Service %s has address %s", nn.Name, ip))
 	}
 	return reconcile.Result{}, nil
+}
+
+func (r *ProviderLeasedIPReconciler) markApplied(uid types.UID) {
+	r.mu.Lock()
+	r.applied[uid] = true
+	r.mu.Unlock()
+}
+
+func (r *ProviderLeasedIPReconciler) forgetApplied(uid types.UID) {
+	r.mu.Lock()
+	delete(r.applied, uid)
+	r.mu.Unlock()
+}
+
+// adopt applies desired to existing, a Service already as desired, once
+// per Service and process, when the apiserver shows no field of
+// shardgate's on it (another writer made it: Akash's IP operator before
+// the switch). The write changes no value, only the fields' manager.
+func (r *ProviderLeasedIPReconciler) adopt(ctx context.Context, existing *corev1.Service, desired *corev1.Service) error {
+	r.mu.Lock()
+	done := r.applied[existing.UID]
+	r.mu.Unlock()
+	if done {
+		return nil
+	}
+	var svc corev1.Service
+	if err := r.live.Get(ctx, client.ObjectKeyFromObject(existing), &svc); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if svc.UID != existing.UID {
+		return nil // made again since the cache saw it: the next pass judges it
+	}
+	if !wroteBy(&svc, shardgatev1alpha1.FieldOwner) {
+		if err := write(ctx, r.Client, r.live, desired, &svc); err != nil {
+			return fmt.Errorf("adopt leased-IP Service %s/%s: %w", svc.Namespace, svc.Name, err)
+		}
+	}
+	r.markApplied(svc.UID)
+	return nil
 }
 
 // removeOwn deletes the Service the ProviderLeasedIP named lipNN wrote, if
@@ -321,6 +373,7 @@ func (r *ProviderLeasedIPReconciler) deleteUnshared(ctx context.Context, nn type
 	if err := r.Client.Delete(ctx, &svc, client.Preconditions{UID: &svc.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete service %s: %w", nn, err)
 	}
+	r.forgetApplied(svc.UID)
 	return nil
 }
 

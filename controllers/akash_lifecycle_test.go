@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/akash"
 	akashv1 "github.com/shardgate/shardgate/internal/akash/v2beta2"
 	"github.com/shardgate/shardgate/internal/config"
@@ -148,6 +149,45 @@ var _ = Describe("Akash drop-in mode: objects that change or go while shardgate 
 		Eventually(gone(ours)).Should(BeTrue(), "the orphaned Service shardgate wrote")
 		Consistently(func() error { return c.Get(ctx, client.ObjectKeyFromObject(theirs), &corev1.Service{}) }, "3s", "200ms").Should(Succeed(),
 			"a Service shardgate did not write is never deleted")
+	})
+
+	It("takes over a leased-IP Service Akash's IP operator wrote as desired, and deletes it on start when its lease ended while shardgate was down", func() {
+		l := lease(akashAlice, 24)
+		ns := leaseNS(l)
+		service(ns, "web", 80)
+		lip := &akashv1.ProviderLeasedIP{
+			ObjectMeta: metav1.ObjectMeta{Name: "adopted", Namespace: "lease", Labels: map[string]string{akash.LabelManaged: "true"}},
+			Spec: akashv1.ProviderLeasedIPSpec{
+				LeaseID:     akashv1.LeaseID{Owner: l.Owner, DSeq: fmt.Sprint(l.DSeq), GSeq: l.GSeq, OSeq: l.OSeq, Provider: l.Provider},
+				ServiceName: "web", Port: 8080, ExternalPort: 81, Protocol: "TCP", SharingKey: akashAlice + "-ip-adopted",
+			},
+		}
+		By("the old IP operator wrote the Service exactly as shardgate would")
+		_, proto, err := akash.IPLease(lip)
+		Expect(err).NotTo(HaveOccurred())
+		theirs := akash.IPServiceFor(lip, l, proto, cfg.Akash.MetalLBPool)
+		Expect(c.Create(ctx, theirs, client.FieldOwner("akash-ip-operator"))).To(Succeed())
+		uid := theirs.UID
+		Expect(c.Create(ctx, lip)).To(Succeed())
+
+		By("shardgate applies it once in place: same UID, its fields now shardgate's")
+		Eventually(func(g Gomega) {
+			var s corev1.Service
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(theirs), &s)).To(Succeed())
+			g.Expect(s.UID).To(Equal(uid))
+			managers := []string{}
+			for _, m := range s.ManagedFields {
+				managers = append(managers, m.Manager)
+			}
+			g.Expect(managers).To(ContainElement(shardgatev1alpha1.FieldOwner))
+		}).Should(Succeed())
+
+		By("the lease ends while shardgate is down: the start-up sweep deletes the Service")
+		Expect(stop()).To(Succeed())
+		stop = nil
+		Expect(c.Delete(ctx, lip)).To(Succeed())
+		start()
+		Eventually(gone(theirs)).Should(BeTrue(), "the adopted Service of a ProviderLeasedIP that is gone")
 	})
 
 	It("moves a ProviderHost re-pointed to another lease of its owner: the route follows to the new lease namespace and backend, the old one goes", func() {
