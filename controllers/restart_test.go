@@ -72,38 +72,20 @@ func metric(addr, name, label string) (float64, error) {
 // metricSum adds up every series of one metric from a Prometheus text
 // endpoint.
 func metricSum(addr, name string) (float64, error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var sum float64
-	found := false
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", line, err)
-		}
-		sum, found = sum+v, true
-	}
-	if !found {
-		return 0, fmt.Errorf("%s not found", name)
-	}
-	return sum, sc.Err()
+	return metricSumExcept(addr, name, "")
 }
 
-// metricSumOwn is metricSum over the work queues of the controllers
-// these specs run: the Akash controllers' queues are left out. The
-// metrics registry is the process's, so a queue of an Akash-mode manager
-// another spec ran (and stopped) would otherwise count here.
+// metricSumOwn is metricSum over the work queues of the controllers these
+// specs run: the Akash controllers' queues are left out. The metrics
+// registry is the process's, so a queue of an Akash-mode manager another
+// spec ran (and stopped) would otherwise count here.
 func metricSumOwn(addr, name string) (float64, error) {
+	return metricSumExcept(addr, name, `name="akash-`)
+}
+
+// metricSumExcept sums name's series, leaving out those whose line holds
+// skip (nothing when skip is "").
+func metricSumExcept(addr, name, skip string) (float64, error) {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return 0, err
@@ -118,7 +100,7 @@ func metricSumOwn(addr, name string) (float64, error) {
 		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
 			continue
 		}
-		if strings.Contains(line, `name="akash-`) {
+		if skip != "" && strings.Contains(line, skip) {
 			continue
 		}
 		f := strings.Fields(line)
