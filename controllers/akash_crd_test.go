@@ -204,8 +204,8 @@ var _ = Describe("Akash mode on a Standard-channel HTTPRoute CRD without rules[]
 		// Said once, and the route is written a bounded number of times:
 		// no write loop against the pruning apiserver.
 		Eventually(eventsAbout(ctx, c, "lease", "ProviderHost", "web")).Should(HaveKey("Normal/" + controllers.ReasonRetryAsAnnotation + "/Route"))
+		Eventually(writes.count).Should(BeNumerically(">=", 1), "the watch sees the route's first write")
 		Consistently(writes.count, "5s").Should(BeNumerically("<=", 2))
-		Expect(writes.count()).To(BeNumerically(">=", 1))
 	})
 
 	It("creates later routes in the annotation form at once, in one write", func() {
@@ -230,6 +230,9 @@ var _ = Describe("Akash mode on a Standard-channel HTTPRoute CRD without rules[]
 			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: "second.example.com"}, &r)).To(Succeed())
 			g.Expect(r.Annotations).To(HaveKeyWithValue(shardgatev1alpha1.AnnotationRetry, `{"attempts":1}`))
 		}).Should(Succeed())
+		// The watch delivers the create after the Get above may already
+		// have read it: wait for it before counting.
+		Eventually(writes.count).Should(BeNumerically(">=", 1), "the watch sees the route's first write")
 		Consistently(writes.count, "3s").Should(Equal(1), "created in the annotation form at once: the probe said so")
 	})
 
