@@ -176,7 +176,12 @@ func LoadOrCreate(ctx context.Context, c client.Client, namespace, name string) 
 		var s corev1.Secret
 		err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &s)
 		if err == nil {
-			return ParseCA(s.Data[KeyCert], s.Data[KeyKey])
+			ca, err := ParseCA(s.Data[KeyCert], s.Data[KeyKey])
+			if err != nil {
+				return nil, err
+			}
+			observeCA(ca)
+			return ca, nil
 		}
 		if !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("get CA secret %s/%s: %w", namespace, name, err)
@@ -192,6 +197,7 @@ func LoadOrCreate(ctx context.Context, c client.Client, namespace, name string) 
 		}
 		err = c.Create(ctx, &s)
 		if err == nil {
+			observeCA(ca)
 			return ca, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {

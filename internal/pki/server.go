@@ -51,6 +51,7 @@ func (s *ServerSource) Load(ctx context.Context, renew bool) (*tls.Certificate, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("CA secret %s: %w", s.Secret, err)
 	}
+	observeCA(ca)
 	pool, err := TrustPool(&sec)
 	if err != nil {
 		return nil, nil, err
