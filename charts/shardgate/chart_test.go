@@ -220,7 +220,8 @@ func TestRenderDefaults(t *testing.T) {
 
 	g.Expect(kinds(rel.objects)).To(Equal(map[string]int{
 		// ClusterRoles: the controller's, metrics-reader, config-reader and shardgate-tenant.
-		"ServiceAccount": 1, "ConfigMap": 1, "ClusterRole": 4, "ClusterRoleBinding": 1,
+		// ServiceAccounts and ClusterRoleBindings: the controller's and shardgate-config-reader's.
+		"ServiceAccount": 2, "ConfigMap": 1, "ClusterRole": 4, "ClusterRoleBinding": 2,
 		"Role": 2, "RoleBinding": 2, "Service": 2, "Deployment": 1, "PodDisruptionBudget": 1,
 		"GatewayClass": 1,
 	}), "rendered: %v", names(rel.objects))
@@ -380,8 +381,9 @@ func TestRenderNonDefaults(t *testing.T) {
 	}
 	g.Expect(crds).To(HaveKey("leasehosts.shardgate.io"))
 
-	// The ServiceMonitor is rendered only when asked for.
-	values["metrics"] = map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prom"}}}
+	// The ServiceMonitor is rendered only when asked for (its TLS and
+	// token: monitoring_test.go).
+	values["metrics"] = map[string]any{"serviceMonitor": map[string]any{"enabled": true, "insecureSkipVerify": true, "labels": map[string]any{"release": "prom"}}}
 	rel = mustRender(t, "edge", "edge-system", values)
 	sm := findUnstructured(t, rel, "ServiceMonitor", "edge-shardgate")
 	g.Expect(sm.GetAPIVersion()).To(Equal("monitoring.coreos.com/v1"))
@@ -389,9 +391,9 @@ func TestRenderNonDefaults(t *testing.T) {
 	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
 	g.Expect(eps).To(HaveLen(1))
 	g.Expect(eps[0]).To(HaveKeyWithValue("port", "metrics"))
-	// Secure metrics by default: HTTPS with Prometheus's token.
+	// Secure metrics by default: HTTPS with a token from a Secret.
 	g.Expect(eps[0]).To(HaveKeyWithValue("scheme", "https"))
-	g.Expect(eps[0]).To(HaveKeyWithValue("bearerTokenFile", "/var/run/secrets/kubernetes.io/serviceaccount/token"))
+	g.Expect(eps[0]).NotTo(HaveKey("bearerTokenFile"))
 	g.Expect(eps[0]).To(HaveKeyWithValue("tlsConfig", map[string]any{"insecureSkipVerify": true}))
 	d = find[appsv1.Deployment](t, rel, "Deployment", "edge-shardgate")
 	g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--metrics-secure=true"))
@@ -402,6 +404,9 @@ func TestRenderNonDefaults(t *testing.T) {
 	rel = mustRender(t, "edge", "edge-system", values)
 	eps, _, _ = unstructured.NestedSlice(findUnstructured(t, rel, "ServiceMonitor", "edge-shardgate").Object, "spec", "endpoints")
 	g.Expect(eps[0]).NotTo(HaveKey("scheme"))
+	g.Expect(eps[0]).NotTo(HaveKey("authorization"))
+	g.Expect(eps[0]).NotTo(HaveKey("tlsConfig"))
+	g.Expect(kinds(rel.objects)).NotTo(HaveKey("Secret"), "no token Secret for plain HTTP")
 	d = find[appsv1.Deployment](t, rel, "Deployment", "edge-shardgate")
 	g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--metrics-secure=false"))
 

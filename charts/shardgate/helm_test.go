@@ -55,6 +55,12 @@ func TestHelmLint(t *testing.T) {
 		{"lint", "--strict", "--kube-version", kubeVersion, "."},
 		{"lint", "--strict", "--kube-version", kubeVersion, "--set", "gatewayAPI.installCRDs=true", "."},
 		{"lint", "--strict", "--kube-version", kubeVersion, "-f", "testdata/values-full.yaml", "."},
+		// An existing controller ServiceAccount, a user's scrape token and
+		// an explicitly unverified self-signed metrics certificate.
+		{"lint", "--strict", "--kube-version", kubeVersion, "--set", "serviceAccount.create=false,serviceAccount.name=platform-sa," +
+			"metrics.serviceMonitor.enabled=true,metrics.serviceMonitor.insecureSkipVerify=true," +
+			"metrics.serviceMonitor.authorization.createSecret=false,metrics.serviceMonitor.authorization.secretName=prom-token," +
+			"configReader.create=false,podDisruptionBudget.minAvailable=null,podDisruptionBudget.maxUnavailable=50%", "."},
 	} {
 		out := run(t, helm, args...)
 		if !bytes.Contains(out, []byte("0 chart(s) failed")) {

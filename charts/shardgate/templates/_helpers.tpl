@@ -36,9 +36,23 @@ app.kubernetes.io/part-of: shardgate
 {{- end }}
 {{- end -}}
 
-{{/* The controller's ServiceAccount. */}}
+{{/* The controller's ServiceAccount: the chart's (serviceAccount.name, default the full name) when serviceAccount.create, else serviceAccount.name, which must then name an existing one. */}}
 {{- define "shardgate.serviceAccountName" -}}
-{{- include "shardgate.fullname" . -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "shardgate.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false: name the existing ServiceAccount the controller runs as" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The ServiceAccount whose token reads /debug/config_dump (shardgate config dump): fixed by default, as the CLI's help names it (kubectl create token -n <release namespace> shardgate-config-reader). */}}
+{{- define "shardgate.configReaderName" -}}
+{{- default "shardgate-config-reader" .Values.configReader.name -}}
+{{- end -}}
+
+{{/* The ServiceAccount (and its token Secret) the ServiceMonitor scrapes with. */}}
+{{- define "shardgate.metricsReaderName" -}}
+{{- printf "%s-metrics-reader" (include "shardgate.fullname" .) -}}
 {{- end -}}
 
 {{/* The xDS Service's name: fixed, because the Envoy bootstrap the controller writes dials shardgate-xds.<namespace>.svc (internal/infra). */}}
