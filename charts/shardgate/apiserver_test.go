@@ -20,6 +20,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -41,6 +42,7 @@ import (
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/config"
+	"github.com/shardgate/shardgate/internal/configdump"
 	"github.com/shardgate/shardgate/internal/infra"
 	"github.com/shardgate/shardgate/internal/manager"
 	"github.com/shardgate/shardgate/internal/testenv"
@@ -161,6 +163,46 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 			applyAll(ctx, env.Client, policies)
 			expectStored(ctx, env.Client, policies)
 		}
+	})
+
+	It("accepts the scrape token Secret and grants the metrics and config readers their paths only", func() {
+		mon, err := render("mon", "sg-other", map[string]any{
+			"configReader": map[string]any{"name": "mon-config-reader"},
+			"metrics":      map[string]any{"certSecret": "mon-metrics-tls", "serviceMonitor": map[string]any{"enabled": true}},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		var objs []*unstructured.Unstructured
+		for _, u := range mon.objects {
+			switch u.GetKind() {
+			case "ServiceAccount", "Secret", "ClusterRole", "ClusterRoleBinding":
+				objs = append(objs, u)
+			}
+		}
+		Expect(names(objs)).To(ContainElements("Secret/mon-shardgate-metrics-reader-token", "ServiceAccount/mon-shardgate-metrics-reader",
+			"ServiceAccount/mon-config-reader", "ClusterRoleBinding/mon-shardgate-metrics-reader", "ClusterRoleBinding/mon-shardgate-config-reader"))
+		applyAll(ctx, env.Client, objs)
+		expectStored(ctx, env.Client, objs)
+		var sec corev1.Secret
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: "sg-other", Name: "mon-shardgate-metrics-reader-token"}, &sec)).To(Succeed())
+		Expect(sec.Type).To(Equal(corev1.SecretTypeServiceAccountToken))
+
+		// What the metrics server's filter asks after the TokenReview.
+		allowed := func(sa, path string) bool {
+			GinkgoHelper()
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:                  "system:serviceaccount:sg-other:" + sa,
+				Groups:                []string{"system:serviceaccounts", "system:serviceaccounts:sg-other", "system:authenticated"},
+				NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: "get"},
+			}}
+			Expect(env.Client.Create(ctx, sar)).To(Succeed())
+			return sar.Status.Allowed
+		}
+		dumpPath := manager.ConfigDumpPath + "/providers/shard-a"
+		Eventually(func() bool { return allowed("mon-shardgate-metrics-reader", "/metrics") }).Should(BeTrue())
+		Eventually(func() bool { return allowed("mon-config-reader", dumpPath) }).Should(BeTrue())
+		Expect(allowed("mon-shardgate-metrics-reader", dumpPath)).To(BeFalse())
+		Expect(allowed("mon-config-reader", "/metrics")).To(BeFalse())
+		Expect(allowed("mon-config-reader", "/debug/pprof/heap")).To(BeFalse())
 	})
 
 	It("grants the controller exactly what it uses: it runs under the chart's ServiceAccount", func() {
@@ -424,6 +466,27 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: infraN, Name: "shard-a"}, &p)).To(Succeed())
 			g.Expect(meta.FindStatusCondition(p.Status.Conditions, shardgatev1alpha1.ConditionValid)).NotTo(BeNil())
 		}).Should(Succeed())
+
+		By("shardgate config dump with a token of the chart's shardgate-config-reader ServiceAccount, as the CLI's help says")
+		find[corev1.ServiceAccount](GinkgoT(), rel, "ServiceAccount", "shardgate-config-reader")
+		readerToken, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "shardgate-config-reader", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		dump := func(token string) (string, error) {
+			var out strings.Builder
+			err := configdump.Execute(ctx, configdump.Config{
+				Gateway: infraN + "/" + gw.Name, URL: fmt.Sprintf("https://127.0.0.1:%d", metricsPort),
+				Token: token, InsecureSkipTLSVerify: true, Output: "json", RequestTimeout: 10 * time.Second,
+			}, &out)
+			return out.String(), err
+		}
+		eventually(func(g Gomega) {
+			out, err := dump(readerToken.Status.Token)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(out).To(ContainSubstring(domain))
+		}).Should(Succeed())
+		// The metrics reader may scrape, not read the config.
+		_, err = dump(tr.Status.Token)
+		Expect(err).To(MatchError(ContainSubstring("403")))
 
 		By("the infra controller provisions the Gateway's Envoy objects")
 		eventually(func(g Gomega) {
