@@ -5,6 +5,9 @@
 // A Gateway's client certificate names the Gateway in a URI SAN
 // (GatewayURI), so the xDS server can bind a connection's node to the
 // Gateway its certificate was issued for.
+//
+// Whenever the CA is loaded from its Secret, its expiry is exported as
+// shardgate_xds_ca_expiry_timestamp_seconds.
 package pki
 
 import (
