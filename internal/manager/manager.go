@@ -135,8 +135,11 @@ func Run(ctx context.Context, opts Options) error {
 		// Subscribe before reading Current, so no change falls between.
 		updates = w.Subscribe()
 		watcher, cfg = w, w.Current()
-	} else if cfg.ControllerName == "" {
-		cfg = config.Default()
+	} else {
+		if cfg.ControllerName == "" {
+			cfg = config.Default()
+		}
+		config.RecordStaticLoad()
 	}
 	applyOverrides(&cfg, opts)
 	blocked, err := hostnames.NewBlockList(cfg.BlockedHostnames...)
