@@ -129,3 +129,24 @@ func TestWatcherReloadMetricsAndLog(t *testing.T) {
 		})
 	}
 }
+
+// Without a config file the configuration in force (defaults and flags)
+// counts as loaded at start: the gauges do not fire a reload alert.
+func TestRecordStaticLoad(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	writeFile(t, path, "xds: [broken]\n")
+	if _, err := NewWatcher(path, testLogger(t)); err == nil {
+		t.Fatal("NewWatcher accepted a broken file")
+	}
+	if got := gauge(t, successful); got != 0 {
+		t.Fatalf("%s = %v after a failed initial load, want 0", successful, got)
+	}
+	before := gauge(t, successTS)
+	RecordStaticLoad()
+	if got := gauge(t, successful); got != 1 {
+		t.Fatalf("%s = %v after RecordStaticLoad, want 1", successful, got)
+	}
+	if got := gauge(t, successTS); got <= before || got < float64(time.Now().Add(-time.Minute).Unix()) {
+		t.Fatalf("%s = %v after RecordStaticLoad (before: %v), want about now", successTS, got, before)
+	}
+}
