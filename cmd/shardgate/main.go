@@ -20,13 +20,7 @@ import (
 )
 
 func main() {
-	root := &cobra.Command{
-		Use:           "shardgate",
-		Short:         "Ingress controller for multi-tenant compute providers",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.AddCommand(controllerCommand(), versionCommand(), statusCommand(), configCommand())
+	root := rootCommand()
 	// `shardgate [flags]` means `shardgate controller [flags]`.
 	args := os.Args[1:]
 	if len(args) == 0 || (len(args[0]) > 0 && args[0][0] == '-' && args[0] != "-h" && args[0] != "--help") {
@@ -37,6 +31,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "shardgate:", err)
 		os.Exit(1)
 	}
+}
+
+// rootCommand is `shardgate` with every subcommand.
+func rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "shardgate",
+		Short:         "Ingress controller for multi-tenant compute providers",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(controllerCommand(), versionCommand(), statusCommand(), configCommand())
+	return root
 }
 
 func versionCommand() *cobra.Command {

@@ -62,9 +62,13 @@
 //
 //   - Exit the process, panic on bad input, or call log.Fatal: a broken file
 //     at start-up is an error returned to the caller, and a broken file
-//     during a reload is logged, counted (Watcher.LastError,
-//     Watcher.ReloadFailures) and otherwise ignored: the last good
-//     configuration stays in force.
+//     during a reload is logged (one line, "config reload failed", with the
+//     file and the error), counted (Watcher.LastError,
+//     Watcher.ReloadFailures, and the gauges
+//     shardgate_config_last_reload_successful and
+//     shardgate_config_last_reload_success_timestamp_seconds in
+//     controller-runtime's metrics registry, metrics.go) and otherwise
+//     ignored: the last good configuration stays in force.
 //   - Write, create, chmod or delete the config file or anything in its
 //     directory. It only reads and watches.
 //   - Block the reload loop on a slow subscriber.

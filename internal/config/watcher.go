@@ -64,8 +64,10 @@ func NewWatcher(path string, log logr.Logger) (*Watcher, error) {
 	stamp := statFile(path)
 	cfg, err := Load(path)
 	if err != nil {
+		recordLoad(false, time.Time{})
 		return nil, err
 	}
+	recordLoad(true, time.Now())
 	w := &Watcher{
 		path:         path,
 		dir:          filepath.Dir(abs),
@@ -238,10 +240,14 @@ func (w *Watcher) reload() {
 	if err != nil {
 		w.failures.Add(1)
 		w.lastErr.Store(&err)
-		w.log.Error(err, "config reload failed; keeping the last good config", "path", w.path)
+		recordLoad(false, time.Time{})
+		// One line: the file and why. The last good configuration stays
+		// in force, so this is no programming error and gets no stack.
+		w.log.Error(err, "config reload failed", "file", w.path)
 		return
 	}
 	w.lastErr.Store(nil)
+	recordLoad(true, time.Now())
 	old := w.cur.Load()
 	if reflect.DeepEqual(*old, cfg) {
 		w.log.V(1).Info("config file changed but its content did not", "path", w.path)

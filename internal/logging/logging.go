@@ -3,6 +3,8 @@ package logging
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -10,9 +12,21 @@ import (
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
-// New returns a logger for level (debug, info, warn, error, or a number: the
-// logr verbosity, so 2 is more than debug) and format (text or json).
+// New returns a logger to standard error for level (debug, info, warn,
+// error, or a number: the logr verbosity, so 2 is more than debug) and
+// format (text or json).
+//
+// Every entry is one line. Errors carry their message, never a Go stack
+// trace: shardgate logs an error for a condition of its inputs (a broken
+// config file, an unreachable apiserver), where a stack of the logging
+// goroutine says nothing and breaks line-oriented log pipelines. A panic
+// still prints its stack.
 func New(level, format string) (logr.Logger, error) {
+	return NewTo(os.Stderr, level, format)
+}
+
+// NewTo is New writing to out.
+func NewTo(out io.Writer, level, format string) (logr.Logger, error) {
 	var lvl zapcore.Level
 	switch strings.ToLower(level) {
 	case "debug":
@@ -30,7 +44,7 @@ func New(level, format string) (logr.Logger, error) {
 		}
 		lvl = zapcore.Level(-v)
 	}
-	opts := []crzap.Opts{crzap.Level(lvl)}
+	opts := []crzap.Opts{crzap.Level(lvl), crzap.WriteTo(out), crzap.StacktraceLevel(zapcore.PanicLevel)}
 	switch strings.ToLower(format) {
 	case "json", "":
 		opts = append(opts, crzap.UseDevMode(false))

@@ -135,8 +135,11 @@ func Run(ctx context.Context, opts Options) error {
 		// Subscribe before reading Current, so no change falls between.
 		updates = w.Subscribe()
 		watcher, cfg = w, w.Current()
-	} else if cfg.ControllerName == "" {
-		cfg = config.Default()
+	} else {
+		if cfg.ControllerName == "" {
+			cfg = config.Default()
+		}
+		config.RecordStaticLoad()
 	}
 	applyOverrides(&cfg, opts)
 	blocked, err := hostnames.NewBlockList(cfg.BlockedHostnames...)
@@ -739,9 +742,10 @@ func ptr[T any](v T) *T { return &v }
 const XDSCASecret = "shardgate-xds-ca"
 
 // xdsCredentials returns the xDS server's mTLS credentials: from the config
-// file's xds.tls files when set (re-read periodically), else from a CA kept
-// in a Secret (created on first start, shared by every replica and restart)
-// with a server certificate it issues and renews. Client certificates are
+// file's xds.tls files when set (watched: a rotated file applies to the
+// next handshake), else from a CA kept in a Secret (created on first start,
+// shared by every replica and restart) with a server certificate it issues
+// and renews. Client certificates are
 // always required and verified; the trusted CAs are re-read too.
 //
 // The CA bootstrap runs before the manager starts, so before any election,
@@ -753,7 +757,7 @@ const XDSCASecret = "shardgate-xds-ca"
 // started once the CA exists only read it.
 func xdsCredentials(ctx context.Context, rc *rest.Config, cfg config.Config, lead *leadership, log logr.Logger) (*xdsserver.Credentials, *pki.CA, error) {
 	if cfg.XDS.TLS.Enabled() {
-		creds, err := xdsserver.NewCredentials(ctx, xdsserver.FileSource(cfg.XDS.TLS.CertFile, cfg.XDS.TLS.KeyFile, cfg.XDS.TLS.CAFile), log)
+		creds, err := xdsserver.NewFileCredentials(ctx, cfg.XDS.TLS.CertFile, cfg.XDS.TLS.KeyFile, cfg.XDS.TLS.CAFile, log)
 		return creds, nil, err
 	}
 	wc, err := client.NewWithWatch(rc, client.Options{Scheme: scheme.New()})

@@ -42,5 +42,13 @@
 // request size (gRPC's MaxRecvMsgSize). Refusals are counted by reason and
 // logged at most once a minute per client and reason.
 //
+// Credentials (tls.go, tlsfiles.go): the server's certificate and the
+// client CAs it trusts live in a holder every handshake reads, so a
+// rotation applies to new connections and never drops an open one. The
+// holder is loaded from the controller's own CA (renewed at two thirds of
+// the certificate's life) or from the xds.tls files, which are watched
+// (controller-runtime's certwatcher for the certificate and key, fsnotify
+// for the CA bundle) and re-read periodically.
+//
 // It never writes to the apiserver: every replica serves xDS.
 package server

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +41,11 @@ type Credentials struct {
 	cur   atomic.Pointer[loadedCreds]
 	mu    sync.Mutex // serialises loads
 	loads atomic.Int64
+
+	// watch, when set, runs while Start does and calls changed when the
+	// source changed (NewFileCredentials: the files were written), which
+	// loads at once.
+	watch func(ctx context.Context, changed func())
 }
 
 // LoadFunc loads the xDS server's credentials.
@@ -162,9 +166,25 @@ func (c *Credentials) next() time.Time {
 	return renew
 }
 
-// Start renews and reloads until ctx ends. A failed load is retried with
+// Start renews and reloads until ctx ends, and at once when the source
+// says it changed (NewFileCredentials). A failed load is retried with
 // backoff while the current credentials stay in force.
 func (c *Credentials) Start(ctx context.Context) error {
+	var changed chan struct{}
+	if c.watch != nil {
+		changed = make(chan struct{}, 1)
+		done := make(chan struct{})
+		defer func() { <-done }()
+		go func() {
+			defer close(done)
+			c.watch(ctx, func() {
+				select {
+				case changed <- struct{}{}:
+				default: // a load is pending already
+				}
+			})
+		}()
+	}
 	backoff := time.Second
 	for {
 		wait := time.Until(c.next())
@@ -177,6 +197,8 @@ func (c *Credentials) Start(ctx context.Context) error {
 			t.Stop()
 			return nil
 		case <-t.C:
+		case <-changed:
+			t.Stop()
 		}
 		if err := c.Reload(ctx); err != nil {
 			c.Log.Error(err, "reloading xDS credentials failed; keeping the current ones", "retryIn", backoff)
@@ -184,6 +206,7 @@ func (c *Credentials) Start(ctx context.Context) error {
 			case <-ctx.Done():
 				return nil
 			case <-time.After(backoff):
+			case <-changed:
 			}
 			backoff = min(2*backoff, time.Minute)
 			continue
@@ -197,20 +220,16 @@ func (c *Credentials) NeedLeaderElection() bool { return false }
 
 // FileSource loads the server certificate and the client CA bundle from PEM
 // files, re-reading them at each load (a Kubernetes Secret volume updates
-// them in place).
+// them in place). It does not watch them: NewFileCredentials does.
 func FileSource(certFile, keyFile, caFile string) LoadFunc {
 	return func(context.Context, bool) (*tls.Certificate, *x509.CertPool, error) {
 		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 		if err != nil {
 			return nil, nil, fmt.Errorf("xds.tls: %w", err)
 		}
-		caPEM, err := os.ReadFile(caFile)
+		pool, _, err := readCAPool(caFile)
 		if err != nil {
-			return nil, nil, fmt.Errorf("xds.tls.caFile: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(caPEM) {
-			return nil, nil, fmt.Errorf("xds.tls.caFile %s: no certificate", caFile)
+			return nil, nil, err
 		}
 		return &cert, pool, nil
 	}

@@ -1,0 +1,142 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+)
+
+// FileWatchInterval is how often NewFileCredentials re-reads the files
+// besides watching them, in case a change event is missed.
+var FileWatchInterval = 10 * time.Second
+
+// secretDataLink is the symlink a Kubernetes Secret or ConfigMap volume
+// swaps atomically on every update.
+const secretDataLink = "..data"
+
+// NewFileCredentials serves the xDS server's TLS from PEM files (the
+// config key xds.tls) and follows them while Start runs: the certificate
+// and key through controller-runtime's certwatcher (fsnotify on the two
+// files, re-added when a Secret volume update replaces them, and its own
+// re-read every FileWatchInterval), the client CA bundle through fsnotify
+// on its directory (which sees rename-replace saves and the "..data"
+// symlink swap of a Secret volume) and a re-read every FileWatchInterval.
+// A change loads the holder at once, so the next handshake gets the new
+// certificate or trust bundle; connections already open keep theirs.
+func NewFileCredentials(ctx context.Context, certFile, keyFile, caFile string, log logr.Logger) (*Credentials, error) {
+	cw, err := certwatcher.New(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("xds.tls certFile %s, keyFile %s: %w", certFile, keyFile, err)
+	}
+	interval := FileWatchInterval
+	cw.WithWatchInterval(interval)
+	load := func(context.Context, bool) (*tls.Certificate, *x509.CertPool, error) {
+		cert, err := cw.GetCertificate(nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("xds.tls: %w", err)
+		}
+		if cert == nil {
+			return nil, nil, fmt.Errorf("xds.tls: no certificate loaded from %s", certFile)
+		}
+		pool, _, err := readCAPool(caFile)
+		if err != nil {
+			return nil, nil, err
+		}
+		c := *cert // Credentials may set Leaf; the watcher's copy stays its own
+		return &c, pool, nil
+	}
+	c, err := NewCredentials(ctx, load, log)
+	if err != nil {
+		return nil, err
+	}
+	c.watch = func(ctx context.Context, changed func()) {
+		watchFiles(ctx, cw, caFile, interval, log, changed)
+	}
+	return c, nil
+}
+
+// watchFiles calls changed whenever the certificate pair (through cw) or
+// the CA bundle changes, until ctx ends.
+func watchFiles(ctx context.Context, cw *certwatcher.CertWatcher, caFile string, interval time.Duration, log logr.Logger, changed func()) {
+	cw.RegisterCallback(func(tls.Certificate) { changed() })
+	go func() {
+		if err := cw.Start(ctx); err != nil {
+			// The re-read below still calls ReadCertificate.
+			log.Error(err, "cannot watch the xds.tls certificate files; re-reading them every interval", "interval", interval)
+		}
+	}()
+
+	_, lastCA, _ := readCAPool(caFile)
+	caChanged := func() {
+		_, data, err := readCAPool(caFile)
+		if err != nil || bytes.Equal(data, lastCA) {
+			return // a broken bundle is reported by the load it would trigger once fixed
+		}
+		lastCA = data
+		changed()
+	}
+
+	var events <-chan fsnotify.Event
+	var watchErrs <-chan error
+	dir, base := filepath.Split(caFile)
+	if fw, err := fsnotify.NewWatcher(); err != nil {
+		log.Error(err, "cannot watch the xds.tls CA file; re-reading it every interval", "caFile", caFile, "interval", interval)
+	} else {
+		defer fw.Close()
+		if err := fw.Add(filepath.Clean(dir)); err != nil {
+			log.Error(err, "cannot watch the xds.tls CA file's directory; re-reading it every interval", "caFile", caFile, "interval", interval)
+		} else {
+			events, watchErrs = fw.Events, fw.Errors
+		}
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				events, watchErrs = nil, nil
+				continue
+			}
+			if name := filepath.Base(ev.Name); name == base || name == secretDataLink {
+				caChanged()
+			}
+		case err, ok := <-watchErrs:
+			if !ok {
+				events, watchErrs = nil, nil
+				continue
+			}
+			log.Error(err, "xds.tls CA file watch error", "caFile", caFile)
+		case <-tick.C:
+			caChanged()
+			// certwatcher polls too, but not if its Start failed.
+			if err := cw.ReadCertificate(); err != nil {
+				log.Error(err, "re-reading the xds.tls certificate files failed; keeping the current certificate")
+			}
+		}
+	}
+}
+
+// readCAPool reads a PEM bundle of client CAs.
+func readCAPool(caFile string) (*x509.CertPool, []byte, error) {
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("xds.tls.caFile: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, nil, fmt.Errorf("xds.tls.caFile %s: no certificate", caFile)
+	}
+	return pool, caPEM, nil
+}
