@@ -131,13 +131,6 @@ func runtimeMetricLabels(t *testing.T) map[string][]string {
 	return out
 }
 
-// pendingMetrics are gauges the alerts use that the config reload
-// (internal/config) exports: until the code registers them, the test
-// accepts their absence; once registered, they are checked as any other.
-var pendingMetrics = map[string][]string{
-	"shardgate_config_last_reload_successful": {},
-}
-
 // targetLabels are the labels Prometheus gives every series of a
 // ServiceMonitor's target.
 var targetLabels = []string{"job", "namespace", "pod", "instance", "service", "endpoint", "container"}
@@ -302,13 +295,6 @@ func TestPrometheusRule(t *testing.T) {
 	g.Expect(known).To(HaveKeyWithValue("workqueue_retries_total", ConsistOf("name", "controller")))
 	g.Expect(known).To(HaveKeyWithValue("rest_client_requests_total", ConsistOf("code", "method", "host")))
 	g.Expect(known).To(HaveKeyWithValue("shardgate_xds_ca_expiry_timestamp_seconds", BeEmpty()))
-	for name, labels := range pendingMetrics {
-		if _, ok := known[name]; !ok {
-			t.Logf("%s is not registered by the code yet: accepted as a label-free gauge", name)
-			known[name] = labels
-		}
-	}
-
 	u, alerts := prometheusRule(t, map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{
 		"enabled": true, "additionalLabels": map[string]any{"release": "prom"},
 	}}})
