@@ -62,9 +62,9 @@ known but no row has both, it prints nothing and says so on stderr.
 
 --watch (-w) prints the listing, then the rows of every LeaseHost or
 ProviderHost whose rows change, under the first header and in its columns,
-until interrupted. The columns start wide enough for typical cells and only
-grow, as kubectl get --watch's do; a cell wider still pushes the rest of its
-row right. --owner and --shard are not checked against the listing then: a
+until interrupted. The columns are as wide as the listing needs and at least
+wide enough for typical cells, and stay so; a cell wider still pushes the
+rest of its row right, and no other row. --owner and --shard are not checked against the listing then: a
 watch may wait for them to appear.
 
 Exit status:
