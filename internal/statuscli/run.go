@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -312,9 +313,10 @@ func NewClientFor(flags *genericclioptions.ConfigFlags) (client.WithWatch, strin
 
 // noKubeconfig reports whether the config is only clientcmd's placeholder
 // (http://localhost:8080), which ConfigFlags falls back to when there is no
-// kubeconfig, no --server and no in-cluster service account.
+// kubeconfig, no --server, no $KUBERNETES_MASTER and no in-cluster service
+// account.
 func noKubeconfig(flags *genericclioptions.ConfigFlags, loader clientcmd.ClientConfig, host string) bool {
-	if flags.APIServer != nil && *flags.APIServer != "" {
+	if (flags.APIServer != nil && *flags.APIServer != "") || os.Getenv("KUBERNETES_MASTER") != "" {
 		return false
 	}
 	raw, err := loader.RawConfig()
