@@ -64,8 +64,8 @@ known but no row has both, it prints nothing and says so on stderr.
 ProviderHost whose rows change, under the first header and in its columns,
 until interrupted. The columns are as wide as the listing needs and at least
 wide enough for typical cells, and stay so; a cell wider still pushes the
-rest of its row right, and no other row. --owner and --shard are not checked against the listing then: a
-watch may wait for them to appear.
+rest of its row right, and no other row. --owner and --shard are not checked
+against the listing then: a watch may wait for them to appear.
 
 Exit status:
   0  listed (with --fail-on-unadmitted: every listed row is admitted)
