@@ -521,7 +521,7 @@ var _ = Describe("Akash drop-in mode", Ordered, func() {
 		out := &lockedBuffer{}
 		done := make(chan error, 1)
 		go func() {
-			done <- statuscli.Execute(wctx, statuscli.Config{Kubeconfig: env.Kubeconfig, Namespace: "lease", Watch: true}, out, io.Discard)
+			done <- statuscli.Execute(wctx, statuscli.Config{Kubeconfig: env.Kubeconfig, Namespace: "lease", Watch: true, Output: "wide"}, out, io.Discard) // -o wide has SOURCE
 		}()
 		line := func(words ...string) func() bool {
 			return func() bool {

@@ -8,9 +8,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/shardgate/shardgate/internal/statuscli"
 )
@@ -31,16 +32,13 @@ func statusCommand() *cobra.Command {
 		return statuscli.Execute(ctx, cfg, stdout, stderr)
 	})
 	f := cmd.Flags()
-	f.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, ~/.kube/config, then in-cluster")
-	f.StringVar(&cfg.Context, "context", "", "kubeconfig context to use; default: the current context")
-	f.StringVarP(&cfg.Namespace, "namespace", "n", "", "list this namespace; default: the context's namespace")
+	cfg.Flags = kubeFlags(f, "list this namespace; default: the context's namespace")
 	f.BoolVarP(&cfg.AllNamespaces, "all-namespaces", "A", false, "list every namespace (overrides -n)")
 	f.StringVar(&cfg.Owner, "owner", "", "only rows of this lease owner")
 	f.StringVar(&cfg.Shard, "shard", "", "only rows of this shard (its name, or its Gateway as namespace/name)")
 	f.StringVarP(&cfg.Output, "output", "o", "", "output format: table (default), wide, json, yaml, jsonpath=TEMPLATE or custom-columns=NAME:PATH,...")
 	f.BoolVar(&cfg.FailOnUnadmitted, "fail-on-unadmitted", false, "exit 1 when a listed row is not admitted (LeaseHosts retired by a takeover, TransferredAway, do not count)")
 	f.BoolVarP(&cfg.Watch, "watch", "w", false, "after listing, keep printing the rows of every LeaseHost or ProviderHost whose rows change")
-	f.DurationVar(&cfg.RequestTimeout, "request-timeout", 30*time.Second, "timeout of each request to the apiserver (0: none)")
 	cmd.AddCommand(statusIPsCommand())
 	return cmd
 }
@@ -95,11 +93,22 @@ func statusIPsCommand() *cobra.Command {
 		return statuscli.ExecuteIPs(ctx, cfg, stdout, stderr)
 	})
 	f := cmd.Flags()
-	f.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, ~/.kube/config, then in-cluster")
-	f.StringVar(&cfg.Context, "context", "", "kubeconfig context to use; default: the current context")
-	f.StringVarP(&cfg.Namespace, "namespace", "n", "", "list this namespace's LeasedIPs; default: the context's namespace")
+	cfg.Flags = kubeFlags(f, "list this namespace's LeasedIPs; default: the context's namespace")
 	f.BoolVarP(&cfg.AllNamespaces, "all-namespaces", "A", false, "list every namespace's LeasedIPs (overrides -n)")
 	f.StringVarP(&cfg.Output, "output", "o", "", "output format: table (default), wide, json or yaml")
-	f.DurationVar(&cfg.RequestTimeout, "request-timeout", 30*time.Second, "timeout of each request to the apiserver (0: none)")
 	return cmd
+}
+
+// kubeFlags binds kubectl's connection flags (k8s.io/cli-runtime's
+// ConfigFlags: --kubeconfig, --context, -n, --server, --token, --as, ...)
+// to f, with this command's words for -n, --kubeconfig, --context and
+// --request-timeout.
+func kubeFlags(f *pflag.FlagSet, namespaceUsage string) *genericclioptions.ConfigFlags {
+	kf := statuscli.NewKubeFlags()
+	kf.AddFlags(f)
+	f.Lookup("namespace").Usage = namespaceUsage
+	f.Lookup("kubeconfig").Usage = "path to a kubeconfig; default: $KUBECONFIG, ~/.kube/config, then in-cluster"
+	f.Lookup("context").Usage = "kubeconfig context to use; default: the current context"
+	f.Lookup("request-timeout").Usage = "timeout of each request to the apiserver, e.g. 30s or 2m (0: none)"
+	return kf
 }

@@ -7,12 +7,7 @@ LeaseHost's status.shards[], or one row with SHARD "-" for a LeaseHost that no
 shard serves (yet).
 
 Columns:
-  SOURCE                LeaseHost, or ProviderHost for an Akash ProviderHost
-                        (Akash mode; it has no status: a name it holds is
-                        one whose generated route exists, and REASON is that
-                        of its latest Reserve Event otherwise)
   NAMESPACE, LEASEHOST  the LeaseHost (or ProviderHost)
-  OWNER, DSEQ           its lease (spec.lease.owner and dseq)
   SHARD                 the shard's name (its Gateway's name)
   HOST                  the host that shard serves: the explicit hostname, or
                         subdomain.<shard domain>
@@ -22,9 +17,16 @@ Columns:
                         False (Blocked, HostnameInUse, Withheld, ...), since
                         without the name nothing is served and that is what
                         the tenant must fix; otherwise the Admitted reason
-  -o wide adds CANONICAL (the shard's canonical hostname, the CNAME target),
-  ROUTE (the generated HTTPRoute), GATEWAY (namespace/name) and RESERVED (the
-  LeaseHost's Reserved condition status).
+  -o wide adds, where kubectl puts them:
+  SOURCE                LeaseHost, or ProviderHost for an Akash ProviderHost
+                        (Akash mode; it has no status: a name it holds is
+                        one whose generated route exists, and REASON is that
+                        of its latest Reserve Event otherwise)
+  OWNER, DSEQ           its lease (spec.lease.owner and dseq)
+  CANONICAL             the shard's canonical hostname, the CNAME target
+  ROUTE                 the generated HTTPRoute
+  GATEWAY               the shard's Gateway, namespace/name
+  RESERVED              the LeaseHost's Reserved condition status
 
 Rows are sorted by namespace, LeaseHost and shard. A LeaseHost without shard
 entries shows its requested hostname (if any), ADMITTED False when its
@@ -52,8 +54,18 @@ JSONPath, applied to each row's fields (HOST:.host,ADMITTED:.admitted). Both
 use kubectl's own printers (k8s.io/cli-runtime). Empty tables print nothing
 on stdout and say so on stderr, as kubectl does.
 
+--owner and --shard must name something the listing has: an owner of a
+listed LeaseHost, and a shard (or its Gateway, namespace/name) in a listed
+LeaseHost's shard entries. Otherwise the command says so on stderr (with the
+shards it saw) and exits 2, rather than print an empty table; when both are
+known but no row has both, it prints nothing and says so on stderr.
+
 --watch (-w) prints the listing, then the rows of every LeaseHost or
-ProviderHost whose rows change, under the first header, until interrupted.
+ProviderHost whose rows change, under the first header and in its columns,
+until interrupted. The columns are as wide as the listing needs and at least
+wide enough for typical cells, and stay so; a cell wider still pushes the
+rest of its row right, and no other row. --owner and --shard are not checked
+against the listing then: a watch may wait for them to appear.
 
 Exit status:
   0  listed (with --fail-on-unadmitted: every listed row is admitted)
@@ -61,12 +73,16 @@ Exit status:
      (ADMITTED is not True; a LeaseHost no shard serves is never admitted).
      A LeaseHost retired by a takeover (REASON TransferredAway: the old
      deployment of a blue-green cutover) does not count.
-  2  could not answer: bad flags or arguments, no usable kubeconfig, the
-     apiserver unreachable or refusing the request
+  2  could not answer: bad flags or arguments, an --owner or --shard no listed
+     LeaseHost has, no usable kubeconfig, the apiserver unreachable or
+     refusing the request (Forbidden, Unauthorized)
 
 The kubeconfig is found as kubectl finds it: --kubeconfig, else $KUBECONFIG,
 else ~/.kube/config, else the in-cluster service account. Without -n or -A the
-context's namespace is listed.`
+context's namespace is listed. kubectl's connection flags work as in kubectl:
+--context, --cluster, --user, --server (-s), --token, --as, --as-group,
+--certificate-authority, --insecure-skip-tls-verify, --request-timeout
+(default 30s) and the rest below.`
 
 // Example is the example section of `shardgate status`.
 const Example = `  # every LeaseHost of every namespace

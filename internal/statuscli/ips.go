@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,7 +32,6 @@ Two tables. Pools (every IPAddressPool in the cluster, whatever -n says):
 
 Leased IPs (the namespace of -n, the context's namespace, or all with -A):
   NAMESPACE, LEASEDIP  the LeasedIP
-  OWNER                its lease's owner
   ENDPOINT             the tenant's endpoint name
   IP                   the assigned address ("-" while none)
   PORTS                externalPort/protocol, e.g. 80/TCP
@@ -39,8 +39,9 @@ Leased IPs (the namespace of -n, the context's namespace, or all with -A):
                        PoolExhausted, PoolNotFound, SelectorNotFound,
                        AddressConflict or ServiceConflict ("-" before the
                        controller has written one)
-  -o wide adds POOL (spec.pool), SERVICE (the LoadBalancer Service) and
-  SHARING KEY (the metallb.io/allow-shared-ip value).
+  -o wide adds OWNER (its lease's owner, after LEASEDIP), POOL (spec.pool),
+  SERVICE (the LoadBalancer Service) and SHARING KEY (the
+  metallb.io/allow-shared-ip value).
 
 Rows are sorted by pool name, and by namespace and LeasedIP name.
 
@@ -74,8 +75,9 @@ Exit status:
   2  could not answer: bad flags or arguments, no usable kubeconfig, the
      apiserver unreachable or refusing the request
 
-The kubeconfig is found as kubectl finds it; without -n or -A the context's
-namespace is listed. Without MetalLB's CRDs, or without permission to list
+The kubeconfig is found as kubectl finds it, and kubectl's connection flags
+(--context, --server, --token, --as, ...) work as in kubectl; without -n or
+-A the context's namespace is listed. Without MetalLB's CRDs, or without permission to list
 IPAddressPools, the pools table is empty and a notice goes to stderr.`
 
 // IPsExample is the example section of `shardgate status ips`.
@@ -150,6 +152,9 @@ var (
 	poolColumns     = []string{"POOL", "ASSIGNED", "AVAILABLE"}
 	ipColumns       = []string{"NAMESPACE", "LEASEDIP", "OWNER", "ENDPOINT", "IP", "PORTS", "STATE"}
 	ipWideExtension = []string{"POOL", "SERVICE", "SHARING KEY"}
+	// ipWideOnly are the columns of ipColumns that only -o wide shows: an
+	// Akash owner address alone is 44 characters.
+	ipWideOnly = map[string]bool{"OWNER": true}
 )
 
 // RenderIPs writes doc in format. It is pure. Tables print "-" for empty
@@ -192,7 +197,11 @@ func renderIPTables(doc IPsDocument, wide bool, w io.Writer) error {
 	}
 	ips := &metav1.Table{}
 	for _, c := range ipColumns {
-		ips.ColumnDefinitions = append(ips.ColumnDefinitions, metav1.TableColumnDefinition{Name: c, Type: "string"})
+		def := metav1.TableColumnDefinition{Name: c, Type: "string"}
+		if ipWideOnly[c] {
+			def.Priority = 1
+		}
+		ips.ColumnDefinitions = append(ips.ColumnDefinitions, def)
 	}
 	for _, c := range ipWideExtension {
 		ips.ColumnDefinitions = append(ips.ColumnDefinitions, metav1.TableColumnDefinition{Name: c, Type: "string", Priority: 1})
@@ -256,6 +265,8 @@ func listLeasedIPs(ctx context.Context, c client.Client, opts IPsOptions) ([]sha
 
 // IPsConfig is the whole command line of `shardgate status ips`.
 type IPsConfig struct {
+	// Flags are kubectl's connection flags, as in Config.
+	Flags          *genericclioptions.ConfigFlags
 	Kubeconfig     string
 	Context        string
 	Namespace      string
@@ -267,7 +278,7 @@ type IPsConfig struct {
 // ExecuteIPs runs `shardgate status ips` as the binary does. It returns nil
 // (exit 0) or an *ExitError with ExitFailed.
 func ExecuteIPs(ctx context.Context, cfg IPsConfig, stdout, stderr io.Writer) error {
-	format, c, namespace, host, err := connect(cfg.Output, cfg.Kubeconfig, cfg.Context, cfg.Namespace, cfg.AllNamespaces, cfg.RequestTimeout)
+	format, c, namespace, host, err := connect(cfg.Output, cfg.Flags, cfg.Kubeconfig, cfg.Context, cfg.Namespace, cfg.AllNamespaces, cfg.RequestTimeout)
 	if err != nil {
 		return err
 	}

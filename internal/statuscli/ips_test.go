@@ -204,6 +204,8 @@ func TestStatusIPs(t *testing.T) {
 			{"unreachable apiserver exits 2", []string{"status", "ips", "--kubeconfig", unreachable, "-A"}, nil, "", 2, "cannot reach the apiserver"},
 			{"stray argument exits 2", []string{"status", "ips", "--kubeconfig", env.Kubeconfig, "x"}, nil, "", 2, "unexpected arguments"},
 			{"unknown flag exits 2", []string{"status", "ips", "--kubeconfig", env.Kubeconfig, "--owner", "x"}, nil, "", 2, "unknown flag: --owner"},
+			{"--as an unprivileged user exits 2", []string{"status", "ips", "--kubeconfig", env.Kubeconfig, "-A", "--as", "nobody"}, nil, "", 2,
+				`leasedips.shardgate.io is forbidden: User "nobody" cannot list`},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/liggitt/tabwriter"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -20,10 +21,11 @@ import (
 type Format string
 
 const (
-	// FormatTable is the default: NAMESPACE, LEASEHOST, OWNER, DSEQ, SHARD,
-	// HOST, ADMITTED, REASON.
+	// FormatTable is the default: NAMESPACE, LEASEHOST, SHARD, HOST,
+	// ADMITTED, REASON.
 	FormatTable Format = "table"
-	// FormatWide adds CANONICAL, ROUTE, GATEWAY and RESERVED.
+	// FormatWide adds SOURCE, OWNER, DSEQ, CANONICAL, ROUTE, GATEWAY and
+	// RESERVED.
 	FormatWide Format = "wide"
 	// FormatJSON is Document as JSON.
 	FormatJSON Format = "json"
@@ -75,19 +77,90 @@ type Document struct {
 	Items []Row `json:"items"`
 }
 
-var (
-	tableColumns = []string{"SOURCE", "NAMESPACE", "LEASEHOST", "OWNER", "DSEQ", "SHARD", "HOST", "ADMITTED", "REASON"}
-	wideColumns  = []string{"CANONICAL", "ROUTE", "GATEWAY", "RESERVED"}
-)
+// tableColumns are the columns of the table formats, in order; the wide
+// ones only -o wide shows (kubectl's priority 1), where they are. The
+// default table stays under 100 columns for typical rows: an Akash owner
+// address alone is 44 characters.
+var tableColumns = []struct {
+	name string
+	wide bool
+}{
+	{"SOURCE", true}, {"NAMESPACE", false}, {"LEASEHOST", false}, {"OWNER", true}, {"DSEQ", true},
+	{"SHARD", false}, {"HOST", false}, {"ADMITTED", false}, {"REASON", false},
+	{"CANONICAL", true}, {"ROUTE", true}, {"GATEWAY", true}, {"RESERVED", true},
+}
+
+// watchWidths are the least widths (padding included) the columns of a
+// watched table get, so that rows of later changes, whose cells are often
+// wider than those of the first listing, still line up with its header.
+var watchWidths = map[string]int{
+	"SOURCE": 15, "NAMESPACE": 20, "LEASEHOST": 20, "OWNER": 48, "DSEQ": 10, "SHARD": 14,
+	"HOST": 36, "ADMITTED": 11, "REASON": 18, "CANONICAL": 36, "ROUTE": 20, "GATEWAY": 24,
+}
 
 // Printer prints rows in one format. It keeps state between calls, as
-// kubectl's printers do: a table prints its header once, so that --watch
-// prints the rows of each change under the first header.
+// kubectl's printers do: a table prints its header once, and every table
+// goes through one tab writer that remembers its column widths (kubectl get
+// --watch's), so that --watch prints the rows of each change under the
+// first header, in its columns.
 type Printer struct {
 	format  Format
 	table   printers.ResourcePrinter // table, wide and custom-columns
 	path    *printers.JSONPathPrinter
 	columns []customColumn
+	// tw is the tab writer of the table formats, for out. When watching,
+	// widths are the column widths the header was printed with (at least
+	// watchWidths), which every later row is laid out in.
+	tw       *tabwriter.Writer
+	out      io.Writer
+	watching bool
+	fixed    bool
+	widths   []int
+}
+
+// Watching readies p for --watch: the columns of its table are as wide as
+// the first listing needs, and at least as watchWidths says, and stay so:
+// every later row is laid out in the header's columns. A cell wider than
+// its column pushes the rest of its row right, and of the rows printed with
+// it (the rows of one object), and no others.
+func (p *Printer) Watching() {
+	if p.table == nil {
+		return
+	}
+	p.watching, p.widths = true, nil
+	if p.columns != nil {
+		return
+	}
+	for _, c := range tableColumns {
+		if !c.wide || p.format == FormatWide {
+			p.widths = append(p.widths, max(watchWidths[c.name], len(c.name)+tabPadding))
+		}
+	}
+}
+
+// tabPadding is the padding of cli-runtime's tab writer: three spaces.
+const tabPadding = 3
+
+// printTable prints t through the printer's tab writer for w (cli-runtime's,
+// the one kubectl uses), in fixed columns when watching.
+func (p *Printer) printTable(t *metav1.Table, w io.Writer) error {
+	if p.tw == nil || p.out != w {
+		p.tw, p.out = printers.GetNewTabWriter(w), w
+	}
+	if p.watching && p.widths != nil {
+		p.tw.SetRememberedWidths(p.widths)
+	}
+	if err := p.table.PrintObj(t, p.tw); err != nil {
+		return err
+	}
+	if err := p.tw.Flush(); err != nil {
+		return err
+	}
+	if p.watching && !p.fixed && len(t.Rows) > 0 {
+		// The header's columns, for every later row.
+		p.widths, p.fixed = p.tw.RememberedWidths(), true
+	}
+	return nil
 }
 
 type customColumn struct {
@@ -201,9 +274,9 @@ func (p *Printer) print(doc any, items []any, table func() *metav1.Table, w io.W
 		if err != nil {
 			return err
 		}
-		return p.table.PrintObj(t, w)
+		return p.printTable(t, w)
 	default:
-		return p.table.PrintObj(table(), w)
+		return p.printTable(table(), w)
 	}
 }
 
@@ -238,10 +311,11 @@ func toUnstructured(v any) (map[string]any, error) {
 func rowTable(rows []Row) *metav1.Table {
 	t := &metav1.Table{}
 	for _, c := range tableColumns {
-		t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: c, Type: "string"})
-	}
-	for _, c := range wideColumns {
-		t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: c, Type: "string", Priority: 1})
+		def := metav1.TableColumnDefinition{Name: c.name, Type: "string"}
+		if c.wide {
+			def.Priority = 1
+		}
+		t.ColumnDefinitions = append(t.ColumnDefinitions, def)
 	}
 	for _, r := range rows {
 		cells := []string{r.Source, r.Namespace, r.LeaseHost, r.Owner, strconv.FormatUint(r.DSeq, 10), r.Shard, r.Host, r.Admitted, r.Reason,

@@ -1,7 +1,9 @@
 package statuscli
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -168,4 +170,69 @@ func (f Filter) Apply(rows []Row) []Row {
 		out = append(out, r)
 	}
 	return out
+}
+
+// String is the filter as its flags, for messages.
+func (f Filter) String() string {
+	var parts []string
+	if f.Owner != "" {
+		parts = append(parts, "--owner "+f.Owner)
+	}
+	if f.Shard != "" {
+		parts = append(parts, "--shard "+f.Shard)
+	}
+	return strings.Join(parts, " ")
+}
+
+// UnknownFilterError says that --shard or --owner names something no listed
+// row has: a typo, most likely, which an empty answer would hide.
+type UnknownFilterError struct {
+	// Flag is "--shard" or "--owner"; Value what it was given.
+	Flag, Value string
+	msg         string
+}
+
+func (e *UnknownFilterError) Error() string { return e.msg }
+
+// unknown returns an *UnknownFilterError when the filter's shard or owner
+// is in none of rows (the listing of namespace, before filters), nil
+// otherwise. Shards are known by the LeaseHosts' shard entries: a shard
+// that serves none of the listed LeaseHosts is unknown here.
+func (f Filter) unknown(rows []Row, namespace string) error {
+	if f.Shard != "" {
+		shards := map[string]bool{}
+		for _, r := range rows {
+			if r.Shard == "" {
+				continue
+			}
+			if r.Shard == f.Shard || r.Gateway == f.Shard {
+				shards = nil
+				break
+			}
+			shards[r.Shard] = true
+		}
+		if shards != nil {
+			known := "no LeaseHost there has a shard entry"
+			if len(shards) > 0 {
+				names := make([]string, 0, len(shards))
+				for s := range shards {
+					names = append(names, s)
+				}
+				sort.Strings(names)
+				known = "shards: " + strings.Join(names, ", ")
+			}
+			return &UnknownFilterError{Flag: "--shard", Value: f.Shard,
+				msg: fmt.Sprintf("no shard named %s serves a LeaseHost in %s; %s", f.Shard, where(namespace), known)}
+		}
+	}
+	if f.Owner != "" {
+		for _, r := range rows {
+			if r.Owner == f.Owner {
+				return nil
+			}
+		}
+		return &UnknownFilterError{Flag: "--owner", Value: f.Owner,
+			msg: fmt.Sprintf("no LeaseHosts of owner %s in %s", f.Owner, where(namespace))}
+	}
+	return nil
 }

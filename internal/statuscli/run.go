@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,7 +24,7 @@ import (
 const (
 	ExitOK         = 0
 	ExitUnadmitted = 1 // only with --fail-on-unadmitted
-	ExitFailed     = 2 // bad flags, no kubeconfig, apiserver unreachable or refusing
+	ExitFailed     = 2 // bad flags, an unknown --shard or --owner, no kubeconfig, apiserver unreachable or refusing
 )
 
 // ExitError is an error with the exit status the binary must end with. Err
@@ -56,32 +58,49 @@ type Options struct {
 // Run lists LeaseHosts with c, renders the filtered rows to w and returns
 // how many of the printed rows are not admitted, leaving out LeaseHosts
 // retired by a takeover (see Row.IsUnadmitted).
+//
+// A --shard or --owner that no listed row has is an *UnknownFilterError,
+// and nothing is printed.
 func Run(ctx context.Context, c client.Client, opts Options, w io.Writer) (unadmitted int, err error) {
-	unadmitted, _, err = run(ctx, c, opts, w)
+	unadmitted, _, _, err = run(ctx, c, opts, w)
 	return unadmitted, err
 }
 
-// run is Run that also says how many LeaseHosts were listed before filters.
-func run(ctx context.Context, c client.Client, opts Options, w io.Writer) (unadmitted, listed int, err error) {
+// run is Run that also says how many LeaseHosts were listed before filters
+// and how many rows it printed.
+func run(ctx context.Context, c client.Client, opts Options, w io.Writer) (unadmitted, listed, shown int, err error) {
 	p, err := NewPrinter(opts.Format)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	items, _, err := list(ctx, c, opts)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	all := RowsFor(items)
 	akashRows, err := providerHostRows(ctx, c, opts)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	if len(akashRows) > 0 {
 		all = append(all, akashRows...)
 		sortRows(all)
 	}
 	rows := opts.Filter.Apply(all)
-	return countUnadmitted(rows), len(items), p.Print(rows, w)
+	if len(rows) == 0 && len(all) > 0 {
+		if err := opts.Filter.unknown(all, opts.Namespace); err != nil {
+			return 0, len(items), 0, err
+		}
+	}
+	return countUnadmitted(rows), len(items), len(rows), p.Print(rows, w)
+}
+
+// where names the listed namespace for messages.
+func where(namespace string) string {
+	if namespace == "" {
+		return "any namespace"
+	}
+	return "namespace " + namespace
 }
 
 func countUnadmitted(rows []Row) (n int) {
@@ -130,6 +149,12 @@ func listPaged[L client.ObjectList](ctx context.Context, c client.Client, newLis
 
 // Config is the whole command line of `shardgate status`.
 type Config struct {
+	// Flags are kubectl's connection flags as the binary binds them
+	// (--kubeconfig, --context, -n, --server, --token, --as, --as-group,
+	// --user, --cluster, --certificate-authority, --request-timeout, ...;
+	// see NewKubeFlags). When set, they replace Kubeconfig, Context and
+	// RequestTimeout, and their -n counts as Namespace.
+	Flags *genericclioptions.ConfigFlags
 	// Kubeconfig is --kubeconfig; "" uses $KUBECONFIG, ~/.kube/config, then
 	// the in-cluster config (clientcmd's default loading rules).
 	Kubeconfig string
@@ -153,15 +178,19 @@ type Config struct {
 	RequestTimeout time.Duration
 }
 
-// connect is what both status commands do first: parse -o, load the
-// kubeconfig, and settle the namespace (-A wins over -n, which wins over the
+// connect is what both status commands do first: parse -o, build the
+// client from flags (or, when nil, from kubeconfig, kubeContext and
+// timeout), and settle the namespace (-A wins over -n, which wins over the
 // context's). Errors come back as *ExitError with ExitFailed.
-func connect(output, kubeconfig, kubeContext, namespaceFlag string, all bool, timeout time.Duration) (Format, client.WithWatch, string, string, error) {
+func connect(output string, flags *genericclioptions.ConfigFlags, kubeconfig, kubeContext, namespaceFlag string, all bool, timeout time.Duration) (Format, client.WithWatch, string, string, error) {
 	format, err := ParseFormat(output)
 	if err != nil {
 		return format, nil, "", "", &ExitError{Code: ExitFailed, Err: err}
 	}
-	c, namespace, host, err := NewClient(kubeconfig, kubeContext, timeout)
+	if flags == nil {
+		flags = KubeFlags(kubeconfig, kubeContext, timeout)
+	}
+	c, namespace, host, err := NewClientFor(flags)
 	if err != nil {
 		return format, nil, "", "", &ExitError{Code: ExitFailed, Err: err}
 	}
@@ -180,7 +209,7 @@ func connect(output, kubeconfig, kubeContext, namespaceFlag string, all bool, ti
 // FailOnUnadmitted is set and a listed row is not admitted, ExitFailed for
 // everything that kept it from answering.
 func Execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
-	format, c, namespace, host, err := connect(cfg.Output, cfg.Kubeconfig, cfg.Context, cfg.Namespace, cfg.AllNamespaces, cfg.RequestTimeout)
+	format, c, namespace, host, err := connect(cfg.Output, cfg.Flags, cfg.Kubeconfig, cfg.Context, cfg.Namespace, cfg.AllNamespaces, cfg.RequestTimeout)
 	if err != nil {
 		return err
 	}
@@ -194,17 +223,22 @@ func Execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	unadmitted, listed, err := run(ctx, c, opts, stdout)
+	unadmitted, listed, shown, err := run(ctx, c, opts, stdout)
+	var unknown *UnknownFilterError
+	if errors.As(err, &unknown) {
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
 	if err != nil {
 		return &ExitError{Code: ExitFailed, Err: explain(err, host)}
 	}
-	if listed == 0 && (format == FormatTable || format == FormatWide) {
+	if format == FormatTable || format == FormatWide {
 		// As kubectl does: on stderr, and nothing on stdout.
-		where := "any namespace"
-		if namespace != "" {
-			where = "namespace " + namespace
+		switch {
+		case listed == 0:
+			fmt.Fprintf(stderr, "No LeaseHosts found in %s.\n", where(namespace))
+		case shown == 0:
+			fmt.Fprintf(stderr, "No LeaseHosts in %s match %s.\n", where(namespace), cfg.Filter)
 		}
-		fmt.Fprintf(stderr, "No LeaseHosts found in %s.\n", where)
 	}
 	if cfg.FailOnUnadmitted && unadmitted > 0 {
 		noun := "entries are"
@@ -223,27 +257,70 @@ func Execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 // messages. The client is lazy: nothing is contacted until the first
 // request.
 func NewClient(kubeconfig, kubeContext string, timeout time.Duration) (client.WithWatch, string, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
-	restConfig, err := cc.ClientConfig()
-	if clientcmd.IsEmptyConfig(err) {
-		return nil, "", "", errors.New("no kubeconfig found: pass --kubeconfig, set $KUBECONFIG, or create ~/.kube/config")
+	return NewClientFor(KubeFlags(kubeconfig, kubeContext, timeout))
+}
+
+// DefaultRequestTimeout is the default of --request-timeout.
+const DefaultRequestTimeout = 30 * time.Second
+
+// NewKubeFlags returns kubectl's connection flags (k8s.io/cli-runtime's
+// ConfigFlags) for the status commands to bind: --kubeconfig, --context,
+// -n/--namespace, --cluster, --user, -s/--server, --token, --as,
+// --as-group, --as-uid, --as-user-extra, --client-certificate,
+// --client-key, --certificate-authority, --insecure-skip-tls-verify,
+// --tls-server-name, --proxy-url, --disable-compression and
+// --request-timeout (default 30s, not kubectl's 0). There is no
+// --cache-dir: nothing is discovered through a disk cache.
+func NewKubeFlags() *genericclioptions.ConfigFlags {
+	f := genericclioptions.NewConfigFlags(false)
+	f.CacheDir = nil
+	timeout := DefaultRequestTimeout.String()
+	f.Timeout = &timeout
+	return f
+}
+
+// KubeFlags is NewKubeFlags set as if --kubeconfig, --context and
+// --request-timeout were given these values (for callers without a
+// command line).
+func KubeFlags(kubeconfig, kubeContext string, timeout time.Duration) *genericclioptions.ConfigFlags {
+	f := NewKubeFlags()
+	*f.KubeConfig, *f.Context, *f.Timeout = kubeconfig, kubeContext, timeout.String()
+	return f
+}
+
+// NewClientFor builds a client from kubectl's connection flags, as kubectl
+// does; see NewClient for what it returns.
+func NewClientFor(flags *genericclioptions.ConfigFlags) (client.WithWatch, string, string, error) {
+	loader := flags.ToRawKubeConfigLoader()
+	restConfig, err := flags.ToRESTConfig()
+	if clientcmd.IsEmptyConfig(err) || (err == nil && noKubeconfig(flags, loader, restConfig.Host)) {
+		return nil, "", "", errors.New("no kubeconfig found: pass --kubeconfig or --server, set $KUBECONFIG, or create ~/.kube/config")
 	}
 	if err != nil {
 		return nil, "", "", fmt.Errorf("load kubeconfig: %w", err)
 	}
-	namespace, _, err := cc.Namespace()
+	namespace, _, err := loader.Namespace()
 	if err != nil {
 		return nil, "", "", fmt.Errorf("load kubeconfig: %w", err)
 	}
-	restConfig.Timeout = timeout
 	restConfig.UserAgent = "shardgate-status/" + version.Version
 	c, err := client.NewWithWatch(restConfig, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, "", "", fmt.Errorf("create a client for %s: %w", restConfig.Host, err)
 	}
 	return c, namespace, restConfig.Host, nil
+}
+
+// noKubeconfig reports whether the config is only clientcmd's placeholder
+// (http://localhost:8080), which ConfigFlags falls back to when there is no
+// kubeconfig, no --server, no $KUBERNETES_MASTER and no in-cluster service
+// account.
+func noKubeconfig(flags *genericclioptions.ConfigFlags, loader clientcmd.ClientConfig, host string) bool {
+	if (flags.APIServer != nil && *flags.APIServer != "") || os.Getenv("KUBERNETES_MASTER") != "" {
+		return false
+	}
+	raw, err := loader.RawConfig()
+	return err == nil && len(raw.Clusters) == 0 && host == clientcmd.ClusterDefaults.Server
 }
 
 // explain turns a List failure into a message that says what to check.

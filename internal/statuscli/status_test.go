@@ -15,8 +15,11 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -220,6 +223,65 @@ func TestStatus(t *testing.T) {
 					t.Errorf("unadmitted = %d, want %d", n, tc.wantUnadmitted)
 				}
 				golden(t, tc.golden, out.Bytes())
+				if tc.opts.Format == "" {
+					// The default table fits a terminal; -o wide has the rest.
+					for _, line := range strings.Split(out.String(), "\n") {
+						if len(line) > 100 {
+							t.Errorf("a default table line is %d columns wide, want at most 100:\n%s", len(line), line)
+						}
+					}
+				}
+			})
+		}
+	})
+
+	t.Run("unknown filters", func(t *testing.T) {
+		cases := []struct {
+			name    string
+			cfg     statuscli.Config
+			wantErr string // "" when the filters are known
+			stderr  string
+		}{
+			{"an unknown shard", statuscli.Config{AllNamespaces: true, Filter: statuscli.Filter{Shard: "nope"}},
+				"no shard named nope serves a LeaseHost in any namespace; shards: shard-a, shard-b", ""},
+			{"a shard unknown in the namespace", statuscli.Config{Namespace: "tenant-b", Filter: statuscli.Filter{Shard: "infra/shard-c"}},
+				"no shard named infra/shard-c serves a LeaseHost in namespace tenant-b; shards: shard-a, shard-b", ""},
+			{"an unknown owner", statuscli.Config{AllNamespaces: true, Filter: statuscli.Filter{Owner: "akash1nobody"}, Output: "json"},
+				"no LeaseHosts of owner akash1nobody in any namespace", ""},
+			{"an owner of another namespace", statuscli.Config{Namespace: "tenant-b", Filter: statuscli.Filter{Owner: alice}},
+				"no LeaseHosts of owner " + alice + " in namespace tenant-b", ""},
+			{"a known owner on a known shard that does not serve it", statuscli.Config{AllNamespaces: true, Filter: statuscli.Filter{Owner: carol, Shard: "shard-b"}},
+				"", "No LeaseHosts in any namespace match --owner " + carol + " --shard shard-b.\n"},
+			{"a known shard by its Gateway", statuscli.Config{Namespace: "tenant-b", Filter: statuscli.Filter{Shard: "infra/shard-b"}}, "", ""},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				tc.cfg.Kubeconfig = env.Kubeconfig
+				var stdout, stderr bytes.Buffer
+				err := statuscli.Execute(ctx, tc.cfg, &stdout, &stderr)
+				if tc.wantErr == "" {
+					if err != nil {
+						t.Fatalf("Execute: %v", err)
+					}
+					if rows := strings.Count(stdout.String(), "\n"); (tc.stderr == "") != (rows > 1) {
+						t.Errorf("stdout has %d lines:\n%s", rows, stdout.String())
+					}
+				} else {
+					var ee *statuscli.ExitError
+					var unknown *statuscli.UnknownFilterError
+					if !errors.As(err, &ee) || ee.Code != statuscli.ExitFailed || !errors.As(err, &unknown) {
+						t.Fatalf("Execute = %v, want an unknown filter with exit status %d", err, statuscli.ExitFailed)
+					}
+					if err.Error() != tc.wantErr {
+						t.Errorf("error %q, want %q", err, tc.wantErr)
+					}
+					if stdout.Len() > 0 {
+						t.Errorf("stdout for an unknown filter: %q", stdout.String())
+					}
+				}
+				if stderr.String() != tc.stderr {
+					t.Errorf("stderr = %q, want %q", stderr.String(), tc.stderr)
+				}
 			})
 		}
 	})
@@ -308,6 +370,8 @@ func TestStatus(t *testing.T) {
 		if n := strings.Count(got, "lonely.example.test"); n != 1 {
 			t.Errorf("an unchanged LeaseHost printed %d times:\n%s", n, got)
 		}
+		// The rows of changes are in the header's columns.
+		checkAligned(t, got)
 	})
 
 	t.Run("binary", func(t *testing.T) {
@@ -328,6 +392,9 @@ func TestStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 		unreachable := unreachableKubeconfig(t)
+		// kubectl's connection flags: a ServiceAccount that may read what
+		// status reads, one that may not, and the apiserver's CA.
+		server, ca, reader, nobody := connectionFlagsFixture(ctx, t, env)
 
 		cases := []struct {
 			name       string
@@ -352,6 +419,18 @@ func TestStatus(t *testing.T) {
 			{"bad format exits 2", []string{"status", "--kubeconfig", env.Kubeconfig, "-o", "xml"}, nil, "", 2, `unknown output format "xml"`},
 			{"-o custom-columns", []string{"status", "--kubeconfig", env.Kubeconfig, "-A", "-o", "custom-columns=LEASEHOST:.leaseHost,SHARD:.shard,ADMITTED:.admitted,REASON:.reason"}, nil, "all_custom_columns", 0, ""},
 			{"bad jsonpath exits 2", []string{"status", "--kubeconfig", env.Kubeconfig, "-o", "jsonpath={.items["}, nil, "", 2, "parse jsonpath template"},
+			{"an unknown --shard exits 2", []string{"status", "--kubeconfig", env.Kubeconfig, "-A", "--shard", "nope"}, nil, "", 2,
+				"shardgate status: no shard named nope serves a LeaseHost in any namespace; shards: shard-a, shard-b\n"},
+			{"an unknown --owner exits 2", []string{"status", "--kubeconfig", env.Kubeconfig, "-A", "--owner", "akash1nobody", "-o", "json"}, nil, "", 2,
+				"shardgate status: no LeaseHosts of owner akash1nobody in any namespace\n"},
+			{"--as an unprivileged user is Forbidden, exit 2", []string{"status", "--kubeconfig", env.Kubeconfig, "-A", "--as", "nobody"}, nil, "", 2,
+				`not allowed to list LeaseHosts at ` + server + `: leasehosts.shardgate.io is forbidden: User "nobody" cannot list`},
+			{"--as with --as-group", []string{"status", "--kubeconfig", env.Kubeconfig, "-A", "--as", "somebody", "--as-group", "system:masters"}, nil, "all_table", 0, ""},
+			{"--server and --token without a kubeconfig", []string{"status", "--server", server, "--certificate-authority", ca, "--token", reader, "-A"}, nil, "all_table", 0, ""},
+			{"--token of a user without rights exits 2", []string{"status", "-s", server, "--insecure-skip-tls-verify", "--token", nobody, "-A"}, nil, "", 2,
+				"not allowed to list LeaseHosts"},
+			{"--request-timeout takes a duration", []string{"status", "--kubeconfig", env.Kubeconfig, "-A", "--request-timeout", "1m"}, nil, "all_table", 0, ""},
+			{"no kubeconfig at all exits 2", []string{"status", "-A"}, nil, "", 2, "no kubeconfig found"},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -386,6 +465,73 @@ func TestStatus(t *testing.T) {
 			})
 		}
 	})
+}
+
+// connectionFlagsFixture returns the apiserver's URL, a file with its CA,
+// the token of a ServiceAccount that may list what status lists, and that
+// of one bound to nothing.
+func connectionFlagsFixture(ctx context.Context, t *testing.T, env *testenv.Env) (server, ca, reader, nobody string) {
+	t.Helper()
+	c := env.Client
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(c.Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "status-reader"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{shardgatev1alpha1.GroupVersion.Group}, Resources: []string{"leasehosts", "leasedips"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{"akash.network"}, Resources: []string{"providerhosts"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{"gateway.networking.k8s.io"}, Resources: []string{"httproutes"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"list", "watch"}},
+		},
+	}))
+	for _, sa := range []string{"status-reader", "status-nobody"} {
+		must(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: sa}}))
+	}
+	must(c.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "status-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "status-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: "status-reader"}},
+	}))
+	cs, err := kubernetes.NewForConfig(env.Config)
+	must(err)
+	token := func(sa string) string {
+		tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, sa, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		must(err)
+		return tr.Status.Token
+	}
+	ca = filepath.Join(t.TempDir(), "ca.crt")
+	must(os.WriteFile(ca, env.Config.CAData, 0o600))
+	server = strings.TrimSuffix(env.Config.Host, "/")
+	if !strings.Contains(server, "://") {
+		server = "https://" + server
+	}
+	return server, ca, token("status-reader"), token("status-nobody")
+}
+
+// checkAligned fails unless every line of table has a cell starting at each
+// column of its header (the first line), and nowhere else.
+func checkAligned(t *testing.T, table string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(table, "\n"), "\n")
+	starts := func(line string) []int {
+		var at []int
+		for i := range line {
+			if line[i] != ' ' && (i == 0 || (i >= 2 && line[i-1] == ' ' && line[i-2] == ' ')) {
+				at = append(at, i)
+			}
+		}
+		return at
+	}
+	header := starts(lines[0])
+	for _, line := range lines[1:] {
+		if got := starts(line); fmt.Sprint(got) != fmt.Sprint(header) {
+			t.Errorf("a row's columns start at %v, the header's at %v:\n%s\n%s", got, header, lines[0], line)
+		}
+	}
 }
 
 // unreachableKubeconfig points at a loopback port nothing listens on.

@@ -166,9 +166,12 @@ func TestRenderTemplates(t *testing.T) {
 		JSONPathPrefix + `{range .items[*]}{.shard}={.admitted}{"\n"}{end}`: "shard-a=True\nshard-b=False\n",
 		JSONPathPrefix + "{.items[1].reason}":                               "HostnameInUse",
 		CustomColumnsPrefix + "SHARD:.shard,HOST:{.host},GW:gateway":        "SHARD     HOST         GW\nshard-a   web.a.test   -\nshard-b   web.b.test   -\n",
-		FormatTable: "SOURCE         NAMESPACE   LEASEHOST   OWNER   DSEQ   SHARD     HOST         ADMITTED   REASON\n" +
-			"LeaseHost      t           web         -       0      shard-a   web.a.test   True       Admitted\n" +
-			"ProviderHost   t           web         -       0      shard-b   web.b.test   False      HostnameInUse\n",
+		FormatTable: "NAMESPACE   LEASEHOST   SHARD     HOST         ADMITTED   REASON\n" +
+			"t           web         shard-a   web.a.test   True       Admitted\n" +
+			"t           web         shard-b   web.b.test   False      HostnameInUse\n",
+		FormatWide: "SOURCE         NAMESPACE   LEASEHOST   OWNER   DSEQ   SHARD     HOST         ADMITTED   REASON          CANONICAL   ROUTE   GATEWAY   RESERVED\n" +
+			"LeaseHost      t           web         -       0      shard-a   web.a.test   True       Admitted        -           -       -         -\n" +
+			"ProviderHost   t           web         -       0      shard-b   web.b.test   False      HostnameInUse   -           -       -         -\n",
 	} {
 		if _, err := ParseFormat(string(format)); err != nil {
 			t.Fatalf("ParseFormat(%q): %v", format, err)
@@ -204,6 +207,91 @@ func TestPrinterKeepsOneHeaderAcrossCalls(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "a.test") || !strings.Contains(b.String(), "b.test") {
 		t.Errorf("rows missing:\n%s", b.String())
+	}
+}
+
+// TestWatchedRowsKeepTheHeaderColumns: rows printed after the header, with
+// cells narrower or wider than the first ones, start where its columns do.
+func TestWatchedRowsKeepTheHeaderColumns(t *testing.T) {
+	for _, format := range []Format{FormatTable, FormatWide, CustomColumnsPrefix + "NS:.namespace,HOST:.host,REASON:.reason"} {
+		p, err := NewPrinter(format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Watching()
+		var b bytes.Buffer
+		batches := [][]Row{
+			{{Source: "LeaseHost", Namespace: "tenant-a", LeaseHost: "web", Shard: "shard-a", Host: "web.shard-a.apps.example.test", Admitted: "True", Reason: "Admitted"}},
+			{{Source: "LeaseHost", Namespace: "b", LeaseHost: "x", Shard: "s", Host: "x.test", Admitted: "False", Reason: "Blocked"}},
+			{{Source: "ProviderHost", Namespace: "0123456789abcdef", LeaseHost: "a-longer-name", Owner: "akash1alice0000000000000000000000000000000", DSeq: 123456,
+				Shard: "shard-b", Host: "a-longer-name.shard-b.example", Admitted: "Unknown", Reason: "HostnameInUse", Gateway: "infra/shard-b"}},
+			// Wider than any column: it may push its own row, no other.
+			// (The row before is too, for custom-columns, whose columns
+			// start as wide as the first listing needs.)
+			{{Source: "LeaseHost", Namespace: strings.Repeat("n", 50), LeaseHost: "y", Host: strings.Repeat("h", 70), Reason: "Pending"}},
+			{{Source: "LeaseHost", Namespace: "c", LeaseHost: "z", Shard: "s", Host: "z.test", Admitted: "True", Reason: "Admitted"}},
+		}
+		for _, rows := range batches {
+			if err := p.Print(rows, &b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+		if len(lines) != 6 {
+			t.Fatalf("%s: %d lines, want a header and 5 rows:\n%s", format, len(lines), b.String())
+		}
+		header := columnStarts(lines[0])
+		for i, line := range lines[1:] {
+			if i == 3 || (i == 2 && strings.HasPrefix(string(format), CustomColumnsPrefix)) {
+				continue // the rows wider than the columns
+			}
+			if got := columnStarts(line); !reflect.DeepEqual(got, header) {
+				t.Errorf("%s: a row's columns start at %v, the header's at %v:\n%s", format, got, header, b.String())
+			}
+		}
+	}
+}
+
+// columnStarts returns where the cells of a table line start.
+func columnStarts(line string) []int {
+	var at []int
+	for i := range line {
+		if line[i] != ' ' && (i == 0 || (i >= 2 && line[i-1] == ' ' && line[i-2] == ' ')) {
+			at = append(at, i)
+		}
+	}
+	return at
+}
+
+func TestFilterUnknown(t *testing.T) {
+	rows := []Row{
+		{Namespace: "a", Owner: "alice", Shard: "s2", Gateway: "infra/s2"},
+		{Namespace: "a", Owner: "alice", Shard: "s1", Gateway: "infra/s1"},
+		{Namespace: "a", Owner: "bob"},
+	}
+	for _, tc := range []struct {
+		filter Filter
+		rows   []Row
+		want   string
+	}{
+		{Filter{}, rows, ""},
+		{Filter{Shard: "s1"}, rows, ""},
+		{Filter{Shard: "infra/s2"}, rows, ""},
+		{Filter{Owner: "bob"}, rows, ""},
+		{Filter{Owner: "bob", Shard: "s1"}, rows, ""},
+		{Filter{Shard: "s3"}, rows, "no shard named s3 serves a LeaseHost in namespace a; shards: s1, s2"},
+		{Filter{Shard: "s1"}, rows[2:], "no shard named s1 serves a LeaseHost in namespace a; no LeaseHost there has a shard entry"},
+		{Filter{Owner: "carol", Shard: "s1"}, rows, "no LeaseHosts of owner carol in namespace a"},
+		{Filter{Owner: "carol", Shard: "s3"}, rows, "no shard named s3 serves a LeaseHost in namespace a; shards: s1, s2"},
+	} {
+		err := tc.filter.unknown(tc.rows, "a")
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.filter, got, tc.want)
+		}
 	}
 }
 

@@ -24,7 +24,8 @@ import (
 // Watch is `shardgate status --watch`: it prints the listing as Run does
 // (LeaseHosts and, in Akash mode, ProviderHosts), then, until ctx ends, the
 // rows of every LeaseHost or ProviderHost whose rows changed (kubectl get
-// --watch's shape: tables keep the first header). An object whose status
+// --watch's shape: tables keep the first header, and its columns, which
+// are wide enough for typical cells; see Printer.Watching). An object whose status
 // changes without changing its rows (a condition's message, say) prints
 // nothing. A watch that ends is resumed from the last seen
 // resourceVersion; one that expired lists again and prints what changed
@@ -39,6 +40,7 @@ func Watch(ctx context.Context, c client.WithWatch, opts Options, w io.Writer) e
 	if err != nil {
 		return err
 	}
+	p.Watching()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	v := &watchView{p: p, w: w, filter: opts.Filter, printed: map[rowKey][]Row{}}
