@@ -1,0 +1,9 @@
+// Package shardgatecrds holds no code: it is the Helm chart shardgate-crds
+// in this directory, and its tests. The chart renders, as templates, the
+// CRD files under files/ (copied by `make chart-crds` from crds/,
+// crds/akash and the Gateway API release staged in bin/crds); chart_test.go
+// renders it with the real helm for each channel and option, lints it,
+// checks the copies against their sources and the README against helm-docs.
+// The Go files and testdata/ are left out of the packaged chart
+// (.helmignore).
+package shardgatecrds
