@@ -85,6 +85,7 @@ func TestHelmLint(t *testing.T) {
 		{"full", "shardgate-system", []string{"-f", "testdata/values-full.yaml"}},
 		{"akash", "akash-services", []string{"-f", "testdata/values-akash.yaml"}},
 		{"akash, full", "akash-services", []string{"-f", "testdata/values-full.yaml", "-f", "testdata/values-akash.yaml"}},
+		{"xDS CA from an issuer", "shardgate-system", []string{"--set", "xds.certManager.enabled=true", "--set", "xds.certManager.issuerRef.name=org-ca", "--set", "xds.certManager.issuerRef.kind=ClusterIssuer"}},
 		{"akash without operator Services", "shardgate-system", []string{"-f", "testdata/values-akash.yaml", "--set", "akash.operatorServices=false"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
