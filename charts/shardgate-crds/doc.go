@@ -3,7 +3,9 @@
 // CRD files under files/ (copied by `make chart-crds` from crds/,
 // crds/akash and the Gateway API release staged in bin/crds); chart_test.go
 // renders it with the real helm for each channel and option, lints it,
-// checks the copies against their sources and the README against helm-docs.
+// checks the copies against their sources and the README against helm-docs;
+// apiserver_test.go applies the rendered CRDs to the test kube-apiserver as
+// `helm upgrade` would (a channel switch each way, the Akash CRDs added).
 // The Go files and testdata/ are left out of the packaged chart
 // (.helmignore).
 package shardgatecrds
