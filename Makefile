@@ -70,16 +70,17 @@ chart-crds:
 	# which refuses experimental CRDs over standard ones.
 	cp $(BIN)/crds/gateway-api/experimental/gateway.networking.*_*.yaml $(CHART_DIR)/charts/gateway-api-crds/crds/
 	rm -f $(CHART_DIR)/charts/gateway-api-crds/crds/gateway.networking.k8s.io_vap_safeupgrades.yaml
-	# The shardgate-crds chart: every CRD as a file its templates render, the
-	# Gateway API ones of both channels (again without the admission policy).
+	# The shardgate-crds chart: every CRD as a file its templates render: ours
+	# in the chart, Akash's and the Gateway API ones of both channels (again
+	# without the admission policy) in its subcharts.
 	@test -d $(BIN)/crds/gateway-api/standard || { echo "$(BIN)/crds/gateway-api/standard is missing: run make envtest-assets" >&2; exit 1; }
-	for d in shardgate akash gateway-api/standard gateway-api/experimental; do \
-		mkdir -p $(CRDS_CHART_DIR)/files/$$d && rm -f $(CRDS_CHART_DIR)/files/$$d/*.yaml; done
+	for d in files/shardgate charts/akash-crds/files charts/gateway-api-crds/files/standard charts/gateway-api-crds/files/experimental; do \
+		mkdir -p $(CRDS_CHART_DIR)/$$d && rm -f $(CRDS_CHART_DIR)/$$d/*.yaml; done
 	cp crds/*.yaml $(CRDS_CHART_DIR)/files/shardgate/
-	cp crds/akash/*.yaml $(CRDS_CHART_DIR)/files/akash/
+	cp crds/akash/*.yaml $(CRDS_CHART_DIR)/charts/akash-crds/files/
 	for c in standard experimental; do \
-		cp $(BIN)/crds/gateway-api/$$c/gateway.networking.*_*.yaml $(CRDS_CHART_DIR)/files/gateway-api/$$c/; \
-		rm -f $(CRDS_CHART_DIR)/files/gateway-api/$$c/gateway.networking.k8s.io_vap_safeupgrades.yaml; done
+		cp $(BIN)/crds/gateway-api/$$c/gateway.networking.*_*.yaml $(CRDS_CHART_DIR)/charts/gateway-api-crds/files/$$c/; \
+		rm -f $(CRDS_CHART_DIR)/charts/gateway-api-crds/files/$$c/gateway.networking.k8s.io_vap_safeupgrades.yaml; done
 
 ## api-docs: regenerate docs/api-reference.md from api/v1alpha1 (crd-ref-docs)
 .PHONY: api-docs

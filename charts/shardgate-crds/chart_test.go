@@ -96,12 +96,20 @@ func mustTemplate(t *testing.T, args ...string) map[string]*apiextensionsv1.Cust
 	return crds
 }
 
-// source reads the CRD files of dir (in this chart's files/).
+// Where the chart keeps each set of CRD files.
+const (
+	ourFiles   = "files/shardgate"
+	akashFiles = "charts/akash-crds/files"
+)
+
+func gatewayAPIFiles(channel string) string { return "charts/gateway-api-crds/files/" + channel }
+
+// source reads the CRD files of dir (in this chart).
 func source(t *testing.T, dir string) map[string]*apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join("files", dir, "*.yaml"))
+	paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(paths) == 0 {
-		t.Fatalf("no CRD files in files/%s (%v): run `make chart-crds`", dir, err)
+		t.Fatalf("no CRD files in %s (%v): run `make chart-crds`", dir, err)
 	}
 	out := map[string]*apiextensionsv1.CustomResourceDefinition{}
 	for _, p := range paths {
@@ -206,8 +214,8 @@ func TestChannels(t *testing.T) {
 		if d := cmp.Diff(want, names(crds)); d != "" {
 			t.Errorf("%s: CRDs (-want +got):\n%s", channel, d)
 		}
-		sources := source(t, "shardgate")
-		for k, v := range source(t, "gateway-api/"+channel) {
+		sources := source(t, ourFiles)
+		for k, v := range source(t, gatewayAPIFiles(channel)) {
 			sources[k] = v
 		}
 		for name, crd := range crds {
@@ -270,7 +278,7 @@ func TestOptions(t *testing.T) {
 	if d := cmp.Diff(want, names(crds)); d != "" {
 		t.Errorf("akash.enabled=true (-want +got):\n%s", d)
 	}
-	src := source(t, "akash")
+	src := source(t, akashFiles)
 	for _, n := range akashCRDs {
 		if crds[n].Annotations["helm.sh/resource-policy"] != "keep" {
 			t.Errorf("%s has no helm.sh/resource-policy: keep", n)
@@ -316,8 +324,8 @@ func TestLint(t *testing.T) {
 	}
 }
 
-// TestCopies: the CRD files under files/ are those of crds/, crds/akash and
-// the Gateway API release in bin/crds (both channels, without the
+// TestCopies: the CRD files of the chart and its subcharts are those of
+// crds/, crds/akash and the Gateway API release in bin/crds (both channels, without the
 // safe-upgrades admission policy): `make chart-crds` refreshes them.
 func TestCopies(t *testing.T) {
 	r := root(t)
@@ -330,7 +338,7 @@ func TestCopies(t *testing.T) {
 		want = slices.DeleteFunc(want, func(p string) bool {
 			return filepath.Base(p) == "gateway.networking.k8s.io_vap_safeupgrades.yaml"
 		})
-		have, err := filepath.Glob(filepath.Join("files", dst, "*.yaml"))
+		have, err := filepath.Glob(filepath.Join(dst, "*.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -342,7 +350,7 @@ func TestCopies(t *testing.T) {
 			haveNames = append(haveNames, filepath.Base(p))
 		}
 		if d := cmp.Diff(wantNames, haveNames); d != "" {
-			t.Errorf("files/%s against %s (-source +chart): run `make chart-crds`\n%s", dst, src, d)
+			t.Errorf("%s against %s (-source +chart): run `make chart-crds`\n%s", dst, src, d)
 			return
 		}
 		for _, w := range want {
@@ -350,17 +358,17 @@ func TestCopies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := os.ReadFile(filepath.Join("files", dst, filepath.Base(w)))
+			b, err := os.ReadFile(filepath.Join(dst, filepath.Base(w)))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(a, b) {
-				t.Errorf("files/%s/%s is stale: run `make chart-crds`", dst, filepath.Base(w))
+				t.Errorf("%s/%s is stale: run `make chart-crds`", dst, filepath.Base(w))
 			}
 		}
 	}
-	same("crds", "shardgate")
-	same("crds/akash", "akash")
+	same("crds", ourFiles)
+	same("crds/akash", akashFiles)
 	for _, channel := range []string{"standard", "experimental"} {
 		dir := filepath.Join("bin", "crds", "gateway-api", channel)
 		if _, err := os.Stat(filepath.Join(r, dir)); err != nil {
@@ -370,7 +378,7 @@ func TestCopies(t *testing.T) {
 			t.Logf("%s is missing (run `make envtest-assets`): the Gateway API copies are not checked", dir)
 			continue
 		}
-		same(dir, "gateway-api/"+channel)
+		same(dir, gatewayAPIFiles(channel))
 	}
 }
 
