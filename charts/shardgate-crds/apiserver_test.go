@@ -16,10 +16,10 @@ import (
 	"github.com/shardgate/shardgate/internal/testenv"
 )
 
-// TestUpgradeOnAPIServer: the rendered CRDs are accepted by a real
-// kube-apiserver as `helm upgrade` sends them, over the CRDs the harness
-// installs (experimental channel, shardgate's): a switch to standard, back
-// to experimental, and the Akash CRDs added. Each switch shows in what the
+// TestUpgradeOnAPIServer: a real kube-apiserver accepts the rendered CRDs
+// (server-side applied) over the CRDs the harness installs (experimental
+// channel, shardgate's), as an upgrade of the release replaces them: a
+// switch to standard, back to experimental, and the Akash CRDs added. Each switch shows in what the
 // apiserver serves, and an HTTPRoute is stored through both.
 func TestUpgradeOnAPIServer(t *testing.T) {
 	testenv.Require(t)

@@ -6,8 +6,8 @@
 // the real helm for each channel and option, lints it, checks the copies
 // against their sources and the README against helm-docs; size_test.go
 // checks that the release record Helm stores fits its Secret;
-// apiserver_test.go applies the rendered CRDs to the test kube-apiserver as
-// `helm upgrade` would (a channel switch each way, the Akash CRDs added).
+// apiserver_test.go applies the rendered CRDs to the test kube-apiserver over
+// the ones it has (a channel switch each way, the Akash CRDs added).
 // The Go files and testdata/ are left out of the packaged chart
 // (.helmignore).
 package shardgatecrds

@@ -86,6 +86,9 @@ func TestHelmLint(t *testing.T) {
 		{"akash", "akash-services", []string{"-f", "testdata/values-akash.yaml"}},
 		{"akash, full", "akash-services", []string{"-f", "testdata/values-full.yaml", "-f", "testdata/values-akash.yaml"}},
 		{"xDS CA from an issuer", "shardgate-system", []string{"--set", "xds.certManager.enabled=true", "--set", "xds.certManager.issuerRef.name=org-ca", "--set", "xds.certManager.issuerRef.kind=ClusterIssuer"}},
+		{"single replica, plain metrics, Envoy PodMonitor, owned routes", "shardgate-system", []string{"--set", "replicaCount=1",
+			"--set", "config.leaderElection.enabled=false", "--set", "metrics.secure=false", "--set", "metrics.podMonitor.enabled=true",
+			"--set", "tenantRole.ownedRoutes=true", "--set", "gatewayClass.create=false"}},
 		{"akash without operator Services", "shardgate-system", []string{"-f", "testdata/values-akash.yaml", "--set", "akash.operatorServices=false"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
