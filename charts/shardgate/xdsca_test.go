@@ -22,6 +22,7 @@ func TestXDSCAFromCertManager(t *testing.T) {
 	rel := mustRender(t, "edge", "edge-system", nil)
 	g.Expect(kinds(rel.objects)).NotTo(HaveKey("Certificate"))
 	g.Expect(kinds(rel.objects)).NotTo(HaveKey("Issuer"))
+	g.Expect(rel.notes).NotTo(ContainSubstring("cert-manager"))
 	d := find[appsv1.Deployment](t, rel, "Deployment", "edge-shardgate")
 	for _, v := range d.Spec.Template.Spec.Volumes {
 		g.Expect(v.Name).NotTo(Equal("xds-ca"))
@@ -46,6 +47,9 @@ func TestXDSCAFromCertManager(t *testing.T) {
 	issuer := findUnstructured(t, rel, "Issuer", "edge-shardgate-xds-selfsigned")
 	g.Expect(issuer.GetNamespace()).To(Equal("edge-system"))
 	g.Expect(issuer.Object["spec"]).To(Equal(map[string]any{"selfSigned": map[string]any{}}))
+
+	g.Expect(rel.notes).To(ContainSubstring("xDS CA: issued by cert-manager (Certificate edge-shardgate-xds-ca into Secret shardgate-xds-ca)"))
+	g.Expect(rel.notes).To(ContainSubstring("kubectl -n edge-system rollout restart deployment edge-shardgate"))
 
 	// The Pods wait for the Secret: a mount that is not optional.
 	d = find[appsv1.Deployment](t, rel, "Deployment", "edge-shardgate")
