@@ -56,9 +56,11 @@ crds: controller-gen
 	$(BIN)/controller-gen crd paths=./api/... output:crd:dir=./crds
 
 ## chart-crds: copy crds/*.yaml and the Gateway API experimental CRDs (bin/crds, from
-## `make envtest-assets`) into the Helm chart; commit the copies
+## `make envtest-assets`) into the Helm chart, and every CRD (both Gateway API
+## channels, the Akash ones) into the shardgate-crds chart; commit the copies
 .PHONY: chart-crds
 CHART_DIR := charts/shardgate
+CRDS_CHART_DIR := charts/shardgate-crds
 chart-crds:
 	@test -d $(BIN)/crds/gateway-api/experimental || { echo "$(BIN)/crds/gateway-api/experimental is missing: run make envtest-assets" >&2; exit 1; }
 	mkdir -p $(CHART_DIR)/crds $(CHART_DIR)/charts/gateway-api-crds/crds
@@ -68,6 +70,17 @@ chart-crds:
 	# which refuses experimental CRDs over standard ones.
 	cp $(BIN)/crds/gateway-api/experimental/gateway.networking.*_*.yaml $(CHART_DIR)/charts/gateway-api-crds/crds/
 	rm -f $(CHART_DIR)/charts/gateway-api-crds/crds/gateway.networking.k8s.io_vap_safeupgrades.yaml
+	# The shardgate-crds chart: every CRD as a file its templates render: ours
+	# in the chart, Akash's and the Gateway API ones of both channels (again
+	# without the admission policy) in its subcharts.
+	@test -d $(BIN)/crds/gateway-api/standard || { echo "$(BIN)/crds/gateway-api/standard is missing: run make envtest-assets" >&2; exit 1; }
+	for d in files/shardgate charts/akash-crds/files charts/gateway-api-crds/files/standard charts/gateway-api-crds/files/experimental; do \
+		mkdir -p $(CRDS_CHART_DIR)/$$d && rm -f $(CRDS_CHART_DIR)/$$d/*.yaml; done
+	cp crds/*.yaml $(CRDS_CHART_DIR)/files/shardgate/
+	cp crds/akash/*.yaml $(CRDS_CHART_DIR)/charts/akash-crds/files/
+	for c in standard experimental; do \
+		cp $(BIN)/crds/gateway-api/$$c/gateway.networking.*_*.yaml $(CRDS_CHART_DIR)/charts/gateway-api-crds/files/$$c/; \
+		rm -f $(CRDS_CHART_DIR)/charts/gateway-api-crds/files/$$c/gateway.networking.k8s.io_vap_safeupgrades.yaml; done
 
 ## api-docs: regenerate docs/api-reference.md from api/v1alpha1 (crd-ref-docs)
 .PHONY: api-docs

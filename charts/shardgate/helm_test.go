@@ -3,6 +3,7 @@ package shardgate_test
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,25 +48,77 @@ func run(t *testing.T, name string, args ...string) []byte {
 	return out
 }
 
-// TestHelmLint: `helm lint --strict` passes with the default values and
-// with the non-default ones of the golden.
+// lintCase is one values combination of the chart, linted as it is
+// installed: in its namespace, with its values.
+type lintCase struct {
+	name, namespace string
+	args            []string // --set and -f flags
+}
+
+// lint runs `helm lint --strict` and then `helm template` with the same
+// namespace and values. Lint alone is not enough: Helm lints in a mode where
+// the templates' `fail` and `required` only log an [INFO] line, so a values
+// combination that `helm install` refuses still lints clean ("0 chart(s)
+// failed"). The render is what fails on them.
+func lint(helm, dir string, c lintCase) error {
+	common := append([]string{"--namespace", c.namespace}, c.args...)
+	lintArgs := append(append([]string{"lint", "--strict", "--kube-version", kubeVersion}, common...), dir)
+	out, err := exec.Command(helm, lintArgs...).CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("0 chart(s) failed")) {
+		return fmt.Errorf("helm %s: %v\n%s", strings.Join(lintArgs, " "), err, out)
+	}
+	tmplArgs := append([]string{"template", "lint", dir, "--kube-version", kubeVersion}, common...)
+	out, err = exec.Command(helm, tmplArgs...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("helm %s: %v\n%s", strings.Join(tmplArgs, " "), err, out)
+	}
+	return nil
+}
+
+// TestHelmLint: `helm lint --strict`, and the render of the same values,
+// pass with the default values and with each option's values.
 func TestHelmLint(t *testing.T) {
 	helm := tool(t, "helm")
-	for _, args := range [][]string{
-		{"lint", "--strict", "--kube-version", kubeVersion, "."},
-		{"lint", "--strict", "--kube-version", kubeVersion, "--set", "gatewayAPI.installCRDs=true", "."},
-		{"lint", "--strict", "--kube-version", kubeVersion, "-f", "testdata/values-full.yaml", "."},
+	for _, c := range []lintCase{
+		{"defaults", "shardgate-system", nil},
+		{"gateway API CRDs", "shardgate-system", []string{"--set", "gatewayAPI.installCRDs=true"}},
+		{"full", "shardgate-system", []string{"-f", "testdata/values-full.yaml"}},
+		{"akash", "akash-services", []string{"-f", "testdata/values-akash.yaml"}},
+		{"akash, full", "akash-services", []string{"-f", "testdata/values-full.yaml", "-f", "testdata/values-akash.yaml"}},
+		{"xDS CA from an issuer", "shardgate-system", []string{"--set", "xds.certManager.enabled=true", "--set", "xds.certManager.issuerRef.name=org-ca", "--set", "xds.certManager.issuerRef.kind=ClusterIssuer"}},
+		{"single replica, plain metrics, Envoy PodMonitor, owned routes", "shardgate-system", []string{"--set", "replicaCount=1",
+			"--set", "config.leaderElection.enabled=false", "--set", "metrics.secure=false", "--set", "metrics.podMonitor.enabled=true",
+			"--set", "tenantRole.ownedRoutes=true", "--set", "gatewayClass.create=false"}},
+		{"akash without operator Services", "shardgate-system", []string{"-f", "testdata/values-akash.yaml", "--set", "akash.operatorServices=false"}},
 		// An existing controller ServiceAccount, a user's scrape token and
 		// an explicitly unverified self-signed metrics certificate.
-		{"lint", "--strict", "--kube-version", kubeVersion, "--set", "serviceAccount.create=false,serviceAccount.name=platform-sa," +
+		{"existing ServiceAccount, user's scrape token, maxUnavailable", "shardgate-system", []string{"--set", "serviceAccount.create=false,serviceAccount.name=platform-sa," +
 			"metrics.serviceMonitor.enabled=true,metrics.serviceMonitor.insecureSkipVerify=true," +
 			"metrics.serviceMonitor.authorization.createSecret=false,metrics.serviceMonitor.authorization.secretName=prom-token," +
-			"configReader.create=false,podDisruptionBudget.minAvailable=null,podDisruptionBudget.maxUnavailable=50%", "."},
+			"configReader.create=false,podDisruptionBudget.minAvailable=null,podDisruptionBudget.maxUnavailable=50%"}},
 	} {
-		out := run(t, helm, args...)
-		if !bytes.Contains(out, []byte("0 chart(s) failed")) {
-			t.Errorf("helm %s:\n%s", strings.Join(args, " "), out)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			if err := lint(helm, ".", c); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestHelmLintFailingRender: a values combination whose render fails (Akash
+// operator Services outside akash-services: a `fail` in services.yaml)
+// fails the lint check, though `helm lint --strict` alone reports success.
+func TestHelmLintFailingRender(t *testing.T) {
+	helm := tool(t, "helm")
+	bad := lintCase{"akash elsewhere", "shardgate-system", []string{"-f", "testdata/values-akash.yaml"}}
+	err := lint(helm, ".", bad)
+	if err == nil || !strings.Contains(err.Error(), "akash-services") {
+		t.Fatalf("lint of Akash mode in shardgate-system = %v, want the render's error naming akash-services", err)
+	}
+	// Schema errors fail lint itself.
+	err = lint(helm, ".", lintCase{"bad port", "shardgate-system", []string{"--set", "ports.xds=0"}})
+	if err == nil || !strings.Contains(err.Error(), "helm lint") {
+		t.Fatalf("lint with ports.xds=0 = %v, want helm lint to fail", err)
 	}
 }
 

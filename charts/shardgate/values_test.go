@@ -187,6 +187,49 @@ func TestNotes(t *testing.T) {
 	}
 }
 
+// TestNotesShardNamespaces: the notes list the namespaces that may hold
+// shards as the controller's config and the chart's RBAC have them: the
+// release namespace always, and shardNamespaces besides it.
+func TestNotesShardNamespaces(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		shards []any
+		want   string
+	}{
+		{"none", nil, "edge-system"},
+		{"others", []any{"providers", "tenants-a"}, "edge-system, providers, tenants-a"},
+		{"with the release namespace", []any{"providers", "edge-system"}, "edge-system, providers"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := NewWithT(t)
+			values := map[string]any{}
+			if c.shards != nil {
+				values["shardNamespaces"] = c.shards
+			}
+			rel := mustRender(t, "edge", "edge-system", values)
+			var line string
+			for l := range strings.SplitSeq(rel.notes, "\n") {
+				if rest, ok := strings.CutPrefix(l, "Shard namespaces (where the controller may provision Envoy): "); ok {
+					line = rest
+				}
+			}
+			g.Expect(line).To(Equal(c.want), "notes:\n%s", rel.notes)
+
+			// The same set as the controller's config and the shard Roles.
+			listed := strings.Split(line, ", ")
+			cfg, _ := controllerConfig(t, rel)
+			g.Expect(listed).To(ConsistOf(cfg.ShardNamespaces))
+			roles := map[string]bool{}
+			for _, r := range roleRules(t, rel) {
+				if r.namespace != "" && isShardRule(r.Resources) {
+					roles[r.namespace] = true
+				}
+			}
+			g.Expect(listed).To(ConsistOf(keys(roles)))
+		})
+	}
+}
+
 // TestXDSLimits: config.xdsLimits reaches the controller's config as
 // xds.limits, the keys not given keep their defaults, and bad values are
 // refused by the schema.
