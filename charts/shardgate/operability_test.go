@@ -226,6 +226,15 @@ func TestServiceMonitorAuthorization(t *testing.T) {
 	// releases, so an upgrade keeps scraping (NOTES warns).
 	rel = mustRender(t, "edge", "edge-system", monitorValues(map[string]any{"serviceMonitor": map[string]any{"enabled": true}}))
 	g.Expect(endpoint(t, rel)["tlsConfig"]).To(Equal(map[string]any{"insecureSkipVerify": true}))
+	g.Expect(rel.notes).To(ContainSubstring("WARNING: the ServiceMonitor skips verification"))
+	// Told, or given a CA: no warning.
+	for _, m := range []map[string]any{
+		{"serviceMonitor": map[string]any{"enabled": true, "insecureSkipVerify": true}},
+		{"certSecret": "metrics-tls", "serviceMonitor": map[string]any{"enabled": true}},
+	} {
+		rel = mustRender(t, "edge", "edge-system", monitorValues(m))
+		g.Expect(rel.notes).NotTo(ContainSubstring("WARNING"), "%v", m)
+	}
 
 	// Refused, by name: no token Secret.
 	_, err := render("edge", "edge-system", monitorValues(map[string]any{"certSecret": "tls", "serviceMonitor": map[string]any{"enabled": true, "authorization": map[string]any{"createSecret": false}}}))
