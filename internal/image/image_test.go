@@ -4,7 +4,9 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"debug/elf"
+	"encoding/hex"
 	"io"
 	"os"
 	"os/exec"
@@ -27,101 +29,181 @@ import (
 )
 
 // TestMakeImage runs `make image` into a scratch bin directory, loads the
-// OCI layout and the tarball it wrote, and checks what a cluster will run:
-// the entrypoint, the non-root user, the labels, the tag (the chart's
-// appVersion) and a static binary that starts on its own.
+// OCI layout, the OCI archive and the docker-archives it wrote, and checks
+// what a cluster will run: an image index for linux/amd64 and linux/arm64
+// whose digest is the one printed, the entrypoint, the non-root user, the
+// labels, the tag (the chart's appVersion) and static binaries whose
+// version is that tag.
 func TestMakeImage(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the controller binary")
+		t.Skip("builds the controller binary for two platforms")
 	}
 	root, err := testenv.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
 	appVersion, repository := chartImage(t, root)
+	commit, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatalf("git rev-parse HEAD: %v", err)
+	}
+	rev := strings.TrimSpace(string(commit))
 	bin := t.TempDir()
-	cmd := exec.Command("make", "--no-print-directory", "-C", root, "image", "BIN="+bin, "IMAGE_ARCH="+runtime.GOARCH)
+	cmd := exec.Command("make", "--no-print-directory", "-C", root, "image", "BIN="+bin)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("make image: %v\n%s", err, out)
 	}
 	ref := repository + ":" + appVersion
-	if !strings.Contains(string(out), ref+"@sha256:") {
-		t.Errorf("make image did not print %s@<digest>:\n%s", ref, out)
+	_, printed, ok := strings.Cut(string(out), ref+"@")
+	if !ok {
+		t.Fatalf("make image did not print %s@<digest>:\n%s", ref, out)
 	}
+	printed, _, _ = strings.Cut(printed, "\n")
 
-	// The OCI layout: one image, named by its reference.
-	idx, err := layout.ImageIndexFromPath(filepath.Join(bin, "image", "oci"))
+	// The OCI layout: one image index, named by its reference, whose
+	// digest was printed, holding one image per platform.
+	layoutDir := filepath.Join(bin, "image", "oci")
+	lidx, err := layout.ImageIndexFromPath(layoutDir)
 	if err != nil {
 		t.Fatalf("load OCI layout: %v", err)
 	}
-	im, err := idx.IndexManifest()
+	im, err := lidx.IndexManifest()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(im.Manifests) != 1 {
-		t.Fatalf("OCI layout holds %d manifests, want 1: %+v", len(im.Manifests), im.Manifests)
+		t.Fatalf("OCI layout holds %d entries, want 1: %+v", len(im.Manifests), im.Manifests)
 	}
 	desc := im.Manifests[0]
 	if got := desc.Annotations[image.RefAnnotation]; got != ref {
 		t.Errorf("layout reference = %q, want %q", got, ref)
 	}
-	if desc.MediaType != types.OCIManifestSchema1 {
-		t.Errorf("manifest media type = %s, want %s", desc.MediaType, types.OCIManifestSchema1)
+	if desc.MediaType != types.OCIImageIndex {
+		t.Fatalf("layout entry media type = %s, want %s", desc.MediaType, types.OCIImageIndex)
 	}
-	fromLayout, err := idx.Image(desc.Digest)
+	raw, err := os.ReadFile(filepath.Join(layoutDir, "blobs", "sha256", desc.Digest.Hex))
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkImage(t, fromLayout, appVersion)
-
-	// The tarball holds the same image under the same tag.
-	tarPath := filepath.Join(bin, "image", "shardgate.tar")
-	fromTar, err := tarball.ImageFromPath(tarPath, nil)
-	if err != nil {
-		t.Fatalf("load tarball: %v", err)
+	if sum := sha256.Sum256(raw); printed != "sha256:"+hex.EncodeToString(sum[:]) || printed != desc.Digest.String() {
+		t.Errorf("printed %s; the layout's entry is %s, its index bytes hash to sha256:%x", printed, desc.Digest, sum)
 	}
-	manifest, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(tarPath) })
+	idx, err := lidx.ImageIndex(desc.Digest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(manifest) != 1 || !slices.Contains(manifest[0].RepoTags, ref) {
-		t.Errorf("tarball tags = %+v, want [%s]", manifest, ref)
+	platforms, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
 	}
-	a, _ := fromLayout.ConfigName()
-	b, _ := fromTar.ConfigName()
-	if a != b {
-		t.Errorf("the layout's config %s differs from the tarball's %s", a, b)
+	if v := platforms.Annotations["org.opencontainers.image.version"]; v != appVersion {
+		t.Errorf("image index annotation version = %q, want %q", v, appVersion)
+	}
+	var got []string
+	for _, d := range platforms.Manifests {
+		got = append(got, d.Platform.String())
+	}
+	if !slices.Equal(got, []string{"linux/amd64", "linux/arm64"}) {
+		t.Fatalf("image index platforms = %v, want [linux/amd64 linux/arm64]", got)
 	}
 
-	// The binary in the image is static and runs alone.
-	shardgate := extract(t, fromLayout, "shardgate")
-	f, err := elf.NewFile(bytes.NewReader(shardgate))
+	// The OCI archive holds the same index.
+	archive, err := os.ReadFile(filepath.Join(bin, "image", "shardgate-oci.tar"))
 	if err != nil {
-		t.Fatalf("/shardgate is not an ELF binary: %v", err)
+		t.Fatal(err)
 	}
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			t.Errorf("/shardgate is dynamically linked (PT_INTERP): the image has no libc")
+	if !tarHas(t, archive, "blobs/sha256/"+desc.Digest.Hex, raw) {
+		t.Errorf("shardgate-oci.tar lacks the image index %s", desc.Digest)
+	}
+
+	for _, arch := range []string{"amd64", "arm64"} {
+		fromLayout, err := image.PlatformImage(idx, "linux", arch)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
-		t.Errorf("/shardgate needs shared libraries %v", libs)
-	}
-	exe := filepath.Join(t.TempDir(), "shardgate")
-	if err := os.WriteFile(exe, shardgate, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	vout, err := exec.Command(exe, "version").CombinedOutput()
-	if err != nil || !strings.HasPrefix(string(vout), "shardgate ") {
-		t.Errorf("/shardgate version: %v: %q", err, vout)
-	}
-	if passwd := string(extract(t, fromLayout, "etc/passwd")); !strings.Contains(passwd, "nonroot:x:65532:65532:") {
-		t.Errorf("/etc/passwd has no nonroot user 65532:\n%s", passwd)
+		checkImage(t, fromLayout, arch, appVersion, rev)
+
+		// Each platform's docker-archive holds that image under the same tag.
+		tarPath := filepath.Join(bin, "image", "shardgate-"+arch+".tar")
+		fromTar, err := tarball.ImageFromPath(tarPath, nil)
+		if err != nil {
+			t.Fatalf("load tarball: %v", err)
+		}
+		manifest, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(tarPath) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(manifest) != 1 || !slices.Contains(manifest[0].RepoTags, ref) {
+			t.Errorf("%s tags = %+v, want [%s]", tarPath, manifest, ref)
+		}
+		a, _ := fromLayout.ConfigName()
+		b, _ := fromTar.ConfigName()
+		if a != b {
+			t.Errorf("the layout's linux/%s config %s differs from %s's %s", arch, a, tarPath, b)
+		}
+
+		// The binary is static, built for its platform, and its version is
+		// the image tag, with the commit.
+		shardgate := extract(t, fromLayout, "shardgate")
+		f, err := elf.NewFile(bytes.NewReader(shardgate))
+		if err != nil {
+			t.Fatalf("linux/%s /shardgate is not an ELF binary: %v", arch, err)
+		}
+		if want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[arch]; f.Machine != want {
+			t.Errorf("linux/%s /shardgate is built for %s", arch, f.Machine)
+		}
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				t.Errorf("linux/%s /shardgate is dynamically linked (PT_INTERP): the image has no libc", arch)
+			}
+		}
+		if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
+			t.Errorf("linux/%s /shardgate needs shared libraries %v", arch, libs)
+		}
+		if arch != runtime.GOARCH || runtime.GOOS != "linux" {
+			// Not runnable here: its data must still carry the tag and commit.
+			for _, s := range []string{appVersion, rev} {
+				if !bytes.Contains(shardgate, []byte(s)) {
+					t.Errorf("linux/%s /shardgate does not contain %q", arch, s)
+				}
+			}
+			continue
+		}
+		exe := filepath.Join(t.TempDir(), "shardgate")
+		if err := os.WriteFile(exe, shardgate, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		vout, err := exec.Command(exe, "version").CombinedOutput()
+		if want := "shardgate " + appVersion + " (commit " + rev + ", "; err != nil || !strings.HasPrefix(string(vout), want) {
+			t.Errorf("/shardgate version: %v: %q, want %q...", err, vout, want)
+		}
+		if passwd := string(extract(t, fromLayout, "etc/passwd")); !strings.Contains(passwd, "nonroot:x:65532:65532:") {
+			t.Errorf("/etc/passwd has no nonroot user 65532:\n%s", passwd)
+		}
 	}
 }
 
-func checkImage(t *testing.T, img v1.Image, appVersion string) {
+// tarHas reports whether the tar holds name with exactly data.
+func tarHas(t *testing.T, archive []byte, name string, data []byte) bool {
+	t.Helper()
+	tr := tar.NewReader(bytes.NewReader(archive))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Name == name {
+			b, err := io.ReadAll(tr)
+			return err == nil && bytes.Equal(b, data)
+		}
+	}
+}
+
+func checkImage(t *testing.T, img v1.Image, arch, appVersion, revision string) {
 	t.Helper()
 	cf, err := img.ConfigFile()
 	if err != nil {
@@ -137,8 +219,11 @@ func checkImage(t *testing.T, img v1.Image, appVersion string) {
 	if c.User != "65532:65532" {
 		t.Errorf("user = %q, want 65532:65532 (non-root)", c.User)
 	}
-	if cf.OS != "linux" || cf.Architecture != runtime.GOARCH {
-		t.Errorf("platform = %s/%s, want linux/%s", cf.OS, cf.Architecture, runtime.GOARCH)
+	if cf.OS != "linux" || cf.Architecture != arch {
+		t.Errorf("platform = %s/%s, want linux/%s", cf.OS, cf.Architecture, arch)
+	}
+	if _, ok := c.ExposedPorts["8086/tcp"]; !ok {
+		t.Errorf("ExposedPorts %v lack the Akash API's 8086/tcp", c.ExposedPorts)
 	}
 	want := map[string]string{
 		"org.opencontainers.image.title":    "shardgate",
@@ -151,8 +236,8 @@ func checkImage(t *testing.T, img v1.Image, appVersion string) {
 			t.Errorf("label %s = %q, want %q (labels: %v)", k, c.Labels[k], v, c.Labels)
 		}
 	}
-	if rev := c.Labels["org.opencontainers.image.revision"]; len(rev) != 40 {
-		t.Errorf("label org.opencontainers.image.revision = %q, want the commit", rev)
+	if rev := c.Labels["org.opencontainers.image.revision"]; rev != revision {
+		t.Errorf("label org.opencontainers.image.revision = %q, want the commit %s", rev, revision)
 	}
 	layers, err := img.Layers()
 	if err != nil || len(layers) != 1 {
@@ -277,9 +362,22 @@ func TestDockerfileAgrees(t *testing.T) {
 		"CGO_ENABLED=0",
 		`org.opencontainers.image.licenses="Apache-2.0"`,
 		"FROM gcr.io/distroless/static",
+		"internal/version.Commit=${REVISION}",
 	} {
 		if !strings.Contains(df, want) {
 			t.Errorf("Dockerfile lacks %q", strings.TrimSpace(want))
+		}
+	}
+	// EXPOSE lists the ports `make image` exposes.
+	var exposed []string
+	for _, line := range strings.Split(df, "\n") {
+		if rest, ok := strings.CutPrefix(line, "EXPOSE "); ok {
+			exposed = append(exposed, strings.Fields(rest)...)
+		}
+	}
+	for _, addr := range image.DefaultPorts {
+		if port := addr[strings.LastIndex(addr, ":")+1:]; !slices.Contains(exposed, port) {
+			t.Errorf("Dockerfile EXPOSE %v lacks %s (from %s)", exposed, port, addr)
 		}
 	}
 }
