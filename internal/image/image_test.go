@@ -8,9 +8,11 @@ import (
 	"debug/elf"
 	"encoding/hex"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -379,5 +381,74 @@ func TestDockerfileAgrees(t *testing.T) {
 		if port := addr[strings.LastIndex(addr, ":")+1:]; !slices.Contains(exposed, port) {
 			t.Errorf("Dockerfile EXPOSE %v lacks %s (from %s)", exposed, port, addr)
 		}
+	}
+}
+
+// TestDocsLoadWhatMakeImageWrites: every file under bin/image/ the
+// documentation names is one `make image` writes (for the Makefile's
+// IMAGE_PLATFORMS), every `kind load` recipe loads one of its
+// docker-archives (kind cannot load an index, and no Docker image of any
+// other tag exists), and a recipe that sets image.tag sets the tag the
+// archive carries, the chart's appVersion.
+func TestDocsLoadWhatMakeImageWrites(t *testing.T) {
+	root, err := testenv.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	appVersion, _ := chartImage(t, root)
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^IMAGE_PLATFORMS\s*\?=\s*(.+)$`).FindSubmatch(makefile)
+	if m == nil {
+		t.Fatal("the Makefile sets no IMAGE_PLATFORMS")
+	}
+	written := map[string]bool{"bin/image/oci": true, "bin/image/shardgate-oci.tar": true}
+	archives := map[string]bool{}
+	for _, p := range strings.Fields(string(m[1])) {
+		goos, arch, _ := strings.Cut(p, "/")
+		written["bin/image/shardgate-"+goos+"-"+arch] = true
+		archives["bin/image/shardgate-"+arch+".tar"] = true
+		written["bin/image/shardgate-"+arch+".tar"] = true
+	}
+	docs := []string{"README.md", "RELIABILITY.md", "conformance/README.md", "charts/shardgate/README.md"}
+	mds, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	for _, p := range mds {
+		rel, _ := filepath.Rel(root, p)
+		docs = append(docs, rel)
+	}
+	path := regexp.MustCompile(`bin/image/[A-Za-z0-9_.-]+`)
+	kindLoad := regexp.MustCompile("kind load ([a-z-]+) ([^\\s`]+)")
+	tag := regexp.MustCompile(`image\.tag=([^\s'"]+)`)
+	recipes := 0
+	for _, doc := range docs {
+		data, err := os.ReadFile(filepath.Join(root, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(data)
+		for _, p := range path.FindAllString(text, -1) {
+			if !written[strings.TrimSuffix(p, ".")] {
+				t.Errorf("%s names %s, which make image does not write (it writes %v)", doc, p, slices.Sorted(maps.Keys(written)))
+			}
+		}
+		loads := kindLoad.FindAllStringSubmatch(text, -1)
+		for _, l := range loads {
+			recipes++
+			if l[1] != "image-archive" || !archives[l[2]] {
+				t.Errorf("%s: `%s`: load one of make image's docker-archives, %v, with kind load image-archive", doc, l[0], slices.Sorted(maps.Keys(archives)))
+			}
+		}
+		if len(loads) > 0 {
+			for _, s := range tag.FindAllStringSubmatch(text, -1) {
+				if s[1] != appVersion {
+					t.Errorf("%s loads make image's archive, tagged %s, but sets image.tag=%s", doc, appVersion, s[1])
+				}
+			}
+		}
+	}
+	if recipes < 2 {
+		t.Errorf("found %d kind load recipes; the getting-started and conformance guides have one each", recipes)
 	}
 }
