@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"debug/buildinfo"
 	"debug/elf"
 	"encoding/hex"
 	"io"
@@ -50,13 +51,17 @@ func TestMakeImage(t *testing.T) {
 		t.Fatalf("git rev-parse HEAD: %v", err)
 	}
 	rev := strings.TrimSpace(string(commit))
+	// A tag found nowhere else in a binary, so that the one binary that
+	// cannot run here is still seen to carry it (TestMakeImageDefaults
+	// checks the default tag is the appVersion).
+	tag := appVersion + "-imagetest"
 	bin := t.TempDir()
-	cmd := exec.Command("make", "--no-print-directory", "-C", root, "image", "BIN="+bin)
+	cmd := exec.Command("make", "--no-print-directory", "-C", root, "image", "BIN="+bin, "IMAGE_TAG="+tag)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("make image: %v\n%s", err, out)
 	}
-	ref := repository + ":" + appVersion
+	ref := repository + ":" + tag
 	_, printed, ok := strings.Cut(string(out), ref+"@")
 	if !ok {
 		t.Fatalf("make image did not print %s@<digest>:\n%s", ref, out)
@@ -99,8 +104,8 @@ func TestMakeImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := platforms.Annotations["org.opencontainers.image.version"]; v != appVersion {
-		t.Errorf("image index annotation version = %q, want %q", v, appVersion)
+	if v := platforms.Annotations["org.opencontainers.image.version"]; v != tag {
+		t.Errorf("image index annotation version = %q, want %q", v, tag)
 	}
 	var got []string
 	for _, d := range platforms.Manifests {
@@ -124,7 +129,7 @@ func TestMakeImage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkImage(t, fromLayout, arch, appVersion, rev)
+		checkImage(t, fromLayout, arch, tag, rev)
 
 		// Each platform's docker-archive holds that image under the same tag.
 		tarPath := filepath.Join(bin, "image", "shardgate-"+arch+".tar")
@@ -163,12 +168,20 @@ func TestMakeImage(t *testing.T) {
 		if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
 			t.Errorf("linux/%s /shardgate needs shared libraries %v", arch, libs)
 		}
+		bi, err := buildinfo.Read(bytes.NewReader(shardgate))
+		if err != nil {
+			t.Fatalf("linux/%s /shardgate build info: %v", arch, err)
+		}
+		for _, s := range bi.Settings {
+			if (s.Key == "GOARCH" && s.Value != arch) || (s.Key == "CGO_ENABLED" && s.Value != "0") {
+				t.Errorf("linux/%s /shardgate was built with %s=%s", arch, s.Key, s.Value)
+			}
+		}
 		if arch != runtime.GOARCH || runtime.GOOS != "linux" {
-			// Not runnable here: its data must still carry the tag and commit.
-			for _, s := range []string{appVersion, rev} {
-				if !bytes.Contains(shardgate, []byte(s)) {
-					t.Errorf("linux/%s /shardgate does not contain %q", arch, s)
-				}
+			// Not runnable here: the tag, which no dependency carries, must
+			// still be in its data.
+			if !bytes.Contains(shardgate, []byte(tag)) {
+				t.Errorf("linux/%s /shardgate does not contain its version %q", arch, tag)
 			}
 			continue
 		}
@@ -177,11 +190,45 @@ func TestMakeImage(t *testing.T) {
 			t.Fatal(err)
 		}
 		vout, err := exec.Command(exe, "version").CombinedOutput()
-		if want := "shardgate " + appVersion + " (commit " + rev + ", "; err != nil || !strings.HasPrefix(string(vout), want) {
+		if want := "shardgate " + tag + " (commit " + rev + ", "; err != nil || !strings.HasPrefix(string(vout), want) {
 			t.Errorf("/shardgate version: %v: %q, want %q...", err, vout, want)
 		}
 		if passwd := string(extract(t, fromLayout, "etc/passwd")); !strings.Contains(passwd, "nonroot:x:65532:65532:") {
 			t.Errorf("/etc/passwd has no nonroot user 65532:\n%s", passwd)
+		}
+	}
+}
+
+// TestMakeImageDefaults: by default `make image` tags the image with the
+// chart's appVersion, builds linux/amd64 and linux/arm64, and links that
+// same version and the commit into each binary (a dry run: nothing is
+// built).
+func TestMakeImageDefaults(t *testing.T) {
+	root, err := testenv.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	appVersion, repository := chartImage(t, root)
+	commit, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatalf("git rev-parse HEAD: %v", err)
+	}
+	out, err := exec.Command("make", "--no-print-directory", "-n", "-C", root, "image", "BIN="+t.TempDir()).CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n image: %v\n%s", err, out)
+	}
+	dry := string(out)
+	const pkg = "github.com/shardgate/shardgate/internal/version"
+	for _, want := range []string{
+		"-X " + pkg + ".Version=" + appVersion + " ",
+		"-X " + pkg + ".Commit=" + strings.TrimSpace(string(commit)),
+		"--tag " + repository + ":" + appVersion + " ",
+		"--version " + appVersion + " ",
+		"--binary linux/amd64=", "--binary linux/arm64=",
+		"--docker-archive linux/amd64=", "--docker-archive linux/arm64=",
+	} {
+		if !strings.Contains(dry, want) {
+			t.Errorf("make -n image does not run %q:\n%s", want, dry)
 		}
 	}
 }
