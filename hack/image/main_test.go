@@ -8,11 +8,15 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
@@ -21,7 +25,8 @@ import (
 
 // TestPrintedDigest: the digest printed after the reference is the sha256
 // of the exact image index bytes the OCI layout and the OCI archive hold
-// (what a registry shows once they are pushed), not a single platform's
+// (what a registry shows once they are pushed: an in-process registry
+// checks it), not a single platform's
 // manifest or config digest; each platform's docker-archive is written.
 func TestPrintedDigest(t *testing.T) {
 	dir := t.TempDir()
@@ -58,6 +63,12 @@ func TestPrintedDigest(t *testing.T) {
 	})
 	if fromLayout != printed {
 		t.Errorf("printed %s, the layout's image index bytes hash to %s", printed, fromLayout)
+	}
+
+	// Pushed byte for byte, as `crane push <layout> REF` and `skopeo copy
+	// --all` push it, to a registry, REF resolves to the printed digest.
+	if got := pushLayout(t, f.layout, "v9.8.7"); got != printed {
+		t.Errorf("after the push the registry shows %s for the tag; make image printed %s", got, printed)
 	}
 
 	// The OCI archive: the same.
@@ -135,4 +146,66 @@ func indexDigest(t *testing.T, indexJSON []byte, read func(hex string) ([]byte, 
 		t.Errorf("index.json says %s, the blob hashes to %s", top.Manifests[0].Digest, got)
 	}
 	return got
+}
+
+// pushLayout pushes the image index of an OCI layout to an in-process
+// registry over the distribution API, every blob, then each image manifest
+// by digest, then the index as tag, and returns the digest the registry
+// gives for tag (its Docker-Content-Digest).
+func pushLayout(t *testing.T, dir, tag string) string {
+	t.Helper()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	do := func(method, path, contentType string, body []byte, want int) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+path, bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: %s %s", method, path, resp.Status, msg)
+		}
+		return resp
+	}
+	blob := func(d v1.Hash) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, "blobs", d.Algorithm, d.Hex))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, "blobs", "sha256"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		d := v1.Hash{Algorithm: "sha256", Hex: e.Name()}
+		do(http.MethodPost, "/v2/shardgate/blobs/uploads/?digest="+d.String(), "application/octet-stream", blob(d), http.StatusCreated)
+	}
+	var top, index v1.IndexManifest
+	indexJSON, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(indexJSON, &top); err != nil || len(top.Manifests) != 1 {
+		t.Fatalf("index.json: %v, %d entries", err, len(top.Manifests))
+	}
+	raw := blob(top.Manifests[0].Digest)
+	if err := json.Unmarshal(raw, &index); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range index.Manifests {
+		do(http.MethodPut, "/v2/shardgate/manifests/"+m.Digest.String(), string(m.MediaType), blob(m.Digest), http.StatusCreated)
+	}
+	do(http.MethodPut, "/v2/shardgate/manifests/"+tag, string(top.Manifests[0].MediaType), raw, http.StatusCreated)
+	return do(http.MethodHead, "/v2/shardgate/manifests/"+tag, "", nil, http.StatusOK).Header.Get("Docker-Content-Digest")
 }
