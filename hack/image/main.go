@@ -18,10 +18,17 @@ import (
 	"github.com/shardgate/shardgate/internal/image"
 )
 
+// dockerArchive is one --docker-archive: the platform whose image to write,
+// and the tarball's path.
+type dockerArchive struct {
+	platform image.Platform
+	path     string
+}
+
 type flags struct {
 	o                    image.Options
 	platforms            []image.Platform
-	dockerArchives       []image.Platform // Binary holds the tarball's path
+	dockerArchives       []dockerArchive
 	ref, layout, archive string
 	epoch                string
 }
@@ -35,7 +42,7 @@ func main() {
 	})
 	flag.Func("docker-archive", "os/arch=path: write that platform's image as a `docker load` tarball (repeatable)", func(s string) error {
 		p, err := image.ParsePlatform(s)
-		f.dockerArchives = append(f.dockerArchives, p)
+		f.dockerArchives = append(f.dockerArchives, dockerArchive{platform: image.Platform{OS: p.OS, Arch: p.Arch}, path: p.Binary})
 		return err
 	})
 	flag.StringVar(&f.o.Version, "version", "", "release version (the image tag, the chart's appVersion)")
@@ -75,11 +82,11 @@ func run(out io.Writer, f flags) error {
 		}
 	}
 	for _, a := range f.dockerArchives {
-		img, err := image.PlatformImage(idx, a.OS, a.Arch)
+		img, err := image.PlatformImage(idx, a.platform.OS, a.platform.Arch)
 		if err != nil {
-			return fmt.Errorf("--docker-archive %s: %w", a, err)
+			return fmt.Errorf("--docker-archive %s: %w", a.platform, err)
 		}
-		if err := image.WriteTarball(a.Binary, f.ref, img); err != nil {
+		if err := image.WriteTarball(a.path, f.ref, img); err != nil {
 			return err
 		}
 	}

@@ -37,7 +37,7 @@ func TestPrintedDigest(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.platforms = append(f.platforms, image.Platform{OS: "linux", Arch: arch, Binary: bin})
-		f.dockerArchives = append(f.dockerArchives, image.Platform{OS: "linux", Arch: arch, Binary: filepath.Join(dir, "shardgate-"+arch+".tar")})
+		f.dockerArchives = append(f.dockerArchives, dockerArchive{platform: image.Platform{OS: "linux", Arch: arch}, path: filepath.Join(dir, "shardgate-"+arch+".tar")})
 	}
 	f.o.Version, f.epoch = "v9.8.7", "1700000000"
 	f.ref = "registry.example/shardgate:v9.8.7"
@@ -102,20 +102,20 @@ func TestPrintedDigest(t *testing.T) {
 	// Each docker-archive holds its platform's image, tagged ref, and the
 	// report names that image's manifest and config digests.
 	for _, a := range f.dockerArchives {
-		img, err := tarball.ImageFromPath(a.Binary, nil)
+		img, err := tarball.ImageFromPath(a.path, nil)
 		if err != nil {
-			t.Fatalf("%s: %v", a.Binary, err)
+			t.Fatalf("%s: %v", a.path, err)
 		}
 		cf, err := img.ConfigFile()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cf.Architecture != a.Arch {
-			t.Errorf("%s holds a %s image", a.Binary, cf.Architecture)
+		if cf.Architecture != a.platform.Arch {
+			t.Errorf("%s holds a %s image", a.path, cf.Architecture)
 		}
 		config, _ := img.ConfigName()
-		if !strings.Contains(out.String(), a.String()) || !strings.Contains(out.String(), config.String()) {
-			t.Errorf("the report does not name %s and its config %s:\n%s", a, config, out.String())
+		if !strings.Contains(out.String(), a.platform.String()) || !strings.Contains(out.String(), config.String()) {
+			t.Errorf("the report does not name %s and its config %s:\n%s", a.platform, config, out.String())
 		}
 	}
 }

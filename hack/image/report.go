@@ -43,7 +43,7 @@ func report(out io.Writer, f flags, idx v1.ImageIndex) error {
 		fmt.Fprintf(out, "  OCI archive: %s (skopeo copy --all oci-archive:%s docker://%s)\n", f.archive, f.archive, f.ref)
 	}
 	for _, a := range f.dockerArchives {
-		fmt.Fprintf(out, "  %s only: %s (docker load -i %s, kind load image-archive %s)\n", a, a.Binary, a.Binary, a.Binary)
+		fmt.Fprintf(out, "  %s only: %s (docker load -i %s, kind load image-archive %s)\n", a.platform, a.path, a.path, a.path)
 	}
 	return nil
 }
