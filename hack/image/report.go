@@ -12,7 +12,7 @@ import (
 // layout or the OCI archive is pushed unchanged, and the value of the
 // chart's image.digest. The per-platform lines give each image manifest's
 // digest (what a registry resolves REF to for that platform) and its
-// config's, which classic `docker load` shows as the image ID.
+// config's, which a classic `docker load` shows as the image ID.
 func report(out io.Writer, f flags, idx v1.ImageIndex) error {
 	digest, err := idx.Digest()
 	if err != nil {
@@ -34,7 +34,7 @@ func report(out io.Writer, f flags, idx v1.ImageIndex) error {
 		if err != nil {
 			return fmt.Errorf("image %s config: %w", d.Digest, err)
 		}
-		fmt.Fprintf(out, "  %-12s image manifest %s (config %s: the image ID docker load shows)\n", d.Platform.OS+"/"+d.Platform.Architecture, d.Digest, config)
+		fmt.Fprintf(out, "  %-12s image manifest %s (config %s: the image ID a classic docker load shows)\n", d.Platform.OS+"/"+d.Platform.Architecture, d.Digest, config)
 	}
 	if f.layout != "" {
 		fmt.Fprintf(out, "  OCI layout:  %s (crane push %s %s)\n", f.layout, f.layout, f.ref)
