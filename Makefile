@@ -5,7 +5,9 @@ SHELL      := /usr/bin/env bash
 GO         ?= go
 BIN        := $(CURDIR)/bin
 VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS    := -X github.com/shardgate/shardgate/internal/version.Version=$(VERSION)
+COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null)
+VERSION_PKG := github.com/shardgate/shardgate/internal/version
+LDFLAGS    := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)
 GOTESTFLAGS ?=
 export GOTOOLCHAIN := local
 # One build variant for everything make runs (tests, vet, the binary, the
@@ -22,20 +24,32 @@ all: build
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/shardgate ./cmd/shardgate
 
-## image: the controller image, offline (no Docker): a static linux binary on an empty
-## base, uid 65532, tagged $(IMAGE_REPO):<chart appVersion>, written as an OCI image
-## layout (bin/image/oci) and a `docker load` tarball (bin/image/shardgate.tar)
-IMAGE_REPO  ?= ghcr.io/shardgate/shardgate
-APP_VERSION := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' charts/shardgate/Chart.yaml)
-IMAGE_TAG   ?= $(APP_VERSION)
-IMAGE_ARCH  ?= $(shell $(GO) env GOARCH)
+## image: the controller image, offline (no Docker): a static linux binary per platform
+## (IMAGE_PLATFORMS) on an empty base, uid 65532, tagged $(IMAGE_REPO):$(IMAGE_TAG) (the
+## chart's appVersion), its binaries reporting that tag as their version. It writes a
+## multi-platform OCI image index as an OCI layout (bin/image/oci) and as a tar of that
+## layout (bin/image/shardgate-oci.tar), and one `docker load` / `kind load image-archive`
+## tarball per platform (bin/image/shardgate-<arch>.tar), and prints the index digest:
+## the digest a registry shows after the push, and the chart's image.digest
+IMAGE_REPO      ?= ghcr.io/shardgate/shardgate
+APP_VERSION     := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' charts/shardgate/Chart.yaml)
+IMAGE_TAG       ?= $(APP_VERSION)
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+IMAGE_LDFLAGS   := -s -w -X $(VERSION_PKG).Version=$(IMAGE_TAG) -X $(VERSION_PKG).Commit=$(COMMIT)
 image:
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' \
-		-o $(BIN)/image/shardgate-linux-$(IMAGE_ARCH) ./cmd/shardgate
-	$(GO) run ./hack/image --binary $(BIN)/image/shardgate-linux-$(IMAGE_ARCH) --os linux --arch $(IMAGE_ARCH) \
-		--version $(IMAGE_TAG) --revision "$$(git rev-parse HEAD 2>/dev/null)" \
+	@mkdir -p $(BIN)/image
+	@set -e; for p in $(IMAGE_PLATFORMS); do \
+		os=$${p%%/*}; arch=$${p#*/}; \
+		echo "go build $$os/$$arch -> $(BIN)/image/shardgate-$$os-$$arch"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(IMAGE_LDFLAGS)' \
+			-o $(BIN)/image/shardgate-$$os-$$arch ./cmd/shardgate; \
+	done
+	$(GO) run ./hack/image \
+		$(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(BIN)/image/shardgate-$(subst /,-,$(p)) \
+			--docker-archive $(p)=$(BIN)/image/shardgate-$(notdir $(p)).tar) \
+		--version $(IMAGE_TAG) --revision "$(COMMIT)" \
 		--created "$$(git log -1 --format=%ct 2>/dev/null || echo 0)" \
-		--tag $(IMAGE_REPO):$(IMAGE_TAG) --layout $(BIN)/image/oci --tarball $(BIN)/image/shardgate.tar
+		--tag $(IMAGE_REPO):$(IMAGE_TAG) --layout $(BIN)/image/oci --oci-archive $(BIN)/image/shardgate-oci.tar
 
 ## envtest-assets: kube-apiserver, etcd, controller-manager, scheduler, KWOK, MetalLB, CRDs,
 ## kubectl, helm, helm-docs and crd-ref-docs into bin/

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/shardgate/shardgate/internal/config"
 )
 
 // The image's fixed configuration; the Dockerfile states the same.
@@ -88,6 +91,10 @@ func Build(o Options) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image: %w", err)
 	}
+	ports, err := exposedPorts()
+	if err != nil {
+		return nil, err
+	}
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return nil, err
@@ -98,20 +105,42 @@ func Build(o Options) (v1.Image, error) {
 	cf.Config = v1.Config{
 		Entrypoint: []string{Entrypoint},
 		// The default command; the chart passes its own arguments.
-		Cmd:        []string{"controller"},
-		User:       User,
-		WorkingDir: "/",
-		Env:        []string{"PATH=/"},
-		Labels:     Labels(o),
-		ExposedPorts: map[string]struct{}{
-			"8080/tcp": {}, "8081/tcp": {}, "18000/tcp": {},
-		},
+		Cmd:          []string{"controller"},
+		User:         User,
+		WorkingDir:   "/",
+		Env:          []string{"PATH=/"},
+		Labels:       Labels(o),
+		ExposedPorts: ports,
 	}
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {
 		return nil, fmt.Errorf("image config: %w", err)
 	}
 	return img, nil
+}
+
+// DefaultPorts are the TCP ports the controller listens on by default, as
+// internal/config defines them: metrics, health probes, xDS, and the Akash
+// operators' HTTP API (akash.apiAddress, served in Akash mode). The image
+// config's ExposedPorts lists each of them.
+var DefaultPorts = []string{
+	config.DefaultMetricsAddress,
+	config.DefaultHealthAddress,
+	config.DefaultXDSAddress,
+	config.DefaultAkashAPIAddress,
+}
+
+// exposedPorts is ExposedPorts: "<port>/tcp" for each of DefaultPorts.
+func exposedPorts() (map[string]struct{}, error) {
+	ports := make(map[string]struct{}, len(DefaultPorts))
+	for _, addr := range DefaultPorts {
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil || port == "" {
+			return nil, fmt.Errorf("image: default listen address %q has no port: %v", addr, err)
+		}
+		ports[port+"/tcp"] = struct{}{}
+	}
+	return ports, nil
 }
 
 // rootfs is the layer's tar: /shardgate (0755, root-owned so the process
