@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/shardgate/shardgate/internal/version"
 )
 
 // The provider's own types, field for field and tag for tag, to compare
@@ -260,5 +262,13 @@ func TestNewVersionInfo(t *testing.T) {
 	}
 	if len(m) != 8 {
 		t.Errorf("keys %v", m)
+	}
+}
+
+// TestVersionCommitIsTheBuilds: /version's commit is the one `shardgate
+// version` prints (the Makefile's, or else the toolchain's stamp).
+func TestVersionCommitIsTheBuilds(t *testing.T) {
+	if got, want := NewVersionInfo().GitCommit, version.Revision(); got != want {
+		t.Fatalf("commit %q, want %q", got, want)
 	}
 }

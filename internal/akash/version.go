@@ -32,6 +32,7 @@ func NewVersionInfo() VersionInfo {
 		Name:      "shardgate",
 		AppName:   "shardgate",
 		Version:   version.Version,
+		GitCommit: version.Revision(),
 		GoVersion: fmt.Sprintf("go version %s %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH),
 	}
 	bi, ok := debug.ReadBuildInfo()
@@ -40,8 +41,6 @@ func NewVersionInfo() VersionInfo {
 	}
 	for _, s := range bi.Settings {
 		switch s.Key {
-		case "vcs.revision":
-			v.GitCommit = s.Value
 		case "-tags":
 			v.BuildTags = s.Value
 		}
