@@ -42,5 +42,11 @@
 // request size (gRPC's MaxRecvMsgSize). Refusals are counted by reason and
 // logged at most once a minute per client and reason.
 //
+// Streams per Gateway (metrics.go): shardgate_xds_gateway_proxies counts the
+// open streams bound to each Gateway the server serves, from 0 when the
+// Gateway is first published until it is no longer served. Only identities
+// of served Gateways get a series, so a client presenting certificates of
+// other Gateways cannot grow the number of series.
+//
 // It never writes to the apiserver: every replica serves xDS.
 package server
