@@ -295,6 +295,16 @@ func TestPrometheusRule(t *testing.T) {
 	g.Expect(known).To(HaveKeyWithValue("workqueue_retries_total", ConsistOf("name", "controller")))
 	g.Expect(known).To(HaveKeyWithValue("rest_client_requests_total", ConsistOf("code", "method", "host")))
 	g.Expect(known).To(HaveKeyWithValue("shardgate_xds_ca_expiry_timestamp_seconds", BeEmpty()))
+	g.Expect(known).To(HaveKeyWithValue("shardgate_xds_gateway_proxies", ConsistOf("gateway_namespace", "gateway_name")))
+	// A label of the controller's own named as a target label would be
+	// renamed exported_<label> by Prometheus (honor_labels is off in the
+	// ServiceMonitor): the alerts would group by the controller's
+	// namespace instead.
+	for name, labels := range known {
+		for _, l := range labels {
+			g.Expect(targetLabels).NotTo(ContainElement(l), "%s has a label named as a target label", name)
+		}
+	}
 	u, alerts := prometheusRule(t, map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{
 		"enabled": true, "additionalLabels": map[string]any{"release": "prom"},
 	}}})
@@ -305,7 +315,7 @@ func TestPrometheusRule(t *testing.T) {
 	g.Expect(keys(alerts)).To(ConsistOf("ShardgateNoConnectedProxies", "ShardgateXDSNACKs", "ShardgateStatusWritesFailing",
 		"ShardgateAPIServerWritesFailing", "ShardgateConfigReloadFailed", "ShardgateXDSCAExpiringSoon"))
 	uses := map[string]string{
-		"ShardgateNoConnectedProxies":     "shardgate_xds_connected_proxies",
+		"ShardgateNoConnectedProxies":     "shardgate_xds_gateway_proxies",
 		"ShardgateXDSNACKs":               "shardgate_xds_nacks_total",
 		"ShardgateStatusWritesFailing":    "workqueue_retries_total",
 		"ShardgateAPIServerWritesFailing": "rest_client_requests_total",
@@ -331,6 +341,11 @@ func TestPrometheusRule(t *testing.T) {
 	g.Expect(alerts["ShardgateXDSNACKs"].Expr).To(ContainSubstring("rate(shardgate_xds_nacks_total{"))
 	g.Expect(alerts["ShardgateXDSNACKs"].Expr).To(HaveSuffix("[5m])) > 0"))
 	g.Expect(alerts["ShardgateStatusWritesFailing"].Expr).To(ContainSubstring(`name="status"`))
+	// Per Gateway, over every replica (a proxy holds its stream to one).
+	g.Expect(alerts["ShardgateNoConnectedProxies"].Expr).To(HavePrefix("sum by (namespace, gateway_namespace, gateway_name) (shardgate_xds_gateway_proxies{"))
+	g.Expect(alerts["ShardgateNoConnectedProxies"].Expr).To(HaveSuffix("}) == 0"))
+	g.Expect(alerts["ShardgateNoConnectedProxies"].For).To(Equal("15m"))
+	g.Expect(alerts["ShardgateNoConnectedProxies"].Annotations["description"]).To(ContainSubstring("{{ $labels.gateway_namespace }}/{{ $labels.gateway_name }}"))
 
 	// The checker itself refuses what a parser would.
 	for _, bad := range []alert{

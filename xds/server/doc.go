@@ -50,5 +50,11 @@
 // (controller-runtime's certwatcher for the certificate and key, fsnotify
 // for the CA bundle) and re-read periodically.
 //
+// Streams per Gateway (metrics.go): shardgate_xds_gateway_proxies counts the
+// open streams bound to each Gateway the server serves, from 0 when the
+// Gateway is first published until it is no longer served. Only identities
+// of served Gateways get a series, so a client presenting certificates of
+// other Gateways cannot grow the number of series.
+//
 // It never writes to the apiserver: every replica serves xDS.
 package server

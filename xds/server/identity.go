@@ -67,6 +67,10 @@ func (s *Server) openStream(ctx context.Context, key streamKey) error {
 	group, ok := peerGateway(ctx)
 	s.mu.Lock()
 	s.streams[key] = &streamState{identity: group, group: group}
+	if ok {
+		s.proxies[group]++
+		s.exportGatewayProxies(group)
+	}
 	s.mu.Unlock()
 	if !ok {
 		return errNoIdentity
@@ -76,6 +80,12 @@ func (s *Server) openStream(ctx context.Context, key streamKey) error {
 
 func (s *Server) closeStream(key streamKey) {
 	s.mu.Lock()
+	if st := s.streams[key]; st != nil && st.identity != "" {
+		if s.proxies[st.identity]--; s.proxies[st.identity] <= 0 {
+			delete(s.proxies, st.identity)
+		}
+		s.exportGatewayProxies(st.identity)
+	}
 	delete(s.streams, key)
 	s.mu.Unlock()
 }

@@ -87,6 +87,9 @@ type Server struct {
 	// streams: every open ADS stream, keyed by its kind and ID (see
 	// streamKey), with the identity bound to it at open.
 	streams map[streamKey]*streamState
+	// proxies: per identity (node group), the open streams bound to it
+	// (shardgate_xds_gateway_proxies, metrics.go); no entry at zero.
+	proxies map[string]int
 
 	// endpoints holds every EndpointSlice (UpdateEndpointSlice): the IR
 	// names each cluster's Service port, and a Gateway's clusters get
@@ -122,7 +125,7 @@ func (clusterHash) ID(n *core.Node) string { return n.GetCluster() }
 // New returns a server; Start serves it.
 func New(opts Options) *Server {
 	s := &Server{
-		opts: opts, log: opts.Log, gateways: map[string]*gatewayState{}, streams: map[streamKey]*streamState{},
+		opts: opts, log: opts.Log, gateways: map[string]*gatewayState{}, streams: map[streamKey]*streamState{}, proxies: map[string]int{},
 		endpoints: endpoints.NewTable(),
 	}
 	s.limits = opts.Limits.withDefaults()
@@ -163,6 +166,7 @@ func (s *Server) Publish(gateways []*ir.Gateway) {
 			st.stop()
 			delete(s.gateways, group) // a pending phase two must not revive it
 			s.cache.ClearSnapshot(group)
+			forgetGatewayProxies(group)
 		}
 	}
 	s.mu.Unlock()
@@ -268,6 +272,7 @@ func (s *Server) state(group string) *gatewayState {
 		st = &gatewayState{group: group, memo: &translate.Memo{}, checker: &translate.Checker{}}
 		st.onExpire = func() { s.republish(st) }
 		s.gateways[group] = st
+		s.exportGatewayProxies(group)
 	}
 	return st
 }

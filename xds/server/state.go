@@ -9,6 +9,9 @@ type State struct {
 	Streams int
 	// Identities: streams bound to the Gateway of their certificate.
 	Identities int
+	// ProxyIdentities: Gateways with open streams counted for
+	// shardgate_xds_gateway_proxies.
+	ProxyIdentities int
 	// GuardStreams: streams the NACK guard maps to a node.
 	GuardStreams int
 	// SentRecords: (node, type) pairs whose recent responses are kept.
@@ -31,6 +34,7 @@ func (s *Server) State() State {
 	var st State
 	s.mu.Lock()
 	st.Streams = len(s.streams)
+	st.ProxyIdentities = len(s.proxies)
 	for _, g := range s.gateways {
 		if g.pending != nil {
 			st.Pending++
