@@ -205,9 +205,15 @@ var _ = Describe("Tenant isolation: tenant limits on a shard", Ordered, func() {
 		Eventually(accepted(r)).Should(Equal("True/Accepted"))
 		Eventually(prefixes("shop.lim.test")).Should(ContainElement("/v1"))
 		for _, v := range []string{"/v2", "/v3"} {
-			Expect(c.Get(ctx, client.ObjectKeyFromObject(r), r)).To(Succeed())
-			r.Spec.Rules[0].Matches[0].Path.Value = new(v)
-			Expect(c.Update(ctx, r)).To(Succeed())
+			// The controller writes the route's status meanwhile: read and
+			// write again on a conflict.
+			Eventually(func() error {
+				if err := c.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil {
+					return err
+				}
+				r.Spec.Rules[0].Matches[0].Path.Value = new(v)
+				return c.Update(ctx, r)
+			}).Should(Succeed())
 			Eventually(prefixes("shop.lim.test")).Should(And(ContainElement(v), Not(ContainElement("/v1"))))
 			Eventually(accepted(r)).Should(Equal("True/Accepted"))
 		}

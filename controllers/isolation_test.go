@@ -185,13 +185,18 @@ var _ = Describe("Tenant isolation on the real apiserver", Ordered, ContinueOnFa
 		By("tenant B writes its own status: Reserved for the victim's name")
 		thief := b.get(ctx, "thief")
 		Expect(thief.CreationTimestamp.Time.After(a.get(ctx, "holder").CreationTimestamp.Time)).To(BeFalse())
-		forged := thief.DeepCopy()
-		forged.Status.ReservedHosts = []string{"prize.example.test"}
-		meta.SetStatusCondition(&forged.Status.Conditions, metav1.Condition{
-			Type: shardgatev1alpha1.ConditionReserved, Status: metav1.ConditionTrue, Reason: shardgatev1alpha1.ReasonReserved,
-			Message: "forged", ObservedGeneration: forged.Generation,
-		})
-		Expect(c.Status().Update(ctx, forged)).To(Succeed())
+		// (Read again and retry on a conflict with the controller's own
+		// status write.)
+		var forged *shardgatev1alpha1.LeaseHost
+		Eventually(func() error {
+			forged = b.get(ctx, "thief")
+			forged.Status.ReservedHosts = []string{"prize.example.test"}
+			meta.SetStatusCondition(&forged.Status.Conditions, metav1.Condition{
+				Type: shardgatev1alpha1.ConditionReserved, Status: metav1.ConditionTrue, Reason: shardgatev1alpha1.ReasonReserved,
+				Message: "forged", ObservedGeneration: forged.Generation,
+			})
+			return c.Status().Update(ctx, forged)
+		}).Should(Succeed())
 
 		By("the controller rewrites the forged status and the holder keeps the name")
 		Eventually(func(g Gomega) {

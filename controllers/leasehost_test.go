@@ -245,12 +245,14 @@ var _ = Describe("LeaseHost ownership on the real apiserver", Ordered, func() {
 		Expect(settled.Shards).To(HaveLen(1))
 
 		By("another writer replacing the whole status")
-		forged := f.get(ctx, "app")
-		forged.Status = shardgatev1alpha1.LeaseHostStatus{Conditions: []metav1.Condition{{
-			Type: shardgatev1alpha1.ConditionReserved, Status: metav1.ConditionFalse, Reason: shardgatev1alpha1.ReasonHostnameInUse,
-			Message: "forged", LastTransitionTime: metav1.Now(), ObservedGeneration: forged.Generation,
-		}}}
-		Expect(c.Status().Update(ctx, forged)).To(Succeed())
+		Eventually(func() error { // read again on a conflict with the controller's write
+			forged := f.get(ctx, "app")
+			forged.Status = shardgatev1alpha1.LeaseHostStatus{Conditions: []metav1.Condition{{
+				Type: shardgatev1alpha1.ConditionReserved, Status: metav1.ConditionFalse, Reason: shardgatev1alpha1.ReasonHostnameInUse,
+				Message: "forged", LastTransitionTime: metav1.Now(), ObservedGeneration: forged.Generation,
+			}}}
+			return c.Status().Update(ctx, forged)
+		}).Should(Succeed())
 
 		Eventually(func(g Gomega) {
 			got := f.get(ctx, "app").Status

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -131,11 +132,17 @@ func copyUntilEOF(dst *terminal, src *os.File) (int64, error) {
 func checkStory(t *testing.T, text string) {
 	t.Helper()
 	// alice's two LeasedIPs share one address; bob's has another.
+	// The IP column is found by its header, not by position.
 	ips := map[string]string{}
+	col := -1
 	for _, line := range strings.Split(text, "\n") {
 		f := strings.Fields(line)
-		if len(f) >= 5 && strings.HasPrefix(f[0], "lease-") && (f[1] == "web-http" || f[1] == "web-https") {
-			ips[f[0]+"/"+f[1]] = f[4]
+		if len(f) > 1 && f[0] == "NAMESPACE" && f[1] == "LEASEDIP" {
+			col = slices.Index(f, "IP")
+			continue
+		}
+		if col > 0 && len(f) > col && strings.HasPrefix(f[0], "lease-") && (f[1] == "web-http" || f[1] == "web-https") {
+			ips[f[0]+"/"+f[1]] = f[col]
 		}
 	}
 	if a, b, c := ips["lease-alice/web-http"], ips["lease-alice/web-https"], ips["lease-bob/web-http"]; a == "" || a != b || a == c {
@@ -152,7 +159,7 @@ func checkStory(t *testing.T, text string) {
 		// erin refused for the same name, dave's leased IP reported.
 		"spmv8svkn240ljckcjee2vjnpgkapat4ku7e28d7ddulq/shop.akash.example.test shop.akash.example.test web:80",
 		"erin-shop.akash.example.test Warning/HostnameInUse",
-		"ProviderHost lease shop.akash.example.test akash1v3shvegqqqqqqqqqqqqqqqqqqqqqqqqqf5gazh 500 shard-a shop.akash.example.test True Admitted",
+		"lease shop.akash.example.test shard-a shop.akash.example.test True Admitted",
 		`"Protocol": "TCP", "ServiceName": "web"`,
 	} {
 		if !strings.Contains(flat, strings.Join(strings.Fields(want), " ")) {
