@@ -7,7 +7,13 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/shardgate/shardgate/internal/testenv"
 )
 
 // memoryTarget is the RSS target (no GOMEMLIMIT) for a number of routes:
@@ -27,6 +33,11 @@ func memoryTarget(routes int) int64 {
 // 5 s) and reads its RSS and Go heap with the routes and Services now
 // present. After the largest size it saves the heap profile when asked.
 func (b *bench) measureMemory(ctx context.Context) error {
+	if len(b.res.Memory) == 0 {
+		if err := b.logBinary(ctx); err != nil {
+			b.logf("memory: binary: %v", err)
+		}
+	}
 	if _, err := b.settledWrites(ctx); err != nil {
 		return err
 	}
@@ -53,6 +64,44 @@ func (b *bench) measureMemory(ctx context.Context) error {
 	if f.HeapInuse == 0 {
 		return errors.New("go_memstats_heap_inuse_bytes missing from shardgate's metrics")
 	}
+	return nil
+}
+
+// logBinary logs what the binary costs before it does anything: its size,
+// and the peak RSS of `shardgate version` (the median of five runs), which
+// is the binary's pages touched at start-up and its packages' init-time
+// allocations. The peak is GNU time's (/usr/bin/time -f %M): a child this
+// process starts itself would report, as its maxrss, this process's
+// high-water mark too (it is cloned sharing this memory until exec).
+func (b *bench) logBinary(ctx context.Context) error {
+	bin, err := testenv.BuildShardgate()
+	if err != nil {
+		return err
+	}
+	st, err := os.Stat(bin)
+	if err != nil {
+		return err
+	}
+	const gnuTime = "/usr/bin/time"
+	if _, err := os.Stat(gnuTime); err != nil {
+		b.logf("memory: binary %s; no %s to measure `shardgate version`", mib(st.Size()), gnuTime)
+		return nil
+	}
+	var peaks []int64
+	for range 5 {
+		out, err := exec.CommandContext(ctx, gnuTime, "-f", "%M", bin, "version").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%s %s version: %w: %s", gnuTime, bin, err, out)
+		}
+		lines := strings.Fields(strings.TrimSpace(string(out)))
+		kb, err := strconv.ParseInt(lines[len(lines)-1], 10, 64)
+		if err != nil {
+			return fmt.Errorf("%s %s version: peak RSS: %w", gnuTime, bin, err)
+		}
+		peaks = append(peaks, kb<<10)
+	}
+	slices.Sort(peaks)
+	b.logf("memory: binary %s; `shardgate version` peak RSS %s (median of 5)", mib(st.Size()), mib(peaks[len(peaks)/2]))
 	return nil
 }
 

@@ -3,8 +3,9 @@ package manager
 import (
 	"net/http"
 
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/shardgate/shardgate/internal/metricsauth"
 )
 
 // DefaultPprofAddress is where --enable-profiling serves pprof when no
@@ -12,17 +13,17 @@ import (
 // authenticated.
 const DefaultPprofAddress = "127.0.0.1:8082"
 
-// metricsOptions is the metrics server: HTTPS with controller-runtime's
-// authentication and authorization filter (TokenReview, then a
-// SubjectAccessReview of the request path), as kubebuilder's default, or
-// plain HTTP when MetricsInsecure asks for it.
+// metricsOptions is the metrics server: HTTPS with an authentication and
+// authorization filter (TokenReview, then a SubjectAccessReview of the
+// request path, both cached briefly: internal/metricsauth), as
+// kubebuilder's default, or plain HTTP when MetricsInsecure asks for it.
 func (p *process) metricsOptions() metricsserver.Options {
 	o := metricsserver.Options{BindAddress: p.cfg.MetricsAddress, ExtraHandlers: p.metricsHandlers()}
 	if p.opts.MetricsInsecure {
 		return o
 	}
 	o.SecureServing = true
-	o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	o.FilterProvider = metricsauth.Provider(metricsauth.Options{})
 	if p.opts.MetricsCertDir != "" {
 		o.CertDir = p.opts.MetricsCertDir
 	}
