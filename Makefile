@@ -154,7 +154,9 @@ CONTOUR_DIR := $(BIN)/contour
 contour: $(CONTOUR_DIR)/.version-$(CONTOUR_VERSION)
 $(CONTOUR_DIR)/.version-$(CONTOUR_VERSION):
 	rm -rf $(CONTOUR_DIR).tmp && mkdir -p $(CONTOUR_DIR).tmp
-	GOBIN=$(CONTOUR_DIR).tmp GOFLAGS='$(GOFLAGS) -mod=mod' $(GO) install github.com/projectcontour/contour/cmd/contour@$(CONTOUR_VERSION)
+	GOBIN=$(CONTOUR_DIR).tmp GOFLAGS='$(GOFLAGS) -mod=mod' $(GO) install \
+		-ldflags '-X github.com/projectcontour/contour/internal/build.Version=$(CONTOUR_VERSION)' \
+		github.com/projectcontour/contour/cmd/contour@$(CONTOUR_VERSION)
 	dir=$$(GOFLAGS='$(GOFLAGS) -mod=mod' $(GO) mod download -json github.com/projectcontour/contour@$(CONTOUR_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
 		test -n "$$dir" && install -m 0644 "$$dir/examples/contour/01-crds.yaml" $(CONTOUR_DIR).tmp/01-crds.yaml
 	touch $(CONTOUR_DIR).tmp/.version-$(CONTOUR_VERSION)

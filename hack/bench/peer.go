@@ -44,7 +44,7 @@ const (
 // the peer run measures.
 type PeerResults struct {
 	Name    string // "contour"
-	Version string // the first line `<peer> version` prints
+	Version string // what `<peer> version` prints, on one line
 	// Flood: N route Creates (FloodWorkers at a time, each route's
 	// Service and EndpointSlice present), with the peer running, per
 	// round; FloodAccepted: from the last Create until every route is
@@ -83,7 +83,7 @@ func peerAssets(dir string) (bin, crds string, err error) {
 }
 
 // versionRSS runs `bin version` five times and returns the median of its
-// peak RSS (the kernel's ru_maxrss), and the first line it printed.
+// peak RSS (the kernel's ru_maxrss), and what it printed on one line.
 func versionRSS(ctx context.Context, bin string) (int64, string, error) {
 	var peaks []int64
 	var first string
@@ -98,7 +98,7 @@ func versionRSS(ctx context.Context, bin string) (int64, string, error) {
 			return 0, "", fmt.Errorf("%s version: no peak RSS in its resource usage", bin)
 		}
 		peaks = append(peaks, ru.Maxrss<<10) // KiB on Linux
-		first, _, _ = strings.Cut(strings.TrimSpace(string(out)), "\n")
+		first = strings.Join(strings.Fields(string(out)), " ")
 	}
 	slices.Sort(peaks)
 	return peaks[len(peaks)/2], first, nil
@@ -181,7 +181,7 @@ func runPeer(ctx context.Context, cfg Config, out io.Writer, res *Results) error
 // election, and without the informers of kinds whose served versions
 // differ between its Gateway API release and ours (TLSRoute, TCPRoute,
 // BackendTLSPolicy; the workload has none). Like shardgate, it runs with
-// no GOMEMLIMIT and the default GOGC.
+// no GOMEMLIMIT and the default GOGC, and with shardgate's client limits.
 func (b *bench) startContour(ctx context.Context, bin string) error {
 	ports := make([]int, 4)
 	for i := range ports {
@@ -207,6 +207,9 @@ func (b *bench) startContour(ctx context.Context, bin string) error {
 		"--health-address=127.0.0.1", fmt.Sprintf("--health-port=%d", hport),
 		"--debug-http-address=127.0.0.1", fmt.Sprintf("--debug-http-port=%d", dport),
 		"--disable-leader-election",
+		// shardgate's own client limits (--kube-api-qps, --kube-api-burst
+		// defaults): client-go's 5 QPS would hold back Contour's status writes.
+		"--kubernetes-client-qps=2000", "--kubernetes-client-burst=4000",
 		"--disable-feature=tlsroutes", "--disable-feature=tcproutes", "--disable-feature=backendtlspolicies",
 	}, []string{"GOMEMLIMIT=off", "GOGC=100"})
 	if err != nil {
