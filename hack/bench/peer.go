@@ -98,7 +98,13 @@ func versionRSS(ctx context.Context, bin string) (int64, string, error) {
 			return 0, "", fmt.Errorf("%s version: no peak RSS in its resource usage", bin)
 		}
 		peaks = append(peaks, ru.Maxrss<<10) // KiB on Linux
-		first = strings.Join(strings.Fields(string(out)), " ")
+		var lines []string
+		for l := range strings.Lines(string(out)) {
+			if !strings.HasPrefix(l, "time=") { // Contour's start-up log line
+				lines = append(lines, l)
+			}
+		}
+		first = strings.Join(strings.Fields(strings.Join(lines, " ")), " ")
 	}
 	slices.Sort(peaks)
 	return peaks[len(peaks)/2], first, nil
@@ -143,7 +149,7 @@ func runPeer(ctx context.Context, cfg Config, out io.Writer, res *Results) error
 		return err
 	}
 	defer func() {
-		b.stopShardgate() // the peer's process and xDS client
+		b.stopPeer()
 		if err := env.Stop(); err != nil {
 			b.logf("peer: stopping the harness: %v", err)
 		}
@@ -288,7 +294,9 @@ func (b *bench) peerFlood(ctx context.Context, p *PeerResults) error {
 		}
 		created := time.Now()
 		p.Flood = append(p.Flood, d)
-		b.logf("peer flood %d: %d Creates with %s running took %s (%s)", round+1, n, p.Name, ms(d), b.cpuSince(cpu))
+		after := b.cpuNow()
+		b.logf("peer flood %d: %d Creates with %s running took %s (CPU: %s %s, the machine %s)", round+1, n, p.Name, ms(d),
+			p.Name, ms(after.shardgate-cpu.shardgate), ms(after.machine-cpu.machine))
 		at, err := b.peerAccepted(ctx, n)
 		if err != nil {
 			return err
@@ -532,4 +540,18 @@ func peerRows(cfg Config, r *Results) []row {
 		out = append(out, row{vs + ": version", p.Version, "—", "info"})
 	}
 	return out
+}
+
+// stopPeer closes the xDS client and stops the peer's process.
+func (b *bench) stopPeer() {
+	if b.rds != nil {
+		b.rds.Close()
+		b.rds = nil
+	}
+	if b.proc != nil {
+		if err := b.proc.Stop(10 * time.Second); err != nil {
+			b.logf("peer: stopping it: %v", err)
+		}
+		b.proc = nil
+	}
 }
