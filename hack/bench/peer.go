@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,23 +85,18 @@ func peerAssets(dir string) (bin, crds string, err error) {
 }
 
 // versionRSS runs `bin version` five times and returns the median of its
-// peak RSS (the kernel's ru_maxrss), and what it printed on one line.
+// peak RSS, and what it printed on one line.
 func versionRSS(ctx context.Context, bin string) (int64, string, error) {
 	var peaks []int64
 	var first string
 	for range 5 {
-		cmd := exec.CommandContext(ctx, bin, "version")
-		out, err := cmd.CombinedOutput()
+		peak, out, err := peakRSS(ctx, bin, "version")
 		if err != nil {
-			return 0, "", fmt.Errorf("%s version: %w: %s", bin, err, out)
+			return 0, "", fmt.Errorf("%s version: %w", bin, err)
 		}
-		ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-		if !ok || ru.Maxrss <= 0 {
-			return 0, "", fmt.Errorf("%s version: no peak RSS in its resource usage", bin)
-		}
-		peaks = append(peaks, ru.Maxrss<<10) // KiB on Linux
+		peaks = append(peaks, peak)
 		var lines []string
-		for l := range strings.Lines(string(out)) {
+		for l := range strings.Lines(out) {
 			if !strings.HasPrefix(l, "time=") { // Contour's start-up log line
 				lines = append(lines, l)
 			}
@@ -108,6 +105,77 @@ func versionRSS(ctx context.Context, bin string) (int64, string, error) {
 	}
 	slices.Sort(peaks)
 	return peaks[len(peaks)/2], first, nil
+}
+
+// peakRSS runs bin with args to its end and returns its peak RSS (VmHWM)
+// and its output. The kernel's ru_maxrss cannot tell it: Go starts a child
+// with vfork, and exec records the bench's own peak in the child's. So the
+// child runs traced, and VmHWM is read from /proc when it stops on its way
+// out (PTRACE_EVENT_EXIT), its memory still mapped.
+func peakRSS(ctx context.Context, bin string, args ...string) (int64, string, error) {
+	out, err := os.CreateTemp("", "bench-peak-rss-")
+	if err != nil {
+		return 0, "", err
+	}
+	defer os.Remove(out.Name())
+	defer out.Close()
+	// Every ptrace request must come from the thread that started the child.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
+	if err := cmd.Start(); err != nil {
+		return 0, "", err
+	}
+	pid := cmd.Process.Pid
+	defer cmd.Process.Release() // reaped by Wait4 below, not cmd.Wait
+	var peak int64
+	var ws syscall.WaitStatus
+	for first := true; ; first = false {
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
+			_ = cmd.Process.Kill()
+			return 0, "", fmt.Errorf("wait: %w", err)
+		}
+		if ws.Exited() || ws.Signaled() {
+			break
+		}
+		if !ws.Stopped() {
+			continue
+		}
+		sig := 0
+		switch {
+		case first: // the stop after exec
+			if err := syscall.PtraceSetOptions(pid, syscall.PTRACE_O_TRACEEXIT); err != nil {
+				_ = cmd.Process.Kill()
+				return 0, "", fmt.Errorf("ptrace: %w", err)
+			}
+		case ws.StopSignal() == syscall.SIGTRAP && ws.TrapCause() == syscall.PTRACE_EVENT_EXIT:
+			pm, err := procMemory(pid)
+			if err != nil {
+				_ = cmd.Process.Kill()
+				return 0, "", err
+			}
+			peak = pm.HWM
+		default:
+			sig = int(ws.StopSignal()) // deliver what stopped it
+		}
+		if err := syscall.PtraceCont(pid, sig); err != nil {
+			_ = cmd.Process.Kill()
+			return 0, "", fmt.Errorf("ptrace: %w", err)
+		}
+		if ctx.Err() != nil {
+			_ = cmd.Process.Kill()
+		}
+	}
+	text, _ := os.ReadFile(out.Name())
+	if ws.Signaled() || ws.ExitStatus() != 0 {
+		return 0, "", fmt.Errorf("exit status %d (signal %v): %s", ws.ExitStatus(), ws.Signal(), text)
+	}
+	if peak <= 0 {
+		return 0, "", errors.New("no peak RSS read before it exited")
+	}
+	return peak, string(text), nil
 }
 
 // runPeer measures the peer on the workload run measured shardgate on:
@@ -125,6 +193,10 @@ func runPeer(ctx context.Context, cfg Config, out io.Writer, res *Results) error
 		if dir, err = peerDir(); err != nil {
 			return err
 		}
+	}
+	dir, err := filepath.Abs(dir) // the processes run in the harness's directory
+	if err != nil {
+		return err
 	}
 	bin, crds, err := peerAssets(dir)
 	if err != nil {

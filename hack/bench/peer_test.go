@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -118,4 +119,30 @@ func TestPeerSmoke(t *testing.T) {
 	if p.VersionRSS <= 0 || p.ShardgateVersionRSS <= 0 || !strings.Contains(p.Version, "v1.") {
 		t.Errorf("version: peak RSS %d (shardgate %d), %q", p.VersionRSS, p.ShardgateVersionRSS, p.Version)
 	}
+}
+
+// TestPeakRSS checks that a child's peak RSS is its own, not the bench's:
+// the bench grows far past what `shardgate version` needs before running
+// it, and the figure must stay below that growth.
+func TestPeakRSS(t *testing.T) {
+	bin, err := testenv.BuildShardgate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ballast := make([]byte, 512<<20)
+	for i := range ballast {
+		ballast[i] = 1 // touched: resident
+	}
+	peak, out, err := peakRSS(context.Background(), bin, "version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("shardgate version: peak RSS %s; printed %q", mib(peak), out)
+	if peak <= 1<<20 || peak >= 256<<20 {
+		t.Errorf("peak RSS %s: want the child's own (over 1 MiB, far below the bench's 512 MiB ballast)", mib(peak))
+	}
+	if strings.TrimSpace(out) == "" {
+		t.Errorf("no output captured")
+	}
+	runtime.KeepAlive(ballast)
 }
