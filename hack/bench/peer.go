@@ -593,6 +593,15 @@ func peerRows(cfg Config, r *Results) []row {
 		}
 		out = append(out, ratioRow(fmt.Sprintf("%s: RSS settled, %d routes + %d Services/EndpointSlices", vs, pm.Routes, pm.Services), p.Name,
 			float64(ours), float64(pm.RSS), bytesMiB, i >= 0 && ours > 0))
+		// RSS counts the binary's mapped file pages, which vary from run
+		// to run with the page cache; the anonymous part (heap, stacks,
+		// runtime) is what the objects cost.
+		var oursAnon int64
+		if i >= 0 {
+			oursAnon = r.Memory[i].Anon
+		}
+		out = append(out, ratioRow(fmt.Sprintf("%s: anonymous RSS settled (without the binary's file pages), %d routes", vs, pm.Routes), p.Name,
+			float64(oursAnon), float64(pm.Anon), bytesMiB, oursAnon > 0 && pm.Anon > 0))
 	}
 	out = append(out, ratioRow(vs+": `version` peak RSS", p.Name, float64(p.ShardgateVersionRSS), float64(p.VersionRSS), bytesMiB,
 		p.ShardgateVersionRSS > 0 && p.VersionRSS > 0))

@@ -22,13 +22,13 @@ func TestPeerRows(t *testing.T) {
 	r := &Results{
 		FloodWith:     []time.Duration{2 * time.Second, 2 * time.Second},
 		FloodAccepted: []time.Duration{500 * time.Millisecond},
-		Memory:        []MemoryFigure{{Routes: cfg.FloodRoutes, Services: 55, RSS: 100 << 20}},
+		Memory:        []MemoryFigure{{Routes: cfg.FloodRoutes, Services: 55, RSS: 100 << 20, Anon: 30 << 20}},
 		Propagation:   SampleSet{Routes: cfg.PropagationRoutes, Samples: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond}},
 		Peer: &PeerResults{
 			Name: peerContour, Version: "contour v1.33.8",
 			Flood:         []time.Duration{time.Second, 3 * time.Second},
 			FloodAccepted: []time.Duration{time.Second},
-			Memory: []MemoryFigure{{Routes: cfg.FloodRoutes, Services: 55, RSS: 80 << 20},
+			Memory: []MemoryFigure{{Routes: cfg.FloodRoutes, Services: 55, RSS: 80 << 20, Anon: 40 << 20},
 				{Routes: cfg.PropagationRoutes, Services: 105, RSS: 90 << 20}},
 			Propagation:         SampleSet{Routes: cfg.PropagationRoutes, Samples: []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}},
 			VersionRSS:          40 << 20,
@@ -38,8 +38,9 @@ func TestPeerRows(t *testing.T) {
 	want := map[string]struct{ value, verdict string }{
 		"route Creates":      {"shardgate 2000.0 ms, contour 2000.0 ms: 1.00×", "PASS"},
 		"Accepted after":     {"shardgate 500.0 ms, contour 1000.0 ms: 0.50×", "PASS"},
-		"RSS settled, 50 ":   {"shardgate 100.0 MiB, contour 80.0 MiB: 1.25×", "MISS"},
-		"RSS settled, 100 ":  {"not measured for both", "NOT MEASURED"},
+		" RSS settled, 50 ":  {"shardgate 100.0 MiB, contour 80.0 MiB: 1.25×", "MISS"},
+		" RSS settled, 100 ": {"not measured for both", "NOT MEASURED"},
+		"anonymous RSS settled (without the binary's file pages), 50 ": {"shardgate 30.0 MiB, contour 40.0 MiB: 0.75×", "PASS"},
 		"`version` peak RSS": {"shardgate 50.0 MiB, contour 40.0 MiB: 1.25×", "MISS"},
 		"RDS p50":            {"shardgate 10.0 ms, contour 100.0 ms: 0.10×", "PASS"},
 		"RDS p99":            {"shardgate 20.0 ms, contour 200.0 ms: 0.10×", "PASS"},
