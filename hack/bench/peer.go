@@ -242,11 +242,13 @@ func runPeer(ctx context.Context, cfg Config, out io.Writer, res *Results) error
 	if len(cfg.Phases) > 0 && !slices.Contains(cfg.Phases, "memory") && !slices.Contains(cfg.Phases, "propagation") {
 		return nil
 	}
-	if err := b.growTo(ctx, max(cfg.PropagationRoutes, cfg.FloodRoutes)); err != nil {
-		return fmt.Errorf("load: %w", err)
-	}
-	if err := b.peerMemory(ctx, p); err != nil {
-		return fmt.Errorf("memory: %w", err)
+	if size := max(cfg.PropagationRoutes, cfg.FloodRoutes); size > b.routes {
+		if err := b.growTo(ctx, size); err != nil {
+			return fmt.Errorf("load: %w", err)
+		}
+		if err := b.peerMemory(ctx, p); err != nil {
+			return fmt.Errorf("memory: %w", err)
+		}
 	}
 	if len(cfg.Phases) > 0 && !slices.Contains(cfg.Phases, "propagation") {
 		return nil
