@@ -58,9 +58,11 @@ type PeerResults struct {
 	// Propagation: route only (each route's Service present), route
 	// Create → its hostname in the peer's RouteConfiguration "http-80".
 	Propagation SampleSet
-	// VersionRSS: peak RSS (ru_maxrss) of `<binary> version`, the peer's
-	// and shardgate's.
-	VersionRSS, ShardgateVersionRSS int64
+	// VersionRSS: peak RSS (VmHWM) of `<binary> version`, the peer's and
+	// shardgate's; VersionAnon: its anonymous RSS as it exits (without
+	// the binary's file pages, which vary with the page cache).
+	VersionRSS, ShardgateVersionRSS   int64
+	VersionAnon, ShardgateVersionAnon int64
 }
 
 // peerDir is where `make contour` installs Contour: the binary and its CRDs.
@@ -84,17 +86,18 @@ func peerAssets(dir string) (bin, crds string, err error) {
 	return bin, crds, nil
 }
 
-// versionRSS runs `bin version` five times and returns the median of its
-// peak RSS, and what it printed on one line.
-func versionRSS(ctx context.Context, bin string) (int64, string, error) {
-	var peaks []int64
+// versionRSS runs `bin version` five times and returns the medians of its
+// peak RSS and of its anonymous RSS at exit, and what it printed on one
+// line.
+func versionRSS(ctx context.Context, bin string) (peak, anon int64, printed string, err error) {
+	var peaks, anons []int64
 	var first string
 	for range 5 {
-		peak, out, err := peakRSS(ctx, bin, "version")
+		pm, out, err := peakRSS(ctx, bin, "version")
 		if err != nil {
-			return 0, "", fmt.Errorf("%s version: %w", bin, err)
+			return 0, 0, "", fmt.Errorf("%s version: %w", bin, err)
 		}
-		peaks = append(peaks, peak)
+		peaks, anons = append(peaks, pm.HWM), append(anons, pm.Anon)
 		var lines []string
 		for l := range strings.Lines(out) {
 			if !strings.HasPrefix(l, "time=") { // Contour's start-up log line
@@ -104,18 +107,19 @@ func versionRSS(ctx context.Context, bin string) (int64, string, error) {
 		first = strings.Join(strings.Fields(strings.Join(lines, " ")), " ")
 	}
 	slices.Sort(peaks)
-	return peaks[len(peaks)/2], first, nil
+	slices.Sort(anons)
+	return peaks[len(peaks)/2], anons[len(anons)/2], first, nil
 }
 
-// peakRSS runs bin with args to its end and returns its peak RSS (VmHWM)
-// and its output. The kernel's ru_maxrss cannot tell it: Go starts a child
+// peakRSS runs bin with args to its end and returns its memory as it exits
+// (HWM: its peak RSS) and its output. The kernel's ru_maxrss cannot tell it: Go starts a child
 // with vfork, and exec records the bench's own peak in the child's. So the
 // child runs traced, and VmHWM is read from /proc when it stops on its way
 // out (PTRACE_EVENT_EXIT), its memory still mapped.
-func peakRSS(ctx context.Context, bin string, args ...string) (int64, string, error) {
+func peakRSS(ctx context.Context, bin string, args ...string) (procMem, string, error) {
 	out, err := os.CreateTemp("", "bench-peak-rss-")
 	if err != nil {
-		return 0, "", err
+		return procMem{}, "", err
 	}
 	defer os.Remove(out.Name())
 	defer out.Close()
@@ -126,16 +130,16 @@ func peakRSS(ctx context.Context, bin string, args ...string) (int64, string, er
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
 	if err := cmd.Start(); err != nil {
-		return 0, "", err
+		return procMem{}, "", err
 	}
 	pid := cmd.Process.Pid
 	defer cmd.Process.Release() // reaped by Wait4 below, not cmd.Wait
-	var peak int64
+	var peak procMem
 	var ws syscall.WaitStatus
 	for first := true; ; first = false {
 		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
 			_ = cmd.Process.Kill()
-			return 0, "", fmt.Errorf("wait: %w", err)
+			return procMem{}, "", fmt.Errorf("wait: %w", err)
 		}
 		if ws.Exited() || ws.Signaled() {
 			break
@@ -148,21 +152,21 @@ func peakRSS(ctx context.Context, bin string, args ...string) (int64, string, er
 		case first: // the stop after exec
 			if err := syscall.PtraceSetOptions(pid, syscall.PTRACE_O_TRACEEXIT); err != nil {
 				_ = cmd.Process.Kill()
-				return 0, "", fmt.Errorf("ptrace: %w", err)
+				return procMem{}, "", fmt.Errorf("ptrace: %w", err)
 			}
 		case ws.StopSignal() == syscall.SIGTRAP && ws.TrapCause() == syscall.PTRACE_EVENT_EXIT:
 			pm, err := procMemory(pid)
 			if err != nil {
 				_ = cmd.Process.Kill()
-				return 0, "", err
+				return procMem{}, "", err
 			}
-			peak = pm.HWM
+			peak = pm
 		default:
 			sig = int(ws.StopSignal()) // deliver what stopped it
 		}
 		if err := syscall.PtraceCont(pid, sig); err != nil {
 			_ = cmd.Process.Kill()
-			return 0, "", fmt.Errorf("ptrace: %w", err)
+			return procMem{}, "", fmt.Errorf("ptrace: %w", err)
 		}
 		if ctx.Err() != nil {
 			_ = cmd.Process.Kill()
@@ -170,10 +174,10 @@ func peakRSS(ctx context.Context, bin string, args ...string) (int64, string, er
 	}
 	text, _ := os.ReadFile(out.Name())
 	if ws.Signaled() || ws.ExitStatus() != 0 {
-		return 0, "", fmt.Errorf("exit status %d (signal %v): %s", ws.ExitStatus(), ws.Signal(), text)
+		return procMem{}, "", fmt.Errorf("exit status %d (signal %v): %s", ws.ExitStatus(), ws.Signal(), text)
 	}
-	if peak <= 0 {
-		return 0, "", errors.New("no peak RSS read before it exited")
+	if peak.HWM <= 0 {
+		return procMem{}, "", errors.New("no peak RSS read before it exited")
 	}
 	return peak, string(text), nil
 }
@@ -207,13 +211,14 @@ func runPeer(ctx context.Context, cfg Config, out io.Writer, res *Results) error
 	if err != nil {
 		return err
 	}
-	if p.ShardgateVersionRSS, _, err = versionRSS(ctx, sg); err != nil {
+	if p.ShardgateVersionRSS, p.ShardgateVersionAnon, _, err = versionRSS(ctx, sg); err != nil {
 		return err
 	}
-	if p.VersionRSS, p.Version, err = versionRSS(ctx, bin); err != nil {
+	if p.VersionRSS, p.VersionAnon, p.Version, err = versionRSS(ctx, bin); err != nil {
 		return err
 	}
-	b.logf("peer: `version` peak RSS: shardgate %s, %s %s (%s)", mib(p.ShardgateVersionRSS), p.Name, mib(p.VersionRSS), p.Version)
+	b.logf("peer: `version` peak RSS: shardgate %s (anonymous at exit %s), %s %s (anonymous at exit %s; %s)",
+		mib(p.ShardgateVersionRSS), mib(p.ShardgateVersionAnon), p.Name, mib(p.VersionRSS), mib(p.VersionAnon), p.Version)
 
 	b.logf("peer: booting a fresh kube-apiserver + etcd with %s's CRDs", p.Name)
 	env, err := testenv.Start(ctx, testenv.Options{ExtraCRDPaths: []string{crds}})
@@ -606,7 +611,9 @@ func peerRows(cfg Config, r *Results) []row {
 			float64(oursAnon), float64(pm.Anon), bytesMiB, oursAnon > 0 && pm.Anon > 0))
 	}
 	out = append(out, ratioRow(vs+": `version` peak RSS", p.Name, float64(p.ShardgateVersionRSS), float64(p.VersionRSS), bytesMiB,
-		p.ShardgateVersionRSS > 0 && p.VersionRSS > 0))
+		p.ShardgateVersionRSS > 0 && p.VersionRSS > 0),
+		ratioRow(vs+": `version` anonymous RSS at exit", p.Name, float64(p.ShardgateVersionAnon), float64(p.VersionAnon), bytesMiB,
+			p.ShardgateVersionAnon > 0 && p.VersionAnon > 0))
 	if len(p.Propagation.Samples) > 0 {
 		ours, theirs := r.Propagation, p.Propagation
 		same := ours.Routes == theirs.Routes && len(ours.Samples) > 0
