@@ -151,12 +151,30 @@ conformance-local: envtest-assets
 	CI=$${CI:-} $(GO) test -count=1 -timeout 25m -ldflags '$(LDFLAGS)' -run '^(TestConformanceLocal|TestTrafficTestsUpToDate|TestScan.*)$$' -v ./conformance/ $(if $(CONFORMANCE_FLAGS),-args $(CONFORMANCE_FLAGS))
 
 ## bench: Go benchmarks, then the bench command against the harness apiserver: every figure with
-## its target and PASS/MISS, exit 0 either way (BENCHMARKS.md); BENCH_FLAGS go to the command,
+## its target and PASS/MISS, exit 0 either way (BENCHMARKS.md), and Contour on the same workload
+## (-peer contour: ratios shardgate/Contour, target ≤ 1.00); BENCH_FLAGS go to the command,
 ## for example BENCH_FLAGS='-phases flood' or '-memory-routes 0'
-bench: envtest-assets
+bench: envtest-assets contour
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./internal/hostnames/
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/gatewayapi/ ./xds/translate/ ./xds/server/
-	$(GO) run ./hack/bench $(BENCH_FLAGS)
+	$(GO) run ./hack/bench -peer contour -peer-dir $(CONTOUR_DIR) $(BENCH_FLAGS)
+
+## contour: the bench's peer, Contour $(CONTOUR_VERSION) (hack/versions.env), into bin/contour/: the binary
+## built from the Go module proxy the way shardgate is built (static, -trimpath, this Go toolchain) and
+## its CRDs (examples/contour/01-crds.yaml of the module). Cached: rebuilt only when the version changes.
+## Not part of make test nor envtest-assets.
+CONTOUR_DIR := $(BIN)/contour
+.PHONY: contour
+contour: $(CONTOUR_DIR)/.version-$(CONTOUR_VERSION)
+$(CONTOUR_DIR)/.version-$(CONTOUR_VERSION):
+	rm -rf $(CONTOUR_DIR).tmp && mkdir -p $(CONTOUR_DIR).tmp
+	GOBIN=$(CONTOUR_DIR).tmp GOFLAGS='$(GOFLAGS) -mod=mod' $(GO) install \
+		-ldflags '-X github.com/projectcontour/contour/internal/build.Version=$(CONTOUR_VERSION)' \
+		github.com/projectcontour/contour/cmd/contour@$(CONTOUR_VERSION)
+	dir=$$(GOFLAGS='$(GOFLAGS) -mod=mod' $(GO) mod download -json github.com/projectcontour/contour@$(CONTOUR_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+		test -n "$$dir" && install -m 0644 "$$dir/examples/contour/01-crds.yaml" $(CONTOUR_DIR).tmp/01-crds.yaml
+	touch $(CONTOUR_DIR).tmp/.version-$(CONTOUR_VERSION)
+	rm -rf $(CONTOUR_DIR) && mv $(CONTOUR_DIR).tmp $(CONTOUR_DIR)
 
 ## demo: boot the embedded control plane, run shardgate, apply examples/, stay up until Ctrl-C
 demo: envtest-assets build

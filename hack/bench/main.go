@@ -6,6 +6,7 @@
 //
 //	go run ./hack/bench          # full sizes
 //	go run ./hack/bench -smoke   # small sizes, for make test
+//	go run ./hack/bench -peer contour   # and Contour on the same workload (make contour)
 //
 // Nothing here sends traffic anywhere but 127.0.0.1: the xDS client dials
 // the shardgate process on loopback, and EndpointSlice addresses
@@ -37,6 +38,8 @@ func main() {
 	cpu := flag.String("cpu-profile", "", "save shardgate's CPU profile over the route-only propagation samples to this file")
 	allocs := flag.String("alloc-profile", "", "save shardgate's allocations over the route-only propagation samples (a delta profile) to this file")
 	floodCPU := flag.String("flood-cpu-profile", "", "save shardgate's CPU profile over the last flood round (its Creates and the statuses after them, 4 s) to this file")
+	peer := flag.String("peer", "", `measure a peer controller on the same workload after shardgate, against a fresh harness: "contour" (installed by make contour)`)
+	peerDir := flag.String("peer-dir", "", "directory holding the peer's binary and CRDs (default bin/contour)")
 	flag.Parse()
 	if *smoke {
 		cfg = smokeConfig()
@@ -62,10 +65,23 @@ func main() {
 	cfg.CPUProfile = *cpu
 	cfg.AllocProfile = *allocs
 	cfg.FloodCPUProfile = *floodCPU
+	switch *peer {
+	case "", peerContour:
+		cfg.Peer, cfg.PeerDir = *peer, *peerDir
+	default:
+		fmt.Fprintf(os.Stderr, "bench: unknown -peer %q (the only peer is %q)\n", *peer, peerContour)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
 	res, err := run(ctx, cfg, os.Stdout)
+	if err == nil && res != nil && cfg.Peer != "" {
+		if perr := runPeer(ctx, cfg, os.Stdout, res); perr != nil {
+			res.Errors = append(res.Errors, "peer "+cfg.Peer+": "+perr.Error())
+			fmt.Fprintf(os.Stdout, "peer %s: %v\n", cfg.Peer, perr)
+		}
+	}
 	if res != nil {
 		fmt.Println()
 		printTable(os.Stdout, cfg, res)

@@ -72,6 +72,10 @@ type Config struct {
 	// FloodCPUProfile, when set, is where the last flood round saves
 	// shardgate's CPU profile, from its first Create for FloodProfileTime.
 	FloodCPUProfile string
+	// Peer, when "contour", measures Contour on the same workload after
+	// shardgate (peer.go); PeerDir holds its binary and CRDs (default
+	// bin/contour, from `make contour`).
+	Peer, PeerDir string
 }
 
 func fullConfig() Config {
@@ -123,6 +127,9 @@ type Results struct {
 	// LeaseHostFlow: a new lease's Service, EndpointSlice and LeaseHost
 	// (revoke phase, every name held).
 	LeaseHostFlow LeaseHostFlow
+
+	// Peer: the peer's figures (peer.go), nil when none ran.
+	Peer *PeerResults
 
 	// Errors of phases that could not finish.
 	Errors []string

@@ -191,6 +191,7 @@ func rows(cfg Config, r *Results) []row {
 			fmt.Sprintf("%s / %s (%d samples%s); shardgate %s, the machine %s", ms(a50), ms(a99), len(f.Accepted), notSeen, ms(f.CPU), ms(f.MachineCPU)),
 			"—", verdict(len(f.Accepted) > 0, true)})
 	}
+	out = append(out, peerRows(cfg, r)...)
 	for i := range out {
 		if out[i].target == "—" && out[i].verdict == "PASS" {
 			out[i].verdict = "info"
