@@ -52,7 +52,7 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("memory %d: %+v, want %d routes and ≥ %d Services", i, m, wantSizes[i], wantSizes[i]+cfg.ExtraServices)
 		}
 	}
-	sets := append([]SampleSet{res.Propagation, res.Churn, res.PropagationLarge}, res.Tenant...)
+	sets := append([]SampleSet{res.Propagation, res.PropagationB2B, res.Churn, res.PropagationLarge, res.PropagationLargeB2B}, res.Tenant...)
 	// Tenant flow at N, P and M routes.
 	if len(res.Tenant) != 3 {
 		t.Errorf("tenant flow: %d phases, want 3", len(res.Tenant))

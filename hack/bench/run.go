@@ -114,11 +114,16 @@ type Results struct {
 
 	// Propagation (route only, each route's Service already present).
 	Propagation SampleSet
-	Churn       SampleSet
-	// PropagationLarge: route only at M routes.
-	PropagationLarge SampleSet
-	ChurnUpdates     int64 // route updates made by the churn goroutine
-	ChurnUpdateError int64
+	// PropagationB2B: the same, each Create as soon as the previous
+	// sample's route reached RDS.
+	PropagationB2B SampleSet
+	Churn          SampleSet
+	// PropagationLarge: route only at M routes; PropagationLargeB2B back
+	// to back.
+	PropagationLarge    SampleSet
+	PropagationLargeB2B SampleSet
+	ChurnUpdates        int64 // route updates made by the churn goroutine
+	ChurnUpdateError    int64
 
 	// LeaseHostFlow: a new lease's Service, EndpointSlice and LeaseHost
 	// (revoke phase, every name held).

@@ -138,10 +138,12 @@ func rows(cfg Config, r *Results) []row {
 	if len(r.Propagation.Samples) > 0 || len(r.Churn.Samples) > 0 {
 		phases = append(phases,
 			phase{fmt.Sprintf("propagation, route only (%d routes)", r.Propagation.Routes), r.Propagation},
+			phase{fmt.Sprintf("propagation, route only, back to back (%d routes)", r.PropagationB2B.Routes), r.PropagationB2B},
 			phase{fmt.Sprintf("propagation under churn (%d updates/s, %d routes)", cfg.ChurnRate, r.Churn.Routes), r.Churn})
 	}
 	if len(r.PropagationLarge.Samples) > 0 {
-		phases = append(phases, phase{fmt.Sprintf("propagation, route only (%d routes)", r.PropagationLarge.Routes), r.PropagationLarge})
+		phases = append(phases, phase{fmt.Sprintf("propagation, route only (%d routes)", r.PropagationLarge.Routes), r.PropagationLarge},
+			phase{fmt.Sprintf("propagation, route only, back to back (%d routes)", r.PropagationLargeB2B.Routes), r.PropagationLargeB2B})
 	}
 	for _, t := range r.Tenant {
 		phases = append(phases, phase{fmt.Sprintf("tenant flow (%d routes)", t.Routes), t})
