@@ -49,13 +49,12 @@ const minRestIntervals = 1.0 / 20
 //     when there is none. A sustained burst is so translated at most once
 //     per interval on average, all its events folded into each translation
 //     (the delaying queue keeps the earliest deadline of the one key).
-//   - After every translation the controller rests as long as it took
-//     (at least minRestIntervals, at most maxTranslateDebt intervals)
-//     before the next starts, so it
-//     never spends more than about half its time translating and leaves the
-//     rest of the machine to the apiserver whose events it follows. The rest
-//     runs from the translation's end: a change that arrives after a quiet
-//     spell longer than the rest does not wait at all.
+//   - After every translation the controller rests as long as it took (at
+//     least minRestIntervals, at most maxTranslateDebt intervals) before
+//     the next starts, so it never spends more than about half its time
+//     translating and leaves the rest of the machine to the apiserver whose
+//     events it follows. The rest runs from the translation's end: a change
+//     that arrives after a quiet spell longer than the rest does not wait.
 type translateLimiter struct {
 	interval time.Duration
 	now      func() time.Time
