@@ -111,6 +111,9 @@ type Results struct {
 	Memory []MemoryFigure
 
 	Tenant []SampleSet
+	// TenantB2B: the same, each lease's Service Create as soon as the
+	// previous lease's route reached RDS.
+	TenantB2B []SampleSet
 
 	// Propagation (route only, each route's Service already present).
 	Propagation SampleSet

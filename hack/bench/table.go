@@ -145,8 +145,12 @@ func rows(cfg Config, r *Results) []row {
 		phases = append(phases, phase{fmt.Sprintf("propagation, route only (%d routes)", r.PropagationLarge.Routes), r.PropagationLarge},
 			phase{fmt.Sprintf("propagation, route only, back to back (%d routes)", r.PropagationLargeB2B.Routes), r.PropagationLargeB2B})
 	}
-	for _, t := range r.Tenant {
+	for i, t := range r.Tenant {
 		phases = append(phases, phase{fmt.Sprintf("tenant flow (%d routes)", t.Routes), t})
+		if i < len(r.TenantB2B) {
+			b2b := r.TenantB2B[i]
+			phases = append(phases, phase{fmt.Sprintf("tenant flow, back to back (%d routes)", b2b.Routes), b2b})
+		}
 	}
 	for _, ph := range phases {
 		p50, p99, m := stats(ph.set.Samples)
