@@ -158,6 +158,9 @@ type SampleSet struct {
 	// phase: how many, and their mean duration.
 	Translations  int
 	TranslateMean time.Duration
+	// Elapsed: from the first sample's start to the last one's end (back
+	// to back, the mean time per sample is what sets the rate of Creates).
+	Elapsed time.Duration
 }
 
 const (

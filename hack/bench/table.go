@@ -173,7 +173,7 @@ func rows(cfg Config, r *Results) []row {
 			s50, s99, _ := stats(ph.set.FromService)
 			out = append(out, row{ph.name + ": Service Create → RDS p50 / p99", ms(s50) + " / " + ms(s99), "—", verdict(ok, true)})
 		}
-		out = append(out, row{ph.name + ": translations (mean time)", fmt.Sprintf("%d (%s each)", ph.set.Translations, ms(ph.set.TranslateMean)), "—", verdict(ok, true)})
+		out = append(out, row{ph.name + ": translations (mean time)", fmt.Sprintf("%d (%s each); %d samples in %s", ph.set.Translations, ms(ph.set.TranslateMean), len(ph.set.Samples), ms(ph.set.Elapsed)), "—", verdict(ok, true)})
 	}
 	// The LeaseHost flow (revoke phase) has no target.
 	if f := r.LeaseHostFlow; len(f.Samples) > 0 {

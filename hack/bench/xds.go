@@ -399,7 +399,7 @@ func (s SampleSet) String() string {
 	if len(s.FromService) > 0 {
 		out += "; from the Service's Create: " + summary(s.FromService)
 	}
-	return out + fmt.Sprintf("; %d translations, mean %s", s.Translations, ms(s.TranslateMean))
+	return out + fmt.Sprintf("; %d translations, mean %s; %d samples in %s", s.Translations, ms(s.TranslateMean), len(s.Samples), ms(s.Elapsed))
 }
 
 // sample creates n routes one at a time, each time measuring from the
@@ -411,7 +411,11 @@ func (s SampleSet) String() string {
 func (b *bench) sample(ctx context.Context, w *rdsWatch, n int, gap time.Duration, tenant bool) (set SampleSet, err error) {
 	set = SampleSet{Routes: b.routes}
 	tr := b.translations(ctx)
-	defer func() { set.Translations, set.TranslateMean = tr() }()
+	start := time.Now()
+	defer func() {
+		set.Translations, set.TranslateMean = tr()
+		set.Elapsed = time.Since(start)
+	}()
 	for range n {
 		began := time.Now()
 		k := b.routes
