@@ -284,3 +284,31 @@ func TestHoldOffHandlerQueues(t *testing.T) {
 		t.Errorf("translation under load with no token: wait %s, want about an interval", d)
 	}
 }
+
+// Changes one at a time, each arriving after the translation of the one
+// before (a translation of 1 ms, the next change 3 ms after it ended), go
+// into the real queue at once, every one of them: 250 changes a second of
+// a single client are no load.
+func TestHoldOffHandlerBackToBack(t *testing.T) {
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	l := newTranslateLimiter(20*time.Millisecond, c.now)
+	h := holdOffHandler{limit: l}
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	ctx := context.Background()
+	create := event.CreateEvent{Object: &gatewayv1.HTTPRoute{}}
+	for i := range 200 {
+		h.Create(ctx, create, q)
+		if q.Len() != 1 {
+			t.Fatalf("change %d, after its predecessor was translated: queue length %d, want 1 (queued at once)", i+1, q.Len())
+		}
+		key, _ := q.Get()
+		if d := l.take(); d != 0 {
+			t.Fatalf("change %d: translation held %s", i+1, d)
+		}
+		c.add(time.Millisecond)
+		l.done(time.Millisecond)
+		q.Done(key)
+		c.add(3 * time.Millisecond)
+	}
+}
