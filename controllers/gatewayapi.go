@@ -94,7 +94,7 @@ type GatewayAPIReconciler struct {
 	// that the burst is translated once (Contour holds 100 ms; we hold less).
 	HoldOff time.Duration
 	// MinInterval spaces translations, and so xDS pushes and status
-	// batches, under sustained churn (see translateLimiter); zero means
+	// batches, under load (see translateLimiter); zero means
 	// DefaultMinInterval.
 	MinInterval time.Duration
 	Log         logr.Logger
@@ -200,6 +200,7 @@ func (r *GatewayAPIReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	start := time.Now()
+	defer func() { r.limit.done(time.Since(start)) }()
 	in, err := r.snapshot(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -215,7 +216,6 @@ func (r *GatewayAPIReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 		r.Publisher.Publish(out.Gateways)
 	}
 	r.Status.Submit(in, out)
-	r.limit.done(time.Since(start))
 	return reconcile.Result{}, nil
 }
 

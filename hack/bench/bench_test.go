@@ -52,17 +52,18 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("memory %d: %+v, want %d routes and ≥ %d Services", i, m, wantSizes[i], wantSizes[i]+cfg.ExtraServices)
 		}
 	}
-	sets := append([]SampleSet{res.Propagation, res.Churn, res.PropagationLarge}, res.Tenant...)
-	// Tenant flow at N, P and M routes.
-	if len(res.Tenant) != 3 {
-		t.Errorf("tenant flow: %d phases, want 3", len(res.Tenant))
+	sets := append([]SampleSet{res.Propagation, res.PropagationB2B, res.Churn, res.PropagationLarge, res.PropagationLargeB2B}, res.Tenant...)
+	sets = append(sets, res.TenantB2B...)
+	// Tenant flow at N, P and M routes, spaced and back to back.
+	if len(res.Tenant) != 3 || len(res.TenantB2B) != 3 {
+		t.Errorf("tenant flow: %d phases, %d back to back, want 3", len(res.Tenant), len(res.TenantB2B))
 	}
 	for i, s := range sets {
 		if len(s.Samples) != cfg.Samples || s.Late > 0 {
 			t.Errorf("sample set %d: %d samples (%d timed out), want %d", i, len(s.Samples), s.Late, cfg.Samples)
 		}
 	}
-	for _, s := range res.Tenant {
+	for _, s := range append(res.Tenant, res.TenantB2B...) {
 		if len(s.FromService) != cfg.Samples {
 			t.Errorf("tenant flow: %d Service → RDS samples, want %d", len(s.FromService), cfg.Samples)
 		}

@@ -115,14 +115,22 @@ type Results struct {
 	Memory []MemoryFigure
 
 	Tenant []SampleSet
+	// TenantB2B: the same, each lease's Service Create as soon as the
+	// previous lease's route reached RDS.
+	TenantB2B []SampleSet
 
 	// Propagation (route only, each route's Service already present).
 	Propagation SampleSet
-	Churn       SampleSet
-	// PropagationLarge: route only at M routes.
-	PropagationLarge SampleSet
-	ChurnUpdates     int64 // route updates made by the churn goroutine
-	ChurnUpdateError int64
+	// PropagationB2B: the same, each Create as soon as the previous
+	// sample's route reached RDS.
+	PropagationB2B SampleSet
+	Churn          SampleSet
+	// PropagationLarge: route only at M routes; PropagationLargeB2B back
+	// to back.
+	PropagationLarge    SampleSet
+	PropagationLargeB2B SampleSet
+	ChurnUpdates        int64 // route updates made by the churn goroutine
+	ChurnUpdateError    int64
 
 	// LeaseHostFlow: a new lease's Service, EndpointSlice and LeaseHost
 	// (revoke phase, every name held).
@@ -157,6 +165,9 @@ type SampleSet struct {
 	// phase: how many, and their mean duration.
 	Translations  int
 	TranslateMean time.Duration
+	// Elapsed: from the first sample's start to the last one's end (back
+	// to back, the mean time per sample is what sets the rate of Creates).
+	Elapsed time.Duration
 }
 
 const (

@@ -138,13 +138,19 @@ func rows(cfg Config, r *Results) []row {
 	if len(r.Propagation.Samples) > 0 || len(r.Churn.Samples) > 0 {
 		phases = append(phases,
 			phase{fmt.Sprintf("propagation, route only (%d routes)", r.Propagation.Routes), r.Propagation},
+			phase{fmt.Sprintf("propagation, route only, back to back (%d routes)", r.PropagationB2B.Routes), r.PropagationB2B},
 			phase{fmt.Sprintf("propagation under churn (%d updates/s, %d routes)", cfg.ChurnRate, r.Churn.Routes), r.Churn})
 	}
 	if len(r.PropagationLarge.Samples) > 0 {
-		phases = append(phases, phase{fmt.Sprintf("propagation, route only (%d routes)", r.PropagationLarge.Routes), r.PropagationLarge})
+		phases = append(phases, phase{fmt.Sprintf("propagation, route only (%d routes)", r.PropagationLarge.Routes), r.PropagationLarge},
+			phase{fmt.Sprintf("propagation, route only, back to back (%d routes)", r.PropagationLargeB2B.Routes), r.PropagationLargeB2B})
 	}
-	for _, t := range r.Tenant {
+	for i, t := range r.Tenant {
 		phases = append(phases, phase{fmt.Sprintf("tenant flow (%d routes)", t.Routes), t})
+		if i < len(r.TenantB2B) {
+			b2b := r.TenantB2B[i]
+			phases = append(phases, phase{fmt.Sprintf("tenant flow, back to back (%d routes)", b2b.Routes), b2b})
+		}
 	}
 	for _, ph := range phases {
 		p50, p99, m := stats(ph.set.Samples)
@@ -167,7 +173,7 @@ func rows(cfg Config, r *Results) []row {
 			s50, s99, _ := stats(ph.set.FromService)
 			out = append(out, row{ph.name + ": Service Create → RDS p50 / p99", ms(s50) + " / " + ms(s99), "—", verdict(ok, true)})
 		}
-		out = append(out, row{ph.name + ": translations (mean time)", fmt.Sprintf("%d (%s each)", ph.set.Translations, ms(ph.set.TranslateMean)), "—", verdict(ok, true)})
+		out = append(out, row{ph.name + ": translations (mean time)", fmt.Sprintf("%d (%s each); %d samples in %s", ph.set.Translations, ms(ph.set.TranslateMean), len(ph.set.Samples), ms(ph.set.Elapsed)), "—", verdict(ok, true)})
 	}
 	// The LeaseHost flow (revoke phase) has no target.
 	if f := r.LeaseHostFlow; len(f.Samples) > 0 {

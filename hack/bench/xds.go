@@ -237,15 +237,17 @@ func (b *bench) rdsClient(ctx context.Context) (*rdsWatch, error) {
 
 // propagation measures route create → RouteConfiguration with its hostname
 // received, with each new route's Service and EndpointSlice created
-// beforehand: first quietly, then while ChurnRate other routes are updated
-// per second.
+// beforehand: first quietly, the samples propagationGap apart, then back to
+// back (each Create as soon as the previous route reached RDS, as a
+// provider's new leases come: on no schedule), then while ChurnRate other
+// routes are updated per second.
 func (b *bench) propagation(ctx context.Context) error {
 	w, err := b.rdsClient(ctx)
 	if err != nil {
 		return err
 	}
 	n, base := b.cfg.Samples, b.routes
-	if err := b.sampleBackends(ctx, 2*n); err != nil {
+	if err := b.sampleBackends(ctx, 3*n); err != nil {
 		return err
 	}
 	// The profiles cover the samples' planned time; a slow sample runs
@@ -273,6 +275,10 @@ func (b *bench) propagation(ctx context.Context) error {
 		return err
 	}
 	b.logf("propagation: %s", b.res.Propagation)
+	if b.res.PropagationB2B, err = b.sample(ctx, w, n, 0, false); err != nil {
+		return err
+	}
+	b.logf("propagation, back to back: %s", b.res.PropagationB2B)
 
 	// Churn: ChurnRate updates per second, round-robin over 10 of the
 	// routes, each changing the route's path (so its xDS content changes).
@@ -320,15 +326,15 @@ func (b *bench) propagation(ctx context.Context) error {
 const propagationGap = 20 * time.Millisecond
 
 // propagationLarge measures route-only propagation at the largest size:
-// routes created propagationGap apart, each route's Service and
-// EndpointSlice created beforehand (no churn).
+// routes created propagationGap apart, then back to back, each route's
+// Service and EndpointSlice created beforehand (no churn).
 func (b *bench) propagationLarge(ctx context.Context) error {
 	w, err := b.rdsClient(ctx)
 	if err != nil {
 		return err
 	}
 	n := b.cfg.Samples
-	if err := b.sampleBackends(ctx, n); err != nil {
+	if err := b.sampleBackends(ctx, 2*n); err != nil {
 		return err
 	}
 	b.res.PropagationLarge, err = b.sample(ctx, w, n, propagationGap, false)
@@ -336,6 +342,10 @@ func (b *bench) propagationLarge(ctx context.Context) error {
 		return err
 	}
 	b.logf("propagation: %s", b.res.PropagationLarge)
+	if b.res.PropagationLargeB2B, err = b.sample(ctx, w, n, 0, false); err != nil {
+		return err
+	}
+	b.logf("propagation, back to back: %s", b.res.PropagationLargeB2B)
 	return nil
 }
 
@@ -359,7 +369,8 @@ const tenantGap = 100 * time.Millisecond
 
 // tenantFlow measures what a new lease does: its Service, EndpointSlice and
 // route created one after the other, route create → RouteConfiguration
-// with its hostname received.
+// with its hostname received; the leases tenantGap apart, then back to
+// back.
 func (b *bench) tenantFlow(ctx context.Context) error {
 	w, err := b.rdsClient(ctx)
 	if err != nil {
@@ -374,6 +385,12 @@ func (b *bench) tenantFlow(ctx context.Context) error {
 		return err
 	}
 	b.logf("tenant flow: %s", set)
+	set, err = b.sample(ctx, w, b.cfg.Samples, 0, true)
+	b.res.TenantB2B = append(b.res.TenantB2B, set)
+	if err != nil {
+		return err
+	}
+	b.logf("tenant flow, back to back: %s", set)
 	return nil
 }
 
@@ -382,18 +399,23 @@ func (s SampleSet) String() string {
 	if len(s.FromService) > 0 {
 		out += "; from the Service's Create: " + summary(s.FromService)
 	}
-	return out + fmt.Sprintf("; %d translations, mean %s", s.Translations, ms(s.TranslateMean))
+	return out + fmt.Sprintf("; %d translations, mean %s; %d samples in %s", s.Translations, ms(s.TranslateMean), len(s.Samples), ms(s.Elapsed))
 }
 
 // sample creates n routes one at a time, each time measuring from the
 // route's create returning to the RouteConfiguration with its hostname
 // arriving. With tenant set, each route's Service and EndpointSlice are
 // created just before it; otherwise they exist already. Each sample starts
-// gap after the previous one started (at least).
+// gap after the previous one started (at least); with gap zero, as soon as
+// the previous route reached RDS (back to back).
 func (b *bench) sample(ctx context.Context, w *rdsWatch, n int, gap time.Duration, tenant bool) (set SampleSet, err error) {
 	set = SampleSet{Routes: b.routes}
 	tr := b.translations(ctx)
-	defer func() { set.Translations, set.TranslateMean = tr() }()
+	start := time.Now()
+	defer func() {
+		set.Translations, set.TranslateMean = tr()
+		set.Elapsed = time.Since(start)
+	}()
 	for range n {
 		began := time.Now()
 		k := b.routes
