@@ -19,9 +19,7 @@ import (
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -311,37 +309,9 @@ func (b *bench) startContour(ctx context.Context, bin string) error {
 // class, the same Gateway, the Services no route names, then the flood
 // routes' Services and EndpointSlices; it waits for the listener status.
 func (b *bench) peerSetup(ctx context.Context) error {
-	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNS}}); err != nil {
+	if err := b.createGateway(ctx, contourClass, contourController, false); err != nil {
 		return err
 	}
-	class := &gatewayv1.GatewayClass{
-		ObjectMeta: metav1.ObjectMeta{Name: contourClass},
-		Spec:       gatewayv1.GatewayClassSpec{ControllerName: contourController},
-	}
-	if err := b.c.Create(ctx, class); err != nil {
-		return err
-	}
-	hostname := gatewayv1.Hostname("*." + domain)
-	from := gatewayv1.NamespacesFromAll
-	gw := &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Name: gwName, Namespace: benchNS},
-		Spec: gatewayv1.GatewaySpec{
-			GatewayClassName: contourClass,
-			Listeners: []gatewayv1.Listener{{
-				Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80, Hostname: &hostname,
-				AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: &from}},
-			}},
-		},
-	}
-	if err := b.c.Create(ctx, gw); err != nil {
-		return err
-	}
-	if err := parallel(ctx, b.cfg.ExtraServices, b.cfg.LoadWorkers, func(ctx context.Context, i int) error {
-		return b.createBackend(ctx, fmt.Sprintf("x-%d", i), 100000+i)
-	}, nil); err != nil {
-		return err
-	}
-	b.services += b.cfg.ExtraServices
 	n := b.cfg.FloodRoutes
 	if err := parallel(ctx, n, b.cfg.LoadWorkers, func(ctx context.Context, i int) error {
 		return b.createBackend(ctx, serviceName(i), i)

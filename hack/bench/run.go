@@ -337,18 +337,23 @@ func (b *bench) stopShardgate() {
 	}
 }
 
-// setup creates the GatewayClass, the Gateway (one HTTP listener on port
-// 80) and the Services no route names, and waits for the Gateway's
-// listener status.
-func (b *bench) setup(ctx context.Context) error {
+// createGateway creates the bench namespace, the GatewayClass (className,
+// controller; an existing one is kept when mayExist), the Gateway (one HTTP
+// listener on port 80 for *.domain, routes from every namespace) and the
+// Services no route names.
+func (b *bench) createGateway(ctx context.Context, className, controller string, mayExist bool) error {
 	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNS}}); err != nil {
 		return err
 	}
 	class := &gatewayv1.GatewayClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "shardgate"},
-		Spec:       gatewayv1.GatewayClassSpec{ControllerName: shardgatev1alpha1.ControllerName},
+		ObjectMeta: metav1.ObjectMeta{Name: className},
+		Spec:       gatewayv1.GatewayClassSpec{ControllerName: gatewayv1.GatewayController(controller)},
 	}
-	if err := client.IgnoreAlreadyExists(b.c.Create(ctx, class)); err != nil {
+	err := b.c.Create(ctx, class)
+	if mayExist {
+		err = client.IgnoreAlreadyExists(err)
+	}
+	if err != nil {
 		return err
 	}
 	hostname := gatewayv1.Hostname("*." + domain)
@@ -356,7 +361,7 @@ func (b *bench) setup(ctx context.Context) error {
 	gw := &gatewayv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Name: gwName, Namespace: benchNS},
 		Spec: gatewayv1.GatewaySpec{
-			GatewayClassName: "shardgate",
+			GatewayClassName: gatewayv1.ObjectName(className),
 			Listeners: []gatewayv1.Listener{{
 				Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80, Hostname: &hostname,
 				AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: &from}},
@@ -372,6 +377,16 @@ func (b *bench) setup(ctx context.Context) error {
 		return err
 	}
 	b.services += b.cfg.ExtraServices
+	return nil
+}
+
+// setup creates the GatewayClass, the Gateway (one HTTP listener on port
+// 80) and the Services no route names, and waits for the Gateway's
+// listener status.
+func (b *bench) setup(ctx context.Context) error {
+	if err := b.createGateway(ctx, "shardgate", shardgatev1alpha1.ControllerName, true); err != nil {
+		return err
+	}
 	return b.waitFor(ctx, 60*time.Second, "Gateway listener status", func() (bool, error) {
 		n, ok, err := b.attached(ctx)
 		return ok && n == 0, err
