@@ -22,9 +22,15 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 func main() {
+	// The bench's own controller-runtime clients log nothing worth
+	// showing; without a logger, the first one prints a warning stack.
+	ctrllog.SetLogger(logr.Discard())
 	cfg := fullConfig()
 	smoke := flag.Bool("smoke", false, "small sizes (N=50, P=100, M=250, 20 samples, 5 s churn, one flood round)")
 	n := flag.Int("flood-routes", 0, "N: HTTPRoutes created at once for the flood figures; memory and tenant flow are measured there too (default 1000; smoke 50)")
