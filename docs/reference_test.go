@@ -1,20 +1,16 @@
 package docs_test
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/shardgate/shardgate/internal/config"
+	"github.com/shardgate/shardgate/internal/metricsource"
 )
 
 // configKeys returns the dotted key paths of the config file's leaves (the
@@ -105,96 +101,12 @@ func TestEveryConfigKeyDocumented(t *testing.T) {
 	}
 }
 
-// metric is a Prometheus collector the code defines.
-type metric struct {
-	name, typ, where string
-	labels           []string
-}
-
-// shardgateMetrics finds every prometheus.New<Type>[Vec](<Type>Opts{Name:
-// "shardgate_..."}, []string{labels}) in the non-test Go files of the
-// repository, and fails on any other "shardgate_..." metric-like string
-// literal next to a prometheus call it cannot read.
-func shardgateMetrics(t *testing.T, r string) map[string]metric {
+// shardgateMetrics is every metric the code defines (metricsource).
+func shardgateMetrics(t *testing.T, r string) map[string]metricsource.Metric {
 	t.Helper()
-	ctor := regexp.MustCompile(`^New(Counter|Gauge|Histogram|Summary)(Vec)?$`)
-	out := map[string]metric{}
-	fset := token.NewFileSet()
-	for _, dir := range []string{"cmd", "controllers", "internal", "sharding", "xds"} {
-		err := filepath.WalkDir(filepath.Join(r, dir), func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() && (d.Name() == "testenv" || d.Name() == "testdata") {
-				return filepath.SkipDir
-			}
-			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return nil
-			}
-			f, err := parser.ParseFile(fset, path, nil, 0)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(r, path)
-			ast.Inspect(f, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
-				if !ok {
-					return true
-				}
-				sel, ok := call.Fun.(*ast.SelectorExpr)
-				if !ok {
-					return true
-				}
-				pkg, ok := sel.X.(*ast.Ident)
-				m := ctor.FindStringSubmatch(sel.Sel.Name)
-				if !ok || pkg.Name != "prometheus" || m == nil || len(call.Args) == 0 {
-					return true
-				}
-				opts, ok := call.Args[0].(*ast.CompositeLit)
-				if !ok {
-					t.Errorf("%s: %s without an options literal; the docs test cannot read its name", rel, sel.Sel.Name)
-					return true
-				}
-				var name string
-				for _, el := range opts.Elts {
-					kv, ok := el.(*ast.KeyValueExpr)
-					if !ok {
-						continue
-					}
-					if k, ok := kv.Key.(*ast.Ident); ok && (k.Name == "Namespace" || k.Name == "Subsystem") {
-						t.Errorf("%s: a metric built from %s; the docs test reads whole names only", rel, k.Name)
-					}
-					if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "Name" {
-						lit, ok := kv.Value.(*ast.BasicLit)
-						if !ok || lit.Kind != token.STRING {
-							t.Errorf("%s: a metric whose Name is not a string literal", rel)
-							continue
-						}
-						name, _ = strconv.Unquote(lit.Value)
-					}
-				}
-				mt := metric{name: name, typ: strings.ToLower(m[1]), where: rel}
-				if m[2] == "Vec" && len(call.Args) > 1 {
-					if labels, ok := call.Args[1].(*ast.CompositeLit); ok {
-						for _, el := range labels.Elts {
-							if lit, ok := el.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-								l, _ := strconv.Unquote(lit.Value)
-								mt.labels = append(mt.labels, l)
-							}
-						}
-					}
-					if len(mt.labels) == 0 {
-						t.Errorf("%s: %s %s with labels the docs test cannot read", rel, sel.Sel.Name, name)
-					}
-				}
-				out[name] = mt
-				return true
-			})
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+	out, err := metricsource.Scan(r)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -225,22 +137,22 @@ func TestEveryMetricDocumented(t *testing.T) {
 	}
 	for n, m := range code {
 		if !strings.HasPrefix(n, "shardgate_") {
-			t.Errorf("%s: metric %q is not named shardgate_*", m.where, n)
+			t.Errorf("%s: metric %q is not named shardgate_*", m.Where, n)
 			continue
 		}
 		cells, ok := rows[n]
 		if !ok {
-			t.Errorf("%s (%s, %s) has no row in docs/metrics.md", n, m.typ, m.where)
+			t.Errorf("%s (%s, %s) has no row in docs/metrics.md", n, m.Type, m.Where)
 			continue
 		}
-		if got := strings.TrimSpace(cells[1]); got != m.typ {
-			t.Errorf("docs/metrics.md gives %s the type %q, the code %q", n, got, m.typ)
+		if got := strings.TrimSpace(cells[1]); got != m.Type {
+			t.Errorf("docs/metrics.md gives %s the type %q, the code %q", n, got, m.Type)
 		}
 		labels := strings.TrimSpace(cells[2])
-		if len(m.labels) == 0 && labels != "none" {
+		if len(m.Labels) == 0 && labels != "none" {
 			t.Errorf("docs/metrics.md gives %s labels %q; it has none", n, labels)
 		}
-		for _, l := range m.labels {
+		for _, l := range m.Labels {
 			if !strings.Contains(labels, "`"+l+"`:") {
 				t.Errorf("docs/metrics.md does not describe the label %s of %s (as \"`%s`: values\")", l, n, l)
 			}

@@ -4,14 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,82 +16,21 @@ import (
 	clientmetrics "k8s.io/client-go/tools/metrics"
 	"k8s.io/client-go/util/workqueue"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/shardgate/shardgate/internal/metricsource"
 )
 
-// metricLabels finds every metric the product's code defines with its
-// label names: each prometheus.New<Kind>[Vec](prometheus.<Kind>Opts{Name:
-// ...}, []string{labels...}) call in the repository's non-test Go files.
+// metricLabels is every metric the product's code defines, with its label
+// names (metricsource).
 func metricLabels(t *testing.T, root string) map[string][]string {
 	t.Helper()
-	out := map[string][]string{}
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "bin" || d.Name() == "hack" || strings.HasPrefix(d.Name(), ".")) && path != root {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok || len(call.Args) == 0 {
-				return true
-			}
-			fun, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || !strings.HasPrefix(fun.Sel.Name, "New") {
-				return true
-			}
-			if x, ok := fun.X.(*ast.Ident); !ok || x.Name != "prometheus" {
-				return true
-			}
-			opts, ok := call.Args[0].(*ast.CompositeLit)
-			if !ok {
-				return true
-			}
-			name := ""
-			for _, el := range opts.Elts {
-				if kv, ok := el.(*ast.KeyValueExpr); ok {
-					if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "Name" {
-						if v, ok := kv.Value.(*ast.BasicLit); ok {
-							name, _ = strconv.Unquote(v.Value)
-						}
-					}
-				}
-			}
-			if name == "" {
-				return true
-			}
-			labels := []string{}
-			if len(call.Args) > 1 {
-				lit, ok := call.Args[1].(*ast.CompositeLit)
-				if !ok {
-					t.Errorf("%s: the labels of %s are not a literal list", fset.Position(call.Pos()), name)
-					return true
-				}
-				for _, el := range lit.Elts {
-					v, ok := el.(*ast.BasicLit)
-					if !ok {
-						t.Errorf("%s: a label of %s is not a string literal", fset.Position(call.Pos()), name)
-						continue
-					}
-					s, _ := strconv.Unquote(v.Value)
-					labels = append(labels, s)
-				}
-			}
-			out[name] = labels
-			return true
-		})
-		return nil
-	})
+	ms, err := metricsource.Scan(root)
 	if err != nil {
 		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for name, m := range ms {
+		out[name] = m.Labels
 	}
 	return out
 }
