@@ -757,7 +757,7 @@ const XDSCASecret = "shardgate-xds-ca"
 // started once the CA exists only read it.
 func xdsCredentials(ctx context.Context, rc *rest.Config, cfg config.Config, lead *leadership, log logr.Logger) (*xdsserver.Credentials, *pki.CA, error) {
 	if cfg.XDS.TLS.Enabled() {
-		creds, err := xdsserver.NewFileCredentials(ctx, cfg.XDS.TLS.CertFile, cfg.XDS.TLS.KeyFile, cfg.XDS.TLS.CAFile, log)
+		creds, err := xdsserver.NewFileCredentials(ctx, xdsserver.FileTLS{CertFile: cfg.XDS.TLS.CertFile, KeyFile: cfg.XDS.TLS.KeyFile, CAFile: cfg.XDS.TLS.CAFile}, log)
 		return creds, nil, err
 	}
 	wc, err := client.NewWithWatch(rc, client.Options{Scheme: scheme.New()})

@@ -69,7 +69,7 @@ var _ = Describe("Delta ADS", func() {
 		Expect(removed(c.log(), resourcev3.RouteType)).To(ContainElement("http-8080"))
 
 		By("removing the clusters (and load assignments) the route left, once their retention ends")
-		Eventually(holds(resourcev3.ClusterType)).WithTimeout(xdsserver.RetainRemoved + time.Minute).Should(ConsistOf(cluster(flips)))
+		Eventually(holds(resourcev3.ClusterType)).WithTimeout(xdsserver.DefaultRetainRemoved + time.Minute).Should(ConsistOf(cluster(flips)))
 		Eventually(holds(resourcev3.EndpointType)).Should(ConsistOf(cluster(flips)))
 		for i := 0; i < flips; i++ {
 			Expect(removed(c.log(), resourcev3.ClusterType)).To(ContainElement(cluster(i)))

@@ -16,10 +16,8 @@ import (
 // builds it, and after one cluster's endpoints change, that cluster's load
 // assignment alone.
 func TestDeltaClientGetsWireTablesAndOnlyWhatChanged(t *testing.T) {
-	old := RetainRemoved
-	RetainRemoved = 0 // the Gateway's earlier cluster is not kept
-	defer func() { RetainRemoved = old }()
-	env := startIdentityServer(t)
+	// The Gateway's earlier cluster is not kept.
+	env := startIdentityServer(t, func(o *Options) { o.RetainRemoved = -1 })
 	victim := gatewayIR(t, "https-single-server.in.yaml")
 	victim.Namespace, victim.Name = victimGW.Namespace, victimGW.Name
 	gw := gatewayIR(t, "weighted-two-backends.in.yaml")

@@ -43,7 +43,7 @@ type gatewayState struct {
 	filler endpoints.Filler
 	// liveList and liveEndpoints are the clusters and load assignments of
 	// the last config built (liveCluster finds one); retired, those that
-	// left it less than RetainRemoved ago. A retired cluster stays
+	// left it less than Options.RetainRemoved ago. A retired cluster stays
 	// published, referenced by routes that never match, so that no proxy
 	// sees a route still pointing at a deleted cluster (clusters reach
 	// proxies before the routes that stop using them) and proxyless
@@ -231,7 +231,7 @@ func (s *Server) setSnapshot(st *gatewayState, res *translate.Resources, snap *c
 // result and versions it. Everything that shapes the published config
 // happens before the check, so the bytes sent are the bytes checked.
 func (s *Server) buildGateway(st *gatewayState, gw *ir.Gateway) (*built, error) {
-	kept, introduced := st.retention(gw)
+	kept, introduced := st.retention(gw, s.opts.RetainRemoved)
 	res, err := st.memo.Translate(gw, kept...)
 	if err != nil {
 		return nil, fmt.Errorf("translate: %w", err)
@@ -270,7 +270,8 @@ func (s *Server) buildGateway(st *gatewayState, gw *ir.Gateway) (*built, error) 
 		introducing: st.memo.Introducing(introduced)}, nil
 }
 
-// retention updates the retired clusters for gw's clusters and returns the
+// retention updates the retired clusters for gw's clusters (a removed one
+// is retained for retainFor) and returns the
 // names of those still retained and of the clusters gw introduces, both
 // sorted. It schedules a re-publish for when the first retained cluster
 // expires. Call with s.build held.
@@ -278,7 +279,7 @@ func (s *Server) buildGateway(st *gatewayState, gw *ir.Gateway) (*built, error) 
 // The IR's cluster list is sorted by name and never modified once built:
 // the very same list as last time changes nothing, and another is compared
 // with the last one by a walk of both, not by a set of names.
-func (st *gatewayState) retention(gw *ir.Gateway) (kept, introduced []string) {
+func (st *gatewayState) retention(gw *ir.Gateway, retainFor time.Duration) (kept, introduced []string) {
 	now := time.Now()
 	sameIR := len(gw.Clusters) == len(st.irClusters) && (len(gw.Clusters) == 0 || &gw.Clusters[0] == &st.irClusters[0])
 	if sameIR && len(st.retired) == 0 {
@@ -300,7 +301,7 @@ func (st *gatewayState) retention(gw *ir.Gateway) (kept, introduced []string) {
 					if err != nil {
 						continue // the check would refuse it
 					}
-					k.until, k.secrets = now.Add(RetainRemoved), secrets
+					k.until, k.secrets = now.Add(retainFor), secrets
 					st.retired[name] = k
 				}
 			}

@@ -60,6 +60,35 @@ type Options struct {
 	// one stream subscribes to, and a request's size; zero fields take
 	// DefaultLimits.
 	Limits Limits
+	// RetainRemoved is how long a cluster removed from a Gateway's config
+	// stays published; zero takes DefaultRetainRemoved, and a negative
+	// value retains nothing (a removed cluster goes at once).
+	RetainRemoved time.Duration
+	// PhaseTwoTimeout bounds the wait for proxyless clients to acknowledge
+	// phase one of a two-phase publish (twophase.go); zero takes
+	// DefaultPhaseTwoTimeout.
+	PhaseTwoTimeout time.Duration
+}
+
+// DefaultRetainRemoved and DefaultPhaseTwoTimeout are the defaults of the
+// Options fields of the same names.
+const (
+	DefaultRetainRemoved   = 10 * time.Second
+	DefaultPhaseTwoTimeout = time.Second
+)
+
+// withDefaults returns o with its zero durations set to their defaults.
+func (o Options) withDefaults() Options {
+	switch {
+	case o.RetainRemoved == 0:
+		o.RetainRemoved = DefaultRetainRemoved
+	case o.RetainRemoved < 0:
+		o.RetainRemoved = 0
+	}
+	if o.PhaseTwoTimeout <= 0 {
+		o.PhaseTwoTimeout = DefaultPhaseTwoTimeout
+	}
+	return o
 }
 
 // Server is the xDS server. Its zero value is not usable; call New.
@@ -107,9 +136,6 @@ type Server struct {
 	serving atomic.Bool
 }
 
-// RetainRemoved is how long a removed cluster stays published.
-var RetainRemoved = 10 * time.Second
-
 // typeOrder is the order resources are listed in a snapshot; with ordered
 // ADS, clusters and endpoints reach a proxy before the listeners and routes
 // that use them.
@@ -124,6 +150,7 @@ func (clusterHash) ID(n *core.Node) string { return n.GetCluster() }
 
 // New returns a server; Start serves it.
 func New(opts Options) *Server {
+	opts = opts.withDefaults()
 	s := &Server{
 		opts: opts, log: opts.Log, gateways: map[string]*gatewayState{}, streams: map[streamKey]*streamState{}, proxies: map[string]int{},
 		endpoints: endpoints.NewTable(),

@@ -124,10 +124,7 @@ func routeConfiguration(t *testing.T, r types.Resource) *routev3.RouteConfigurat
 // sent again; a removed cluster stays for RetainRemoved, referenced by
 // routes that never match, then goes without a new Publish.
 func TestVersionsAndRetention(t *testing.T) {
-	old := RetainRemoved
-	RetainRemoved = 200 * time.Millisecond
-	defer func() { RetainRemoved = old }()
-	s := New(Options{Log: logr.Discard()})
+	s := New(Options{Log: logr.Discard(), RetainRemoved: 200 * time.Millisecond})
 	two := gatewayIR(t, "weighted-two-backends.in.yaml")
 	nn := k8stypes.NamespacedName{Namespace: two.Namespace, Name: two.Name}
 	publishIR(s, two)
@@ -208,10 +205,7 @@ func TestTwoPhaseOnlyForProxylessClients(t *testing.T) {
 		twoPhase  bool
 	}{{"envoy", false}, {"gRPC Go", true}} {
 		t.Run(tc.userAgent, func(t *testing.T) {
-			old := PhaseTwoTimeout
-			PhaseTwoTimeout = 5 * time.Second
-			defer func() { PhaseTwoTimeout = old }()
-			s := New(Options{Log: logr.Discard()})
+			s := New(Options{Log: logr.Discard(), PhaseTwoTimeout: 5 * time.Second})
 			one := gatewayIR(t, "http-single-route.in.yaml")
 			two := gatewayIR(t, "weighted-two-backends.in.yaml")
 			two.Namespace, two.Name = one.Namespace, one.Name
@@ -286,10 +280,7 @@ func TestTwoPhaseOnlyForProxylessClients(t *testing.T) {
 // host that does switch to a new cluster still gets phase one, in which
 // only that host references the cluster.
 func TestTwoPhaseOnlyForHostsThatSwitch(t *testing.T) {
-	old := PhaseTwoTimeout
-	PhaseTwoTimeout = 5 * time.Second
-	defer func() { PhaseTwoTimeout = old }()
-	s := New(Options{Log: logr.Discard()})
+	s := New(Options{Log: logr.Discard(), PhaseTwoTimeout: 5 * time.Second})
 	gw := largeIR(20)
 	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
 	group := NodeGroup(nn)
@@ -598,9 +589,7 @@ func TestDeltaVersionsAreSetWithTheSnapshot(t *testing.T) {
 	// go-control-plane's own, with an entry for every resource and no
 	// other; the delta EDS client is sent the new load assignment, then
 	// told the gone one is removed.
-	retain := RetainRemoved
-	RetainRemoved = 0 // the gone lease's cluster is not kept
-	defer func() { RetainRemoved = retain }()
+	s.opts.RetainRemoved = 0 // from here on, the gone lease's cluster is not kept
 	for step, g := range []*ir.Gateway{largeIR(51), func() *ir.Gateway {
 		g := largeIR(51)
 		g.Listeners[0].VirtualHosts = slices.Delete(g.Listeners[0].VirtualHosts, 10, 11)
@@ -719,11 +708,9 @@ func TestPublishedClustersReadBackAsTranslated(t *testing.T) {
 // not retained after removal here, so that what is published is exactly
 // the translation.)
 func TestClusterVersionIsTheContentHash(t *testing.T) {
-	old := RetainRemoved
-	RetainRemoved = 0 // a removed cluster goes at once: the published list is the translation's
-	defer func() { RetainRemoved = old }()
 	base, _ := pipelineInput(40)
-	s := New(Options{Log: logr.Discard()})
+	// A removed cluster goes at once: the published list is the translation's.
+	s := New(Options{Log: logr.Discard(), RetainRemoved: -1})
 	nn := k8stypes.NamespacedName{Namespace: "default", Name: "gw"}
 	routes := slices.Clone(base.HTTPRoutes)
 	for step := range 30 {
@@ -782,9 +769,6 @@ func TestClusterVersionIsTheContentHash(t *testing.T) {
 // while the config still has that secret: were the secret gone with it,
 // Envoy would wait for it, and the check refuses such a config.
 func TestRetainedClusterNeedsItsClientCertificate(t *testing.T) {
-	old := RetainRemoved
-	RetainRemoved = time.Minute
-	defer func() { RetainRemoved = old }()
 	const secret = "default/client"
 	withTLS := func(secrets ...string) *ir.Gateway {
 		gw := largeIR(3)
@@ -815,7 +799,7 @@ func TestRetainedClusterNeedsItsClientCertificate(t *testing.T) {
 		retained bool
 	}{{"secret kept", true, true}, {"secret gone too", false, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := New(Options{Log: logr.Discard()})
+			s := New(Options{Log: logr.Discard(), RetainRemoved: time.Minute})
 			gw := withTLS(secret)
 			publishOrDie(t, s, gw)
 			var next *ir.Gateway

@@ -15,9 +15,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 )
 
-// FileWatchInterval is how often NewFileCredentials re-reads the files
-// besides watching them, in case a change event is missed.
-var FileWatchInterval = 10 * time.Second
+// DefaultFileWatchInterval is how often NewFileCredentials re-reads the
+// files besides watching them, in case a change event is missed, unless
+// FileTLS.WatchInterval says otherwise.
+const DefaultFileWatchInterval = 10 * time.Second
+
+// FileTLS names the PEM files of the xDS server's TLS (the config key
+// xds.tls).
+type FileTLS struct {
+	CertFile, KeyFile, CAFile string
+	// WatchInterval is how often the files are re-read besides being
+	// watched; zero takes DefaultFileWatchInterval.
+	WatchInterval time.Duration
+}
 
 // secretDataLink is the symlink a Kubernetes Secret or ConfigMap volume
 // swaps atomically on every update.
@@ -27,17 +37,21 @@ const secretDataLink = "..data"
 // config key xds.tls) and follows them while Start runs: the certificate
 // and key through controller-runtime's certwatcher (fsnotify on the two
 // files, re-added when a Secret volume update replaces them, and its own
-// re-read every FileWatchInterval), the client CA bundle through fsnotify
+// re-read every WatchInterval), the client CA bundle through fsnotify
 // on its directory (which sees rename-replace saves and the "..data"
-// symlink swap of a Secret volume) and a re-read every FileWatchInterval.
+// symlink swap of a Secret volume) and a re-read every WatchInterval.
 // A change loads the holder at once, so the next handshake gets the new
 // certificate or trust bundle; connections already open keep theirs.
-func NewFileCredentials(ctx context.Context, certFile, keyFile, caFile string, log logr.Logger) (*Credentials, error) {
+func NewFileCredentials(ctx context.Context, files FileTLS, log logr.Logger) (*Credentials, error) {
+	certFile, keyFile, caFile := files.CertFile, files.KeyFile, files.CAFile
 	cw, err := certwatcher.New(certFile, keyFile)
 	if err != nil {
 		return nil, fmt.Errorf("xds.tls certFile %s, keyFile %s: %w", certFile, keyFile, err)
 	}
-	interval := FileWatchInterval
+	interval := files.WatchInterval
+	if interval <= 0 {
+		interval = DefaultFileWatchInterval
+	}
 	cw.WithWatchInterval(interval)
 	load := func(context.Context, bool) (*tls.Certificate, *x509.CertPool, error) {
 		cert, err := cw.GetCertificate(nil)

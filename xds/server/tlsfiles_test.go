@@ -99,8 +99,6 @@ func (f *tlsFiles) write(serverCA *pki.CA, clientCAs ...*pki.CA) *big.Int {
 // rewritten in place or swapped as a Secret volume update does. The
 // re-read interval is set to an hour, so only the file watches can pass.
 func TestFileCredentialsFollowRotatedFiles(t *testing.T) {
-	defer func(d time.Duration) { FileWatchInterval = d }(FileWatchInterval)
-	FileWatchInterval = time.Hour
 	for _, mode := range []string{"in place", "secret volume"} {
 		t.Run(mode, func(t *testing.T) {
 			files := &tlsFiles{t: t, dir: t.TempDir(), secret: mode == "secret volume"}
@@ -109,7 +107,7 @@ func TestFileCredentialsFollowRotatedFiles(t *testing.T) {
 			certFile, keyFile, caFile := files.paths()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			creds, err := NewFileCredentials(ctx, certFile, keyFile, caFile, logr.Discard())
+			creds, err := NewFileCredentials(ctx, FileTLS{CertFile: certFile, KeyFile: keyFile, CAFile: caFile, WatchInterval: time.Hour}, logr.Discard())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -29,12 +29,9 @@ import (
 // clusters and endpoints with the previous route tables, which reference the
 // new clusters only through routes that never match; phase two, the real
 // config, follows once every proxyless client of the Gateway has
-// acknowledged phase one's route version (or after PhaseTwoTimeout). Envoy
+// acknowledged phase one's route version (or after Options.PhaseTwoTimeout). Envoy
 // warms clusters before using them and needs none of this: a Gateway with
 // only Envoys connected is published in one step.
-
-// PhaseTwoTimeout bounds the wait for acknowledgements of phase one.
-var PhaseTwoTimeout = time.Second
 
 // phaseTwoSettle is a short pause after the acknowledgements, for the
 // client's balancer update to be applied before the route table that uses
@@ -184,7 +181,7 @@ func (s *Server) startTwoPhase(st *gatewayState, b *built) bool {
 	}
 	s.setSnapshot(st, one, snap, versions, lists)
 	st.pending = &pendingPublish{rdsVersion: versions[resourcev3.RouteType], next: b}
-	go s.finishTwoPhase(st, time.Now().Add(PhaseTwoTimeout))
+	go s.finishTwoPhase(st, time.Now().Add(s.opts.PhaseTwoTimeout))
 	return true
 }
 
