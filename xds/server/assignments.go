@@ -14,7 +14,7 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/shardgate/shardgate/xds/translate"
+	"github.com/shardgate/shardgate/xds/build"
 )
 
 // assignments is one node group's load assignments, served to state-of-
@@ -111,7 +111,7 @@ func (a *assignments) watches() int {
 func (a *assignments) apply(next []*endpointv3.ClusterLoadAssignment) (remove func() string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.applied != nil && translate.SameList(a.applied, next) {
+	if a.applied != nil && build.SameList(a.applied, next) {
 		v := a.version()
 		return func() string { return v }
 	}

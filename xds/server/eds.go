@@ -13,7 +13,7 @@ import (
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
-	"github.com/shardgate/shardgate/xds/translate"
+	"github.com/shardgate/shardgate/xds/build"
 )
 
 // typeCache serves ClusterLoadAssignments apart from the rest of a
@@ -181,7 +181,7 @@ func diffAssignments(prev, next []*endpointv3.ClusterLoadAssignment) (update map
 		slices.Sort(gone)
 		return update, gone
 	}
-	_ = translate.DiffSorted(prev, next, (*endpointv3.ClusterLoadAssignment).GetClusterName, func(e *endpointv3.ClusterLoadAssignment) {
+	_ = build.DiffSorted(prev, next, (*endpointv3.ClusterLoadAssignment).GetClusterName, func(e *endpointv3.ClusterLoadAssignment) {
 		gone = append(gone, e.GetClusterName())
 	}, func(e *endpointv3.ClusterLoadAssignment, _ bool) error {
 		update[e.GetClusterName()] = e

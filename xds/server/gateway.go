@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/xds/build"
 	"github.com/shardgate/shardgate/xds/endpoints"
 	"github.com/shardgate/shardgate/xds/translate"
 )
@@ -33,8 +34,8 @@ type gatewayState struct {
 	group string
 	// memo and checker remember the previous translation and validation,
 	// so that a small change costs a small translation and check.
-	memo    *translate.Memo
-	checker *translate.Checker
+	memo    *build.Memo
+	checker *build.Checker
 	// last is the IR last published, built again when a retained cluster
 	// expires or its endpoints change; filled is last with its clusters'
 	// endpoints (filler keeps them from one build to the next).
@@ -146,7 +147,7 @@ func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
 		return
 	}
 	prev := st.published
-	if prev != nil && equalVersions(prev.versions, b.versions) && translate.SameList(prev.res.Endpoints, b.res.Endpoints) {
+	if prev != nil && equalVersions(prev.versions, b.versions) && build.SameList(prev.res.Endpoints, b.res.Endpoints) {
 		return
 	}
 	if prev != nil && len(b.introduced) > 0 && s.hasProxyless(st.group) {
@@ -174,7 +175,7 @@ func (s *Server) publishEndpoints(st *gatewayState, prev, gw *ir.Gateway) bool {
 	s.mu.Lock()
 	pub, inForce := st.published, st.refused == "" && st.pending == nil && !st.stopped
 	s.mu.Unlock()
-	if pub == nil || !inForce || !translate.SameList(pub.res.Endpoints, st.liveEndpoints) {
+	if pub == nil || !inForce || !build.SameList(pub.res.Endpoints, st.liveEndpoints) {
 		return false
 	}
 	all, changed, ok := st.memo.Endpoints(gw.Clusters)
@@ -454,18 +455,18 @@ func compareStrings(a, b string) int {
 // A type whose resources are the very same messages, in the same order, as
 // prev's keeps its version without hashing them again.
 func snapshotOf(res *translate.Resources, checked digester, prev *published) (*cachev3.Snapshot, map[string]string, typeLists, error) {
-	var digests func(proto.Message) (translate.Digest, bool)
+	var digests func(proto.Message) (build.Digest, bool)
 	if checked != nil {
 		digests = checked.Digest
 	}
 	byType := map[string][]types.Resource{}
-	// A list that is the very same as prev's (translate.Memo hands out
+	// A list that is the very same as prev's (build.Memo hands out
 	// the same cluster and endpoint lists while they do not change) keeps
 	// prev's resource list.
 	var same map[string]bool
 	if prev != nil && prev.res != nil {
 		same = map[string]bool{
-			resourcev3.ClusterType: translate.SameList(res.Clusters, prev.res.Clusters),
+			resourcev3.ClusterType: build.SameList(res.Clusters, prev.res.Clusters),
 		}
 	}
 	sorted := map[string]bool{}
@@ -504,12 +505,12 @@ func snapshotOf(res *translate.Resources, checked digester, prev *published) (*c
 			continue
 		}
 		i := cachev3.GetResponseType(typ)
-		if prev != nil && prev.snap != nil && prev.lists.byType != nil && (same[typ] || translate.SameList(prev.lists.byType[typ], byType[typ])) {
+		if prev != nil && prev.snap != nil && prev.lists.byType != nil && (same[typ] || build.SameList(prev.lists.byType[typ], byType[typ])) {
 			versions[typ] = prev.versions[typ]
 			snap.Resources[i] = prev.snap.Resources[i]
 			continue
 		}
-		var listDigests []translate.Digest
+		var listDigests []build.Digest
 		if typ == resourcev3.ClusterType && checked != nil {
 			listDigests, _ = checked.ClusterDigests(res.Clusters)
 		}
@@ -549,7 +550,7 @@ func snapshotOf(res *translate.Resources, checked digester, prev *published) (*c
 // A resource's version is go-control-plane's own (the hex SHA-256 of its
 // serialization), except a wire route table's, which is its checked
 // content's generation.
-func setVersionMap(snap *cachev3.Snapshot, byType map[string][]types.Resource, digests func(proto.Message) (translate.Digest, bool), prev *published, diffable map[string]bool) error {
+func setVersionMap(snap *cachev3.Snapshot, byType map[string][]types.Resource, digests func(proto.Message) (build.Digest, bool), prev *published, diffable map[string]bool) error {
 	snap.VersionMap = make(map[string]map[string]string, len(typeOrder))
 	for _, typ := range typeOrder {
 		if typ == resourcev3.EndpointType {
@@ -567,14 +568,14 @@ func setVersionMap(snap *cachev3.Snapshot, byType map[string][]types.Resource, d
 			}
 		}
 		version := func(r types.Resource) (string, error) {
-			var d translate.Digest
+			var d build.Digest
 			ok := false
 			if digests != nil {
 				d, ok = digests(r)
 			}
 			if !ok {
 				var err error
-				if d, err = translate.DigestOf(r); err != nil {
+				if d, err = build.DigestOf(r); err != nil {
 					return "", fmt.Errorf("version %s: %w", cachev3.GetResourceName(r), err)
 				}
 			}
@@ -612,7 +613,7 @@ func setVersionMap(snap *cachev3.Snapshot, byType map[string][]types.Resource, d
 // name.
 func updatedVersions(oldMap map[string]string, old, list []types.Resource, version func(types.Resource) (string, error)) (map[string]string, error) {
 	m := maps.Clone(oldMap)
-	err := translate.DiffSorted(old, list, cachev3.GetResourceName, func(gone types.Resource) {
+	err := build.DiffSorted(old, list, cachev3.GetResourceName, func(gone types.Resource) {
 		delete(m, cachev3.GetResourceName(gone))
 	}, func(r types.Resource, _ bool) error {
 		v, err := version(r)
@@ -631,7 +632,7 @@ func updatedVersions(oldMap map[string]string, old, list []types.Resource, versi
 // message under the same name is indexed again.
 func updatedItems(old map[string]types.ResourceWithTTL, prev, list []types.Resource) map[string]types.ResourceWithTTL {
 	m := maps.Clone(old)
-	_ = translate.DiffSorted(prev, list, cachev3.GetResourceName, func(gone types.Resource) {
+	_ = build.DiffSorted(prev, list, cachev3.GetResourceName, func(gone types.Resource) {
 		delete(m, cachev3.GetResourceName(gone))
 	}, func(r types.Resource, _ bool) error {
 		m[cachev3.GetResourceName(r)] = types.ResourceWithTTL{Resource: r}
@@ -642,7 +643,7 @@ func updatedItems(old map[string]types.ResourceWithTTL, prev, list []types.Resou
 
 // sortedByName reports whether list's names strictly increase: each name
 // then stands once, and two such lists can be compared by a walk
-// (translate.DiffSorted).
+// (build.DiffSorted).
 func sortedByName(list []types.Resource) bool {
 	for i := 1; i < len(list); i++ {
 		if cachev3.GetResourceName(list[i-1]) >= cachev3.GetResourceName(list[i]) {
@@ -652,17 +653,17 @@ func sortedByName(list []types.Resource) bool {
 	return true
 }
 
-// digester gives the digests a check computed (translate.Checker).
+// digester gives the digests a check computed (build.Checker).
 type digester interface {
-	Digest(proto.Message) (translate.Digest, bool)
-	ClusterDigests([]*clusterv3.Cluster) ([]translate.Digest, bool)
+	Digest(proto.Message) (build.Digest, bool)
+	ClusterDigests([]*clusterv3.Cluster) ([]build.Digest, bool)
 	ClustersSorted([]*clusterv3.Cluster) (sorted, known bool)
 }
 
 // contentVersion hashes the digests of items: listDigests when it has one
 // for each item, in order, else those digests gives (may be nil) where the
 // checker computed them.
-func contentVersion(items []types.Resource, digests func(proto.Message) (translate.Digest, bool), listDigests []translate.Digest) (string, error) {
+func contentVersion(items []types.Resource, digests func(proto.Message) (build.Digest, bool), listDigests []build.Digest) (string, error) {
 	h := sha256.New()
 	if len(listDigests) == len(items) && len(items) > 0 {
 		for i := range listDigests {
@@ -671,14 +672,14 @@ func contentVersion(items []types.Resource, digests func(proto.Message) (transla
 		return hex.EncodeToString(h.Sum(nil))[:16], nil
 	}
 	for _, r := range items {
-		var d translate.Digest
+		var d build.Digest
 		ok := false
 		if digests != nil {
 			d, ok = digests(r)
 		}
 		if !ok {
 			var err error
-			if d, err = translate.DigestOf(r); err != nil {
+			if d, err = build.DigestOf(r); err != nil {
 				return "", fmt.Errorf("hash resource: %w", err)
 			}
 		}

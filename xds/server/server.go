@@ -27,8 +27,8 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/xds/build"
 	"github.com/shardgate/shardgate/xds/endpoints"
-	"github.com/shardgate/shardgate/xds/translate"
 )
 
 // Options configure the server.
@@ -296,7 +296,7 @@ func (s *Server) state(group string) *gatewayState {
 	defer s.mu.Unlock()
 	st := s.gateways[group]
 	if st == nil {
-		st = &gatewayState{group: group, memo: &translate.Memo{}, checker: &translate.Checker{}}
+		st = &gatewayState{group: group, memo: &build.Memo{}, checker: &build.Checker{}}
 		st.onExpire = func() { s.republish(st) }
 		s.gateways[group] = st
 		s.exportGatewayProxies(group)

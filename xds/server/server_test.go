@@ -27,6 +27,7 @@ import (
 
 	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/xds/build"
 	"github.com/shardgate/shardgate/xds/translate"
 )
 
@@ -751,11 +752,11 @@ func TestClusterVersionIsTheContentHash(t *testing.T) {
 			if !ok {
 				t.Fatalf("step %d: cluster %s not indexed", step, c.GetName())
 			}
-			got, err := translate.DigestOf(r)
+			got, err := build.DigestOf(r)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d, _ := translate.DigestOf(c); got != d {
+			if d, _ := build.DigestOf(c); got != d {
 				t.Fatalf("step %d: cluster %s indexed with other content", step, c.GetName())
 			}
 		}

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
-
 	"github.com/shardgate/shardgate/internal/ir"
 )
 
@@ -26,7 +24,8 @@ func tlsGateway(client string, secrets ...string) *ir.Gateway {
 }
 
 // A cluster presenting a client certificate whose secret is not published
-// would make Envoy wait for it forever: both checks refuse it.
+// would make Envoy wait for it forever: Validate refuses it (and the
+// Checker of xds/build, tested there).
 func TestUpstreamClientCertificateMustExist(t *testing.T) {
 	res, err := Translate(tlsGateway("default/client"))
 	if err != nil {
@@ -36,52 +35,11 @@ func TestUpstreamClientCertificateMustExist(t *testing.T) {
 	if err := Validate(res); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Validate: %v, want %q", err, want)
 	}
-	var c Checker
-	if err := c.Check(res); err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("Checker: %v, want %q", err, want)
-	}
 	res, err = Translate(tlsGateway("default/client", "default/client"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := Validate(res); err != nil {
 		t.Fatalf("with the secret published: %v", err)
-	}
-}
-
-// The memo rebuilds a cluster whose TLS changed (a policy edit keeps the
-// cluster's name, protocol and endpoints).
-func TestMemoRebuildsClusterOnTLSChange(t *testing.T) {
-	var m Memo
-	gw := tlsGateway("")
-	first, err := m.Translate(gw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := tlsGateway("")
-	next.Clusters[0].TLS.SNI = "other.example.com"
-	second, err := m.Translate(next)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first.Clusters[0] == second.Clusters[0] {
-		t.Fatal("the memo kept the cluster whose TLS changed")
-	}
-	ctx := &tlsv3.UpstreamTlsContext{}
-	if err := second.Clusters[0].GetTransportSocket().GetTypedConfig().UnmarshalTo(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if ctx.GetSni() != "other.example.com" {
-		t.Fatalf("SNI %q, want other.example.com", ctx.GetSni())
-	}
-	// An invalid policy: no transport socket and no endpoints.
-	bad := tlsGateway("")
-	bad.Clusters[0].TLS = &ir.UpstreamTLS{Invalid: true}
-	third, err := m.Translate(bad)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if third.Clusters[0].GetTransportSocket() != nil || len(third.Endpoints[0].GetEndpoints()) != 0 {
-		t.Fatalf("an invalid policy's cluster must have no transport socket and no endpoints: %v / %v", third.Clusters[0], third.Endpoints[0])
 	}
 }

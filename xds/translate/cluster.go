@@ -15,8 +15,8 @@ import (
 	"github.com/shardgate/shardgate/internal/ir"
 )
 
-// cluster is one Service port, its endpoints fetched by EDS over ADS.
-func cluster(c *ir.Cluster) *clusterv3.Cluster {
+// Cluster is one Service port, its endpoints fetched by EDS over ADS.
+func Cluster(c *ir.Cluster) *clusterv3.Cluster {
 	out := &clusterv3.Cluster{
 		Name:                 c.Name,
 		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},

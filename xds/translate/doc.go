@@ -9,20 +9,28 @@ Copyright The shardgate Authors.
 // from the IR objects only.
 //
 // It owns the mapping of IR semantics to Envoy configuration and the checks a
-// resource set must pass before it is published (Validate, CheckReferences).
-// It must never talk to Kubernetes or to an xDS server, hold state between
-// calls, or decide policy: the IR producer (internal/gatewayapi) decides, this
-// package only translates.
+// resource set must pass before it is published (Validate, CheckReferences,
+// and the per-resource helpers they are made of). It must never talk to
+// Kubernetes or to an xDS server, hold state between calls, or decide
+// policy: the IR producer (internal/gatewayapi) decides, this package only
+// translates. Nothing in it outlives a call: a Scope is the lookups into one
+// IR for the units of one translation, and is dropped with it.
 //
-// Incremental use (a Gateway published again and again with small changes)
-// is a layer over the pure functions, owned by the caller: Memo returns the
-// very same messages for the IR that did not change, and Checker validates
-// and serializes only what changed, keeping each virtual host's checked
-// bytes. A route configuration that passed a Checker is published in its
-// wire form (wire.go): its virtual hosts are the concatenation of their
-// checked serializations, so a one-route change costs that virtual host's
-// encoding plus a copy of the table's bytes, and the bytes sent are the
-// bytes checked.
+// Translate is the composition of per-unit functions, which an incremental
+// caller (xds/build, which remembers, validates and versions what it built)
+// calls for the units that changed only:
+//
+//   - Scope.Listener: one IR listener (a port), and RouteTables, the route
+//     configurations its filter chains reference;
+//   - Scope.VirtualHost: one virtual host of a route table, and
+//     RouteConfigurationShell, a table without its hosts
+//     (Scope.RouteConfiguration is a whole table);
+//   - Cluster and LoadAssignment: one IR cluster;
+//   - Secret: one IR secret.
+//
+// decode.go reads wire forms (a resource whose checked serialization is
+// kept in its unknown fields, as xds/build publishes them) back as ordinary
+// messages; Validate decodes them before it checks.
 //
 // Naming scheme (all names come from the IR, never from pointers):
 //

@@ -12,10 +12,10 @@ import (
 	"github.com/shardgate/shardgate/internal/ir"
 )
 
-// loadAssignment lists a cluster's ready endpoints. A cluster with none
+// LoadAssignment lists a cluster's ready endpoints. A cluster with none
 // still gets an (empty) assignment, so that Envoy finishes warming it and
 // answers 503 rather than waiting.
-func loadAssignment(c *ir.Cluster) *endpointv3.ClusterLoadAssignment {
+func LoadAssignment(c *ir.Cluster) *endpointv3.ClusterLoadAssignment {
 	cla := &endpointv3.ClusterLoadAssignment{ClusterName: c.Name}
 	if c.TLS != nil && c.TLS.Invalid {
 		// A BackendTLSPolicy that cannot be honoured: no endpoint, so

@@ -11,7 +11,6 @@ import (
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	bufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/buffer/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
@@ -34,72 +33,72 @@ const listenAddress = "0.0.0.0"
 // clients both negotiate.
 var alpnHTTP = []string{"h2", "http/1.1"}
 
-// listener translates one IR listener (one port) into an Envoy listener and
-// the route configurations its filter chains reference. A port with nothing
-// to serve (no TLS servers, no TLS routes, no TCP route) yields no
-// listener, because Envoy refuses a listener without filter chains.
-func (t *translator) listener(l *ir.Listener) (*listenerv3.Listener, []*routev3.RouteConfiguration, error) {
-	lst, routes, err := t.listenerChains(l)
-	if _, memoised := t.nextListeners[l.Name]; memoised {
-		return lst, routes, err // built whole, PROXY protocol included
-	}
-	if lst != nil && ir.TrafficOf(t.gw).ProxyProtocol {
+// Listener translates one IR listener (one port) into an Envoy listener,
+// whose filter chains reference the route configurations RouteTables
+// names. A port with nothing to serve (no TLS servers, no TLS routes, no
+// TCP route) yields no listener, because Envoy refuses a listener without
+// filter chains. An HTTP listener does not depend on its virtual hosts.
+func (s *Scope) Listener(l *ir.Listener) (*listenerv3.Listener, error) {
+	lst, err := s.t.listenerChains(l)
+	if lst != nil && ir.TrafficOf(s.t.gw).ProxyProtocol {
 		// First: the client address and the TLS ClientHello come after
 		// the PROXY header.
 		lst.ListenerFilters = append([]*listenerv3.ListenerFilter{proxyProtocol()}, lst.ListenerFilters...)
 	}
-	return lst, routes, err
+	return lst, err
 }
 
-func (t *translator) listenerChains(l *ir.Listener) (*listenerv3.Listener, []*routev3.RouteConfiguration, error) {
+// RouteTable is one route configuration an IR listener's filter chains
+// reference: its name, the scheme its clients used ("http" or "https"),
+// the TLS server it belongs to ("" on an HTTP listener) and its virtual
+// hosts.
+type RouteTable struct {
+	Name, Scheme, Server string
+	VirtualHosts         []*ir.VirtualHost
+}
+
+// RouteTables returns the route configurations l's filter chains
+// reference, in chain order: for an HTTP listener one named after it, for
+// an HTTPS listener one per TLS server ("<listener>/<server>"), for any
+// other none.
+func RouteTables(l *ir.Listener) []RouteTable {
+	switch l.Protocol {
+	case ir.ProtocolHTTP:
+		return []RouteTable{{Name: l.Name, Scheme: "http", VirtualHosts: l.VirtualHosts}}
+	case ir.ProtocolHTTPS:
+		out := make([]RouteTable, 0, len(l.TLSServers))
+		for i := range l.TLSServers {
+			s := &l.TLSServers[i]
+			out = append(out, RouteTable{Name: httpsRouteTable(l, s), Scheme: "https", Server: s.Name, VirtualHosts: s.VirtualHosts})
+		}
+		return out
+	}
+	return nil
+}
+
+// httpsRouteTable names the route table of TLS server s of l.
+func httpsRouteTable(l *ir.Listener, s *ir.TLSServer) string { return l.Name + "/" + s.Name }
+
+func (t *translator) listenerChains(l *ir.Listener) (*listenerv3.Listener, error) {
 	traffic := ir.TrafficOf(t.gw)
 	switch l.Protocol {
 	case ir.ProtocolHTTP:
-		rc, err := t.routeConfiguration(l.Name, "http", l.VirtualHosts)
-		if err != nil {
-			return nil, nil, err
-		}
-		// The listener does not depend on its virtual hosts: with a
-		// memo, an unchanged one is the very message built before, so
-		// that a route change costs no listener serialization.
-		var key string
-		if t.memo != nil {
-			key = listenerKey(l, traffic)
-			if m, ok := t.memo.httpListeners[l.Name]; ok && m.key == key {
-				t.nextListeners[l.Name] = m
-				return m.msg, []*routev3.RouteConfiguration{rc}, nil
-			}
-		}
-		chain := filterChain(l.Name, nil, nil, httpConnectionManager(l.Name, rc.Name, traffic))
-		lst := listener(l.Name, l.Port, nil, chain)
-		if t.memo != nil {
-			if traffic.ProxyProtocol {
-				lst.ListenerFilters = append([]*listenerv3.ListenerFilter{proxyProtocol()}, lst.ListenerFilters...)
-			}
-			t.nextListeners[l.Name] = memoListener{key: key, msg: lst}
-			return lst, []*routev3.RouteConfiguration{rc}, nil
-		}
-		return lst, []*routev3.RouteConfiguration{rc}, nil
+		chain := filterChain(l.Name, nil, nil, httpConnectionManager(l.Name, l.Name, traffic))
+		return listener(l.Name, l.Port, nil, chain), nil
 
 	case ir.ProtocolHTTPS:
 		var chains []*listenerv3.FilterChain
-		var routes []*routev3.RouteConfiguration
 		for i := range l.TLSServers {
 			s := &l.TLSServers[i]
-			rc, err := t.routeConfiguration(l.Name+"/"+s.Name, "https", s.VirtualHosts)
-			if err != nil {
-				return nil, nil, fmt.Errorf("tls server %s: %w", s.Name, err)
-			}
-			routes = append(routes, rc)
 			chains = append(chains, filterChain(s.Name,
 				matchSNI(s.SNI),
 				downstreamTLSValidating(s.Certificates, alpnHTTP, s.ClientValidation),
-				httpConnectionManager(l.Name, rc.Name, traffic)))
+				httpConnectionManager(l.Name, httpsRouteTable(l, s), traffic)))
 		}
 		if len(chains) == 0 {
-			return nil, nil, nil
+			return nil, nil
 		}
-		return listener(l.Name, l.Port, tlsInspector(), chains...), routes, nil
+		return listener(l.Name, l.Port, tlsInspector(), chains...), nil
 
 	case ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate, ir.ProtocolTLSMixed:
 		// One filter chain per SNI. A terminating chain (every chain of a
@@ -124,9 +123,9 @@ func (t *translator) listenerChains(l *ir.Listener) (*listenerv3.Listener, []*ro
 				tcpProxy(l.Name, tr.Backends, tr.InvalidWeight)))
 		}
 		if len(chains) == 0 {
-			return nil, nil, nil
+			return nil, nil
 		}
-		return listener(l.Name, l.Port, tlsInspector(), chains...), nil, nil
+		return listener(l.Name, l.Port, tlsInspector(), chains...), nil
 
 	case ir.ProtocolTCP:
 		// One filter chain without a match: every connection of the port
@@ -135,12 +134,12 @@ func (t *translator) listenerChains(l *ir.Listener) (*listenerv3.Listener, []*ro
 		// it). No route: no listener, so connections are refused.
 		tr := l.TCPRoute
 		if tr == nil {
-			return nil, nil, nil
+			return nil, nil
 		}
 		chain := filterChain(tr.Name, nil, nil, tcpProxy(l.Name, tr.Backends, tr.InvalidWeight))
-		return listener(l.Name, l.Port, nil, chain), nil, nil
+		return listener(l.Name, l.Port, nil, chain), nil
 	}
-	return nil, nil, fmt.Errorf("unknown protocol %q", l.Protocol)
+	return nil, fmt.Errorf("unknown protocol %q", l.Protocol)
 }
 
 // listener binds port with the given listener filter (may be nil) and chains.

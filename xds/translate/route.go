@@ -32,32 +32,40 @@ import (
 // that reaches per_try_timeout and retries it as a reset.
 const retryOn = "connect-failure,refused-stream,reset"
 
-// routeConfiguration is one route table. scheme ("http" or "https") is what
-// clients used to reach it; redirects need it to know the default port.
+// RouteConfiguration is the route table rt, its virtual hosts built by
+// VirtualHost. Its scheme ("http" or "https") is what clients used to reach
+// it; redirects need it to know the default port.
 //
 // Every route configuration sets X-Real-IP (clientAddressHeaders).
 //
 // ignore_port_in_host_matching lets "foo.example.com:8080" select the
 // virtual host "foo.example.com" without ":*" domain variants, and without
 // rewriting the Host header sent upstream (as strip_any_host_port would).
-func (t *translator) routeConfiguration(name, scheme string, vhosts []*ir.VirtualHost) (*routev3.RouteConfiguration, error) {
-	if t.memo != nil {
-		return t.routeConfigurationMemo(name, scheme, vhosts)
-	}
-	rc := &routev3.RouteConfiguration{
-		Name:                     name,
-		VirtualHosts:             make([]*routev3.VirtualHost, 0, len(vhosts)),
-		IgnorePortInHostMatching: true,
-		RequestHeadersToAdd:      clientAddressHeaders(),
-	}
-	for _, v := range vhosts {
-		vh, err := t.virtualHost(scheme, v, nil)
+func (s *Scope) RouteConfiguration(rt RouteTable) (*routev3.RouteConfiguration, error) {
+	rc := RouteConfigurationShell(rt.Name, len(rt.VirtualHosts))
+	for _, v := range rt.VirtualHosts {
+		vh, err := s.VirtualHost(rt.Scheme, v, nil)
 		if err != nil {
+			if rt.Server != "" {
+				return nil, fmt.Errorf("tls server %s: virtual host %s: %w", rt.Server, v.Name, err)
+			}
 			return nil, fmt.Errorf("virtual host %s: %w", v.Name, err)
 		}
 		rc.VirtualHosts = append(rc.VirtualHosts, vh)
 	}
 	return rc, nil
+}
+
+// RouteConfigurationShell is the route configuration named name without
+// its virtual hosts (room for n of them): everything a table holds but
+// them.
+func RouteConfigurationShell(name string, n int) *routev3.RouteConfiguration {
+	return &routev3.RouteConfiguration{
+		Name:                     name,
+		VirtualHosts:             make([]*routev3.VirtualHost, 0, n),
+		IgnorePortInHostMatching: true,
+		RequestHeadersToAdd:      clientAddressHeaders(),
+	}
 }
 
 // clientAddressHeaders set X-Real-IP, as ingress-nginx does, to the
@@ -74,11 +82,14 @@ func clientAddressHeaders() []*corev3.HeaderValueOption {
 	}}
 }
 
-// virtualHost keeps the IR's route order: it is already Gateway API
+// VirtualHost translates one IR virtual host of a route table whose clients
+// used scheme. It keeps the IR's route order: it is already Gateway API
 // precedence, and Envoy takes the first match.
 //
-// carried are retained clusters the host keeps a never-matching route to.
-func (t *translator) virtualHost(scheme string, v *ir.VirtualHost, carried []string) (*routev3.VirtualHost, error) {
+// carried are retained clusters the host keeps a never-matching route to
+// (RetainedRoute), after its own routes.
+func (s *Scope) VirtualHost(scheme string, v *ir.VirtualHost, carried []string) (*routev3.VirtualHost, error) {
+	t := &s.t
 	domains := v.Domains
 	if len(domains) == 0 {
 		domains = []string{v.Name}
@@ -599,17 +610,17 @@ func headerMutations(h *ir.HeaderModifier) (add []*corev3.HeaderValueOption, rem
 			host = s.Value
 			continue
 		}
-		if isModifiable(s.Name) {
+		if IsModifiable(s.Name) {
 			add = append(add, headerValue(s, corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD))
 		}
 	}
 	for _, s := range h.Add {
-		if isModifiable(s.Name) {
+		if IsModifiable(s.Name) {
 			add = append(add, headerValue(s, corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD))
 		}
 	}
 	for _, n := range h.Remove {
-		if isModifiable(n) {
+		if IsModifiable(n) {
 			remove = append(remove, n)
 		}
 	}
@@ -625,8 +636,8 @@ func headerValue(h ir.Header, action corev3.HeaderValueOption_HeaderAppendAction
 
 func isHost(name string) bool { return strings.EqualFold(name, "host") || name == ":authority" }
 
-// isModifiable mirrors Envoy's HeaderUtility::isModifiableHeader.
-func isModifiable(name string) bool { return name != "" && name[0] != ':' && !isHost(name) }
+// IsModifiable mirrors Envoy's HeaderUtility::isModifiableHeader.
+func IsModifiable(name string) bool { return name != "" && name[0] != ':' && !isHost(name) }
 
 // corsPolicy is the per-route CORS configuration for the CORS filter.
 func corsPolicy(c *ir.CORS) *corsv3.CorsPolicy {

@@ -11,9 +11,9 @@ import (
 	"github.com/shardgate/shardgate/internal/ir"
 )
 
-// secret is a certificate and key, inline, served by SDS under the IR name;
+// Secret is a certificate and key, inline, served by SDS under the IR name;
 // or, for a CA bundle, a validation context trusting it.
-func secret(s *ir.Secret) *tlsv3.Secret {
+func Secret(s *ir.Secret) *tlsv3.Secret {
 	if len(s.CA) > 0 {
 		return &tlsv3.Secret{
 			Name: s.Name,

@@ -31,42 +31,57 @@ type Resources struct {
 // Translate builds the Envoy resources for gw. It is deterministic and does
 // not modify gw. It fails only on IR it cannot express (an unknown protocol
 // or redirect code); referential problems are left to Validate.
+//
+// It is the composition of the per-unit functions (Scope.Listener,
+// RouteTables, Scope.RouteConfiguration, Cluster, LoadAssignment, Secret),
+// which an incremental caller (xds/build) calls for what changed only.
 func Translate(gw *ir.Gateway) (*Resources, error) {
-	var t translator
-	return t.translate(gw)
-}
-
-func (t *translator) translate(gw *ir.Gateway) (*Resources, error) {
-	t.gw = gw
-	r := &Resources{Secrets: make([]*tlsv3.Secret, 0, len(gw.Secrets))}
-	if t.memo == nil { // the memo hands out its own lists
-		r.Clusters = make([]*clusterv3.Cluster, 0, len(gw.Clusters))
-		r.Endpoints = make([]*endpointv3.ClusterLoadAssignment, 0, len(gw.Clusters))
+	sc := NewScope(gw)
+	r := &Resources{
+		Secrets:   make([]*tlsv3.Secret, 0, len(gw.Secrets)),
+		Clusters:  make([]*clusterv3.Cluster, 0, len(gw.Clusters)),
+		Endpoints: make([]*endpointv3.ClusterLoadAssignment, 0, len(gw.Clusters)),
 	}
 	for i := range gw.Listeners {
 		l := &gw.Listeners[i]
-		listener, routes, err := t.listener(l)
+		listener, err := sc.Listener(l)
 		if err != nil {
 			return nil, fmt.Errorf("listener %s: %w", l.Name, err)
 		}
-		if listener != nil {
-			r.Listeners = append(r.Listeners, listener)
+		if listener == nil {
+			continue
 		}
-		r.Routes = append(r.Routes, routes...)
+		r.Listeners = append(r.Listeners, listener)
+		for _, rt := range RouteTables(l) {
+			rc, err := sc.RouteConfiguration(rt)
+			if err != nil {
+				return nil, fmt.Errorf("listener %s: %w", l.Name, err)
+			}
+			r.Routes = append(r.Routes, rc)
+		}
 	}
-	if t.memo != nil {
-		t.clustersMemo(gw, r)
-	} else {
-		for _, c := range gw.Clusters {
-			r.Clusters = append(r.Clusters, cluster(c))
-			r.Endpoints = append(r.Endpoints, loadAssignment(c))
-		}
+	for _, c := range gw.Clusters {
+		r.Clusters = append(r.Clusters, Cluster(c))
+		r.Endpoints = append(r.Endpoints, LoadAssignment(c))
 	}
 	for i := range gw.Secrets {
-		r.Secrets = append(r.Secrets, secret(&gw.Secrets[i]))
+		r.Secrets = append(r.Secrets, Secret(&gw.Secrets[i]))
 	}
-	r.sort(t.clustersKept)
+	r.Sort(false)
 	return r, nil
+}
+
+// Scope is the Gateway a unit of translation belongs to: the units of one
+// Gateway (a virtual host, a listener) read its clusters and traffic
+// settings. A Scope is made for one translation of one IR and holds nothing
+// but lookups into it; it is not safe for concurrent use.
+type Scope struct {
+	t translator
+}
+
+// NewScope returns the Scope of gw's units.
+func NewScope(gw *ir.Gateway) *Scope {
+	return &Scope{t: translator{gw: gw}}
 }
 
 // translator carries the lookups one translation needs.
@@ -76,20 +91,6 @@ type translator struct {
 	// IR promises they are; then a binary search finds one). Empty and
 	// not nil: the list was found sorted.
 	byName map[string]*ir.Cluster
-	// retained: the clusters that left the Gateway and stay published
-	// for a while; a virtual host that sent to one keeps a route to it
-	// that never matches (RetainedRoute; memo only).
-	retained map[string]bool
-	// memo, when set, remembers messages across translations (memo.go);
-	// next is what it remembers after this one.
-	memo *Memo
-	next map[string][]*memoVhost
-	// nextListeners: the HTTP listeners the memo remembers after this
-	// translation.
-	nextListeners map[string]memoListener
-	// clustersKept: the cluster and endpoint lists are the memo's, as
-	// built and sorted before.
-	clustersKept bool
 }
 
 // cluster returns gw's cluster named name, or nil. A binary search finds
@@ -116,11 +117,11 @@ func (t *translator) cluster(name string) *ir.Cluster {
 	return nil
 }
 
-// sort orders every resource list by name. The IR is already sorted, but
+// Sort orders every resource list by name. The IR is already sorted, but
 // listener names ("http-80", "https-443", ...) do not sort like ports, and
 // one listener can yield several route configurations. clustersSorted says
 // the cluster and endpoint lists are known to be sorted.
-func (r *Resources) sort(clustersSorted bool) {
+func (r *Resources) Sort(clustersSorted bool) {
 	byName := func(a, b *clusterv3.Cluster) int { return cmp.Compare(a.GetName(), b.GetName()) }
 	byCluster := func(a, b *endpointv3.ClusterLoadAssignment) int {
 		return cmp.Compare(a.GetClusterName(), b.GetClusterName())

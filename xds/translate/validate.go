@@ -35,7 +35,7 @@ func Validate(r *Resources) error {
 	}
 	var errs []error
 	check := func(kind, name string, m proto.Message) {
-		if err := validateMessage(m); err != nil {
+		if err := ValidateMessage(m); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", kind, name, err))
 		}
 	}
@@ -112,10 +112,10 @@ func decodeList[T proto.Message](list []T, inner func(T) bool) ([]T, error) {
 	return out, nil
 }
 
-// validateMessage runs m's ValidateAll and then that of every Any inside m:
+// ValidateMessage runs m's ValidateAll and then that of every Any inside m:
 // the generated validators check an Any's type URL at most, never its
 // content.
-func validateMessage(m proto.Message) error {
+func ValidateMessage(m proto.Message) error {
 	var errs []error
 	if v, ok := m.(interface{ ValidateAll() error }); ok {
 		if err := v.ValidateAll(); err != nil {
@@ -128,7 +128,7 @@ func validateMessage(m proto.Message) error {
 			errs = append(errs, fmt.Errorf("typed config %s: %w", a.GetTypeUrl(), err))
 			return
 		}
-		if err := validateMessage(inner); err != nil {
+		if err := ValidateMessage(inner); err != nil {
 			errs = append(errs, fmt.Errorf("typed config %s: %w", a.GetTypeUrl(), err))
 		}
 	})
@@ -181,13 +181,13 @@ func CheckReferences(r *Resources) error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
-	clusters := clusterReferences(r, func(c *clusterv3.Cluster) bool { return c.GetType() == clusterv3.Cluster_EDS }, fail)
-	routes := uniqueNames("route configuration", len(r.Routes), func(i int) string { return r.Routes[i].GetName() }, fail)
-	secrets := uniqueNames("secret", len(r.Secrets), func(i int) string { return r.Secrets[i].GetName() }, fail)
-	uniqueNames("listener", len(r.Listeners), func(i int) string { return r.Listeners[i].GetName() }, fail)
+	clusters := ClusterReferences(r, func(c *clusterv3.Cluster) bool { return c.GetType() == clusterv3.Cluster_EDS }, fail)
+	routes := UniqueNames("route configuration", len(r.Routes), func(i int) string { return r.Routes[i].GetName() }, fail)
+	secrets := UniqueNames("secret", len(r.Secrets), func(i int) string { return r.Secrets[i].GetName() }, fail)
+	UniqueNames("listener", len(r.Listeners), func(i int) string { return r.Listeners[i].GetName() }, fail)
 
 	for _, l := range r.Listeners {
-		errs = append(errs, listenerReferences(l, clusters, routes, secrets)...)
+		errs = append(errs, ListenerReferences(l, clusters, routes, secrets)...)
 	}
 	errs = append(errs, clusterSecretReferences(r.Clusters, secrets)...)
 	for _, rc := range r.Routes {
@@ -196,9 +196,9 @@ func CheckReferences(r *Resources) error {
 	return errors.Join(errs...)
 }
 
-// uniqueNames returns the set of n names, failing each empty or duplicate
+// UniqueNames returns the set of n names, failing each empty or duplicate
 // one.
-func uniqueNames(kind string, n int, name func(int) string, fail func(string, ...any)) map[string]bool {
+func UniqueNames(kind string, n int, name func(int) string, fail func(string, ...any)) map[string]bool {
 	seen := make(map[string]bool, n)
 	for i := 0; i < n; i++ {
 		switch nm := name(i); {
@@ -213,14 +213,14 @@ func uniqueNames(kind string, n int, name func(int) string, fail func(string, ..
 	return seen
 }
 
-// clusterReferences checks the names of r's clusters and load assignments,
+// ClusterReferences checks the names of r's clusters and load assignments,
 // and that every EDS cluster has an assignment. It returns the cluster
 // names.
 //
 // eds tells whether a cluster takes its endpoints from EDS.
-func clusterReferences(r *Resources, eds func(*clusterv3.Cluster) bool, fail func(string, ...any)) map[string]bool {
-	clusters := uniqueNames("cluster", len(r.Clusters), func(i int) string { return r.Clusters[i].GetName() }, fail)
-	assignments := uniqueNames("cluster load assignment", len(r.Endpoints), func(i int) string { return r.Endpoints[i].GetClusterName() }, fail)
+func ClusterReferences(r *Resources, eds func(*clusterv3.Cluster) bool, fail func(string, ...any)) map[string]bool {
+	clusters := UniqueNames("cluster", len(r.Clusters), func(i int) string { return r.Clusters[i].GetName() }, fail)
+	assignments := UniqueNames("cluster load assignment", len(r.Endpoints), func(i int) string { return r.Endpoints[i].GetClusterName() }, fail)
 	for _, c := range r.Clusters {
 		if c.GetName() != "" && !assignments[c.GetName()] && eds(c) {
 			fail("cluster %q: no cluster load assignment", c.GetName())
@@ -229,48 +229,48 @@ func clusterReferences(r *Resources, eds func(*clusterv3.Cluster) bool, fail fun
 	return clusters
 }
 
-// clusterFacts is what the referential checks read of a cluster: whether it
+// ClusterFacts is what the referential checks read of a cluster: whether it
 // takes its endpoints from EDS, and the SDS secrets its upstream TLS
 // context names (or why its transport socket cannot be read).
-type clusterFacts struct {
-	eds     bool
-	secrets []string
-	socket  error
+type ClusterFacts struct {
+	EDS     bool
+	Secrets []string
+	Socket  error
 }
 
-// sockets: the cluster's transport socket names secrets or cannot be read.
-func (f clusterFacts) sockets() bool { return len(f.secrets) > 0 || f.socket != nil }
+// Sockets: the cluster's transport socket names secrets or cannot be read.
+func (f ClusterFacts) Sockets() bool { return len(f.Secrets) > 0 || f.Socket != nil }
 
-// factsOf reads a cluster message's facts (not a wire form's: see
-// Checker.clusterFacts).
-func factsOf(c *clusterv3.Cluster) clusterFacts {
-	f := clusterFacts{eds: c.GetType() == clusterv3.Cluster_EDS}
+// FactsOf reads a cluster message's facts (not a wire form's: see
+// Checker.ClusterFacts).
+func FactsOf(c *clusterv3.Cluster) ClusterFacts {
+	f := ClusterFacts{EDS: c.GetType() == clusterv3.Cluster_EDS}
 	ts := c.GetTransportSocket()
 	if ts == nil {
 		return f
 	}
 	msg, err := ts.GetTypedConfig().UnmarshalNew()
 	if err != nil {
-		f.socket = err
+		f.Socket = err
 		return f
 	}
 	if tls, ok := msg.(*tlsv3.UpstreamTlsContext); ok {
 		for _, s := range tls.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs() {
-			f.secrets = append(f.secrets, s.GetName())
+			f.Secrets = append(f.Secrets, s.GetName())
 		}
 	}
 	return f
 }
 
-// socketErrors checks one cluster's transport socket: it can be read, and
+// SocketErrors checks one cluster's transport socket: it can be read, and
 // the SDS secrets its upstream TLS context names (a Gateway's backend
 // client certificate) exist.
-func socketErrors(name string, f clusterFacts, secrets map[string]bool) []error {
-	if f.socket != nil {
-		return []error{fmt.Errorf("cluster %q: transport socket: %w", name, f.socket)}
+func SocketErrors(name string, f ClusterFacts, secrets map[string]bool) []error {
+	if f.Socket != nil {
+		return []error{fmt.Errorf("cluster %q: transport socket: %w", name, f.Socket)}
 	}
 	var errs []error
-	for _, s := range f.secrets {
+	for _, s := range f.Secrets {
 		if !secrets[s] {
 			errs = append(errs, fmt.Errorf("cluster %q: secret %q not found", name, s))
 		}
@@ -278,16 +278,16 @@ func socketErrors(name string, f clusterFacts, secrets map[string]bool) []error 
 	return errs
 }
 
-// clusterSecretReferences is socketErrors for every cluster.
+// clusterSecretReferences is SocketErrors for every cluster.
 func clusterSecretReferences(clusters []*clusterv3.Cluster, secrets map[string]bool) []error {
 	var errs []error
 	for _, c := range clusters {
-		errs = append(errs, socketErrors(c.GetName(), factsOf(c), secrets)...)
+		errs = append(errs, SocketErrors(c.GetName(), FactsOf(c), secrets)...)
 	}
 	return errs
 }
 
-func listenerReferences(l *listenerv3.Listener, clusters, routes, secrets map[string]bool) []error {
+func ListenerReferences(l *listenerv3.Listener, clusters, routes, secrets map[string]bool) []error {
 	var errs []error
 	fail := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("listener %q: "+format, append([]any{l.GetName()}, args...)...))
@@ -354,7 +354,7 @@ func listenerReferences(l *listenerv3.Listener, clusters, routes, secrets map[st
 				}
 			case *tcpproxyv3.TcpProxy:
 				for _, name := range tcpProxyClusters(c) {
-					if !clusterExists(clusters, name) {
+					if !ClusterExists(clusters, name) {
 						fail("filter chain %q: cluster %q not found", chain, name)
 					}
 				}
@@ -377,7 +377,7 @@ func tcpProxyClusters(p *tcpproxyv3.TcpProxy) []string {
 	return out
 }
 
-func clusterExists(clusters map[string]bool, name string) bool {
+func ClusterExists(clusters map[string]bool, name string) bool {
 	return clusters[name] || name == InvalidBackendCluster
 }
 
@@ -403,13 +403,13 @@ func routeReferences(rc *routev3.RouteConfiguration, clusters map[string]bool) [
 		}
 		for _, r := range vh.GetRoutes() {
 			where := func() string { return fmt.Sprintf("virtual host %q route %q", vh.GetName(), r.GetName()) }
-			for _, name := range routeClusters(r.GetRoute()) {
-				if !clusterExists(clusters, name) {
+			for _, name := range RouteClusters(r.GetRoute()) {
+				if !ClusterExists(clusters, name) {
 					fail("%s: cluster %q not found", where(), name)
 				}
 			}
-			for _, h := range headerNames(r) {
-				if !isModifiable(h) {
+			for _, h := range HeaderNames(r) {
+				if !IsModifiable(h) {
 					fail("%s: header %q cannot be modified", where(), h)
 				}
 			}
@@ -418,9 +418,9 @@ func routeReferences(rc *routev3.RouteConfiguration, clusters map[string]bool) [
 	return errs
 }
 
-// routeClusters lists every cluster a route action sends to, mirrors
+// RouteClusters lists every cluster a route action sends to, mirrors
 // included.
-func routeClusters(a *routev3.RouteAction) []string {
+func RouteClusters(a *routev3.RouteAction) []string {
 	if a == nil {
 		return nil
 	}
@@ -437,8 +437,8 @@ func routeClusters(a *routev3.RouteAction) []string {
 	return out
 }
 
-// headerNames lists the headers a route and its weighted clusters mutate.
-func headerNames(r *routev3.Route) []string {
+// HeaderNames lists the headers a route and its weighted clusters mutate.
+func HeaderNames(r *routev3.Route) []string {
 	var out []string
 	add := func(hs []*corev3.HeaderValueOption, rm []string) {
 		for _, h := range hs {

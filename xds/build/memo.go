@@ -2,7 +2,7 @@
 Copyright The shardgate Authors.
 */
 
-package translate
+package build
 
 import (
 	"fmt"
@@ -15,9 +15,11 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/xds/translate"
 )
 
 // Memo makes Translate incremental for a config published again and again:
@@ -130,7 +132,7 @@ type memoCluster struct {
 // retained. Only those hosts change: a proxyless gRPC client builds
 // balancers for the clusters of the one virtual host it matches, so no
 // other host needs the reference.
-func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*Resources, error) {
+func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*translate.Resources, error) {
 	// Route actions depend on whether their clusters speak WebSocket: a
 	// change there rebuilds every virtual host.
 	var ws []byte
@@ -154,7 +156,7 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*Resources, error)
 		kept[c] = true
 	}
 	m.newRefs = nil
-	t := translator{memo: m, retained: kept, next: map[string][]*memoVhost{}, nextListeners: map[string]memoListener{}}
+	t := memoRun{memo: m, sc: translate.NewScope(gw), retained: kept, next: map[string][]*memoVhost{}, nextListeners: map[string]memoListener{}}
 	res, err := t.translate(gw)
 	if err != nil {
 		return nil, err
@@ -164,6 +166,74 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*Resources, error)
 	return res, nil
 }
 
+// memoRun is one translation through a Memo.
+type memoRun struct {
+	memo *Memo
+	sc   *translate.Scope
+	// retained: the clusters that left the Gateway and stay published
+	// for a while; a virtual host that sent to one keeps a route to it
+	// that never matches (translate.RetainedRoute).
+	retained map[string]bool
+	// next is what the memo remembers of the route tables after this
+	// translation, nextListeners of the HTTP listeners.
+	next          map[string][]*memoVhost
+	nextListeners map[string]memoListener
+	// clustersKept: the cluster and endpoint lists are the memo's, as
+	// built and sorted before.
+	clustersKept bool
+}
+
+// translate is translate.Translate, unit by unit, from memory where it can.
+func (t *memoRun) translate(gw *ir.Gateway) (*translate.Resources, error) {
+	r := &translate.Resources{Secrets: make([]*tlsv3.Secret, 0, len(gw.Secrets))}
+	traffic := ir.TrafficOf(gw)
+	for i := range gw.Listeners {
+		l := &gw.Listeners[i]
+		listener, err := t.listener(l, traffic)
+		if err != nil {
+			return nil, fmt.Errorf("listener %s: %w", l.Name, err)
+		}
+		if listener == nil {
+			continue
+		}
+		r.Listeners = append(r.Listeners, listener)
+		for _, rt := range translate.RouteTables(l) {
+			rc, err := t.routeConfigurationMemo(rt)
+			if err != nil {
+				return nil, fmt.Errorf("listener %s: %w", l.Name, err)
+			}
+			r.Routes = append(r.Routes, rc)
+		}
+	}
+	t.clustersMemo(gw, r)
+	for i := range gw.Secrets {
+		r.Secrets = append(r.Secrets, translate.Secret(&gw.Secrets[i]))
+	}
+	r.Sort(t.clustersKept)
+	return r, nil
+}
+
+// listener is l's listener. An HTTP listener does not depend on its
+// virtual hosts: an unchanged one is the very message built before, so
+// that a route change costs no listener serialization. The others (few)
+// are built again.
+func (t *memoRun) listener(l *ir.Listener, traffic *ir.Traffic) (*listenerv3.Listener, error) {
+	if l.Protocol != ir.ProtocolHTTP {
+		return t.sc.Listener(l)
+	}
+	key := listenerKey(l, traffic)
+	if m, ok := t.memo.httpListeners[l.Name]; ok && m.key == key {
+		t.nextListeners[l.Name] = m
+		return m.msg, nil
+	}
+	lst, err := t.sc.Listener(l)
+	if err != nil {
+		return nil, err
+	}
+	t.nextListeners[l.Name] = memoListener{key: key, msg: lst}
+	return lst, nil
+}
+
 // routeConfigurationMemo builds a route table, reusing the remembered
 // message of every virtual host whose IR is the same.
 //
@@ -171,7 +241,8 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*Resources, error)
 // old one's positions (an edit of a virtual host); only an added or removed
 // host makes it a new list. (Each entry describes a real IR → message
 // mapping, so a translation that fails half-way leaves valid memory.)
-func (t *translator) routeConfigurationMemo(name, scheme string, vhosts []*ir.VirtualHost) (*routev3.RouteConfiguration, error) {
+func (t *memoRun) routeConfigurationMemo(rt translate.RouteTable) (*routev3.RouteConfiguration, error) {
+	name, scheme, vhosts := rt.Name, rt.Scheme, rt.VirtualHosts
 	prev := t.memo.tables[name]
 	var cur []*memoVhost
 	// While inPlace, the new list so far is prev[:i], and j == i.
@@ -182,12 +253,8 @@ func (t *translator) routeConfigurationMemo(name, scheme string, vhosts []*ir.Vi
 			cur = append(make([]*memoVhost, 0, len(vhosts)), prev[:i]...)
 		}
 	}
-	rc := &routev3.RouteConfiguration{
-		Name:                     name,
-		VirtualHosts:             make([]*routev3.VirtualHost, len(vhosts)),
-		IgnorePortInHostMatching: true,
-		RequestHeadersToAdd:      clientAddressHeaders(),
-	}
+	rc := translate.RouteConfigurationShell(name, len(vhosts))
+	rc.VirtualHosts = rc.VirtualHosts[:len(vhosts)]
 	j := 0
 	for i, v := range vhosts {
 		if j < len(prev) && sameVhost(prev[j], scheme, v) && t.stillRetained(prev[j].carried) {
@@ -209,8 +276,11 @@ func (t *translator) routeConfigurationMemo(name, scheme string, vhosts []*ir.Vi
 		}
 		refs := clusterRefs(v)
 		carried := t.carry(old, refs)
-		vh, err := t.virtualHost(scheme, v, carried)
+		vh, err := t.sc.VirtualHost(scheme, v, carried)
 		if err != nil {
+			if rt.Server != "" {
+				return nil, fmt.Errorf("tls server %s: virtual host %s: %w", rt.Server, v.Name, err)
+			}
 			return nil, fmt.Errorf("virtual host %s: %w", v.Name, err)
 		}
 		rc.VirtualHosts[i] = vh
@@ -243,7 +313,7 @@ func (t *translator) routeConfigurationMemo(name, scheme string, vhosts []*ir.Vi
 }
 
 // stillRetained: every cluster in carried is still retained.
-func (t *translator) stillRetained(carried []string) bool {
+func (t *memoRun) stillRetained(carried []string) bool {
 	for _, c := range carried {
 		if !t.retained[c] {
 			return false
@@ -255,7 +325,7 @@ func (t *translator) stillRetained(carried []string) bool {
 // carry returns the retained clusters a rebuilt virtual host keeps
 // never-matching routes for: those its previous version sent to or
 // carried, that are still retained and that its routes do not send to now.
-func (t *translator) carry(old *memoVhost, refs []string) []string {
+func (t *memoRun) carry(old *memoVhost, refs []string) []string {
 	if old == nil || len(t.retained) == 0 {
 		return nil
 	}
@@ -338,7 +408,7 @@ func sameVhost(e *memoVhost, scheme string, v *ir.VirtualHost) bool {
 // every cluster whose IR is the same. IR is never modified once built, so
 // the very same IR cluster list as last time yields the very same lists of
 // messages (which callers must not modify).
-func (t *translator) clustersMemo(gw *ir.Gateway, r *Resources) {
+func (t *memoRun) clustersMemo(gw *ir.Gateway, r *translate.Resources) {
 	m := t.memo
 	if len(gw.Clusters) > 0 && len(gw.Clusters) == len(m.clusters) && &gw.Clusters[0] == m.irClusters {
 		r.Clusters, r.Endpoints = m.lastClusters, m.lastEndpoints
@@ -371,11 +441,11 @@ func (t *translator) clustersMemo(gw *ir.Gateway, r *Resources) {
 				j++
 			case j < len(prev) && sameClusterConfig(&prev[j].ir, c):
 				// Only its endpoints changed: the same cluster.
-				e = &memoCluster{irp: c, ir: *c, cluster: prev[j].cluster, endpoints: loadAssignment(c)}
+				e = &memoCluster{irp: c, ir: *c, cluster: prev[j].cluster, endpoints: translate.LoadAssignment(c)}
 				m.built = append(m.built, i)
 				j++
 			default:
-				e = &memoCluster{irp: c, ir: *c, cluster: cluster(c), endpoints: loadAssignment(c)}
+				e = &memoCluster{irp: c, ir: *c, cluster: translate.Cluster(c), endpoints: translate.LoadAssignment(c)}
 				m.built = append(m.built, i)
 				if i > 0 && gw.Clusters[i-1].Name >= c.Name || i+1 < len(gw.Clusters) && c.Name >= gw.Clusters[i+1].Name {
 					sorted = false
@@ -439,7 +509,7 @@ func (m *Memo) Endpoints(clusters []*ir.Cluster) (all, changed []*endpointv3.Clu
 		if len(changed) == 0 {
 			all = slices.Clone(all) // handed out before: never modified
 		}
-		*e = memoCluster{irp: c, ir: *c, cluster: e.cluster, endpoints: loadAssignment(c)}
+		*e = memoCluster{irp: c, ir: *c, cluster: e.cluster, endpoints: translate.LoadAssignment(c)}
 		m.built = append(m.built, i)
 		all[i] = e.endpoints
 		changed = append(changed, e.endpoints)

@@ -2,7 +2,7 @@
 Copyright The shardgate Authors.
 */
 
-package translate
+package build
 
 import (
 	"crypto/rand"
@@ -19,6 +19,8 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/shardgate/shardgate/xds/translate"
 )
 
 // Digest identifies a resource's content: the SHA-256 of its deterministic
@@ -81,12 +83,12 @@ type Checker struct {
 	wire map[proto.Message]proto.Message
 	// facts: the facts of each wire cluster, read from its message when
 	// it was checked (a wire form shows only its name).
-	facts map[proto.Message]clusterFacts
+	facts map[proto.Message]translate.ClusterFacts
 	// sockets: the clusters of the last check whose transport sockets
 	// name secrets or cannot be read (few), by name, kept with the
 	// cluster set, so that secret references are checked without a walk
 	// of every cluster.
-	sockets map[string]clusterFacts
+	sockets map[string]translate.ClusterFacts
 
 	// Validated is how many messages the last check validated (the rest
 	// passed before).
@@ -129,7 +131,7 @@ var (
 // Check validates r like Validate. On success each route configuration of
 // r is replaced by its wire form, and Digest gives the digest of every
 // resource in r.
-func (c *Checker) Check(r *Resources) error {
+func (c *Checker) Check(r *translate.Resources) error {
 	if c.known == nil || c.tables == nil {
 		c.reset()
 	}
@@ -170,7 +172,7 @@ func (c *Checker) Check(r *Resources) error {
 			sameClusters = true
 			e.newRefs = append(e.newRefs, removedClusters...)
 		} else {
-			c.clusterSet = clusterReferences(r, func(cl *clusterv3.Cluster) bool { return c.clusterFacts(cl).eds }, e.fail)
+			c.clusterSet = translate.ClusterReferences(r, func(cl *clusterv3.Cluster) bool { return c.clusterFacts(cl).EDS }, e.fail)
 			clear(c.sockets)
 			for _, cl := range r.Clusters {
 				c.indexSockets(cl)
@@ -203,26 +205,26 @@ func (c *Checker) Check(r *Resources) error {
 	// of them when the clusters changed.
 	if !sameClusters {
 		for name, n := range c.refs {
-			if n > 0 && !clusterExists(c.clusterSet, name) {
+			if n > 0 && !translate.ClusterExists(c.clusterSet, name) {
 				e.fail("%s: cluster %q not found", c.referrer(name), name)
 			}
 		}
 	} else {
 		for _, name := range e.newRefs {
-			if c.refs[name] > 0 && !clusterExists(c.clusterSet, name) {
+			if c.refs[name] > 0 && !translate.ClusterExists(c.clusterSet, name) {
 				e.fail("%s: cluster %q not found", c.referrer(name), name)
 			}
 		}
 	}
 	// Listeners, in full: they are few.
-	routes := uniqueNames("route configuration", len(r.Routes), func(i int) string { return r.Routes[i].GetName() }, e.fail)
-	secrets := uniqueNames("secret", len(r.Secrets), func(i int) string { return r.Secrets[i].GetName() }, e.fail)
-	uniqueNames("listener", len(r.Listeners), func(i int) string { return r.Listeners[i].GetName() }, e.fail)
+	routes := translate.UniqueNames("route configuration", len(r.Routes), func(i int) string { return r.Routes[i].GetName() }, e.fail)
+	secrets := translate.UniqueNames("secret", len(r.Secrets), func(i int) string { return r.Secrets[i].GetName() }, e.fail)
+	translate.UniqueNames("listener", len(r.Listeners), func(i int) string { return r.Listeners[i].GetName() }, e.fail)
 	for _, l := range r.Listeners {
-		e.errs = append(e.errs, listenerReferences(l, c.clusterSet, routes, secrets)...)
+		e.errs = append(e.errs, translate.ListenerReferences(l, c.clusterSet, routes, secrets)...)
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.sockets)) {
-		e.errs = append(e.errs, socketErrors(name, c.sockets[name], secrets)...)
+		e.errs = append(e.errs, translate.SocketErrors(name, c.sockets[name], secrets)...)
 	}
 	c.prune(r, e.touched+2*(len(r.Clusters)+len(r.Endpoints))) // each with its wire form
 	if len(e.errs) > 0 {
@@ -299,7 +301,7 @@ func (c *Checker) CheckEndpoints(all []*endpointv3.ClusterLoadAssignment) (wire,
 	return wire, changed, true, nil
 }
 
-// clusterIndex is clusterReferences for a check whose cluster or
+// clusterIndex is ClusterReferences for a check whose cluster or
 // assignment names changed, done from the last check's lists, which passed:
 // both sorted by name (so their names strictly increase), and every EDS
 // cluster with its assignment. It walks each new list alongside the last
@@ -309,8 +311,8 @@ func (c *Checker) CheckEndpoints(all []*endpointv3.ClusterLoadAssignment) (wire,
 // must not leave an EDS cluster without one. The cluster set is updated in
 // place. It returns the names that left the set, and false, having changed
 // nothing, when a list is not sorted (or nothing was checked before): the
-// caller then runs clusterReferences, which reports what is wrong.
-func (c *Checker) clusterIndex(r *Resources, fail func(string, ...any)) (removed []string, ok bool) {
+// caller then runs ClusterReferences, which reports what is wrong.
+func (c *Checker) clusterIndex(r *translate.Resources, fail func(string, ...any)) (removed []string, ok bool) {
 	if c.lastClusters == nil || c.clusterSet == nil || !c.sortedClusters || !c.sortedEndpoints {
 		return nil, false
 	}
@@ -329,7 +331,7 @@ func (c *Checker) clusterIndex(r *Resources, fail func(string, ...any)) (removed
 		return found
 	}
 	for _, i := range clusters.changed {
-		if cl := r.Clusters[i]; c.clusterFacts(cl).eds && !assigned(cl.GetName()) {
+		if cl := r.Clusters[i]; c.clusterFacts(cl).EDS && !assigned(cl.GetName()) {
 			fail("cluster %q: no cluster load assignment", cl.GetName())
 		}
 	}
@@ -337,7 +339,7 @@ func (c *Checker) clusterIndex(r *Resources, fail func(string, ...any)) (removed
 		i, found := slices.BinarySearchFunc(r.Clusters, name, func(cl *clusterv3.Cluster, n string) int {
 			return strings.Compare(cl.GetName(), n)
 		})
-		if !found || !c.clusterFacts(r.Clusters[i]).eds {
+		if !found || !c.clusterFacts(r.Clusters[i]).EDS {
 			continue
 		}
 		if _, changed := slices.BinarySearch(clusters.changed, i); !changed && !assigned(name) {
@@ -560,7 +562,7 @@ func (c *Checker) reset() {
 		c.passed, c.known = map[Digest]uint64{}, map[proto.Message]knownDigest{}
 	}
 	c.tables, c.refs, c.clusterSet = map[string]*tableState{}, map[string]int{}, map[string]bool{}
-	c.sockets = map[string]clusterFacts{}
+	c.sockets = map[string]translate.ClusterFacts{}
 	c.lastBuilt = nil
 	c.sortedClusters, c.sortedEndpoints = false, false
 	c.wires = map[*routev3.RouteConfiguration]Digest{}
@@ -568,14 +570,14 @@ func (c *Checker) reset() {
 	c.lastWireClusters, c.lastWireEndpoints, c.lastClusterDigests = nil, nil, nil
 	if c.wire == nil {
 		c.wire = map[proto.Message]proto.Message{}
-		c.facts = map[proto.Message]clusterFacts{}
+		c.facts = map[proto.Message]translate.ClusterFacts{}
 	}
 }
 
 // prune forgets, once the maps hold more than twice what this check used,
 // what this check did not see. (After a refusal too: what passed stays
 // known, and the caller sends the last good config or a fix next.)
-func (c *Checker) prune(r *Resources, used int) {
+func (c *Checker) prune(r *translate.Resources, used int) {
 	for _, ts := range c.tables {
 		used += len(ts.vhosts)
 	}
@@ -660,18 +662,18 @@ func (c *Checker) Digest(m proto.Message) (Digest, bool) {
 // clusterFacts returns a cluster's facts: read from the message, or for a
 // wire form those its message had when it was checked, or (forgotten)
 // read from its decoded serialization.
-func (c *Checker) clusterFacts(cl *clusterv3.Cluster) clusterFacts {
+func (c *Checker) clusterFacts(cl *clusterv3.Cluster) translate.ClusterFacts {
 	if len(cl.ProtoReflect().GetUnknown()) == 0 {
-		return factsOf(cl)
+		return translate.FactsOf(cl)
 	}
 	if f, ok := c.facts[cl]; ok {
 		return f
 	}
-	full, err := Decode(cl)
+	full, err := translate.Decode(cl)
 	if err != nil {
-		return clusterFacts{socket: err}
+		return translate.ClusterFacts{Socket: err}
 	}
-	f := factsOf(full.(*clusterv3.Cluster))
+	f := translate.FactsOf(full.(*clusterv3.Cluster))
 	c.facts[cl] = f
 	return f
 }
@@ -684,16 +686,16 @@ func (c *Checker) ClusterSecrets(cl *clusterv3.Cluster) ([]string, error) {
 		c.reset()
 	}
 	f := c.clusterFacts(cl)
-	if f.socket != nil {
-		return nil, fmt.Errorf("cluster %q: transport socket: %w", cl.GetName(), f.socket)
+	if f.Socket != nil {
+		return nil, fmt.Errorf("cluster %q: transport socket: %w", cl.GetName(), f.Socket)
 	}
-	return f.secrets, nil
+	return f.Secrets, nil
 }
 
 // indexSockets records whether a changed cluster's transport socket needs
 // checking (see Checker.sockets).
 func (c *Checker) indexSockets(cl *clusterv3.Cluster) {
-	if f := c.clusterFacts(cl); f.sockets() {
+	if f := c.clusterFacts(cl); f.Sockets() {
 		c.sockets[cl.GetName()] = f
 	} else {
 		delete(c.sockets, cl.GetName())
@@ -745,7 +747,7 @@ func (e *checkRun) digest(m proto.Message) (Digest, error) {
 		c.wire[m] = w
 		c.known[w] = knownDigest{d: d, epoch: c.epoch}
 		if cl, ok := m.(*clusterv3.Cluster); ok {
-			c.facts[w] = factsOf(cl)
+			c.facts[w] = translate.FactsOf(cl)
 		}
 	}
 	return d, nil
@@ -766,13 +768,13 @@ func (e *checkRun) validate(d Digest, m proto.Message) error {
 		// A wire form (a memo hands out those a check passed, see
 		// Memo.Adopt) whose digest was forgotten: its content is
 		// validated, not the one field it knows.
-		full, err := Decode(m)
+		full, err := translate.Decode(m)
 		if err != nil {
 			return err
 		}
 		m = full
 	}
-	if err := validateMessage(m); err != nil {
+	if err := translate.ValidateMessage(m); err != nil {
 		return err
 	}
 	c.passed[d] = c.epoch

@@ -2,7 +2,7 @@
 Copyright The shardgate Authors.
 */
 
-package translate
+package build
 
 import (
 	"bytes"
@@ -16,16 +16,18 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/shardgate/shardgate/xds/translate"
 )
 
 func TestCheckerPassesGoldens(t *testing.T) {
-	ins, err := filepath.Glob("testdata/*.in.yaml")
+	ins, err := filepath.Glob(goldenInputs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var c Checker
 	for _, in := range ins {
-		res, err := Translate(loadGateway(t, in))
+		res, err := translate.Translate(loadGateway(t, in))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +76,7 @@ func assertSameBytes(t *testing.T, c *Checker, want, wire proto.Message) {
 	if d, ok := c.Digest(wire); !ok || d != sha256.Sum256(a) {
 		t.Fatalf("%T: the wire form's digest is unknown or not the message's", want)
 	}
-	decoded, err := Decode(wire)
+	decoded, err := translate.Decode(wire)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +110,7 @@ func assertWireEqual(t *testing.T, want, wire *routev3.RouteConfiguration) {
 // broken after it once passed is still refused.
 func TestCheckerValidatesOnlyChanges(t *testing.T) {
 	gw := largeGateway(2000)
-	res, err := Translate(gw)
+	res, err := translate.Translate(gw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +128,7 @@ func TestCheckerValidatesOnlyChanges(t *testing.T) {
 		t.Fatalf("first check validated %d messages, fewer than the %d virtual hosts", total, vhosts)
 	}
 
-	again, err := Translate(gw)
+	again, err := translate.Translate(gw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +144,7 @@ func TestCheckerValidatesOnlyChanges(t *testing.T) {
 	}
 
 	gw.Listeners[0].VirtualHosts[3].Routes[0].Match.Path.Value = "/changed"
-	changed, err := Translate(gw)
+	changed, err := translate.Translate(gw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +161,7 @@ func TestCheckerValidatesOnlyChanges(t *testing.T) {
 
 	// Break a virtual host that passed before: still refused, and the
 	// refusal names it.
-	broken, err := Translate(gw)
+	broken, err := translate.Translate(gw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +179,7 @@ func TestCheckerValidatesOnlyChanges(t *testing.T) {
 func BenchmarkCheckOneRouteChange(b *testing.B) {
 	gw := largeGateway(10_000)
 	var c Checker
-	res, err := Translate(gw)
+	res, err := translate.Translate(gw)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -191,7 +193,7 @@ func BenchmarkCheckOneRouteChange(b *testing.B) {
 		b.StopTimer()
 		i++
 		gw.Listeners[0].VirtualHosts[i%len(gw.Listeners[0].VirtualHosts)].Routes[0].Match.Path.Value = "/v" + strings.Repeat("x", i%7)
-		res, err := Translate(gw)
+		res, err := translate.Translate(gw)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -2,7 +2,7 @@
 Copyright The shardgate Authors.
 */
 
-package translate
+package build
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/shardgate/shardgate/xds/translate"
 )
 
 // Wire route configurations.
@@ -37,23 +39,6 @@ import (
 
 // virtualHostsField is RouteConfiguration.virtual_hosts.
 const virtualHostsField protowire.Number = 2
-
-// DecodeRouteConfiguration returns rc with its virtual hosts as messages:
-// rc itself unless it is a wire form, else a new message.
-func DecodeRouteConfiguration(rc *routev3.RouteConfiguration) (*routev3.RouteConfiguration, error) {
-	if len(rc.ProtoReflect().GetUnknown()) == 0 {
-		return rc, nil
-	}
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(rc)
-	if err != nil {
-		return nil, fmt.Errorf("route configuration %q: serialize: %w", rc.GetName(), err)
-	}
-	out := &routev3.RouteConfiguration{}
-	if err := proto.Unmarshal(b, out); err != nil {
-		return nil, fmt.Errorf("route configuration %q: decode: %w", rc.GetName(), err)
-	}
-	return out, nil
-}
 
 // tableState is what a Checker keeps of one route configuration.
 type tableState struct {
@@ -257,7 +242,7 @@ func (e *checkRun) vhost(table string, v *routev3.VirtualHost) *vhostState {
 	if len(v.ProtoReflect().GetUnknown()) > 0 {
 		// A wire form (after a refused check forgot the checker's state):
 		// its facts and validation are those of what it serializes to.
-		full, err := Decode(v)
+		full, err := translate.Decode(v)
 		if err != nil {
 			e.fail("route configuration %q: virtual host: decode: %w", table, err)
 			return vs
@@ -292,9 +277,9 @@ func (e *checkRun) vhost(table string, v *routev3.VirtualHost) *vhostState {
 		vs.domains = append(vs.domains, strings.ToLower(d))
 	}
 	for _, r := range v.GetRoutes() {
-		vs.refs = append(vs.refs, routeClusters(r.GetRoute())...)
-		for _, h := range headerNames(r) {
-			if !isModifiable(h) {
+		vs.refs = append(vs.refs, translate.RouteClusters(r.GetRoute())...)
+		for _, h := range translate.HeaderNames(r) {
+			if !translate.IsModifiable(h) {
 				vs.problems = append(vs.problems, fmt.Errorf("route configuration %q: virtual host %q route %q: header %q cannot be modified",
 					table, v.GetName(), r.GetName(), h))
 			}
@@ -425,28 +410,4 @@ func wireOf(m proto.Message, b []byte) proto.Message {
 		})
 	}
 	return nil
-}
-
-// Decode returns m with every field as a message field: m itself unless it
-// is a wire form (a route table, cluster or load assignment), else a new
-// message of the same type.
-func Decode(m proto.Message) (proto.Message, error) {
-	if len(m.ProtoReflect().GetUnknown()) == 0 {
-		return m, nil
-	}
-	return roundTrip(m)
-}
-
-// roundTrip is m serialized and read back as a new message of its type:
-// every wire form in it, at any depth, becomes message fields.
-func roundTrip(m proto.Message) (proto.Message, error) {
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("serialize: %w", err)
-	}
-	out := m.ProtoReflect().New().Interface()
-	if err := proto.Unmarshal(b, out); err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
-	}
-	return out, nil
 }

@@ -2,7 +2,7 @@
 Copyright The shardgate Authors.
 */
 
-package translate
+package build
 
 import (
 	"fmt"
@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/xds/translate"
 )
 
 // TestCheckerAgreesWithValidate drives a Memo and a Checker through random
@@ -53,11 +54,11 @@ func checkerAgreesWithValidate(t *testing.T, seed uint64, adopt bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := Translate(gw)
+		want, err := translate.Translate(gw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantErr := Validate(want)
+		wantErr := translate.Validate(want)
 		gotErr := c.Check(res)
 		if (gotErr == nil) != (wantErr == nil) {
 			t.Fatalf("step %d: incremental check says %v, full validation says %v", step, gotErr, wantErr)
@@ -261,7 +262,7 @@ func checkerAgreesOnBrokenLists(t *testing.T, seed uint64, adopt bool) {
 		}
 		what := breakLists(rng, res, last)
 		last = res.Clusters // as checked (Check puts wire forms in res)
-		wantErr := Validate(res)
+		wantErr := translate.Validate(res)
 		gotErr := c.Check(res)
 		if (gotErr == nil) != (wantErr == nil) {
 			t.Fatalf("step %d (%s): incremental check says %v, full validation says %v", step, what, gotErr, wantErr)
@@ -278,7 +279,7 @@ func checkerAgreesOnBrokenLists(t *testing.T, seed uint64, adopt bool) {
 
 // breakLists may replace r's cluster or load-assignment list with a broken
 // copy, and says what it did. last are the clusters of the step before.
-func breakLists(rng *rand.Rand, r *Resources, last []*clusterv3.Cluster) string {
+func breakLists(rng *rand.Rand, r *translate.Resources, last []*clusterv3.Cluster) string {
 	cl, ep := slices.Clone(r.Clusters), slices.Clone(r.Endpoints)
 	what := "nothing"
 	switch op := rng.IntN(13); {

@@ -2,7 +2,7 @@
 Copyright The shardgate Authors.
 */
 
-package translate
+package build
 
 import (
 	"path/filepath"
@@ -13,13 +13,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/xds/translate"
 )
 
 // TestMemoMatchesTranslate: a Memo's translation equals a fresh one, for
 // every golden input and after edits, and reuses the messages of what did
 // not change.
 func TestMemoMatchesTranslate(t *testing.T) {
-	ins, err := filepath.Glob("testdata/*.in.yaml")
+	ins, err := filepath.Glob(goldenInputs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func TestMemoMatchesTranslate(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", in, err)
 			}
-			want, err := Translate(gw)
+			want, err := translate.Translate(gw)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,7 +66,7 @@ func TestMemoRebuildsOnlyChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := Translate(gw)
+	want, err := translate.Translate(gw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestMemoRebuildsOnlyChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want, err = Translate(gw); err != nil {
+	if want, err = translate.Translate(gw); err != nil {
 		t.Fatal(err)
 	}
 	assertEqualResources(t, want, third)
@@ -122,11 +123,11 @@ func TestMemoRetainedOnlyWhereUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	retainedIn := func(res *Resources) []string {
+	retainedIn := func(res *translate.Resources) []string {
 		var out []string
 		for _, vh := range res.Routes[0].GetVirtualHosts() {
 			for _, r := range vh.GetRoutes() {
-				if r.GetName() == RetainedRoutePrefix+"default/svc-03/80" {
+				if r.GetName() == translate.RetainedRoutePrefix+"default/svc-03/80" {
 					out = append(out, vh.GetName())
 				}
 			}
@@ -169,7 +170,7 @@ func TestMemoRetainedOnlyWhereUsed(t *testing.T) {
 			t.Errorf("after retention, virtual host %d: reused=%v", i, same)
 		}
 	}
-	want, err := Translate(&next)
+	want, err := translate.Translate(&next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func TestMemoKeepsHTTPListenersAndFollowsTraffic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := Translate(&withTraffic)
+		want, err := translate.Translate(&withTraffic)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,87 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package build
+
+import (
+	"strings"
+	"testing"
+
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+
+	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/xds/translate"
+)
+
+func tlsGateway(client string, secrets ...string) *ir.Gateway {
+	gw := &ir.Gateway{Namespace: "default", Name: "gw", Clusters: []*ir.Cluster{{
+		Name: "default/b/443", Protocol: ir.ClusterHTTP1,
+		Endpoints: []ir.Endpoint{{IP: "10.0.0.1", Port: 8443, Ready: true}},
+		TLS:       &ir.UpstreamTLS{SNI: "b.example.com", CACertificates: "-----BEGIN CERTIFICATE-----\n", ClientCertificate: client},
+	}}}
+	for _, s := range secrets {
+		gw.Secrets = append(gw.Secrets, ir.Secret{Name: s, Cert: []byte("c"), Key: []byte("k")})
+	}
+	return gw
+}
+
+// A cluster presenting a client certificate whose secret is not published
+// would make Envoy wait for it forever: the Checker refuses it, as
+// translate.Validate does.
+func TestUpstreamClientCertificateMustExist(t *testing.T) {
+	res, err := translate.Translate(tlsGateway("default/client"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `cluster "default/b/443": secret "default/client" not found`
+	var c Checker
+	if err := c.Check(res); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Checker: %v, want %q", err, want)
+	}
+	res, err = translate.Translate(tlsGateway("default/client", "default/client"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok Checker
+	if err := ok.Check(res); err != nil {
+		t.Fatalf("with the secret published: %v", err)
+	}
+}
+
+// The memo rebuilds a cluster whose TLS changed (a policy edit keeps the
+// cluster's name, protocol and endpoints).
+func TestMemoRebuildsClusterOnTLSChange(t *testing.T) {
+	var m Memo
+	gw := tlsGateway("")
+	first, err := m.Translate(gw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := tlsGateway("")
+	next.Clusters[0].TLS.SNI = "other.example.com"
+	second, err := m.Translate(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Clusters[0] == second.Clusters[0] {
+		t.Fatal("the memo kept the cluster whose TLS changed")
+	}
+	ctx := &tlsv3.UpstreamTlsContext{}
+	if err := second.Clusters[0].GetTransportSocket().GetTypedConfig().UnmarshalTo(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ctx.GetSni() != "other.example.com" {
+		t.Fatalf("SNI %q, want other.example.com", ctx.GetSni())
+	}
+	// An invalid policy: no transport socket and no endpoints.
+	bad := tlsGateway("")
+	bad.Clusters[0].TLS = &ir.UpstreamTLS{Invalid: true}
+	third, err := m.Translate(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Clusters[0].GetTransportSocket() != nil || len(third.Endpoints[0].GetEndpoints()) != 0 {
+		t.Fatalf("an invalid policy's cluster must have no transport socket and no endpoints: %v / %v", third.Clusters[0], third.Endpoints[0])
+	}
+}
