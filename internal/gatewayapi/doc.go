@@ -182,4 +182,10 @@ Copyright The shardgate Authors.
 // resolution), and the
 // Translator redoes only those. Its memory is keyed by route and Gateway
 // names and invalidated by the Store's marks, never by object identity.
+//
+// Every IR it hands over carries an ir.Change: a number of its own, and for
+// a patch the number of the Gateway's IR before it with the virtual hosts
+// and clusters the patch added, removed or edited (patchIR). That is how
+// the xDS side learns what changed; the IR's slices and pointers say
+// nothing. An IR handed over again unchanged keeps its number.
 package gatewayapi

@@ -480,7 +480,10 @@ type irBuild struct {
 }
 
 func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, secrets map[string]*ir.Secret) *irBuild {
-	out := &ir.Gateway{Namespace: gw.Namespace, Name: gw.Name, Traffic: idx.gatewayTraffic(gw)}
+	// A whole new IR: its Change says only its number (anything may
+	// have changed).
+	out := &ir.Gateway{Namespace: gw.Namespace, Name: gw.Name, Traffic: idx.gatewayTraffic(gw),
+		Change: &ir.Change{Generation: nextGeneration()}}
 	build := &irBuild{ir: out}
 	byPort := map[int32][]*listenerState{}
 	var ports []int32

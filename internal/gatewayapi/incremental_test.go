@@ -65,7 +65,7 @@ type plainOutput struct {
 
 func bare(o *Output) plainOutput {
 	return plainOutput{
-		Gateways: o.Gateways, GatewayClasses: o.GatewayClasses, GatewayStatus: o.GatewayStatus,
+		Gateways: withoutChange(o.Gateways), GatewayClasses: o.GatewayClasses, GatewayStatus: o.GatewayStatus,
 		HTTPRouteStatus: plainStatuses(o.HTTPRouteStatus),
 		GRPCRouteStatus: plainStatuses(o.GRPCRouteStatus),
 		TLSRouteStatus:  plainStatuses(o.TLSRouteStatus),
@@ -73,6 +73,24 @@ func bare(o *Output) plainOutput {
 		ListenerSets:    nonEmpty(o.ListenerSetStatus),
 		PolicyStatus:    o.BackendTLSPolicyStatus,
 	}
+}
+
+// withoutChange is gws without their Change: what they serve. Two IRs of
+// the same input differ in their history alone.
+func withoutChange(gws []*ir.Gateway) []*ir.Gateway {
+	if gws == nil {
+		return nil
+	}
+	out := make([]*ir.Gateway, len(gws))
+	for i, gw := range gws {
+		if gw != nil {
+			c := *gw
+			c.Change = nil
+			gw = &c
+		}
+		out[i] = gw
+	}
+	return out
 }
 
 func nonEmpty[K comparable, V any](m map[K]V) map[K]V {
@@ -619,7 +637,8 @@ func randomOwnership(r *rand.Rand) *Ownership {
 // TestTranslatorPatchesLargeGateway: one Gateway with 300 routes, edited a
 // few routes at a time (hostnames shared between routes, backends moved
 // between Services, routes deleted and created): every translation after
-// the first is a patch, and equals a fresh translation.
+// the first is a patch, equals a fresh translation, and names in its
+// Change what it changed.
 func TestTranslatorPatchesLargeGateway(t *testing.T) {
 	in := benchInput(300)
 	// A second listener with its own hostname, and an HTTPS one, so that
@@ -633,11 +652,15 @@ func TestTranslatorPatchesLargeGateway(t *testing.T) {
 	tr := l.tr
 	rv := 0
 	stamp(in, &rv)
+	var last *ir.Gateway
 	for step := range 150 {
 		got, want := l.translate(in), Translate(in)
 		if !sameOutput(got, want) {
 			t.Fatalf("step %d (stats %+v):\n%s", step, tr.Stats, cmp.Diff(bare(want), bare(got)))
 		}
+		// Each IR says what changed since the one before it.
+		assertChange(t, last, got.Gateways[0])
+		last = got.Gateways[0]
 		next := *in
 		next.HTTPRoutes = slices.Clone(in.HTTPRoutes)
 		for n := 1 + r.IntN(3); n > 0; n-- {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -285,11 +286,6 @@ func patchGateway(idx *Index, st *gwState, gw *gatewayv1.Gateway, changed []Rout
 	return res, true
 }
 
-// sameListeners: a and b are the very same list.
-func sameListeners(a, b []ir.Listener) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
-
 // removeEntries drops route k's entries under host h.
 func (g *vhostGroup) removeEntries(h string, k RouteKey) {
 	es := g.entries[h]
@@ -310,25 +306,38 @@ func (g *vhostGroup) removeEntries(h string, k RouteKey) {
 }
 
 // patchIR rebuilds the IR from the previous one: the affected virtual hosts
-// and clusters are rebuilt, everything else is shared.
+// and clusters are rebuilt, everything else is shared. Its Change names
+// them, relative to the previous IR: the one thing that tells a consumer
+// what changed.
 func (idx *Index) patchIR(st *gwState, affected map[*vhostGroup]map[string]bool, clusters map[string]bool) *ir.Gateway {
 	prev := st.build.ir
-	out := &ir.Gateway{Namespace: prev.Namespace, Name: prev.Name, Secrets: prev.Secrets, Traffic: prev.Traffic}
-	// An IR with no virtual host changed keeps the very listener list
-	// (IR is never modified once built), which tells the xDS server that
-	// only clusters can have changed.
+	change := &ir.Change{Generation: nextGeneration()}
+	if prev.Change != nil {
+		change.Since = prev.Change.Generation
+	}
+	out := &ir.Gateway{Namespace: prev.Namespace, Name: prev.Name, Secrets: prev.Secrets, Traffic: prev.Traffic, Change: change}
+	// IR is never modified once built: the listener list (and a
+	// listener's TLS servers) are copied before the first edit.
 	out.Listeners = prev.Listeners
+	listenersCopied := false
+	serversCopied := map[int]bool{}
 	for _, g := range st.build.groups {
 		hosts := affected[g]
 		if len(hosts) == 0 {
 			continue
 		}
-		if sameListeners(out.Listeners, prev.Listeners) {
-			out.Listeners = slices.Clone(prev.Listeners)
+		if !listenersCopied {
+			out.Listeners, listenersCopied = slices.Clone(prev.Listeners), true
+		}
+		il := &out.Listeners[g.listener]
+		server := ""
+		if g.server >= 0 {
+			server = il.TLSServers[g.server].Name
 		}
 		next := slices.Clone(g.hosts)
 		for _, h := range sortedHosts(hosts) {
 			d := domain(h)
+			change.VirtualHosts = append(change.VirtualHosts, ir.VirtualHostRef{Listener: il.Name, Server: server, Name: d})
 			i, found := sort.Find(len(next), func(i int) int { return strings.Compare(d, next[i].Name) })
 			_, exists := g.entries[h]
 			switch {
@@ -341,16 +350,17 @@ func (idx *Index) patchIR(st *gwState, affected map[*vhostGroup]map[string]bool,
 			}
 		}
 		g.hosts = next
-		il := &out.Listeners[g.listener]
 		if g.server < 0 {
 			il.VirtualHosts = next
 			continue
 		}
-		if len(il.TLSServers) > 0 && &il.TLSServers[0] == &prev.Listeners[g.listener].TLSServers[0] {
-			il.TLSServers = slices.Clone(il.TLSServers)
+		if !serversCopied[g.listener] {
+			il.TLSServers, serversCopied[g.listener] = slices.Clone(il.TLSServers), true
 		}
 		il.TLSServers[g.server].VirtualHosts = next
 	}
+	slices.SortFunc(change.VirtualHosts, ir.CompareVirtualHostRefs)
+	change.VirtualHosts = slices.CompactFunc(change.VirtualHosts, func(a, b ir.VirtualHostRef) bool { return a == b })
 
 	out.Clusters = prev.Clusters
 	if len(clusters) > 0 {
@@ -368,6 +378,7 @@ func (idx *Index) patchIR(st *gwState, affected map[*vhostGroup]map[string]bool,
 				if found {
 					clone()
 					next = slices.Delete(next, i, i+1)
+					change.Clusters = append(change.Clusters, name)
 				}
 				continue
 			}
@@ -379,9 +390,11 @@ func (idx *Index) patchIR(st *gwState, affected map[*vhostGroup]map[string]bool,
 			case found:
 				clone()
 				next[i] = c
+				change.Clusters = append(change.Clusters, name)
 			default:
 				clone()
 				next = slices.Insert(next, i, c)
+				change.Clusters = append(change.Clusters, name)
 			}
 		}
 		if len(next) == 0 {
@@ -391,6 +404,13 @@ func (idx *Index) patchIR(st *gwState, affected map[*vhostGroup]map[string]bool,
 	}
 	return out
 }
+
+// generations numbers the IRs handed over (ir.Change.Generation), unique
+// in the process, whichever Translator made them.
+var generations atomic.Uint64
+
+// nextGeneration is the number of a new IR.
+func nextGeneration() uint64 { return generations.Add(1) }
 
 func sameCluster(a, b *ir.Cluster) bool {
 	return a.Name == b.Name && a.Protocol == b.Protocol && a.WebSocket == b.WebSocket && a.Service == b.Service &&

@@ -5,6 +5,7 @@ Copyright The shardgate Authors.
 package ir
 
 import (
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +24,11 @@ type Gateway struct {
 	// Traffic is how every listener treats requests; nil is
 	// DefaultTraffic.
 	Traffic *Traffic `json:"traffic,omitempty"`
+	// Change says what changed since an earlier IR of the same Gateway;
+	// nil: anything may have. It describes the IR's history, not what to
+	// serve: it is not serialized, and two IRs of the same input may
+	// differ in it alone.
+	Change *Change `json:"-"`
 }
 
 // Traffic is how a Gateway's proxies treat requests: the data-plane
@@ -520,4 +526,48 @@ func SameUpstreamTLS(a, b *UpstreamTLS) bool {
 		}
 	}
 	return true
+}
+
+// Change is what changed in one Gateway's IR since an earlier IR of the
+// same Gateway, named as the consumer names what it builds: the virtual
+// hosts (by listener, TLS server and name) and the clusters (by name).
+// Its producer numbers every IR it hands over (Generation, unique in the
+// process); a Change with Since set says that, compared with the IR
+// numbered Since, only the named virtual hosts and clusters were added,
+// removed or edited, and nothing else differs (listeners, TLS servers,
+// secrets and traffic settings are the same). A consumer that did not
+// build the IR numbered Since treats every part as changed; so it does
+// with no Change, or a Change with Since zero.
+type Change struct {
+	// Generation numbers this IR (zero: not numbered). An IR handed over
+	// again unchanged keeps its Generation.
+	Generation uint64
+	// Since is the Generation of the IR this one is compared with; zero:
+	// anything may have changed.
+	Since uint64
+	// VirtualHosts are the virtual hosts added, removed or edited,
+	// sorted (CompareVirtualHostRefs).
+	VirtualHosts []VirtualHostRef
+	// Clusters are the names of the clusters added, removed or edited,
+	// sorted.
+	Clusters []string
+}
+
+// VirtualHostRef names one virtual host of a Gateway's IR: the listener
+// it is served on, its TLS server (the Gateway listener name; "" on an
+// HTTP listener) and its name.
+type VirtualHostRef struct {
+	Listener, Server, Name string
+}
+
+// CompareVirtualHostRefs orders references by listener, TLS server, then
+// name.
+func CompareVirtualHostRefs(a, b VirtualHostRef) int {
+	if c := strings.Compare(a.Listener, b.Listener); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Server, b.Server); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
 }

@@ -33,16 +33,21 @@ import (
 // lookup costs more than a comparison, so an unchanged virtual host costs a
 // few word compares, not a hash lookup.
 //
-// A virtual host is recognised by its IR routes' backing array: the Gateway
-// API translator keeps an unchanged virtual host's array and builds a new
-// one for a changed host, and IR is never modified once built. The memo
-// holds the arrays it compares with, so an address cannot be reused while
-// remembered. A cluster is recognised by comparing its IR.
+// What changed is said by the IR (ir.Gateway.Change): a virtual host of the
+// IR the memo last translated that the change does not name is that very
+// host again, and its remembered message is handed out. An IR without a
+// Change relative to the one last translated (a first IR, a full
+// translation, an IR built by hand, or one after an IR the memo never saw)
+// has every virtual host built again. A cluster is recognised by comparing
+// its IR.
 //
 // Messages returned from memory are shared with earlier translations:
 // callers must not modify them (clone first). A Memo is not safe for
 // concurrent use.
 type Memo struct {
+	// generation is the ir.Change.Generation of the IR last translated
+	// (zero: none, or not numbered).
+	generation uint64
 	// tables: per route configuration name, its virtual hosts in order.
 	tables   map[string][]*memoVhost
 	clusters []*memoCluster // in IR order
@@ -105,11 +110,9 @@ func listenerKey(l *ir.Listener, traffic *ir.Traffic) string {
 }
 
 type memoVhost struct {
-	routes  []ir.Route // holds the array compared by address
-	name    string
-	domains []string
-	scheme  string
-	vh      *routev3.VirtualHost
+	name   string
+	scheme string
+	vh     *routev3.VirtualHost
 	// refs are the clusters the host's routes send to, and carried the
 	// retained clusters it has never-matching routes for; both sorted.
 	refs    []string
@@ -157,13 +160,34 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*translate.Resourc
 	}
 	m.newRefs = nil
 	t := memoRun{memo: m, sc: translate.NewScope(gw), retained: kept, next: map[string][]*memoVhost{}, nextListeners: map[string]memoListener{}}
+	t.changedVhosts, t.allVhosts = m.changedVhosts(gw.Change)
+	m.generation = 0 // until this translation succeeds
 	res, err := t.translate(gw)
 	if err != nil {
 		return nil, err
 	}
 	m.tables = t.next
 	m.httpListeners = t.nextListeners
+	if gw.Change != nil {
+		m.generation = gw.Change.Generation
+	}
 	return res, nil
+}
+
+// changedVhosts returns the virtual hosts that change names relative to
+// the IR last translated, or all when it cannot tell: no change, a change
+// relative to another IR, or no IR translated before. The same IR again
+// (its Generation) changes nothing.
+func (m *Memo) changedVhosts(c *ir.Change) (changed []ir.VirtualHostRef, all bool) {
+	switch {
+	case c == nil || c.Generation == 0 || m.generation == 0:
+		return nil, true
+	case c.Generation == m.generation:
+		return nil, false
+	case c.Since == m.generation:
+		return c.VirtualHosts, false
+	}
+	return nil, true
 }
 
 // memoRun is one translation through a Memo.
@@ -181,6 +205,20 @@ type memoRun struct {
 	// clustersKept: the cluster and endpoint lists are the memo's, as
 	// built and sorted before.
 	clustersKept bool
+	// changedVhosts are the virtual hosts the IR's change names (sorted),
+	// or allVhosts: every one is built again.
+	changedVhosts []ir.VirtualHostRef
+	allVhosts     bool
+}
+
+// vhostChanged: the IR's change names virtual host name of the TLS server
+// of listener (or every one changed).
+func (t *memoRun) vhostChanged(listener, server, name string) bool {
+	if t.allVhosts {
+		return true
+	}
+	_, found := slices.BinarySearchFunc(t.changedVhosts, ir.VirtualHostRef{Listener: listener, Server: server, Name: name}, ir.CompareVirtualHostRefs)
+	return found
 }
 
 // translate is translate.Translate, unit by unit, from memory where it can.
@@ -198,7 +236,7 @@ func (t *memoRun) translate(gw *ir.Gateway) (*translate.Resources, error) {
 		}
 		r.Listeners = append(r.Listeners, listener)
 		for _, rt := range translate.RouteTables(l) {
-			rc, err := t.routeConfigurationMemo(rt)
+			rc, err := t.routeConfigurationMemo(l.Name, rt)
 			if err != nil {
 				return nil, fmt.Errorf("listener %s: %w", l.Name, err)
 			}
@@ -234,14 +272,14 @@ func (t *memoRun) listener(l *ir.Listener, traffic *ir.Traffic) (*listenerv3.Lis
 	return lst, nil
 }
 
-// routeConfigurationMemo builds a route table, reusing the remembered
-// message of every virtual host whose IR is the same.
+// routeConfigurationMemo builds route table rt of listener, reusing the
+// remembered message of every virtual host the IR's change does not name.
 //
 // The memory of the table is updated in place while the new IR keeps the
 // old one's positions (an edit of a virtual host); only an added or removed
 // host makes it a new list. (Each entry describes a real IR → message
 // mapping, so a translation that fails half-way leaves valid memory.)
-func (t *memoRun) routeConfigurationMemo(rt translate.RouteTable) (*routev3.RouteConfiguration, error) {
+func (t *memoRun) routeConfigurationMemo(listener string, rt translate.RouteTable) (*routev3.RouteConfiguration, error) {
 	name, scheme, vhosts := rt.Name, rt.Scheme, rt.VirtualHosts
 	prev := t.memo.tables[name]
 	var cur []*memoVhost
@@ -257,7 +295,8 @@ func (t *memoRun) routeConfigurationMemo(rt translate.RouteTable) (*routev3.Rout
 	rc.VirtualHosts = rc.VirtualHosts[:len(vhosts)]
 	j := 0
 	for i, v := range vhosts {
-		if j < len(prev) && sameVhost(prev[j], scheme, v) && t.stillRetained(prev[j].carried) {
+		if j < len(prev) && prev[j].name == v.Name && prev[j].scheme == scheme && !t.vhostChanged(listener, rt.Server, v.Name) &&
+			t.stillRetained(prev[j].carried) {
 			rc.VirtualHosts[i] = prev[j].vh
 			if !inPlace {
 				cur = append(cur, prev[j])
@@ -289,7 +328,7 @@ func (t *memoRun) routeConfigurationMemo(rt translate.RouteTable) (*routev3.Rout
 				t.memo.newRefs = append(t.memo.newRefs, vhostRefs{table: name, vhost: v.Name, clusters: added})
 			}
 		}
-		e := &memoVhost{routes: v.Routes, name: v.Name, domains: v.Domains, scheme: scheme, vh: vh, refs: refs, carried: carried}
+		e := &memoVhost{name: v.Name, scheme: scheme, vh: vh, refs: refs, carried: carried}
 		t.memo.noteVhost(e)
 		if old != nil {
 			if inPlace {
@@ -395,13 +434,6 @@ func (m *Memo) Introducing(introduced []string) map[string]map[string][]string {
 		out[r.table][r.vhost] = cs
 	}
 	return out
-}
-
-func sameVhost(e *memoVhost, scheme string, v *ir.VirtualHost) bool {
-	if e.name != v.Name || e.scheme != scheme || len(e.routes) != len(v.Routes) || !slices.Equal(e.domains, v.Domains) {
-		return false
-	}
-	return len(v.Routes) == 0 || &e.routes[0] == &v.Routes[0]
 }
 
 // clustersMemo translates gw's clusters, reusing the remembered messages of

@@ -12,6 +12,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+
 	"github.com/shardgate/shardgate/internal/ir"
 	"github.com/shardgate/shardgate/xds/translate"
 )
@@ -43,13 +45,14 @@ func TestMemoMatchesTranslate(t *testing.T) {
 
 func TestMemoRebuildsOnlyChanges(t *testing.T) {
 	gw := largeGateway(500)
+	gw.Change = &ir.Change{Generation: 1}
 	var m Memo
 	first, err := m.Translate(gw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Change one virtual host the way the Gateway API translator does: a
-	// new routes array for it, the others kept.
+	// new routes array for it, the others kept, and a Change naming it.
 	vhs := slices.Clone(gw.Listeners[0].VirtualHosts)
 	vh2 := *vhs[2] // the translated IR's host stays as it was
 	vh2.Routes = slices.Clone(vh2.Routes)
@@ -61,6 +64,7 @@ func TestMemoRebuildsOnlyChanges(t *testing.T) {
 	c1.Endpoints = append(slices.Clone(c1.Endpoints), c1.Endpoints[0])
 	c1.Endpoints[len(c1.Endpoints)-1].Port++
 	gw.Clusters[1] = &c1
+	gw.Change = &ir.Change{Generation: 2, Since: 1, VirtualHosts: []ir.VirtualHostRef{{Listener: "http-80", Name: vh2.Name}}}
 
 	second, err := m.Translate(gw)
 	if err != nil {
@@ -89,6 +93,7 @@ func TestMemoRebuildsOnlyChanges(t *testing.T) {
 	c0 := *gw.Clusters[0]
 	c0.WebSocket = true
 	gw.Clusters[0] = &c0
+	gw.Change = &ir.Change{Generation: 3, Since: 2}
 	third, err := m.Translate(gw)
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +112,7 @@ func TestMemoRebuildsOnlyChanges(t *testing.T) {
 // Introducing.
 func TestMemoRetainedOnlyWhereUsed(t *testing.T) {
 	gw := propertyBase(10)
+	gw.Change = &ir.Change{Generation: 1}
 	var m Memo
 	first, err := m.Translate(gw)
 	if err != nil {
@@ -119,6 +125,8 @@ func TestMemoRetainedOnlyWhereUsed(t *testing.T) {
 	vhs[3] = propertyVhost(vhs[3].Name, "default/svc-09/80", "/")
 	next.Listeners[0].VirtualHosts = vhs
 	next.Clusters = slices.Delete(slices.Clone(gw.Clusters), 3, 4)
+	next.Change = &ir.Change{Generation: 2, Since: 1, VirtualHosts: []ir.VirtualHostRef{{Listener: "http-80", Name: vhs[3].Name}},
+		Clusters: []string{"default/svc-03/80"}}
 	second, err := m.Translate(&next, "default/svc-03/80")
 	if err != nil {
 		t.Fatal(err)
@@ -224,5 +232,73 @@ func TestMemoKeepsHTTPListenersAndFollowsTraffic(t *testing.T) {
 			t.Fatalf("traffic %+v kept the listener built without it", traffic)
 		}
 		second = got
+	}
+}
+
+// The memo rebuilds the virtual hosts the IR's change names and no other,
+// whatever the IR's lists share: a host the change names is built again
+// even with the very same routes, one it does not name is the remembered
+// message even in a new list. A change relative to an IR the memo did not
+// translate last, or no change at all, rebuilds every host.
+func TestMemoFollowsTheChangeNotIdentity(t *testing.T) {
+	gw := propertyBase(6)
+	gw.Change = &ir.Change{Generation: 10}
+	var m Memo
+	first, err := m.Translate(gw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := func(r *translate.Resources) []*routev3.VirtualHost { return r.Routes[0].GetVirtualHosts() }
+	reused := func(a, b *translate.Resources) (out []bool) {
+		for i := range hosts(a) {
+			out = append(out, hosts(a)[i] == hosts(b)[i])
+		}
+		return out
+	}
+	// Every list copied, every host a new value with the same content;
+	// the change names host 1 alone.
+	next := *gw
+	next.Listeners = slices.Clone(gw.Listeners)
+	vhs := make([]*ir.VirtualHost, len(gw.Listeners[0].VirtualHosts))
+	for i, vh := range gw.Listeners[0].VirtualHosts {
+		c := *vh
+		c.Routes = slices.Clone(vh.Routes)
+		vhs[i] = &c
+	}
+	next.Listeners[0].VirtualHosts = vhs
+	next.Change = &ir.Change{Generation: 11, Since: 10, VirtualHosts: []ir.VirtualHostRef{{Listener: "http-80", Name: vhs[1].Name}}}
+	second, err := m.Translate(&next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := reused(first, second), []bool{true, false, true, true, true, true}; !slices.Equal(got, want) {
+		t.Fatalf("reused %v, want %v", got, want)
+	}
+	// The same IR again changes nothing.
+	again, err := m.Translate(&next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := reused(second, again); slices.Contains(got, false) {
+		t.Fatalf("the same IR again rebuilt hosts: reused %v", got)
+	}
+	// A change relative to another IR than the last translated, and no
+	// change at all, rebuild every host.
+	for _, c := range []*ir.Change{{Generation: 13, Since: 12}, nil} {
+		other := next
+		other.Change = c
+		third, err := m.Translate(&other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := reused(again, third); slices.Contains(got, true) {
+			t.Fatalf("change %+v: reused %v, want every host built again", c, got)
+		}
+		want, err := translate.Translate(&other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertEqualResources(t, want, third)
+		again = third
 	}
 }

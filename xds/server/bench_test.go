@@ -245,7 +245,8 @@ func BenchmarkPublishOneRouteChange(b *testing.B) {
 		b.StopTimer()
 		i++
 		// A new IR, as the Gateway API layer makes it: the changed
-		// virtual host gets a new routes array, the others keep theirs.
+		// virtual host gets a new routes array, the others keep theirs,
+		// and the IR's change names it.
 		next := *gw
 		next.Listeners = slices.Clone(gw.Listeners)
 		vhs := slices.Clone(next.Listeners[0].VirtualHosts)
@@ -253,6 +254,8 @@ func BenchmarkPublishOneRouteChange(b *testing.B) {
 		vhs[k].Routes = slices.Clone(vhs[k].Routes)
 		vhs[k].Routes[0].Match.Path = &ir.PathMatch{Type: ir.MatchPathPrefix, Value: fmt.Sprintf("/v%d", i)}
 		next.Listeners[0].VirtualHosts = vhs
+		next.Change = &ir.Change{Generation: gw.Change.Generation + 1, Since: gw.Change.Generation,
+			VirtualHosts: []ir.VirtualHostRef{{Listener: next.Listeners[0].Name, Name: vhs[k].Name}}}
 		gw = &next
 		b.StartTimer()
 		s.Publish([]*ir.Gateway{gw})

@@ -350,6 +350,7 @@ func isPending(s *Server, group string) bool {
 func TestPublishedRouteTablesReadBackAsTranslated(t *testing.T) {
 	s := New(Options{Log: logr.Discard()})
 	gw := largeIR(300)
+	gw.Change = &ir.Change{Generation: 1}
 	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
 	check := func(gw *ir.Gateway) {
 		t.Helper()
@@ -379,9 +380,12 @@ func TestPublishedRouteTablesReadBackAsTranslated(t *testing.T) {
 	next := *gw
 	next.Listeners = slices.Clone(gw.Listeners)
 	vhs := slices.Clone(next.Listeners[0].VirtualHosts)
-	vhs[7].Routes = slices.Clone(vhs[7].Routes)
-	vhs[7].Routes[0].Match.Path = &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/changed"}
+	vh7 := *vhs[7]
+	vh7.Routes = slices.Clone(vh7.Routes)
+	vh7.Routes[0].Match.Path = &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/changed"}
+	vhs[7] = &vh7
 	next.Listeners[0].VirtualHosts = vhs
+	next.Change = &ir.Change{Generation: 2, Since: 1, VirtualHosts: []ir.VirtualHostRef{{Listener: "http-80", Name: vh7.Name}}}
 	check(&next)
 	one := s.gateways[NodeGroup(nn)].checker.Encoded
 	if one <= 0 || one*50 > full {
