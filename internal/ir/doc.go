@@ -4,7 +4,9 @@ Copyright The shardgate Authors.
 
 // Package ir is the intermediate representation of what one Gateway must
 // serve: listeners (one per port), TLS servers, virtual hosts, routes in
-// precedence order, clusters with their endpoints, and TLS secrets.
+// precedence order, clusters (each naming the Service port it sends to, not
+// its endpoints: xds/endpoints serves those from EndpointSlices), and TLS
+// secrets.
 //
 // It owns only plain data. It must never import Envoy or protobuf types,
 // talk to Kubernetes, or hold maps: every slice is sorted (or ordered by a

@@ -445,15 +445,11 @@ type Cluster struct {
 	Name      string          `json:"name"`
 	Protocol  ClusterProtocol `json:"protocol"`
 	WebSocket bool            `json:"websocket,omitempty"`
-	// Service is the Service port the cluster sends to. The Gateway API
-	// translation names it and nothing more: the xDS side looks its
-	// endpoints up in its own table of EndpointSlices (xds/endpoints), so
-	// that an EndpointSlice change never goes through that translation.
+	// Service is the Service port the cluster sends to: the IR names it
+	// and nothing more. Its endpoints are xds/endpoints' own (a table of
+	// EndpointSlices, and the load assignments built from it), so that an
+	// EndpointSlice change never goes through a Gateway's translation.
 	Service ServicePort `json:"service,omitzero"`
-	// Endpoints are ready endpoints only, sorted by IP then port. The
-	// xDS side fills them from Service before translating to xDS; the
-	// Gateway API translation leaves them empty.
-	Endpoints []Endpoint `json:"endpoints,omitempty"`
 	// TLS, when set, makes the proxy speak TLS to the backend (a
 	// BackendTLSPolicy applies to the Service port).
 	TLS *UpstreamTLS `json:"tls,omitempty"`
@@ -502,13 +498,6 @@ type ServicePort struct {
 	Name      string `json:"name"`
 	// Port is the Service port's name ("" for an unnamed port).
 	Port string `json:"port,omitempty"`
-}
-
-// Endpoint is one backend address.
-type Endpoint struct {
-	IP    string `json:"ip"`
-	Port  int32  `json:"port"`
-	Ready bool   `json:"ready"`
 }
 
 // SameUpstreamTLS reports whether a and b are the same TLS settings.

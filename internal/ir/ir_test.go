@@ -44,7 +44,7 @@ func TestYAMLRoundTrip(t *testing.T) {
 			{Name: "https-443", Port: 443, Protocol: ProtocolHTTPS, TLSServers: []TLSServer{{Name: "https", SNI: []string{"a.example.com"}, Certificates: []SecretRef{{Name: "default/cert"}}}}},
 			{Name: "tlspassthrough-8443", Port: 8443, Protocol: ProtocolTLSPassthrough, TLSRoutes: []TLSRoute{{Name: "t", SNI: "b.example.com", Backends: []Backend{{Cluster: "default/tls/443", Weight: 1}}}}},
 		},
-		Clusters: []*Cluster{{Name: "default/web/80", Protocol: ClusterH2C, WebSocket: true, Endpoints: []Endpoint{{IP: "10.0.0.1", Port: 8080, Ready: true}}}},
+		Clusters: []*Cluster{{Name: "default/web/80", Protocol: ClusterH2C, WebSocket: true, Service: ServicePort{Namespace: "default", Name: "web", Port: "http"}}},
 		Secrets:  []Secret{{Name: "default/cert", Cert: []byte("c"), Key: []byte("k")}},
 	}
 	y, err := yaml.Marshal(g)

@@ -150,7 +150,7 @@ func controllerSlice() *discoveryv1.EndpointSlice {
 
 // endpointsOf is what the xDS side's endpoint table makes of slice for
 // Service port t/app/http.
-func endpointsOf(slice *discoveryv1.EndpointSlice) []ir.Endpoint {
+func endpointsOf(slice *discoveryv1.EndpointSlice) []endpoints.Endpoint {
 	tb := endpoints.NewTable()
 	tb.Set(nil, slice)
 	return tb.For(ir.ServicePort{Namespace: "t", Name: "app", Port: "http"})

@@ -17,8 +17,8 @@ import (
 func tlsGateway(client string, secrets ...string) *ir.Gateway {
 	gw := &ir.Gateway{Namespace: "default", Name: "gw", Clusters: []*ir.Cluster{{
 		Name: "default/b/443", Protocol: ir.ClusterHTTP1,
-		Endpoints: []ir.Endpoint{{IP: "10.0.0.1", Port: 8443, Ready: true}},
-		TLS:       &ir.UpstreamTLS{SNI: "b.example.com", CACertificates: "-----BEGIN CERTIFICATE-----\n", ClientCertificate: client},
+		Service: ir.ServicePort{Namespace: "default", Name: "b", Port: "https"},
+		TLS:     &ir.UpstreamTLS{SNI: "b.example.com", CACertificates: "-----BEGIN CERTIFICATE-----\n", ClientCertificate: client},
 	}}}
 	for _, s := range secrets {
 		gw.Secrets = append(gw.Secrets, ir.Secret{Name: s, Cert: []byte("c"), Key: []byte("k")})
@@ -50,7 +50,7 @@ func TestUpstreamClientCertificateMustExist(t *testing.T) {
 }
 
 // The memo rebuilds a cluster whose TLS changed (a policy edit keeps the
-// cluster's name, protocol and endpoints).
+// cluster's name and protocol).
 func TestMemoRebuildsClusterOnTLSChange(t *testing.T) {
 	var m Memo
 	gw := tlsGateway("")
@@ -74,14 +74,15 @@ func TestMemoRebuildsClusterOnTLSChange(t *testing.T) {
 	if ctx.GetSni() != "other.example.com" {
 		t.Fatalf("SNI %q, want other.example.com", ctx.GetSni())
 	}
-	// An invalid policy: no transport socket and no endpoints.
+	// An invalid policy: no transport socket (and no endpoints:
+	// xds/endpoints gives it an empty load assignment).
 	bad := tlsGateway("")
 	bad.Clusters[0].TLS = &ir.UpstreamTLS{Invalid: true}
 	third, err := m.Translate(bad)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if third.Clusters[0].GetTransportSocket() != nil || len(third.Endpoints[0].GetEndpoints()) != 0 {
-		t.Fatalf("an invalid policy's cluster must have no transport socket and no endpoints: %v / %v", third.Clusters[0], third.Endpoints[0])
+	if third.Clusters[0].GetTransportSocket() != nil {
+		t.Fatalf("an invalid policy's cluster must have no transport socket: %v", third.Clusters[0])
 	}
 }

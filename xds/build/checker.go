@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/proto"
 
@@ -70,16 +69,14 @@ type Checker struct {
 	// refs counts, per cluster name, the route references to it.
 	refs map[string]int
 	// clusterSet is the names of the last check's clusters;
-	// sortedClusters and sortedEndpoints, whether that check's clusters
-	// and load assignments were sorted by name (their names then strictly
-	// increase: a check that passed found them unique).
-	clusterSet      map[string]bool
-	sortedClusters  bool
-	sortedEndpoints bool
+	// sortedClusters, whether that check's clusters were sorted by name
+	// (their names then strictly increase: a check that passed found them
+	// unique).
+	clusterSet     map[string]bool
+	sortedClusters bool
 	// wires: the digest of each wire route configuration published.
 	wires map[*routev3.RouteConfiguration]Digest
-	// wire: the wire form of each checked cluster and load assignment
-	// (wire.go), by message; known holds each wire form's digest too.
+	// wire: the wire form of each checked cluster (wire.go), by message; known holds each wire form's digest too.
 	wire map[proto.Message]proto.Message
 	// facts: the facts of each wire cluster, read from its message when
 	// it was checked (a wire form shows only its name).
@@ -96,13 +93,11 @@ type Checker struct {
 	// Encoded is how many bytes the last check serialized.
 	Encoded int
 
-	// The clusters and load assignments of the last check, when it
-	// passed: the same list again is not walked message by message; and
-	// their wire forms, published for them.
-	lastClusters      []*clusterv3.Cluster
-	lastEndpoints     []*endpointv3.ClusterLoadAssignment
-	lastWireClusters  []*clusterv3.Cluster
-	lastWireEndpoints []*endpointv3.ClusterLoadAssignment
+	// The clusters of the last check, when it passed: the same list
+	// again is not walked message by message; and their wire forms,
+	// published for them.
+	lastClusters     []*clusterv3.Cluster
+	lastWireClusters []*clusterv3.Cluster
 	// lastClusterDigests are the digests of lastWireClusters, in order
 	// (nil when one is not known), so that versioning the cluster list
 	// looks up no message.
@@ -142,9 +137,9 @@ func (c *Checker) Check(r *translate.Resources) error {
 	for _, l := range r.Listeners {
 		e.one("listener", l.GetName(), l)
 	}
-	// Clusters and load assignments: only the messages that are not the
-	// last check's, at their place, are checked; the name checks run
-	// again only when the names changed.
+	// Clusters: only the messages that are not the last check's, at their
+	// place, are checked; the name checks run again only when the names
+	// changed.
 	clusterNames := c.lastClusters != nil && SameList(r.Clusters, c.lastClusters)
 	if !clusterNames {
 		clusterNames = walkChanged(r.Clusters, c.lastClusters, (*clusterv3.Cluster).GetName, func(cl *clusterv3.Cluster) {
@@ -152,35 +147,26 @@ func (c *Checker) Check(r *translate.Resources) error {
 			c.indexSockets(cl)
 		})
 	}
-	assignmentNames := c.lastEndpoints != nil && SameList(r.Endpoints, c.lastEndpoints)
-	if !assignmentNames {
-		assignmentNames = walkChanged(r.Endpoints, c.lastEndpoints, (*endpointv3.ClusterLoadAssignment).GetClusterName, func(ep *endpointv3.ClusterLoadAssignment) {
-			e.one("cluster load assignment", ep.GetClusterName(), ep)
-		})
-	}
 	for _, s := range r.Secrets {
 		e.one("secret", s.GetName(), s)
 	}
 	var removedClusters []string
 	sameClusters := clusterNames // the names routes refer to
-	if !clusterNames || !assignmentNames {
+	if !clusterNames {
 		var ok bool
-		if removedClusters, ok = c.clusterIndex(r, e.fail); ok {
-			c.sortedClusters, c.sortedEndpoints = true, true
+		if removedClusters, ok = c.clusterIndex(r); ok {
+			c.sortedClusters = true
 			// The set was updated in place: only references to the
 			// removed names can have broken.
 			sameClusters = true
 			e.newRefs = append(e.newRefs, removedClusters...)
 		} else {
-			c.clusterSet = translate.ClusterReferences(r, func(cl *clusterv3.Cluster) bool { return c.clusterFacts(cl).EDS }, e.fail)
+			c.clusterSet = translate.UniqueNames("cluster", len(r.Clusters), func(i int) string { return r.Clusters[i].GetName() }, e.fail)
 			clear(c.sockets)
 			for _, cl := range r.Clusters {
 				c.indexSockets(cl)
 			}
 			c.sortedClusters = slices.IsSortedFunc(r.Clusters, func(a, b *clusterv3.Cluster) int { return strings.Compare(a.GetName(), b.GetName()) })
-			c.sortedEndpoints = slices.IsSortedFunc(r.Endpoints, func(a, b *endpointv3.ClusterLoadAssignment) int {
-				return strings.Compare(a.GetClusterName(), b.GetClusterName())
-			})
 		}
 	}
 	// Route tables, virtual host by virtual host.
@@ -226,125 +212,37 @@ func (c *Checker) Check(r *translate.Resources) error {
 	for _, name := range slices.Sorted(maps.Keys(c.sockets)) {
 		e.errs = append(e.errs, translate.SocketErrors(name, c.sockets[name], secrets)...)
 	}
-	c.prune(r, e.touched+2*(len(r.Clusters)+len(r.Endpoints))) // each with its wire form
+	c.prune(r, e.touched+2*len(r.Clusters)) // each with its wire form
 	if len(e.errs) > 0 {
 		c.reset()
 		return errors.Join(e.errs...)
 	}
 	copy(r.Routes, wires)
 	c.lastBuilt = e.built
-	clusters, endpoints := r.Clusters, r.Endpoints
+	clusters := r.Clusters
 	if !SameList(clusters, c.lastClusters) || c.lastWireClusters == nil {
 		c.lastWireClusters, c.lastClusterDigests = wireList(c, clusters, c.lastClusters, c.lastWireClusters, c.lastClusterDigests, (*clusterv3.Cluster).GetName, true)
 	}
-	if !SameList(endpoints, c.lastEndpoints) || c.lastWireEndpoints == nil {
-		c.lastWireEndpoints, _ = wireList(c, endpoints, c.lastEndpoints, c.lastWireEndpoints, nil, (*endpointv3.ClusterLoadAssignment).GetClusterName, false)
-	}
-	c.lastClusters, c.lastEndpoints = clusters, endpoints
-	r.Clusters, r.Endpoints = c.lastWireClusters, c.lastWireEndpoints
+	c.lastClusters = clusters
+	r.Clusters = c.lastWireClusters
 	return nil
 }
 
-// CheckEndpoints checks a config that differs from the last one checked
-// only in some load assignments (translate.Memo.Endpoints gives them): all
-// is the last check's load-assignment list with those replaced, name for
-// name, in their places. Each replacement is validated; nothing else can
-// have changed, since a load assignment's cluster name is all other
-// resources see of it. On success it returns the list to publish (wire
-// forms, as Check puts them in Resources), and the config counts as
-// checked; changed holds the wire forms that replaced others. ok is false,
-// with nothing changed, when all is not such a list or no check passed
-// before: the caller checks the whole config.
-func (c *Checker) CheckEndpoints(all []*endpointv3.ClusterLoadAssignment) (wire, changed []*endpointv3.ClusterLoadAssignment, ok bool, err error) {
-	prev := c.lastEndpoints
-	if prev == nil || c.lastWireEndpoints == nil || len(all) != len(prev) || len(c.lastWireEndpoints) != len(prev) {
-		return nil, nil, false, nil
-	}
-	var replaced []int
-	for i, ep := range all {
-		if ep == prev[i] {
-			continue
-		}
-		if ep.GetClusterName() != prev[i].GetClusterName() {
-			return nil, nil, false, nil
-		}
-		replaced = append(replaced, i)
-	}
-	c.Validated, c.Encoded = 0, 0
-	if len(replaced) == 0 {
-		return c.lastWireEndpoints, nil, true, nil
-	}
-	e := &checkRun{c: c, opts: proto.MarshalOptions{Deterministic: true}}
-	for _, i := range replaced {
-		e.one("cluster load assignment", all[i].GetClusterName(), all[i])
-	}
-	if len(e.errs) > 0 {
-		return nil, nil, true, errors.Join(e.errs...)
-	}
-	wire = slices.Clone(c.lastWireEndpoints)
-	changed = make([]*endpointv3.ClusterLoadAssignment, 0, len(replaced))
-	for _, i := range replaced {
-		wire[i] = wireFor(c, all[i])
-		changed = append(changed, wire[i])
-		// The replaced messages are gone from the config for good (IR is
-		// never modified once built): their memory goes now, so that
-		// endpoint churn with no full check between does not pile up.
-		old := prev[i]
-		if k, ok := c.known[old]; ok {
-			delete(c.passed, k.d)
-		}
-		delete(c.known, c.wire[old])
-		delete(c.known, old)
-		delete(c.wire, old)
-	}
-	c.lastEndpoints, c.lastWireEndpoints = all, wire
-	return wire, changed, true, nil
-}
-
-// clusterIndex is ClusterReferences for a check whose cluster or
-// assignment names changed, done from the last check's lists, which passed:
-// both sorted by name (so their names strictly increase), and every EDS
-// cluster with its assignment. It walks each new list alongside the last
-// (sortedChanges), compares names only at the elements that are not the
-// last check's very messages, and checks only what those can have broken:
-// a new or replaced EDS cluster needs its assignment, and a gone assignment
-// must not leave an EDS cluster without one. The cluster set is updated in
-// place. It returns the names that left the set, and false, having changed
-// nothing, when a list is not sorted (or nothing was checked before): the
-// caller then runs ClusterReferences, which reports what is wrong.
-func (c *Checker) clusterIndex(r *translate.Resources, fail func(string, ...any)) (removed []string, ok bool) {
-	if c.lastClusters == nil || c.clusterSet == nil || !c.sortedClusters || !c.sortedEndpoints {
+// clusterIndex is the cluster name check for a check whose cluster names
+// changed, done from the last check's list, which passed: sorted by name
+// (so its names strictly increase). It walks the new list alongside the
+// last (sortedChanges), comparing names only at the elements that are not
+// the last check's very messages. The cluster set is updated in place. It
+// returns the names that left the set, and false, having changed nothing,
+// when the list is not sorted (or nothing was checked before): the caller
+// then checks every name, and reports what is wrong.
+func (c *Checker) clusterIndex(r *translate.Resources) (removed []string, ok bool) {
+	if c.lastClusters == nil || c.clusterSet == nil || !c.sortedClusters {
 		return nil, false
 	}
 	clusters, ok := sortedChanges(c.lastClusters, r.Clusters, (*clusterv3.Cluster).GetName)
 	if !ok {
 		return nil, false
-	}
-	assignments, ok := sortedChanges(c.lastEndpoints, r.Endpoints, (*endpointv3.ClusterLoadAssignment).GetClusterName)
-	if !ok {
-		return nil, false
-	}
-	assigned := func(name string) bool {
-		_, found := slices.BinarySearchFunc(r.Endpoints, name, func(ep *endpointv3.ClusterLoadAssignment, n string) int {
-			return strings.Compare(ep.GetClusterName(), n)
-		})
-		return found
-	}
-	for _, i := range clusters.changed {
-		if cl := r.Clusters[i]; c.clusterFacts(cl).EDS && !assigned(cl.GetName()) {
-			fail("cluster %q: no cluster load assignment", cl.GetName())
-		}
-	}
-	for _, name := range assignments.gone {
-		i, found := slices.BinarySearchFunc(r.Clusters, name, func(cl *clusterv3.Cluster, n string) int {
-			return strings.Compare(cl.GetName(), n)
-		})
-		if !found || !c.clusterFacts(r.Clusters[i]).EDS {
-			continue
-		}
-		if _, changed := slices.BinarySearch(clusters.changed, i); !changed && !assigned(name) {
-			fail("cluster %q: no cluster load assignment", name) // a changed one was reported above
-		}
 	}
 	for _, name := range clusters.gone {
 		delete(c.clusterSet, name)
@@ -564,10 +462,10 @@ func (c *Checker) reset() {
 	c.tables, c.refs, c.clusterSet = map[string]*tableState{}, map[string]int{}, map[string]bool{}
 	c.sockets = map[string]translate.ClusterFacts{}
 	c.lastBuilt = nil
-	c.sortedClusters, c.sortedEndpoints = false, false
+	c.sortedClusters = false
 	c.wires = map[*routev3.RouteConfiguration]Digest{}
-	c.lastClusters, c.lastEndpoints = nil, nil
-	c.lastWireClusters, c.lastWireEndpoints, c.lastClusterDigests = nil, nil, nil
+	c.lastClusters = nil
+	c.lastWireClusters, c.lastClusterDigests = nil, nil
 	if c.wire == nil {
 		c.wire = map[proto.Message]proto.Message{}
 		c.facts = map[proto.Message]translate.ClusterFacts{}
@@ -586,9 +484,6 @@ func (c *Checker) prune(r *translate.Resources, used int) {
 		// still in use: their digests stay.
 		for _, cl := range r.Clusters {
 			c.touch(cl)
-		}
-		for _, ep := range r.Endpoints {
-			c.touch(ep)
 		}
 		for m, k := range c.known {
 			if k.epoch != c.epoch {

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/shardgate/shardgate/internal/ir"
@@ -70,8 +69,8 @@ func checkerAgreesWithValidate(t *testing.T, seed uint64, adopt bool) {
 		if adopt {
 			m.Adopt(&c)
 			for i, e := range m.clusters {
-				if len(e.endpoints.ProtoReflect().GetUnknown()) == 0 || len(e.cluster.ProtoReflect().GetUnknown()) == 0 {
-					t.Fatalf("step %d: the memo still holds cluster %d (%s) or its load assignment as a message after Adopt", step, i, e.cluster.GetName())
+				if len(e.cluster.ProtoReflect().GetUnknown()) == 0 {
+					t.Fatalf("step %d: the memo still holds cluster %d (%s) as a message after Adopt", step, i, e.cluster.GetName())
 				}
 			}
 			for table, hosts := range m.tables {
@@ -80,22 +79,6 @@ func checkerAgreesWithValidate(t *testing.T, seed uint64, adopt bool) {
 						t.Fatalf("step %d: the memo still holds virtual host %s of %s as a message after Adopt", step, e.name, table)
 					}
 				}
-			}
-		}
-		if len(res.Endpoints) != len(want.Endpoints) {
-			t.Fatalf("step %d: %d load assignments published for %d translated", step, len(res.Endpoints), len(want.Endpoints))
-		}
-		for i, ep := range res.Endpoints {
-			got, err := DigestOf(ep)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fresh, err := DigestOf(want.Endpoints[i])
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != fresh {
-				t.Fatalf("step %d: load assignment %d (%s): published %x, fresh translation %x", step, i, ep.GetClusterName(), got[:4], fresh[:4])
 			}
 		}
 		for i, rc := range res.Routes {
@@ -143,8 +126,7 @@ func propertyBase(n int) *ir.Gateway {
 	l := ir.Listener{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP}
 	for i := range n {
 		cluster := fmt.Sprintf("default/svc-%02d/80", i)
-		gw.Clusters = append(gw.Clusters, &ir.Cluster{Name: cluster, Protocol: ir.ClusterHTTP1,
-			Endpoints: []ir.Endpoint{{IP: fmt.Sprintf("10.0.0.%d", i+1), Port: 8080, Ready: true}}})
+		gw.Clusters = append(gw.Clusters, &ir.Cluster{Name: cluster, Protocol: ir.ClusterHTTP1})
 		l.VirtualHosts = append(l.VirtualHosts, propertyVhost(fmt.Sprintf("h%02d.example.com", i), cluster, "/"))
 	}
 	gw.Listeners = []ir.Listener{l}
@@ -202,8 +184,7 @@ func propertyEdit(rng *rand.Rand, gw *ir.Gateway) *ir.Gateway {
 			next.Clusters = slices.Delete(slices.Clone(gw.Clusters), i, i+1)
 		}
 	case op == 6: // a cluster added back, in name order
-		c := &ir.Cluster{Name: fmt.Sprintf("default/svc-%02d/80", rng.IntN(16)), Protocol: ir.ClusterHTTP1,
-			Endpoints: []ir.Endpoint{{IP: "10.0.1.1", Port: 8080, Ready: true}}}
+		c := &ir.Cluster{Name: fmt.Sprintf("default/svc-%02d/80", rng.IntN(16)), Protocol: ir.ClusterHTTP1}
 		i, found := slices.BinarySearchFunc(gw.Clusters, c.Name, func(a *ir.Cluster, n string) int {
 			switch {
 			case a.Name < n:
@@ -220,11 +201,11 @@ func propertyEdit(rng *rand.Rand, gw *ir.Gateway) *ir.Gateway {
 		v := *vhs[k] // the previous IR's host stays as it was
 		v.Domains = []string{vhs[(k+1)%len(vhs)].Domains[0]}
 		vhs[k] = &v
-	case op == 8 && len(gw.Clusters) > 0: // one cluster's endpoints changed
+	case op == 8 && len(gw.Clusters) > 0: // one cluster changed (its protocol)
 		next.Clusters = slices.Clone(gw.Clusters)
 		i := rng.IntN(len(next.Clusters))
 		c := *next.Clusters[i] // the previous IR's cluster stays as it was
-		c.Endpoints = []ir.Endpoint{{IP: fmt.Sprintf("10.0.2.%d", rng.IntN(200)+1), Port: 8080, Ready: true}}
+		c.Protocol = []ir.ClusterProtocol{ir.ClusterHTTP1, ir.ClusterH2C}[rng.IntN(2)]
 		next.Clusters[i] = &c
 	default: // back to a valid config
 		return propertyBase(10 + rng.IntN(4))
@@ -277,20 +258,16 @@ func checkerAgreesOnBrokenLists(t *testing.T, seed uint64, adopt bool) {
 	}
 }
 
-// breakLists may replace r's cluster or load-assignment list with a broken
-// copy, and says what it did. last are the clusters of the step before.
+// breakLists may replace r's cluster list with a broken copy, and says what
+// it did. last are the clusters of the step before.
 func breakLists(rng *rand.Rand, r *translate.Resources, last []*clusterv3.Cluster) string {
-	cl, ep := slices.Clone(r.Clusters), slices.Clone(r.Endpoints)
+	cl := slices.Clone(r.Clusters)
 	what := "nothing"
 	switch op := rng.IntN(13); {
 	case op == 0 && len(cl) > 1: // two clusters out of order
 		i := rng.IntN(len(cl) - 1)
 		cl[i], cl[i+1] = cl[i+1], cl[i]
 		what = "clusters out of order"
-	case op == 1 && len(ep) > 1:
-		i := rng.IntN(len(ep) - 1)
-		ep[i], ep[i+1] = ep[i+1], ep[i]
-		what = "assignments out of order"
 	case op == 2 && len(cl) > 0: // one cluster twice, in its place
 		i := rng.IntN(len(cl))
 		cl = slices.Insert(cl, i, cl[i])
@@ -310,38 +287,23 @@ func breakLists(rng *rand.Rand, r *translate.Resources, last []*clusterv3.Cluste
 		unnamed := proto.Clone(cl[i]).(*clusterv3.Cluster)
 		unnamed.Name = ""
 		what = "an EDS cluster with no name"
-		if rng.IntN(2) == 0 { // one that needs no assignment
+		if rng.IntN(2) == 0 {
 			unnamed.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}
 			unnamed.EdsClusterConfig = nil
 			what = "a static cluster with no name"
 		}
 		cl[i] = unnamed
-	case op == 5 && len(ep) > 0: // an EDS cluster without its assignment
-		i := rng.IntN(len(ep))
-		ep = slices.Delete(ep, i, i+1)
-		what = "an assignment gone"
 	case op == 6 && len(cl) > 0: // a cluster gone (routes may use it)
 		i := rng.IntN(len(cl))
 		cl = slices.Delete(cl, i, i+1)
 		what = "a cluster gone"
-	case op == 7 && len(ep) > 0: // an assignment twice
-		i := rng.IntN(len(ep))
-		ep = slices.Insert(ep, i, ep[i])
-		what = "an assignment twice"
-	case op == 9: // a cluster that is not the last step's loses its assignment
+	case op == 9: // a cluster that is not the last step's, twice
 		for i := len(cl) - 1; i >= 0; i-- {
 			if !slices.Contains(last, cl[i]) {
-				ep = slices.DeleteFunc(ep, func(a *endpointv3.ClusterLoadAssignment) bool { return a.GetClusterName() == cl[i].GetName() })
-				what = "a new cluster's assignment gone"
+				cl = slices.Insert(cl, i, proto.Clone(cl[i]).(*clusterv3.Cluster))
+				what = "a new cluster twice"
 				break
 			}
-		}
-		if what == "nothing" && len(cl) > 0 { // none is new: make one
-			i := rng.IntN(len(cl))
-			fresh := proto.Clone(cl[i]).(*clusterv3.Cluster)
-			cl[i] = fresh
-			ep = slices.DeleteFunc(ep, func(a *endpointv3.ClusterLoadAssignment) bool { return a.GetClusterName() == fresh.GetName() })
-			what = "a replaced cluster's assignment gone"
 		}
 	case op == 8 && len(cl) > 0: // a cluster moved to the front
 		i := rng.IntN(len(cl))
@@ -349,6 +311,6 @@ func breakLists(rng *rand.Rand, r *translate.Resources, last []*clusterv3.Cluste
 		cl = slices.Insert(slices.Delete(cl, i, i+1), 0, moved)
 		what = "a cluster moved to the front"
 	}
-	r.Clusters, r.Endpoints = cl, ep
+	r.Clusters = cl
 	return what
 }

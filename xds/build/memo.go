@@ -12,7 +12,6 @@ import (
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -53,11 +52,10 @@ type Memo struct {
 	clusters []*memoCluster // in IR order
 	sorted   bool           // clusters are sorted by name
 	// irClusters is the IR cluster list last translated (its first
-	// element), and lastClusters and lastEndpoints its messages.
-	irClusters    **ir.Cluster
-	lastClusters  []*clusterv3.Cluster
-	lastEndpoints []*endpointv3.ClusterLoadAssignment
-	websocket     string // the WebSocket clusters the virtual hosts were built with
+	// element), and lastClusters its messages.
+	irClusters   **ir.Cluster
+	lastClusters []*clusterv3.Cluster
+	websocket    string // the WebSocket clusters the virtual hosts were built with
 	// routeDefaults: the Gateway's route defaults they were built with.
 	routeDefaults routeDefaults
 	// httpListeners: per HTTP listener name, the message last built and
@@ -122,10 +120,9 @@ type memoVhost struct {
 type memoCluster struct {
 	// irp is the IR cluster translated (IR is never modified once built:
 	// the same pointer is the same cluster), ir a copy of it.
-	irp       *ir.Cluster
-	ir        ir.Cluster
-	cluster   *clusterv3.Cluster
-	endpoints *endpointv3.ClusterLoadAssignment
+	irp     *ir.Cluster
+	ir      ir.Cluster
+	cluster *clusterv3.Cluster
 }
 
 // Translate is Translate(gw), from memory where it can. retained are
@@ -202,7 +199,7 @@ type memoRun struct {
 	// translation, nextListeners of the HTTP listeners.
 	next          map[string][]*memoVhost
 	nextListeners map[string]memoListener
-	// clustersKept: the cluster and endpoint lists are the memo's, as
+	// clustersKept: the cluster list is the memo's, as
 	// built and sorted before.
 	clustersKept bool
 	// changedVhosts are the virtual hosts the IR's change names (sorted),
@@ -443,7 +440,7 @@ func (m *Memo) Introducing(introduced []string) map[string]map[string][]string {
 func (t *memoRun) clustersMemo(gw *ir.Gateway, r *translate.Resources) {
 	m := t.memo
 	if len(gw.Clusters) > 0 && len(gw.Clusters) == len(m.clusters) && &gw.Clusters[0] == m.irClusters {
-		r.Clusters, r.Endpoints = m.lastClusters, m.lastEndpoints
+		r.Clusters = m.lastClusters
 		t.clustersKept = true // sorted when they were built (by sort, if not before)
 		return
 	}
@@ -451,7 +448,6 @@ func (t *memoRun) clustersMemo(gw *ir.Gateway, r *translate.Resources) {
 	m.newList()
 	cur := make([]*memoCluster, 0, len(gw.Clusters))
 	r.Clusters = make([]*clusterv3.Cluster, 0, len(gw.Clusters))
-	r.Endpoints = make([]*endpointv3.ClusterLoadAssignment, 0, len(gw.Clusters))
 	// The list is sorted when the previous one was and every cluster not
 	// taken from it (in its order) sits between its neighbours.
 	sorted := m.sorted || len(prev) == 0
@@ -471,13 +467,8 @@ func (t *memoRun) clustersMemo(gw *ir.Gateway, r *translate.Resources) {
 				e = prev[j]
 				e.irp = c
 				j++
-			case j < len(prev) && sameClusterConfig(&prev[j].ir, c):
-				// Only its endpoints changed: the same cluster.
-				e = &memoCluster{irp: c, ir: *c, cluster: prev[j].cluster, endpoints: translate.LoadAssignment(c)}
-				m.built = append(m.built, i)
-				j++
 			default:
-				e = &memoCluster{irp: c, ir: *c, cluster: translate.Cluster(c), endpoints: translate.LoadAssignment(c)}
+				e = &memoCluster{irp: c, ir: *c, cluster: translate.Cluster(c)}
 				m.built = append(m.built, i)
 				if i > 0 && gw.Clusters[i-1].Name >= c.Name || i+1 < len(gw.Clusters) && c.Name >= gw.Clusters[i+1].Name {
 					sorted = false
@@ -486,7 +477,6 @@ func (t *memoRun) clustersMemo(gw *ir.Gateway, r *translate.Resources) {
 		}
 		cur = append(cur, e)
 		r.Clusters = append(r.Clusters, e.cluster)
-		r.Endpoints = append(r.Endpoints, e.endpoints)
 	}
 	m.clusters, m.sorted = cur, sorted
 	t.clustersKept = sorted
@@ -494,70 +484,16 @@ func (t *memoRun) clustersMemo(gw *ir.Gateway, r *translate.Resources) {
 	if len(gw.Clusters) > 0 {
 		m.irClusters = &gw.Clusters[0]
 	}
-	r.Clusters, r.Endpoints = slices.Clip(r.Clusters), slices.Clip(r.Endpoints)
-	m.lastClusters, m.lastEndpoints = r.Clusters, r.Endpoints
+	r.Clusters = slices.Clip(r.Clusters)
+	m.lastClusters = r.Clusters
 }
 
-// Endpoints takes clusters, the cluster list of a config that differs
-// from the one last translated only in the endpoints of its clusters: the
-// same clusters in the same places, some with other endpoints. It returns
-// the config's load assignments, in the cluster list's order, and those of
-// them that changed; only those are built. The rest of the last
-// translation stands as it is: a load assignment is the only message built
-// from a cluster's endpoints.
-//
-// ok is false, with nothing changed, when clusters is not such a list (or
-// nothing was translated yet, or the last list was not sorted by name, so
-// that translation reordered its load assignments): the caller translates
-// the config in full.
-func (m *Memo) Endpoints(clusters []*ir.Cluster) (all, changed []*endpointv3.ClusterLoadAssignment, ok bool) {
-	if m.irClusters == nil || !m.sorted || len(clusters) != len(m.clusters) || len(m.lastEndpoints) != len(m.clusters) {
-		return nil, nil, false
-	}
-	if &clusters[0] == m.irClusters {
-		return m.lastEndpoints, nil, true
-	}
-	var moved []int // places whose IR is another cluster
-	for i, c := range clusters {
-		e := m.clusters[i]
-		if e.irp == c {
-			continue
-		}
-		if !sameClusterConfig(&e.ir, c) {
-			return nil, nil, false
-		}
-		moved = append(moved, i)
-	}
-	all = m.lastEndpoints
-	if len(moved) > 0 {
-		m.newList()
-	}
-	for _, i := range moved {
-		c, e := clusters[i], m.clusters[i]
-		if sameCluster(&e.ir, c) {
-			e.irp = c
-			continue
-		}
-		if len(changed) == 0 {
-			all = slices.Clone(all) // handed out before: never modified
-		}
-		*e = memoCluster{irp: c, ir: *c, cluster: e.cluster, endpoints: translate.LoadAssignment(c)}
-		m.built = append(m.built, i)
-		all[i] = e.endpoints
-		changed = append(changed, e.endpoints)
-	}
-	m.irClusters, m.lastEndpoints = &clusters[0], all
-	return all, changed, true
-}
-
-// Adopt makes the memo hold, for each cluster and load assignment of its
-// last translation (or Endpoints call), the wire form c published for it
-// (wire.go), instead of the message, once c passed that very list: the
-// checked bytes, which c holds anyway, are then the only copy, and the
-// message goes (c keeps what its checks read of a cluster). At 10k
-// Services with three endpoints each that is about 25 MB of messages. The
-// next translation hands out the wire forms of unchanged resources, which
-// c recognises as the last check's.
+// Adopt makes the memo hold, for each cluster of its last translation, the
+// wire form c published for it (wire.go), instead of the message, once c
+// passed that very list: the checked bytes, which c holds anyway, are then
+// the only copy, and the message goes (c keeps what its checks read of a
+// cluster). The next translation hands out the wire forms of unchanged
+// clusters, which c recognises as the last check's.
 //
 // It does nothing for a list c's last passed check did not have (the
 // caller added retained clusters, or the check failed), or when the memo's
@@ -573,12 +509,9 @@ func (m *Memo) Adopt(c *Checker) {
 	// Only the places built since the last adoption hold messages, unless
 	// an adoption was missed: then every place is looked at.
 	places, all := m.built, m.unadopted
-	ok := adopt(c, &m.lastEndpoints, &c.lastEndpoints, c.lastWireEndpoints, len(m.clusters), places, all, func(i int) **endpointv3.ClusterLoadAssignment {
-		return &m.clusters[i].endpoints
-	})
-	ok = adopt(c, &m.lastClusters, &c.lastClusters, c.lastWireClusters, len(m.clusters), places, all, func(i int) **clusterv3.Cluster {
+	ok := adopt(c, &m.lastClusters, &c.lastClusters, c.lastWireClusters, len(m.clusters), places, all, func(i int) **clusterv3.Cluster {
 		return &m.clusters[i].cluster
-	}) && ok
+	})
 	if ok {
 		m.built, m.unadopted = nil, false
 	}
@@ -674,12 +607,8 @@ func adopt[T interface {
 	return true
 }
 
+// sameCluster: the same Cluster message (which does not carry the
+// endpoints: xds/endpoints serves those).
 func sameCluster(a, b *ir.Cluster) bool {
-	return sameClusterConfig(a, b) && slices.Equal(a.Endpoints, b.Endpoints)
-}
-
-// sameClusterConfig: the same Cluster message (which does not carry the
-// endpoints).
-func sameClusterConfig(a, b *ir.Cluster) bool {
 	return a.Name == b.Name && a.Protocol == b.Protocol && a.WebSocket == b.WebSocket && ir.SameUpstreamTLS(a.TLS, b.TLS)
 }

@@ -61,8 +61,10 @@ func TestMemoRebuildsOnlyChanges(t *testing.T) {
 	gw.Listeners[0].VirtualHosts = vhs
 	gw.Clusters = slices.Clone(gw.Clusters)
 	c1 := *gw.Clusters[1] // the translated IR's cluster stays as it was
-	c1.Endpoints = append(slices.Clone(c1.Endpoints), c1.Endpoints[0])
-	c1.Endpoints[len(c1.Endpoints)-1].Port++
+	c1.Protocol = map[ir.ClusterProtocol]ir.ClusterProtocol{ir.ClusterH2C: ir.ClusterHTTP1}[c1.Protocol]
+	if c1.Protocol == "" {
+		c1.Protocol = ir.ClusterH2C
+	}
 	gw.Clusters[1] = &c1
 	gw.Change = &ir.Change{Generation: 2, Since: 1, VirtualHosts: []ir.VirtualHostRef{{Listener: "http-80", Name: vh2.Name}}}
 
@@ -82,8 +84,8 @@ func TestMemoRebuildsOnlyChanges(t *testing.T) {
 		}
 	}
 	for i := range first.Clusters {
-		if same := first.Endpoints[i] == second.Endpoints[i]; same != (i != 1) {
-			t.Errorf("load assignment %d: reused=%v", i, same)
+		if same := first.Clusters[i] == second.Clusters[i]; same != (i != 1) {
+			t.Errorf("cluster %d: reused=%v", i, same)
 		}
 	}
 

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -401,13 +400,6 @@ func wireOf(m proto.Message, b []byte) proto.Message {
 			return nil // already a wire form
 		}
 		return wireNamed(v.GetName(), b, func(n string) *clusterv3.Cluster { return &clusterv3.Cluster{Name: n} })
-	case *endpointv3.ClusterLoadAssignment:
-		if len(v.ProtoReflect().GetUnknown()) > 0 {
-			return nil
-		}
-		return wireNamed(v.GetClusterName(), b, func(n string) *endpointv3.ClusterLoadAssignment {
-			return &endpointv3.ClusterLoadAssignment{ClusterName: n}
-		})
 	}
 	return nil
 }

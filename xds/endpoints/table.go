@@ -2,12 +2,6 @@
 Copyright The shardgate Authors.
 */
 
-// Package endpoints is the xDS side's own path for endpoints: a table of
-// EndpointSlices by Service, fed straight by the EndpointSlice event
-// handler, and the step that gives a Gateway's IR clusters (which name a
-// Service port and nothing more) the ready endpoints of that port. An
-// EndpointSlice change thus becomes new load assignments without any
-// Gateway API translation.
 package endpoints
 
 import (
@@ -29,17 +23,15 @@ type Table struct {
 	mu sync.Mutex
 	// slices are each Service's EndpointSlices, sorted by name.
 	slices map[types.NamespacedName][]*discoveryv1.EndpointSlice
-	// ports memoises For per Service until its slices change: an
-	// unchanged port gives the very same list, which lets the fill step
-	// keep its cluster pointers.
-	ports map[types.NamespacedName]map[string][]ir.Endpoint
+	// ports memoises For per Service until its slices change.
+	ports map[types.NamespacedName]map[string][]Endpoint
 }
 
 // NewTable returns an empty table.
 func NewTable() *Table {
 	return &Table{
 		slices: map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
-		ports:  map[types.NamespacedName]map[string][]ir.Endpoint{},
+		ports:  map[types.NamespacedName]map[string][]Endpoint{},
 	}
 }
 
@@ -96,7 +88,7 @@ func (t *Table) Set(old, obj *discoveryv1.EndpointSlice) []types.NamespacedName 
 
 // For lists the ready endpoints of a Service port (nil when the Service has
 // no EndpointSlice). The list is shared: callers must not modify it.
-func (t *Table) For(p ir.ServicePort) []ir.Endpoint {
+func (t *Table) For(p ir.ServicePort) []Endpoint {
 	svc := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -112,7 +104,7 @@ func (t *Table) For(p ir.ServicePort) []ir.Endpoint {
 	eps := ForPort(sl, p.Port)
 	m := t.ports[svc]
 	if m == nil {
-		m = map[string][]ir.Endpoint{}
+		m = map[string][]Endpoint{}
 		t.ports[svc] = m
 	}
 	m[p.Port] = eps
@@ -134,14 +126,14 @@ func Ready(e discoveryv1.Endpoint) bool {
 // the Service's EndpointSlices, matching each slice's port by name, sorted
 // by IP then port, without duplicates (the same address can appear in
 // several slices during a rollover). Slices of FQDN addresses are skipped.
-func ForPort(sl []*discoveryv1.EndpointSlice, port string) []ir.Endpoint {
+func ForPort(sl []*discoveryv1.EndpointSlice, port string) []Endpoint {
 	n := 0
 	for _, s := range sl {
 		for _, e := range s.Endpoints {
 			n += len(e.Addresses)
 		}
 	}
-	out := make([]ir.Endpoint, 0, n)
+	out := make([]Endpoint, 0, n)
 	for _, s := range sl {
 		if s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6 {
 			continue
@@ -165,11 +157,11 @@ func ForPort(sl []*discoveryv1.EndpointSlice, port string) []ir.Endpoint {
 				continue
 			}
 			for _, a := range e.Addresses {
-				out = append(out, ir.Endpoint{IP: a, Port: *num, Ready: true})
+				out = append(out, Endpoint{IP: a, Port: *num})
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b ir.Endpoint) int {
+	slices.SortFunc(out, func(a, b Endpoint) int {
 		if c := strings.Compare(a.IP, b.IP); c != 0 {
 			return c
 		}

@@ -55,17 +55,17 @@ func TestForPortSlices(t *testing.T) {
 	for _, s := range sl {
 		tb.Set(nil, s)
 	}
-	ep := func(ip string, port int32) ir.Endpoint { return ir.Endpoint{IP: ip, Port: port, Ready: true} }
+	ep := func(ip string, port int32) Endpoint { return Endpoint{IP: ip, Port: port} }
 	for _, c := range []struct {
 		port ir.ServicePort
-		want []ir.Endpoint
+		want []Endpoint
 	}{
-		{ir.ServicePort{Namespace: "default", Name: "web", Port: "http"}, []ir.Endpoint{ep("10.244.0.1", 8080), ep("10.244.0.2", 8080)}},
-		{ir.ServicePort{Namespace: "default", Name: "multi", Port: "http"}, []ir.Endpoint{
+		{ir.ServicePort{Namespace: "default", Name: "web", Port: "http"}, []Endpoint{ep("10.244.0.1", 8080), ep("10.244.0.2", 8080)}},
+		{ir.ServicePort{Namespace: "default", Name: "multi", Port: "http"}, []Endpoint{
 			ep("10.244.0.4", 8080), ep("10.244.0.5", 8080), ep("10.244.0.7", 8080), ep("fd00::1", 8080)}},
-		{ir.ServicePort{Namespace: "default", Name: "multi", Port: "metrics"}, []ir.Endpoint{ep("10.244.0.8", 9100)}},
-		{ir.ServicePort{Namespace: "default", Name: "multi", Port: "admin"}, []ir.Endpoint{}},
-		{ir.ServicePort{Namespace: "other", Name: "web", Port: "http"}, []ir.Endpoint{}},
+		{ir.ServicePort{Namespace: "default", Name: "multi", Port: "metrics"}, []Endpoint{ep("10.244.0.8", 9100)}},
+		{ir.ServicePort{Namespace: "default", Name: "multi", Port: "admin"}, []Endpoint{}},
+		{ir.ServicePort{Namespace: "other", Name: "web", Port: "http"}, []Endpoint{}},
 	} {
 		got := tb.For(c.port)
 		if !slices.Equal(got, c.want) {

@@ -4,17 +4,17 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/types/known/anypb"
-
-	"github.com/shardgate/shardgate/xds/build"
 )
 
 // assignments is one node group's load assignments, served to state-of-
@@ -30,10 +30,9 @@ type assignments struct {
 	prefix string
 
 	mu      sync.Mutex
-	updates uint64 // the version is prefix + updates
+	updates uint64    // the version is prefix + updates
+	at      time.Time // when updates last changed
 	res     map[string]*assignment
-	// applied is the list last applied, sorted by cluster name.
-	applied []*endpointv3.ClusterLoadAssignment
 	sotw    map[*sotwWatch]struct{}
 	delta   map[*deltaWatch]struct{}
 }
@@ -93,11 +92,26 @@ func newAssignments(prefix string) *assignments {
 
 func (a *assignments) version() string { return a.prefix + strconv.FormatUint(a.updates, 10) }
 
-// current is the list applied and its version.
+// current lists the load assignments, sorted by cluster name, and their
+// version.
 func (a *assignments) current() ([]*endpointv3.ClusterLoadAssignment, string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.applied, a.version()
+	list := make([]*endpointv3.ClusterLoadAssignment, 0, len(a.res))
+	for _, r := range a.res {
+		list = append(list, r.msg)
+	}
+	slices.SortFunc(list, func(x, y *endpointv3.ClusterLoadAssignment) int {
+		return strings.Compare(x.GetClusterName(), y.GetClusterName())
+	})
+	return list, a.version()
+}
+
+// versionAt is the version and when it was set.
+func (a *assignments) versionAt() (string, time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.version(), a.at
 }
 
 func (a *assignments) watches() int {
@@ -106,67 +120,42 @@ func (a *assignments) watches() int {
 	return len(a.sotw) + len(a.delta)
 }
 
-// apply makes next, sorted by cluster name, the load assignments (see
-// typeCache.applyEndpoints).
-func (a *assignments) apply(next []*endpointv3.ClusterLoadAssignment) (remove func() string) {
+// put sets the load assignments of list's clusters, replacing those of
+// the same names, and answers the watches they concern.
+func (a *assignments) put(list []*endpointv3.ClusterLoadAssignment) {
+	if len(list) == 0 {
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.applied != nil && build.SameList(a.applied, next) {
-		v := a.version()
-		return func() string { return v }
+	a.updates++
+	a.at = time.Now()
+	v := a.version()
+	names := make([]string, len(list))
+	for i, r := range list {
+		names[i] = r.GetClusterName()
+		a.res[names[i]] = newAssignment(r, v)
 	}
-	update, gone := diffAssignments(a.applied, next)
-	if len(update) > 0 {
-		a.updates++
-		v := a.version()
-		changed := make([]string, 0, len(update))
-		for name, r := range update {
-			a.res[name] = newAssignment(r.(*endpointv3.ClusterLoadAssignment), v)
-			changed = append(changed, name)
-		}
-		a.notify(changed)
-	}
-	// next becomes the list applied once remove has run: a publish that
-	// fails between the two leaves the removals to the next apply.
-	return func() string {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		a.applied = next
-		if len(gone) > 0 {
-			a.updates++
-			for _, name := range gone {
-				delete(a.res, name)
-			}
-			a.notify(gone)
-		}
-		return a.version()
-	}
+	a.notify(names)
 }
 
-// replace makes next the load assignments, where next is the list
-// applied with the load assignments in replaced put in the places of those
-// of the same names (typeCache.replaceEndpoints), and returns the version
-// then served. A list of another length than the one applied is applied
-// in full.
-func (a *assignments) replace(next, replaced []*endpointv3.ClusterLoadAssignment) string {
+// remove takes away the load assignments of names.
+func (a *assignments) remove(names []string) {
 	a.mu.Lock()
-	if len(next) != len(a.applied) {
-		a.mu.Unlock()
-		return a.apply(next)()
-	}
 	defer a.mu.Unlock()
-	if len(replaced) > 0 {
-		a.updates++
-		v := a.version()
-		names := make([]string, len(replaced))
-		for i, r := range replaced {
-			names[i] = r.GetClusterName()
-			a.res[names[i]] = newAssignment(r, v)
+	var gone []string
+	for _, name := range names {
+		if _, ok := a.res[name]; ok {
+			delete(a.res, name)
+			gone = append(gone, name)
 		}
-		a.notify(names)
 	}
-	a.applied = next
-	return a.version()
+	if len(gone) == 0 {
+		return
+	}
+	a.updates++
+	a.at = time.Now()
+	a.notify(gone)
 }
 
 // set replaces every load assignment with list (nil: none), at once.
@@ -184,7 +173,7 @@ func (a *assignments) set(list []*endpointv3.ClusterLoadAssignment) {
 		a.res[e.GetClusterName()] = newAssignment(e, v)
 		modified = append(modified, e.GetClusterName())
 	}
-	a.applied = list
+	a.at = time.Now()
 	a.notify(modified)
 }
 

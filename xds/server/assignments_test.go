@@ -10,6 +10,7 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/server/stream/v3"
@@ -69,28 +70,45 @@ func TestAssignmentsAnswerAsLinearCache(t *testing.T) {
 					}
 					next = append(next, e)
 				}
-				add, gone := diffAssignments(applied, next)
+				// What changed, as xds/endpoints hands it over: the
+				// load assignments that are not the very ones applied,
+				// then the names gone.
+				add := map[string]types.Resource{}
+				var addList []*endpointv3.ClusterLoadAssignment
+				var gone []string
+				for _, e := range next {
+					if byName[e.GetClusterName()] != e {
+						add[e.GetClusterName()] = e
+						addList = append(addList, e)
+					}
+					delete(byName, e.GetClusterName())
+				}
+				for name := range byName {
+					gone = append(gone, name)
+				}
+				slices.Sort(gone)
 				applied = next
-				remove := ours.apply(next)
+				ours.put(addList)
 				if len(add) > 0 {
 					if err := lc.UpdateResources(add, nil); err != nil {
 						t.Fatal(err)
 					}
 				}
-				served := remove()
+				ours.remove(gone)
 				if len(gone) > 0 {
 					if err := lc.UpdateResources(nil, gone); err != nil {
 						t.Fatal(err)
 					}
 				}
-				// The version apply reports (the server publishes it,
-				// and matches NACKs with it) is the one responses carry.
+				served, _ := ours.versionAt()
+				// The version served (the server matches NACKs with
+				// it) is the one responses carry.
 				probe := make(chan cachev3.Response, 1)
 				if _, err := lc.CreateWatch(&cachev3.Request{TypeUrl: resourcev3.EndpointType}, stream.NewSotwSubscription(nil, false), probe); err != nil {
 					t.Fatal(err)
 				}
 				if got := (<-probe).GetResponseVersion(); got != served {
-					t.Fatalf("apply reported version %s; responses carry %s", served, got)
+					t.Fatalf("the version served is %s; responses carry %s", served, got)
 				}
 			}
 

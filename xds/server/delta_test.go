@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/xds/endpoints"
 )
 
 // A delta client, over a real stream, gets the route table as Translate
@@ -52,8 +53,7 @@ func TestDeltaClientGetsWireTablesAndOnlyWhatChanged(t *testing.T) {
 	next := *gw
 	next.Clusters = append([]*ir.Cluster(nil), gw.Clusters...)
 	c1 := *next.Clusters[1] // published IR is never modified
-	c1.Endpoints = []ir.Endpoint{{IP: "10.0.0.9", Port: 8080, Ready: true}}
-	next.Clusters[1] = &c1
+	next.Clusters[1] = withEndpoints(&c1, endpoints.Endpoint{IP: "10.0.0.9", Port: 8080})
 	publishIR(env.srv, victim, &next)
 	pushed := st.recv(nil)
 	if pushed.err != nil {

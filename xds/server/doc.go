@@ -3,7 +3,12 @@
 // (node.cluster = "<namespace>/<name>"). Load assignments are served apart,
 // from a cache per node group that answers as go-control-plane's
 // LinearCache does (eds.go, assignments.go): an endpoint change sends the
-// load assignments that changed, not all of them.
+// load assignments that changed, not all of them. That cache is fed by
+// xds/endpoints, which owns EDS: UpdateEndpointSlice hands it EndpointSlice
+// changes (it pushes the changed load assignments itself, with no
+// translation or snapshot), and each publish hands it the Gateway's
+// clusters (with the retained ones) before the snapshot that uses them, and
+// lets it remove the load assignments of the clusters that left after.
 //
 // It takes IR per Gateway (internal/ir) and never the Gateway API objects:
 // it must not import internal/gatewayapi. Everything it keeps for a Gateway
@@ -13,7 +18,9 @@
 // reference them, and phase one of a two-phase publish are all part of the
 // config before it is validated (every resource's ValidateAll plus
 // referential checks), so the messages published are the messages checked.
-// A Gateway whose new config fails keeps its last good snapshot.
+// A Gateway whose new config fails keeps its last good snapshot. (Load
+// assignments are validated by xds/endpoints; one that fails is not served,
+// and the Gateway reports it the same way.)
 //
 // Publish outcomes (a refused config, a NACK, a recovery) are reported
 // through Options.OnOutcome and PublishErrors, which the controller hands to

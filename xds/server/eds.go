@@ -3,22 +3,20 @@ package server
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
+	"time"
 
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
-
-	"github.com/shardgate/shardgate/xds/build"
 )
 
 // typeCache serves ClusterLoadAssignments apart from the rest of a
 // Gateway's config: each node group has a cache of its load assignments
-// (assignments), and every other type comes from the snapshot cache.
+// (assignments), which xds/endpoints feeds (it is the EDS's Sink), and every
+// other type comes from the snapshot cache.
 //
 // A snapshot answers a state-of-the-world request with every resource the
 // client asked for, so with the load assignments in the snapshot one
@@ -135,57 +133,26 @@ func (c *typeCache) watches() int {
 	return n
 }
 
-// applyEndpoints makes next, sorted by cluster name, group's load
-// assignments. The load assignments that are not the last applied list's
-// very messages are updated at once, before the caller publishes the
-// clusters that use them; remove, called after, takes away those next lacks
-// (the clusters that used them are gone by then) and returns the version
-// the load assignments are then served at. Publishes of a group are
-// serialized by the caller.
-func (c *typeCache) applyEndpoints(group string, next []*endpointv3.ClusterLoadAssignment) (remove func() string) {
-	return c.endpoints(group).apply(next)
+// SetAssignments sets group's load assignments of the clusters in list
+// (endpoints.Sink: xds/endpoints builds and validates them).
+func (c *typeCache) SetAssignments(group string, list []*endpointv3.ClusterLoadAssignment) {
+	c.endpoints(group).put(list)
 }
 
-// replaceEndpoints is applyEndpoints for a list that differs from the one
-// applied only in replaced, load assignments that replace others of the
-// same names (publishEndpoints knows them, so no list is compared). It
-// returns the version the load assignments are then served at.
-func (c *typeCache) replaceEndpoints(group string, next, replaced []*endpointv3.ClusterLoadAssignment) string {
-	return c.endpoints(group).replace(next, replaced)
+// RemoveAssignments removes group's load assignments of names
+// (endpoints.Sink).
+func (c *typeCache) RemoveAssignments(group string, names []string) {
+	c.endpoints(group).remove(names)
 }
 
-// diffAssignments returns the load assignments of next that are not prev's
-// very message under the same name, and the names prev has and next lacks.
-// Both lists sorted by cluster name (as translation sorts them) are walked
-// together, so an unchanged entry costs a pointer comparison; unsorted
-// lists are compared through maps.
-func diffAssignments(prev, next []*endpointv3.ClusterLoadAssignment) (update map[string]types.Resource, gone []string) {
-	update = map[string]types.Resource{}
-	byName := func(a, b *endpointv3.ClusterLoadAssignment) int {
-		return strings.Compare(a.GetClusterName(), b.GetClusterName())
+// edsVersion is the version group's load assignments are served at, and
+// when they last changed.
+func (c *typeCache) edsVersion(group string) (string, time.Time) {
+	c.mu.Lock()
+	a := c.eds[group]
+	c.mu.Unlock()
+	if a == nil {
+		return "", time.Time{}
 	}
-	if !slices.IsSortedFunc(prev, byName) || !slices.IsSortedFunc(next, byName) {
-		old := make(map[string]*endpointv3.ClusterLoadAssignment, len(prev))
-		for _, e := range prev {
-			old[e.GetClusterName()] = e
-		}
-		for _, e := range next {
-			if old[e.GetClusterName()] != e {
-				update[e.GetClusterName()] = e
-			}
-			delete(old, e.GetClusterName())
-		}
-		for name := range old {
-			gone = append(gone, name)
-		}
-		slices.Sort(gone)
-		return update, gone
-	}
-	_ = build.DiffSorted(prev, next, (*endpointv3.ClusterLoadAssignment).GetClusterName, func(e *endpointv3.ClusterLoadAssignment) {
-		gone = append(gone, e.GetClusterName())
-	}, func(e *endpointv3.ClusterLoadAssignment, _ bool) error {
-		update[e.GetClusterName()] = e
-		return nil
-	})
-	return update, gone
+	return a.versionAt()
 }

@@ -14,16 +14,17 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/xds/endpoints"
 )
 
-// An EndpointSlice change is published on its own path: the endpoint
-// table, the fill of the Gateway's clusters and publishEndpoints, with no
-// Gateway API translation. After every step of a random sequence of slice
-// changes (new endpoints, the same endpoints, endpoints the proxy cannot
-// take), IR changes that keep the endpoints (a new cluster value, a route,
-// a new cluster with its host), the server serves exactly what a fresh
-// server given the same slices and IR serves, and every slice change took
-// the short path unless it followed a refused config.
+// An EndpointSlice change is published on its own path: xds/endpoints
+// builds the changed load assignments and hands them to the EDS cache, with
+// no translation and no snapshot (the Gateway's published config stays the
+// very same). After every step of a random sequence of slice changes (new
+// endpoints, the same endpoints, endpoints the proxy cannot take), IR
+// changes that keep the endpoints (a new cluster value, a route, a new
+// cluster with its host), the server serves exactly what a fresh server
+// given the same slices and IR serves.
 func TestEndpointChangesServeWhatAFullBuildServes(t *testing.T) {
 	for seed := range uint64(20) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -35,57 +36,50 @@ func TestEndpointChangesServeWhatAFullBuildServes(t *testing.T) {
 			for _, es := range initial {
 				held[es.Name] = es
 			}
-			set := func(c *ir.Cluster, eps ...ir.Endpoint) {
+			set := func(c *ir.Cluster, eps ...endpoints.Endpoint) {
 				es := s.setEndpoints(c, eps...)
 				held[es.Name] = es
 			}
 			s.Publish([]*ir.Gateway{gw})
-			short, refused := 0, false
+			group := NodeGroup(nn)
 			for step := range 60 {
 				kind := rng.IntN(10)
-				wantRefused := refused
+				pub := s.gateways[group].published
 				switch {
 				case kind < 5: // endpoints of some clusters
 					for range 1 + rng.IntN(3) {
 						k := rng.IntN(len(gw.Clusters))
-						var eps []ir.Endpoint
+						var eps []endpoints.Endpoint
 						for e := range rng.IntN(3) {
-							eps = append(eps, ir.Endpoint{IP: fmt.Sprintf("10.%d.%d.%d", step, k, e+1), Port: 8080, Ready: true})
-						}
-						if !wantRefused {
-							short++
+							eps = append(eps, endpoints.Endpoint{IP: fmt.Sprintf("10.%d.%d.%d", step, k, e+1), Port: 8080})
 						}
 						set(gw.Clusters[k], eps...)
 					}
 				case kind == 5: // a slice written again with the same endpoints
 					k := rng.IntN(len(gw.Clusters))
 					es := held[gw.Clusters[k].Service.Name+"-"+gw.Clusters[k].Service.Port]
-					if !wantRefused {
-						short++
-					}
 					s.UpdateEndpointSlice(nil, es.DeepCopy())
-					s.waitEndpoints()
 				case kind == 6: // the same endpoints in a new cluster value
 					next := *gw
 					next.Clusters = slices.Clone(gw.Clusters)
 					k := rng.IntN(len(next.Clusters))
 					c := *next.Clusters[k]
 					next.Clusters[k] = &c
-					if !wantRefused {
-						short++
-					}
 					gw = &next
 					s.Publish([]*ir.Gateway{gw})
 				case kind == 7: // an endpoint the proxy cannot take, then mended
 					k := rng.IntN(len(gw.Clusters))
 					name := gw.Clusters[k].Service.Name + "-" + gw.Clusters[k].Service.Port
 					good := held[name]
-					set(gw.Clusters[k], ir.Endpoint{IP: "", Port: 8080, Ready: true})
+					before := served(t, s, nn)
+					set(gw.Clusters[k], endpoints.Endpoint{IP: "", Port: 8080})
 					if s.PublishErrors()[nn] == "" {
-						t.Fatalf("step %d: an endpoint without an address was published", step)
+						t.Fatalf("step %d: an endpoint without an address was taken", step)
+					}
+					if got := served(t, s, nn); !equalServed(got, before) {
+						t.Fatalf("step %d: an endpoint without an address changed what is served", step)
 					}
 					s.UpdateEndpointSlice(nil, good)
-					s.waitEndpoints()
 					held[name] = good
 				case kind == 8: // a route
 					next := *gw
@@ -103,7 +97,7 @@ func TestEndpointChangesServeWhatAFullBuildServes(t *testing.T) {
 					svc := fmt.Sprintf("new-%03d", step)
 					name, host := "default/"+svc+"/80", svc+".example.com"
 					c := &ir.Cluster{Name: name, Protocol: ir.ClusterHTTP1, Service: ir.ServicePort{Namespace: "default", Name: svc, Port: "http"}}
-					set(c, ir.Endpoint{IP: "10.9.9.9", Port: 8080, Ready: true})
+					set(c, endpoints.Endpoint{IP: "10.9.9.9", Port: 8080})
 					next := *gw
 					l := gw.Listeners[0]
 					l.VirtualHosts = append(slices.Clone(l.VirtualHosts), &ir.VirtualHost{Name: host, Domains: []string{host}, Routes: []ir.Route{{
@@ -118,18 +112,18 @@ func TestEndpointChangesServeWhatAFullBuildServes(t *testing.T) {
 					gw = &next
 					s.Publish([]*ir.Gateway{gw})
 				}
-				refused = s.PublishErrors()[nn] != ""
-				if refused {
-					t.Fatalf("step %d (%d): refused: %v", step, kind, s.PublishErrors())
+				if errs := s.PublishErrors(); errs[nn] != "" {
+					t.Fatalf("step %d (%d): refused: %v", step, kind, errs)
 				}
-				if got := s.gateways[NodeGroup(nn)].endpointsOnly; got != short {
-					t.Fatalf("step %d (%d): %d changes took the short path, want %d", step, kind, got, short)
+				if kind <= 5 || kind == 7 {
+					if s.gateways[group].published != pub {
+						t.Fatalf("step %d (%d): an endpoint change published the Gateway's config", step, kind)
+					}
 				}
 				fresh := New(Options{Log: logr.Discard()})
 				for _, es := range held {
 					fresh.UpdateEndpointSlice(nil, es)
 				}
-				fresh.waitEndpoints()
 				fresh.Publish([]*ir.Gateway{gw})
 				if got, want := served(t, s, nn), served(t, fresh, nn); !equalServed(got, want) {
 					t.Fatalf("step %d (%d): served\n%v\nwant\n%v", step, kind, got, want)
@@ -149,7 +143,8 @@ func bareIR(s *Server, gw *ir.Gateway) (*ir.Gateway, []*discoveryv1.EndpointSlic
 	var sl []*discoveryv1.EndpointSlice
 	for i, c := range gw.Clusters {
 		out.Clusters[i] = m.bare(c)
-		sl = append(sl, s.setEndpoints(out.Clusters[i], c.Endpoints...))
+		eps, _ := endpointsOf(c)
+		sl = append(sl, s.setEndpoints(out.Clusters[i], eps...))
 	}
 	return &out, sl
 }
@@ -202,18 +197,25 @@ func equalServed(a, b map[string]map[string]string) bool {
 // its endpoints change.
 func TestEndpointChangesOfAnUnsortedClusterList(t *testing.T) {
 	s := New(Options{Log: logr.Discard()})
-	gw, _ := bareIR(s, largeIR(6))
+	gw, sl := bareIR(s, largeIR(6))
 	gw.Clusters = slices.Clone(gw.Clusters)
 	slices.Reverse(gw.Clusters)
 	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
 	s.Publish([]*ir.Gateway{gw})
 	for step := range 4 {
-		s.setEndpoints(gw.Clusters[1], ir.Endpoint{IP: fmt.Sprintf("10.8.0.%d", step+1), Port: 8080, Ready: true})
+		es := s.setEndpoints(gw.Clusters[1], endpoints.Endpoint{IP: fmt.Sprintf("10.8.0.%d", step+1), Port: 8080})
+		for i := range sl {
+			if sl[i].Name == es.Name {
+				sl[i] = es
+			}
+		}
 		if errs := s.PublishErrors(); len(errs) > 0 {
 			t.Fatal(errs)
 		}
 		fresh := New(Options{Log: logr.Discard()})
-		fresh.endpoints = s.endpoints // the same slices
+		for _, es := range sl { // the same slices
+			fresh.UpdateEndpointSlice(nil, es)
+		}
 		fresh.Publish([]*ir.Gateway{gw})
 		if got, want := served(t, s, nn), served(t, fresh, nn); !equalServed(got, want) {
 			t.Fatalf("step %d: served\n%v\nwant\n%v", step, got, want)

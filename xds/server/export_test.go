@@ -10,24 +10,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/xds/endpoints"
 )
 
-// waitEndpoints waits until the Gateways of every EndpointSlice change
-// handed to UpdateEndpointSlice so far are published.
-func (s *Server) waitEndpoints() {
-	s.epMu.Lock()
-	defer s.epMu.Unlock()
-	for s.epRunning {
-		s.epIdle.Wait()
-	}
-}
-
-// setEndpoints gives the Service port a cluster names exactly the ready
-// endpoints eps (IP and port; Ready is ignored: unready ones are left
-// out), through an EndpointSlice of its own (named after the Service and
+// setEndpoints gives the Service port a cluster names exactly the
+// endpoints eps, through an EndpointSlice of its own (named after the Service and
 // the port) handed to UpdateEndpointSlice as the controller's event
-// handler hands it, and waits for the publish. It returns the slice.
-func (s *Server) setEndpoints(c *ir.Cluster, eps ...ir.Endpoint) *discoveryv1.EndpointSlice {
+// handler hands it. It returns the slice.
+func (s *Server) setEndpoints(c *ir.Cluster, eps ...endpoints.Endpoint) *discoveryv1.EndpointSlice {
 	sp := c.Service
 	if sp.Name == "" {
 		panic(fmt.Sprintf("cluster %s names no Service port", c.Name))
@@ -41,9 +31,6 @@ func (s *Server) setEndpoints(c *ir.Cluster, eps ...ir.Endpoint) *discoveryv1.En
 	byPort := map[int32][]string{}
 	var ports []int32
 	for _, e := range eps {
-		if !e.Ready {
-			continue
-		}
 		if _, ok := byPort[e.Port]; !ok {
 			ports = append(ports, e.Port)
 		}
@@ -61,7 +48,6 @@ func (s *Server) setEndpoints(c *ir.Cluster, eps ...ir.Endpoint) *discoveryv1.En
 		}
 	}
 	s.UpdateEndpointSlice(nil, es) // replaces the slice of that name
-	s.waitEndpoints()
 	return es
 }
 
@@ -70,26 +56,44 @@ func (s *Server) setEndpoints(c *ir.Cluster, eps ...ir.Endpoint) *discoveryv1.En
 type irEndpoints struct {
 	clusters map[*ir.Cluster]*ir.Cluster
 	lists    map[*ir.Cluster][]*ir.Cluster // by a list's first element
-	set      map[ir.ServicePort][]ir.Endpoint
+	set      map[ir.ServicePort][]endpoints.Endpoint
 }
 
 var (
 	irEndpointsMu sync.Mutex
 	irEndpointsOf = map[*Server]*irEndpoints{}
+	// clusterEndpoints: the endpoints tests give IR clusters
+	// (withEndpoints), by cluster.
+	clusterEndpoints sync.Map
 )
 
-// publishIR publishes gateways whose clusters carry their endpoints (the
-// xDS translation's input, as its golden cases have it) the way the
-// controller does: each cluster, unless it names one already, names a
-// Service port of its own ("<namespace>/<service>/<port>" gives Service
-// <service> and port "p<port>"), whose endpoints go to the server in an
-// EndpointSlice (setEndpoints) when they differ from those last given, and
-// the IR is published without them.
+// withEndpoints records eps as c's endpoints for publishIR, and returns c.
+func withEndpoints(c *ir.Cluster, eps ...endpoints.Endpoint) *ir.Cluster {
+	clusterEndpoints.Store(c, eps)
+	return c
+}
+
+// endpointsOf are the endpoints withEndpoints gave c (ok false: none).
+func endpointsOf(c *ir.Cluster) (eps []endpoints.Endpoint, ok bool) {
+	v, ok := clusterEndpoints.Load(c)
+	if !ok {
+		return nil, false
+	}
+	return v.([]endpoints.Endpoint), true
+}
+
+// publishIR publishes gateways the way the controller does, their
+// clusters' endpoints (withEndpoints) given as EndpointSlices: each
+// cluster, unless it names one already, names a Service port of its own
+// ("<namespace>/<service>/<port>" gives Service <service> and port
+// "p<port>"), whose endpoints go to the server in an EndpointSlice
+// (setEndpoints) when they differ from those last given. A cluster given
+// no endpoints leaves its Service's slice as it is.
 func publishIR(s *Server, gateways ...*ir.Gateway) {
 	irEndpointsMu.Lock()
 	m := irEndpointsOf[s]
 	if m == nil {
-		m = &irEndpoints{clusters: map[*ir.Cluster]*ir.Cluster{}, lists: map[*ir.Cluster][]*ir.Cluster{}, set: map[ir.ServicePort][]ir.Endpoint{}}
+		m = &irEndpoints{clusters: map[*ir.Cluster]*ir.Cluster{}, lists: map[*ir.Cluster][]*ir.Cluster{}, set: map[ir.ServicePort][]endpoints.Endpoint{}}
 		irEndpointsOf[s] = m
 	}
 	irEndpointsMu.Unlock()
@@ -111,9 +115,10 @@ func publishIR(s *Server, gateways ...*ir.Gateway) {
 			g.Clusters = list
 			for k, c := range gw.Clusters {
 				sp := list[k].Service
-				if prev, ok := m.set[sp]; !ok || !slices.Equal(prev, c.Endpoints) {
-					s.setEndpoints(list[k], c.Endpoints...)
-					m.set[sp] = c.Endpoints
+				eps, given := endpointsOf(c)
+				if prev, ok := m.set[sp]; !ok || given && !slices.Equal(prev, eps) {
+					s.setEndpoints(list[k], eps...)
+					m.set[sp] = eps
 				}
 			}
 		}
@@ -131,13 +136,12 @@ func sameElems(list, src []*ir.Cluster, m *irEndpoints) bool {
 	return true
 }
 
-// bare is c without its endpoints, naming its Service port.
+// bare is c naming its Service port.
 func (m *irEndpoints) bare(c *ir.Cluster) *ir.Cluster {
 	if b := m.clusters[c]; b != nil {
 		return b
 	}
 	b := *c
-	b.Endpoints = nil
 	if b.Service.Name == "" {
 		parts := strings.Split(c.Name, "/")
 		if len(parts) != 3 {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
@@ -37,24 +36,18 @@ type gatewayState struct {
 	memo    *build.Memo
 	checker *build.Checker
 	// last is the IR last published, built again when a retained cluster
-	// expires or its endpoints change; filled is last with its clusters'
-	// endpoints (filler keeps them from one build to the next).
-	last   *ir.Gateway
-	filled *ir.Gateway
-	filler endpoints.Filler
-	// liveList and liveEndpoints are the clusters and load assignments of
-	// the last config built (liveCluster finds one); retired, those that
-	// left it less than Options.RetainRemoved ago. A retired cluster stays
-	// published, referenced by routes that never match, so that no proxy
-	// sees a route still pointing at a deleted cluster (clusters reach
-	// proxies before the routes that stop using them) and proxyless
-	// clients keep its balancer.
-	liveList      []*clusterv3.Cluster
-	liveEndpoints []*endpointv3.ClusterLoadAssignment
-	retired       map[string]keptCluster
-	built         bool // a config was built (remember)
-	// endpointsOnly counts the configs published by publishEndpoints.
-	endpointsOnly int
+	// expires.
+	last *ir.Gateway
+	// liveList are the clusters of the last config built (liveCluster
+	// finds one); retired, those that left it less than RetainRemoved
+	// ago. A retired cluster stays published, with its load assignment
+	// (xds/endpoints keeps serving it), referenced by routes that never
+	// match, so that no proxy sees a route still pointing at a deleted
+	// cluster (clusters reach proxies before the routes that stop using
+	// them) and proxyless clients keep its balancer.
+	liveList []*clusterv3.Cluster
+	retired  map[string]keptCluster
+	built    bool // a config was built (remember)
 	// irClusters is the IR cluster list the last config was built from.
 	irClusters []*ir.Cluster
 	// expiry calls onExpire when the first retired cluster expires.
@@ -68,9 +61,10 @@ type gatewayState struct {
 }
 
 type keptCluster struct {
-	cluster   *clusterv3.Cluster
-	endpoints *endpointv3.ClusterLoadAssignment
-	until     time.Time
+	cluster *clusterv3.Cluster
+	// eds is what its load assignment is made of.
+	eds   endpoints.Cluster
+	until time.Time
 	// secrets are the SDS secrets the cluster's upstream TLS context
 	// names: it is retained only while the config has them.
 	secrets []string
@@ -78,10 +72,25 @@ type keptCluster struct {
 
 type published struct {
 	res      *translate.Resources
-	versions map[string]string // type URL → version
+	versions map[string]string // type URL → version (load assignments: eds.go)
 	snap     *cachev3.Snapshot
 	lists    typeLists
+	eds      edsClusters
 	at       time.Time
+}
+
+// edsClusters are the clusters whose load assignments a config needs, as
+// xds/endpoints serves them: those of the IR, and the retained ones.
+type edsClusters struct {
+	ir   []*ir.Cluster
+	kept []endpoints.Cluster
+}
+
+// same reports whether a and b need the same load assignments.
+func (a edsClusters) same(b edsClusters) bool {
+	return slices.Equal(a.kept, b.kept) && slices.EqualFunc(a.ir, b.ir, func(x, y *ir.Cluster) bool {
+		return x == y || endpoints.ClusterOf(x) == endpoints.ClusterOf(y)
+	})
 }
 
 // typeLists are a config's resources by type URL, in order, and which of
@@ -99,6 +108,7 @@ type built struct {
 	versions   map[string]string
 	lists      typeLists
 	res        *translate.Resources
+	eds        edsClusters
 	introduced []string // clusters new to the Gateway's config
 	// introducing: per route table, the virtual hosts that existed before
 	// and now send to introduced clusters, with those clusters.
@@ -117,13 +127,7 @@ func (st *gatewayState) stop() {
 // publishGateway builds gw and sets its snapshot, or records why it cannot.
 // Call with s.build held.
 func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
-	last := st.filled
 	st.last = gw
-	gw = st.filler.Fill(gw, s.endpoints)
-	st.filled = gw
-	if s.publishEndpoints(st, last, gw) {
-		return
-	}
 	b, err := s.buildGateway(st, gw)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -147,7 +151,7 @@ func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
 		return
 	}
 	prev := st.published
-	if prev != nil && equalVersions(prev.versions, b.versions) && build.SameList(prev.res.Endpoints, b.res.Endpoints) {
+	if prev != nil && equalVersions(prev.versions, b.versions) && prev.eds.same(b.eds) {
 		return
 	}
 	if prev != nil && len(b.introduced) > 0 && s.hasProxyless(st.group) {
@@ -155,77 +159,24 @@ func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
 			return
 		}
 	}
-	s.setSnapshot(st, b.res, b.snap, b.versions, b.lists)
+	s.setSnapshot(st, b.res, b.snap, b.versions, b.lists, b.eds, false)
 }
 
-// publishEndpoints publishes gw when it differs from prev, the IR last
-// built, only in the endpoints of clusters (an EndpointSlice change): only
-// the changed load assignments are built, checked and published, and the
-// rest of the published config stays as it is. It reports false, having
-// published nothing, for any other change, and while anything but the
-// last built config is in force (a refused config, a two-phase publish,
-// retained clusters): publishGateway then builds gw in full. Call with
-// s.build held.
-func (s *Server) publishEndpoints(st *gatewayState, prev, gw *ir.Gateway) bool {
-	if prev == nil || !st.built || len(st.retired) > 0 || len(gw.Clusters) == 0 ||
-		gw.Namespace != prev.Namespace || gw.Name != prev.Name ||
-		!sameArray(gw.Listeners, prev.Listeners) || !sameArray(gw.Secrets, prev.Secrets) {
-		return false
-	}
-	s.mu.Lock()
-	pub, inForce := st.published, st.refused == "" && st.pending == nil && !st.stopped
-	s.mu.Unlock()
-	if pub == nil || !inForce || !build.SameList(pub.res.Endpoints, st.liveEndpoints) {
-		return false
-	}
-	all, changed, ok := st.memo.Endpoints(gw.Clusters)
-	if !ok {
-		return false
-	}
-	st.irClusters = gw.Clusters
-	if len(changed) == 0 {
-		st.endpointsOnly++
-		return true
-	}
-	wire, replaced, ok, err := st.checker.CheckEndpoints(all)
-	if !ok || err != nil {
-		// The full build reports what is wrong.
-		return false
-	}
-	st.memo.Adopt(st.checker)
-	res := *pub.res
-	res.Endpoints = wire
-	st.remember(&res)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if st.stopped {
-		return true
-	}
-	versions := maps.Clone(pub.versions)
-	versions[resourcev3.EndpointType] = s.types.replaceEndpoints(st.group, wire, replaced)
-	st.published = &published{res: &res, versions: versions, snap: pub.snap, lists: pub.lists, at: time.Now()}
-	st.endpointsOnly++
-	return true
-}
-
-// sameArray: a and b are the very same list (IR lists are never modified
-// once built).
-func sameArray[T any](a, b []T) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
-
-// setSnapshot publishes; call with s.mu held. The load assignments go to
-// their own cache (eds.go): new and changed ones before the snapshot, whose
-// clusters may use them, and removed ones after it.
-func (s *Server) setSnapshot(st *gatewayState, res *translate.Resources, snap *cachev3.Snapshot, versions map[string]string, lists typeLists) {
-	removeEndpoints := s.types.applyEndpoints(st.group, res.Endpoints)
+// setSnapshot publishes; call with s.mu held. The load assignments are
+// xds/endpoints' (its EDS feeds their own cache, eds.go): those of eds's new
+// and changed clusters go out before the snapshot, whose clusters use them,
+// and those of the clusters that left after it, unless keepLeaving (phase
+// one of a two-phase publish, which keeps the previous clusters).
+func (s *Server) setSnapshot(st *gatewayState, res *translate.Resources, snap *cachev3.Snapshot, versions map[string]string, lists typeLists, eds edsClusters, keepLeaving bool) {
+	removeLeaving := s.eds.Serve(st.group, eds.ir, eds.kept)
 	if err := s.cache.SetSnapshot(context.Background(), st.group, snap); err != nil {
 		st.refused = fmt.Sprintf("set snapshot: %v", err)
 		return
 	}
-	versions = maps.Clone(versions)
-	versions[resourcev3.EndpointType] = removeEndpoints()
-	st.published = &published{res: res, versions: versions, snap: snap, lists: lists, at: time.Now()}
+	if !keepLeaving {
+		removeLeaving()
+	}
+	st.published = &published{res: res, versions: versions, snap: snap, lists: lists, eds: eds, at: time.Now()}
 }
 
 // buildGateway translates gw (with the retained clusters), validates the
@@ -267,7 +218,11 @@ func (s *Server) buildGateway(st *gatewayState, gw *ir.Gateway) (*built, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &built{snap: snap, versions: versions, lists: lists, res: res, introduced: introduced,
+	eds := edsClusters{ir: gw.Clusters}
+	for _, name := range kept {
+		eds.kept = append(eds.kept, st.retired[name].eds)
+	}
+	return &built{snap: snap, versions: versions, lists: lists, res: res, eds: eds, introduced: introduced,
 		introducing: st.memo.Introducing(introduced)}, nil
 }
 
@@ -378,8 +333,7 @@ func (st *gatewayState) expire() {
 	}
 }
 
-// addRetained adds the retained clusters and their endpoints to res, in
-// name order.
+// addRetained adds the retained clusters to res, in name order.
 func (st *gatewayState) addRetained(res *translate.Resources, kept []string) {
 	if len(kept) == 0 {
 		return
@@ -387,24 +341,19 @@ func (st *gatewayState) addRetained(res *translate.Resources, kept []string) {
 	for _, name := range kept {
 		k := st.retired[name]
 		res.Clusters = append(res.Clusters, k.cluster)
-		if k.endpoints != nil {
-			res.Endpoints = append(res.Endpoints, k.endpoints)
-		}
 	}
 	slices.SortFunc(res.Clusters, func(a, b *clusterv3.Cluster) int { return compareStrings(a.GetName(), b.GetName()) })
-	slices.SortFunc(res.Endpoints, func(a, b *endpointv3.ClusterLoadAssignment) int {
-		return compareStrings(a.GetClusterName(), b.GetClusterName())
-	})
 }
 
-// remember records the clusters and load assignments of a validated config
-// as live: the lists themselves, which are never modified once built.
+// remember records the clusters of a validated config as live: the list
+// itself, which is never modified once built.
 func (st *gatewayState) remember(res *translate.Resources) {
-	st.liveList, st.liveEndpoints, st.built = res.Clusters, res.Endpoints, true
+	st.liveList, st.built = res.Clusters, true
 }
 
 // liveCluster finds a cluster of the last config built that is not a
-// retained one, with its load assignment: by binary search in the lists,
+// retained one, with what its load assignment is made of (from the IR the
+// config was built from, st.irClusters): by binary search in the lists,
 // which translation sorts by name (a walk if they are not).
 func (st *gatewayState) liveCluster(name string) (keptCluster, bool) {
 	if _, retained := st.retired[name]; retained {
@@ -414,7 +363,11 @@ func (st *gatewayState) liveCluster(name string) (keptCluster, bool) {
 	if c == nil {
 		return keptCluster{}, false
 	}
-	return keptCluster{cluster: c, endpoints: find(st.liveEndpoints, name, (*endpointv3.ClusterLoadAssignment).GetClusterName)}, true
+	src := find(st.irClusters, name, func(c *ir.Cluster) string { return c.Name })
+	if src == nil {
+		return keptCluster{}, false
+	}
+	return keptCluster{cluster: c, eds: endpoints.ClusterOf(src)}, true
 }
 
 // find returns the element of list named name, or nil.

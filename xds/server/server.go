@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -120,17 +119,10 @@ type Server struct {
 	// (shardgate_xds_gateway_proxies, metrics.go); no entry at zero.
 	proxies map[string]int
 
-	// endpoints holds every EndpointSlice (UpdateEndpointSlice): the IR
-	// names each cluster's Service port, and a Gateway's clusters get
-	// their endpoints from it when the Gateway is built.
-	endpoints *endpoints.Table
-	// epMu guards epPending, the Services whose endpoints changed and
-	// whose Gateways are not yet published again, and epRunning, set
-	// while a goroutine publishes them (publishChangedEndpoints).
-	epMu      sync.Mutex
-	epPending map[k8stypes.NamespacedName]bool
-	epRunning bool
-	epIdle    sync.Cond // broadcast when epRunning turns false
+	// eds owns the load assignments: it holds every EndpointSlice
+	// (UpdateEndpointSlice) and each Gateway's clusters (setSnapshot
+	// hands them over), and feeds types' EDS caches.
+	eds *endpoints.EDS
 
 	addr    atomic.Pointer[net.Addr]
 	serving atomic.Bool
@@ -153,12 +145,11 @@ func New(opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{
 		opts: opts, log: opts.Log, gateways: map[string]*gatewayState{}, streams: map[streamKey]*streamState{}, proxies: map[string]int{},
-		endpoints: endpoints.NewTable(),
 	}
 	s.limits = opts.Limits.withDefaults()
 	s.limiter = newStreamLimiter(s.limits, opts.Log)
-	s.epIdle.L = &s.epMu
 	s.types = newTypeCache(cachev3.NewSnapshotCache(true, clusterHash{}, nil))
+	s.eds = endpoints.New(s.types)
 	s.guard = newNACKGuard(s.types)
 	s.guard.onChange = s.outcomeChanged
 	s.cache = s.guard
@@ -192,6 +183,7 @@ func (s *Server) Publish(gateways []*ir.Gateway) {
 		if !live[group] {
 			st.stop()
 			delete(s.gateways, group) // a pending phase two must not revive it
+			s.eds.Forget(group)
 			s.cache.ClearSnapshot(group)
 			forgetGatewayProxies(group)
 		}
@@ -200,69 +192,15 @@ func (s *Server) Publish(gateways []*ir.Gateway) {
 	s.reportIfChanged(before)
 }
 
-// UpdateEndpointSlice records an EndpointSlice change in the endpoint table
-// (old nil: a new slice; obj nil: a deleted one). When it changes the
-// endpoints of a Service that some Gateway's clusters send to, that
-// Gateway's new load assignments are published, with no Gateway API
-// translation (publishEndpoints). It does not wait for the publish: a
-// goroutine does it, folding the changes that arrive meanwhile into one
-// publish per Gateway. The controller calls it from the EndpointSlice
-// event handler.
+// UpdateEndpointSlice records an EndpointSlice change (old nil: a new
+// slice; obj nil: a deleted one). When it changes the endpoints of a
+// Service that some Gateway's clusters send to, xds/endpoints hands that
+// Gateway's EDS cache the load assignments that changed, and nothing else
+// is built: no Gateway API or cluster translation, no snapshot. The
+// controller calls it from the EndpointSlice event handler.
 func (s *Server) UpdateEndpointSlice(old, obj *discoveryv1.EndpointSlice) {
-	changed := s.endpoints.Set(old, obj)
-	if len(changed) == 0 {
-		return
-	}
-	s.epMu.Lock()
-	defer s.epMu.Unlock()
-	if s.epPending == nil {
-		s.epPending = map[k8stypes.NamespacedName]bool{}
-	}
-	for _, svc := range changed {
-		s.epPending[svc] = true
-	}
-	if !s.epRunning {
-		s.epRunning = true
-		go s.publishChangedEndpoints()
-	}
-}
-
-// publishChangedEndpoints publishes again, until none is left, the
-// Gateways whose clusters send to a Service in epPending. A Gateway built
-// after a slice change saw the change already; publishing it again then
-// finds nothing changed.
-func (s *Server) publishChangedEndpoints() {
-	for {
-		s.epMu.Lock()
-		pending := s.epPending
-		s.epPending = nil
-		if len(pending) == 0 {
-			s.epRunning = false
-			s.epIdle.Broadcast()
-			s.epMu.Unlock()
-			return
-		}
-		s.epMu.Unlock()
-		svcs := slices.Collect(maps.Keys(pending))
-		s.build.Lock()
-		// The fillers belong to the build lock; the map to s.mu.
-		s.mu.Lock()
-		var sts []*gatewayState
-		for _, st := range s.gateways {
-			if !st.stopped && st.last != nil && st.filler.Changed(svcs) {
-				sts = append(sts, st)
-			}
-		}
-		s.mu.Unlock()
-		if len(sts) > 0 {
-			// Most slices are of Services no Gateway sends to.
-			before := s.PublishErrors()
-			for _, st := range sts {
-				s.publishGateway(st, st.last)
-			}
-			s.reportIfChanged(before)
-		}
-		s.build.Unlock()
+	if errChanged := s.eds.Update(old, obj); len(errChanged) > 0 {
+		s.outcomeChanged()
 	}
 }
 
@@ -313,9 +251,15 @@ func (s *Server) PublishErrors() map[k8stypes.NamespacedName]string {
 	s.mu.Lock()
 	current := map[string]map[string]string{}
 	for group, st := range s.gateways {
-		if st.refused != "" {
+		refused := st.refused
+		if refused == "" {
+			if err := s.eds.Err(group); err != "" {
+				refused = "validate: " + err
+			}
+		}
+		if refused != "" {
 			if nn, ok := parseGroup(group); ok {
-				out[nn] = RefusedPrefix + st.refused
+				out[nn] = RefusedPrefix + refused
 			}
 		}
 		if st.published != nil {
@@ -326,7 +270,11 @@ func (s *Server) PublishErrors() map[k8stypes.NamespacedName]string {
 	nacks := s.guard.NACKs()
 	sort.Slice(nacks, func(i, j int) bool { return nacks[i].NodeID < nacks[j].NodeID })
 	for _, n := range nacks {
-		if current[n.NodeCluster][n.TypeURL] != n.Version {
+		v := current[n.NodeCluster][n.TypeURL]
+		if n.TypeURL == resourcev3.EndpointType {
+			v, _ = s.types.edsVersion(n.NodeCluster)
+		}
+		if v != n.Version {
 			continue // superseded
 		}
 		nn, ok := parseGroup(n.NodeCluster)
@@ -427,6 +375,13 @@ func (s *Server) responded(group, typeURL, version string) {
 		p = st.published
 	}
 	s.mu.Unlock()
+	if typeURL == resourcev3.EndpointType {
+		// Load assignments change on their own (xds/endpoints).
+		if v, at := s.types.edsVersion(group); p != nil && v == version {
+			pushLatency.Observe(time.Since(at).Seconds())
+		}
+		return
+	}
 	if p != nil && p.versions[typeURL] == version {
 		pushLatency.Observe(time.Since(p.at).Seconds())
 	}

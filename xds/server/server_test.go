@@ -28,6 +28,7 @@ import (
 	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/ir"
 	"github.com/shardgate/shardgate/xds/build"
+	"github.com/shardgate/shardgate/xds/endpoints"
 	"github.com/shardgate/shardgate/xds/translate"
 )
 
@@ -316,8 +317,8 @@ func TestTwoPhaseOnlyForHostsThatSwitch(t *testing.T) {
 	sw.Routes[0].Backends = []ir.Backend{{Cluster: "default/new/80", Weight: 1}}
 	vhs[5] = &sw
 	next.Listeners[0].VirtualHosts = vhs
-	next.Clusters = append(slices.Clone(lease.Clusters), &ir.Cluster{Name: "default/new/80", Protocol: ir.ClusterHTTP1,
-		Endpoints: []ir.Endpoint{{IP: "10.250.0.1", Port: 8080, Ready: true}}})
+	next.Clusters = append(slices.Clone(lease.Clusters), withEndpoints(&ir.Cluster{Name: "default/new/80", Protocol: ir.ClusterHTTP1},
+		endpoints.Endpoint{IP: "10.250.0.1", Port: 8080}))
 	slices.SortFunc(next.Clusters, func(a, b *ir.Cluster) int { return strings.Compare(a.Name, b.Name) })
 	publishIR(s, &next)
 	if !isPending(s, group) {
@@ -406,8 +407,8 @@ func largeIR(n int) *ir.Gateway {
 			Match:    ir.Match{Path: &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/"}},
 			Backends: []ir.Backend{{Cluster: cluster, Weight: 1}},
 		}}})
-		gw.Clusters = append(gw.Clusters, &ir.Cluster{Name: cluster, Protocol: ir.ClusterHTTP1,
-			Endpoints: []ir.Endpoint{{IP: fmt.Sprintf("10.244.%d.%d", i/250, i%250+1), Port: 8080, Ready: true}}})
+		gw.Clusters = append(gw.Clusters, withEndpoints(&ir.Cluster{Name: cluster, Protocol: ir.ClusterHTTP1},
+			endpoints.Endpoint{IP: fmt.Sprintf("10.244.%d.%d", i/250, i%250+1), Port: 8080}))
 	}
 	gw.Listeners = []ir.Listener{l}
 	return gw
@@ -475,11 +476,9 @@ func TestDeltaVersionsAreSetWithTheSnapshot(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s.mu.Lock()
-			published := s.gateways[group].published.versions[resourcev3.EndpointType]
-			s.mu.Unlock()
+			published, _ := s.types.edsVersion(group)
 			if d.GetVersionInfo() != published {
-				// NACKs are matched with the published version.
+				// NACKs are matched with the version served.
 				t.Fatalf("EDS sent at version %q, published as %q", d.GetVersionInfo(), published)
 			}
 			sotw.SetReturnedResources(r.GetReturnedResources())
@@ -546,8 +545,7 @@ func TestDeltaVersionsAreSetWithTheSnapshot(t *testing.T) {
 	next := *gw
 	next.Clusters = slices.Clone(gw.Clusters)
 	c3 := *next.Clusters[3] // published IR is never modified
-	c3.Endpoints = []ir.Endpoint{{IP: "10.250.0.1", Port: 8080, Ready: true}}
-	next.Clusters[3] = &c3
+	next.Clusters[3] = withEndpoints(&c3, endpoints.Endpoint{IP: "10.250.0.1", Port: 8080})
 	publishIR(s, &next)
 	if got := sotwNames(); !slices.Equal(got, []string{c3.Name}) {
 		t.Fatalf("after one endpoint change, state of the world got %v", got)
@@ -686,8 +684,12 @@ func TestPublishedClustersReadBackAsTranslated(t *testing.T) {
 	for _, c := range want.Clusters {
 		check(resourcev3.ClusterType, c.GetName(), c)
 	}
-	for _, e := range want.Endpoints {
-		check(resourcev3.EndpointType, e.GetClusterName(), e)
+	for _, c := range gw.Clusters {
+		eps, _ := endpointsOf(c)
+		got, ok := snap.GetResources(resourcev3.EndpointType)[c.Name].(*endpointv3.ClusterLoadAssignment)
+		if want := endpoints.Assignment(c.Name, eps, false); !ok || !proto.Equal(got, want) {
+			t.Fatalf("load assignment %s is\n%v\nwant\n%v", c.Name, got, want)
+		}
 	}
 	dump, err := s.ConfigDump(nn)
 	if err != nil {

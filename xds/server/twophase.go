@@ -7,7 +7,6 @@ import (
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -117,7 +116,7 @@ func (s *Server) startTwoPhase(st *gatewayState, b *built) bool {
 	if err != nil {
 		return false
 	}
-	one := &translate.Resources{Clusters: slices.Clone(b.res.Clusters), Endpoints: slices.Clone(b.res.Endpoints)}
+	one := &translate.Resources{Clusters: slices.Clone(b.res.Clusters)}
 	for _, r := range sortedResources[*listenerv3.Listener](prev.GetResources(resourcev3.ListenerType)) {
 		one.Listeners = append(one.Listeners, r)
 	}
@@ -155,22 +154,18 @@ func (s *Server) startTwoPhase(st *gatewayState, b *built) bool {
 	}
 	sort.Slice(one.Secrets, func(i, j int) bool { return one.Secrets[i].GetName() < one.Secrets[j].GetName() })
 	// The previous route tables may still use clusters the new config
-	// dropped (and retention did not keep): keep those too.
+	// dropped (and retention did not keep): keep those too, with their
+	// load assignments (setSnapshot removes none in phase one).
 	have := map[string]bool{}
 	for _, c := range one.Clusters {
 		have[c.GetName()] = true
 	}
-	prevEndpoints := prev.GetResources(resourcev3.EndpointType)
 	for _, c := range sortedResources[*clusterv3.Cluster](prev.GetResources(resourcev3.ClusterType)) {
 		if !have[c.GetName()] {
 			one.Clusters = append(one.Clusters, c)
-			if e, ok := prevEndpoints[c.GetName()].(*endpointv3.ClusterLoadAssignment); ok {
-				one.Endpoints = append(one.Endpoints, e)
-			}
 		}
 	}
 	sort.Slice(one.Clusters, func(i, j int) bool { return one.Clusters[i].GetName() < one.Clusters[j].GetName() })
-	sort.Slice(one.Endpoints, func(i, j int) bool { return one.Endpoints[i].GetClusterName() < one.Endpoints[j].GetClusterName() })
 	if err := translate.Validate(one); err != nil {
 		s.log.Error(err, "phase one of a two-phase publish refused; publishing in one step", "gateway", st.group)
 		return false
@@ -179,7 +174,7 @@ func (s *Server) startTwoPhase(st *gatewayState, b *built) bool {
 	if err != nil {
 		return false
 	}
-	s.setSnapshot(st, one, snap, versions, lists)
+	s.setSnapshot(st, one, snap, versions, lists, b.eds, true)
 	st.pending = &pendingPublish{rdsVersion: versions[resourcev3.RouteType], next: b}
 	go s.finishTwoPhase(st, time.Now().Add(s.opts.PhaseTwoTimeout))
 	return true
@@ -206,7 +201,7 @@ func (s *Server) finishTwoPhase(st *gatewayState, deadline time.Time) {
 		return
 	}
 	st.pending = nil
-	s.setSnapshot(st, p.next.res, p.next.snap, p.next.versions, p.next.lists)
+	s.setSnapshot(st, p.next.res, p.next.snap, p.next.versions, p.next.lists, p.next.eds, false)
 }
 
 func sortedResources[T interface{ GetName() string }](m map[string]types.Resource) []T {

@@ -14,8 +14,8 @@ import (
 func tlsGateway(client string, secrets ...string) *ir.Gateway {
 	gw := &ir.Gateway{Namespace: "default", Name: "gw", Clusters: []*ir.Cluster{{
 		Name: "default/b/443", Protocol: ir.ClusterHTTP1,
-		Endpoints: []ir.Endpoint{{IP: "10.0.0.1", Port: 8443, Ready: true}},
-		TLS:       &ir.UpstreamTLS{SNI: "b.example.com", CACertificates: "-----BEGIN CERTIFICATE-----\n", ClientCertificate: client},
+		Service: ir.ServicePort{Namespace: "default", Name: "b", Port: "https"},
+		TLS:     &ir.UpstreamTLS{SNI: "b.example.com", CACertificates: "-----BEGIN CERTIFICATE-----\n", ClientCertificate: client},
 	}}}
 	for _, s := range secrets {
 		gw.Secrets = append(gw.Secrets, ir.Secret{Name: s, Cert: []byte("c"), Key: []byte("k")})

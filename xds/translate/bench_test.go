@@ -19,10 +19,8 @@ func largeGateway(routes int) *ir.Gateway {
 	const hosts, clusters = 100, 1000
 	gw := &ir.Gateway{Namespace: "default", Name: "big"}
 	for c := 0; c < clusters; c++ {
-		cl := &ir.Cluster{Name: fmt.Sprintf("default/svc-%04d/80", c), Protocol: ir.ClusterHTTP1}
-		for e := 0; e < 3; e++ {
-			cl.Endpoints = append(cl.Endpoints, ir.Endpoint{IP: fmt.Sprintf("10.%d.%d.%d", c/250, c%250, e+1), Port: 8080, Ready: true})
-		}
+		cl := &ir.Cluster{Name: fmt.Sprintf("default/svc-%04d/80", c), Protocol: ir.ClusterHTTP1,
+			Service: ir.ServicePort{Namespace: "default", Name: fmt.Sprintf("svc-%04d", c), Port: "http"}}
 		gw.Clusters = append(gw.Clusters, cl)
 	}
 	attempts := 2

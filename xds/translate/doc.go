@@ -3,10 +3,12 @@ Copyright The shardgate Authors.
 */
 
 // Package translate turns one Gateway's IR (internal/ir) into Envoy v3
-// resources: listeners, route configurations, clusters, cluster load
-// assignments and secrets. Translate is a pure function: the same IR always
-// yields the same protos, sorted by name within each type, with names derived
-// from the IR objects only.
+// resources: listeners, route configurations, clusters and secrets. Cluster
+// load assignments are not its business: xds/endpoints builds them from
+// EndpointSlices, for the clusters (and Service ports) the IR names.
+// Translate is a pure function: the same IR always yields the same protos,
+// sorted by name within each type, with names derived from the IR objects
+// only.
 //
 // It owns the mapping of IR semantics to Envoy configuration and the checks a
 // resource set must pass before it is published (Validate, CheckReferences,
@@ -25,7 +27,7 @@ Copyright The shardgate Authors.
 //   - Scope.VirtualHost: one virtual host of a route table, and
 //     RouteConfigurationShell, a table without its hosts
 //     (Scope.RouteConfiguration is a whole table);
-//   - Cluster and LoadAssignment: one IR cluster;
+//   - Cluster: one IR cluster (its load assignment is xds/endpoints');
 //   - Secret: one IR secret.
 //
 // decode.go reads wire forms (a resource whose checked serialization is
@@ -44,8 +46,8 @@ Copyright The shardgate Authors.
 //     listeners from colliding in one table.
 //   - VirtualHost: the IR virtual host name (its hostname, "*" for any).
 //   - Route: the IR route name ("<kind>/<ns>/<name>/rule/<i>/match/<j>").
-//   - Cluster and ClusterLoadAssignment: the IR cluster name
-//     ("<namespace>/<service>/<port>").
+//   - Cluster: the IR cluster name ("<namespace>/<service>/<port>"), which
+//     xds/endpoints gives its ClusterLoadAssignment too.
 //   - Secret: the IR secret name ("<namespace>/<name>").
 //   - Filter chain: "<gateway listener name>" (HTTPS) or the IR TLS route name
 //     (TLS passthrough/terminate), or the IR TCP route name (TCP: one
@@ -100,6 +102,7 @@ Copyright The shardgate Authors.
 //     names, else the SNI as an exact DNS name; a wildcard certificate
 //     matches as Envoy matches DNS SANs), ALPN h2 for H2C clusters, and the
 //     Gateway's backend client certificate by SDS. A cluster whose policy
-//     cannot be honoured (TLS.Invalid) has no transport socket and an empty
-//     load assignment: requests get 503, never plaintext.
+//     cannot be honoured (TLS.Invalid) has no transport socket (and
+//     xds/endpoints gives it an empty load assignment): requests get 503,
+//     never plaintext.
 package translate

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
@@ -51,7 +50,6 @@ var (
 	fxSNI        = []string{"", "foo.example.com", "*.example.com", "bar.example.com", "foo.example.com"}
 	fxClusters   = []string{"default/web/80", "default/api/9000", "other/tcp/7", "", "default/web/80"}
 	fxClusterPro = []ir.ClusterProtocol{ir.ClusterHTTP1, ir.ClusterH2C, ir.ClusterTCP, "QUIC"}
-	fxIPs        = []string{"10.0.0.1", "10.0.0.2", "fd00::1", "not-an-ip", ""}
 	fxSecrets    = []string{"default/cert", "default/other", "", "missing/cert"}
 	fxPaths      = []string{"/", "/foo", "/foo/bar", "/foo/", "^/re/[0-9]+$", "/a(", ""}
 	fxMatchTypes = []ir.MatchType{ir.MatchExact, ir.MatchPathPrefix, ir.MatchRegularExpression, "Bogus"}
@@ -72,9 +70,6 @@ func fuzzGateway(data []byte, cert, key []byte) *ir.Gateway {
 	gw := &ir.Gateway{Namespace: "default", Name: "gw"}
 	for i, n := 0, c.n(4); i < n; i++ {
 		cl := &ir.Cluster{Name: fzPick(c, fxClusters), Protocol: fzPick(c, fxClusterPro), WebSocket: c.bool()}
-		for j, m := 0, c.n(4); j < m; j++ {
-			cl.Endpoints = append(cl.Endpoints, ir.Endpoint{IP: fzPick(c, fxIPs), Port: int32(c.n(3)) * 4000, Ready: c.n(4) != 0})
-		}
 		gw.Clusters = append(gw.Clusters, cl)
 	}
 	for i, n := 0, c.n(3); i < n; i++ {
@@ -291,13 +286,13 @@ func equalResources(a, b *Resources) bool {
 		return true
 	}
 	return eq(a.messages()[0], b.messages()[0]) && eq(a.messages()[1], b.messages()[1]) &&
-		eq(a.messages()[2], b.messages()[2]) && eq(a.messages()[3], b.messages()[3]) && eq(a.messages()[4], b.messages()[4])
+		eq(a.messages()[2], b.messages()[2]) && eq(a.messages()[3], b.messages()[3])
 }
 
 // messages lists the resources per type: listeners, routes, clusters,
-// endpoints, secrets.
-func (r *Resources) messages() [5][]proto.Message {
-	var out [5][]proto.Message
+// secrets.
+func (r *Resources) messages() [4][]proto.Message {
+	var out [4][]proto.Message
 	for _, m := range r.Listeners {
 		out[0] = append(out[0], m)
 	}
@@ -307,11 +302,8 @@ func (r *Resources) messages() [5][]proto.Message {
 	for _, m := range r.Clusters {
 		out[2] = append(out[2], m)
 	}
-	for _, m := range r.Endpoints {
-		out[3] = append(out[3], m)
-	}
 	for _, m := range r.Secrets {
-		out[4] = append(out[4], m)
+		out[3] = append(out[3], m)
 	}
 	return out
 }
@@ -331,8 +323,7 @@ var (
 )
 
 // wholeness checks, independently of CheckReferences, that every name one
-// resource uses for another exists, that names are unique, and that every
-// EDS cluster has its load assignment.
+// resource uses for another exists, and that names are unique.
 func wholeness(r *Resources) error {
 	have := func(n int, name func(int) string) (map[string]bool, error) {
 		m := map[string]bool{}
@@ -349,10 +340,6 @@ func wholeness(r *Resources) error {
 		return fmt.Errorf("clusters: %w", err)
 	}
 	clusters[InvalidBackendCluster] = true // deliberately absent: it refuses
-	cla, err := have(len(r.Endpoints), func(i int) string { return r.Endpoints[i].GetClusterName() })
-	if err != nil {
-		return fmt.Errorf("load assignments: %w", err)
-	}
 	routes, err := have(len(r.Routes), func(i int) string { return r.Routes[i].GetName() })
 	if err != nil {
 		return fmt.Errorf("route configurations: %w", err)
@@ -363,11 +350,6 @@ func wholeness(r *Resources) error {
 	}
 	if _, err := have(len(r.Listeners), func(i int) string { return r.Listeners[i].GetName() }); err != nil {
 		return fmt.Errorf("listeners: %w", err)
-	}
-	for _, c := range r.Clusters {
-		if c.GetType() == clusterv3.Cluster_EDS && !cla[c.GetName()] {
-			return fmt.Errorf("EDS cluster %q has no load assignment", c.GetName())
-		}
 	}
 	var errs []string
 	visit := func(field protoreflect.FullName, value string) {

@@ -6,6 +6,7 @@ package translate
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -14,16 +15,19 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"sigs.k8s.io/yaml"
 
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/xds/endpoints"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/out")
 
 // goldenKinds are the resource types of a translation, one golden file
-// each, in the order YAML renders them.
+// each, in the order YAML renders them; and "endpoints", the clusters' load
+// assignments, which xds/endpoints builds (goldenEndpoints).
 var goldenKinds = []string{"listeners", "routes", "clusters", "endpoints", "secrets"}
 
 // goldenDir holds the expected translations: testdata/out/<case>.<kind>.yaml
@@ -32,8 +36,10 @@ var goldenKinds = []string{"listeners", "routes", "clusters", "endpoints", "secr
 // file.
 const goldenDir = "testdata/out"
 
-// TestGolden translates every testdata/<case>.in.yaml (an ir.Gateway) and
-// compares each resource type with its golden file. Every golden must also
+// TestGolden translates every testdata/<case>.in.yaml (an ir.Gateway whose
+// clusters may list endpoints, see loadEndpoints) and compares each
+// resource type with its golden file; the load assignments are
+// xds/endpoints' of those endpoints. Every golden must also
 // pass Validate: a golden Envoy would reject is a bug, not a fixture.
 // "go test -update" rewrites the goldens (and removes those of types or
 // cases that are gone); review the diff.
@@ -74,6 +80,9 @@ func TestGolden(t *testing.T) {
 
 			got, err := goldenFiles(res)
 			if err != nil {
+				t.Fatal(err)
+			}
+			if got["endpoints"], err = goldenEndpoints(gw, loadEndpoints(t, in)); err != nil {
 				t.Fatal(err)
 			}
 			for _, kind := range goldenKinds {
@@ -159,10 +168,24 @@ func goldenFiles(res *Resources) (map[string][]byte, error) {
 	return out, nil
 }
 
+// loadGateway reads a case's IR, without the endpoints its clusters list.
 func loadGateway(t testing.TB, path string) *ir.Gateway {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	clusters, _ := doc["clusters"].([]any)
+	for _, c := range clusters {
+		if m, ok := c.(map[string]any); ok {
+			delete(m, "endpoints")
+		}
+	}
+	if b, err = yaml.Marshal(doc); err != nil {
 		t.Fatal(err)
 	}
 	gw := &ir.Gateway{}
@@ -172,6 +195,71 @@ func loadGateway(t testing.TB, path string) *ir.Gateway {
 	return gw
 }
 
+// caseEndpoint is an endpoint a case's cluster lists: Ready false stands
+// for an endpoint an EndpointSlice lists as not ready, which xds/endpoints'
+// table leaves out.
+type caseEndpoint struct {
+	IP    string `json:"ip"`
+	Port  int32  `json:"port"`
+	Ready bool   `json:"ready"`
+}
+
+// loadEndpoints reads the endpoints a case's clusters list, by cluster.
+func loadEndpoints(t testing.TB, path string) map[string][]caseEndpoint {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Clusters []struct {
+			Name      string         `json:"name"`
+			Endpoints []caseEndpoint `json:"endpoints"`
+		} `json:"clusters"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	out := map[string][]caseEndpoint{}
+	for _, c := range doc.Clusters {
+		out[c.Name] = c.Endpoints
+	}
+	return out
+}
+
+// goldenEndpoints renders, as goldenFiles renders a type, the load
+// assignments xds/endpoints gives gw's clusters with the ready endpoints
+// eps lists (nil when gw has no cluster).
+func goldenEndpoints(gw *ir.Gateway, eps map[string][]caseEndpoint) ([]byte, error) {
+	clusters := slices.SortedFunc(slices.Values(gw.Clusters), func(a, b *ir.Cluster) int { return strings.Compare(a.Name, b.Name) })
+	var list []any
+	for _, c := range clusters {
+		var ready []endpoints.Endpoint
+		for _, e := range eps[c.Name] {
+			if e.Ready {
+				ready = append(ready, endpoints.Endpoint{IP: e.IP, Port: e.Port})
+			}
+		}
+		cla := endpoints.Assignment(c.Name, ready, endpoints.ClusterOf(c).NoEndpoints)
+		if err := cla.ValidateAll(); err != nil {
+			return nil, fmt.Errorf("load assignment %s: %w", c.Name, err)
+		}
+		j, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(cla)
+		if err != nil {
+			return nil, err
+		}
+		var v any
+		if err := json.Unmarshal(j, &v); err != nil {
+			return nil, err
+		}
+		list = append(list, v)
+	}
+	if len(list) == 0 {
+		return nil, nil
+	}
+	return yaml.Marshal(list)
+}
+
 func assertSorted(t *testing.T, r *Resources) {
 	t.Helper()
 	check := func(kind string, names []string) {
@@ -179,7 +267,7 @@ func assertSorted(t *testing.T, r *Resources) {
 			t.Errorf("%s not sorted by name: %q", kind, names)
 		}
 	}
-	var ls, rs, cs, es, ss []string
+	var ls, rs, cs, ss []string
 	for _, l := range r.Listeners {
 		ls = append(ls, l.GetName())
 	}
@@ -189,16 +277,12 @@ func assertSorted(t *testing.T, r *Resources) {
 	for _, c := range r.Clusters {
 		cs = append(cs, c.GetName())
 	}
-	for _, e := range r.Endpoints {
-		es = append(es, e.GetClusterName())
-	}
 	for _, s := range r.Secrets {
 		ss = append(ss, s.GetName())
 	}
 	check("listeners", ls)
 	check("routes", rs)
 	check("clusters", cs)
-	check("endpoints", es)
 	check("secrets", ss)
 }
 
@@ -217,6 +301,5 @@ func assertEqualResources(t *testing.T, a, b *Resources) {
 	eq("listeners", messages(a.Listeners), messages(b.Listeners))
 	eq("routes", messages(a.Routes), messages(b.Routes))
 	eq("clusters", messages(a.Clusters), messages(b.Clusters))
-	eq("endpoints", messages(a.Endpoints), messages(b.Endpoints))
 	eq("secrets", messages(a.Secrets), messages(b.Secrets))
 }

@@ -10,7 +10,6 @@ import (
 	"slices"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -18,13 +17,13 @@ import (
 	"github.com/shardgate/shardgate/internal/ir"
 )
 
-// Resources is one Gateway's Envoy configuration. Each slice is sorted by
+// Resources is one Gateway's Envoy configuration but its load assignments,
+// which xds/endpoints builds from EndpointSlices. Each slice is sorted by
 // resource name.
 type Resources struct {
 	Listeners []*listenerv3.Listener
 	Routes    []*routev3.RouteConfiguration
 	Clusters  []*clusterv3.Cluster
-	Endpoints []*endpointv3.ClusterLoadAssignment
 	Secrets   []*tlsv3.Secret
 }
 
@@ -33,14 +32,13 @@ type Resources struct {
 // or redirect code); referential problems are left to Validate.
 //
 // It is the composition of the per-unit functions (Scope.Listener,
-// RouteTables, Scope.RouteConfiguration, Cluster, LoadAssignment, Secret),
+// RouteTables, Scope.RouteConfiguration, Cluster, Secret),
 // which an incremental caller (xds/build) calls for what changed only.
 func Translate(gw *ir.Gateway) (*Resources, error) {
 	sc := NewScope(gw)
 	r := &Resources{
-		Secrets:   make([]*tlsv3.Secret, 0, len(gw.Secrets)),
-		Clusters:  make([]*clusterv3.Cluster, 0, len(gw.Clusters)),
-		Endpoints: make([]*endpointv3.ClusterLoadAssignment, 0, len(gw.Clusters)),
+		Secrets:  make([]*tlsv3.Secret, 0, len(gw.Secrets)),
+		Clusters: make([]*clusterv3.Cluster, 0, len(gw.Clusters)),
 	}
 	for i := range gw.Listeners {
 		l := &gw.Listeners[i]
@@ -62,7 +60,6 @@ func Translate(gw *ir.Gateway) (*Resources, error) {
 	}
 	for _, c := range gw.Clusters {
 		r.Clusters = append(r.Clusters, Cluster(c))
-		r.Endpoints = append(r.Endpoints, LoadAssignment(c))
 	}
 	for i := range gw.Secrets {
 		r.Secrets = append(r.Secrets, Secret(&gw.Secrets[i]))
@@ -120,13 +117,10 @@ func (t *translator) cluster(name string) *ir.Cluster {
 // Sort orders every resource list by name. The IR is already sorted, but
 // listener names ("http-80", "https-443", ...) do not sort like ports, and
 // one listener can yield several route configurations. clustersSorted says
-// the cluster and endpoint lists are known to be sorted.
+// the cluster list is known to be sorted.
 func (r *Resources) Sort(clustersSorted bool) {
 	byName := func(a, b *clusterv3.Cluster) int { return cmp.Compare(a.GetName(), b.GetName()) }
-	byCluster := func(a, b *endpointv3.ClusterLoadAssignment) int {
-		return cmp.Compare(a.GetClusterName(), b.GetClusterName())
-	}
-	if clustersSorted || slices.IsSortedFunc(r.Clusters, byName) && slices.IsSortedFunc(r.Endpoints, byCluster) {
+	if clustersSorted || slices.IsSortedFunc(r.Clusters, byName) {
 		// From IR sorted by name, as it should be: a check is cheaper
 		// than a sort.
 		slices.SortStableFunc(r.Listeners, func(a, b *listenerv3.Listener) int { return cmp.Compare(a.GetName(), b.GetName()) })
@@ -137,8 +131,5 @@ func (r *Resources) Sort(clustersSorted bool) {
 	slices.SortStableFunc(r.Listeners, func(a, b *listenerv3.Listener) int { return cmp.Compare(a.GetName(), b.GetName()) })
 	slices.SortStableFunc(r.Routes, func(a, b *routev3.RouteConfiguration) int { return cmp.Compare(a.GetName(), b.GetName()) })
 	slices.SortStableFunc(r.Clusters, func(a, b *clusterv3.Cluster) int { return cmp.Compare(a.GetName(), b.GetName()) })
-	slices.SortStableFunc(r.Endpoints, func(a, b *endpointv3.ClusterLoadAssignment) int {
-		return cmp.Compare(a.GetClusterName(), b.GetClusterName())
-	})
 	slices.SortStableFunc(r.Secrets, func(a, b *tlsv3.Secret) int { return cmp.Compare(a.GetName(), b.GetName()) })
 }

@@ -48,9 +48,6 @@ func Validate(r *Resources) error {
 	for _, c := range r.Clusters {
 		check("cluster", c.GetName(), c)
 	}
-	for _, e := range r.Endpoints {
-		check("cluster load assignment", e.GetClusterName(), e)
-	}
 	for _, s := range r.Secrets {
 		check("secret", s.GetName(), s)
 	}
@@ -66,9 +63,7 @@ func decodeWire(r *Resources) (*Resources, error) {
 	out := *r
 	var err error
 	if out.Routes, err = decodeList(r.Routes, tableHasWire); err == nil {
-		if out.Clusters, err = decodeList(r.Clusters, nil); err == nil {
-			out.Endpoints, err = decodeList(r.Endpoints, nil)
-		}
+		out.Clusters, err = decodeList(r.Clusters, nil)
 	}
 	if err != nil {
 		return nil, err
@@ -174,14 +169,13 @@ func walkAny(m protoreflect.Message, fn func(*anypb.Any)) {
 // resources: duplicate or empty names, a listener without filter chains, two
 // filter chains matching the same server name, an RDS name, SDS secret or
 // cluster that does not exist (InvalidBackendCluster excepted: it is
-// deliberately absent), an EDS cluster without a load assignment, a
-// duplicate virtual host name or domain within one route configuration, and
+// deliberately absent), a duplicate virtual host name or domain within one route configuration, and
 // a header mutation Envoy refuses (Host or a pseudo-header).
 func CheckReferences(r *Resources) error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
-	clusters := ClusterReferences(r, func(c *clusterv3.Cluster) bool { return c.GetType() == clusterv3.Cluster_EDS }, fail)
+	clusters := UniqueNames("cluster", len(r.Clusters), func(i int) string { return r.Clusters[i].GetName() }, fail)
 	routes := UniqueNames("route configuration", len(r.Routes), func(i int) string { return r.Routes[i].GetName() }, fail)
 	secrets := UniqueNames("secret", len(r.Secrets), func(i int) string { return r.Secrets[i].GetName() }, fail)
 	UniqueNames("listener", len(r.Listeners), func(i int) string { return r.Listeners[i].GetName() }, fail)
@@ -213,27 +207,10 @@ func UniqueNames(kind string, n int, name func(int) string, fail func(string, ..
 	return seen
 }
 
-// ClusterReferences checks the names of r's clusters and load assignments,
-// and that every EDS cluster has an assignment. It returns the cluster
-// names.
-//
-// eds tells whether a cluster takes its endpoints from EDS.
-func ClusterReferences(r *Resources, eds func(*clusterv3.Cluster) bool, fail func(string, ...any)) map[string]bool {
-	clusters := UniqueNames("cluster", len(r.Clusters), func(i int) string { return r.Clusters[i].GetName() }, fail)
-	assignments := UniqueNames("cluster load assignment", len(r.Endpoints), func(i int) string { return r.Endpoints[i].GetClusterName() }, fail)
-	for _, c := range r.Clusters {
-		if c.GetName() != "" && !assignments[c.GetName()] && eds(c) {
-			fail("cluster %q: no cluster load assignment", c.GetName())
-		}
-	}
-	return clusters
-}
-
-// ClusterFacts is what the referential checks read of a cluster: whether it
-// takes its endpoints from EDS, and the SDS secrets its upstream TLS
-// context names (or why its transport socket cannot be read).
+// ClusterFacts is what the referential checks read of a cluster: the SDS
+// secrets its upstream TLS context names (or why its transport socket
+// cannot be read).
 type ClusterFacts struct {
-	EDS     bool
 	Secrets []string
 	Socket  error
 }
@@ -244,7 +221,7 @@ func (f ClusterFacts) Sockets() bool { return len(f.Secrets) > 0 || f.Socket != 
 // FactsOf reads a cluster message's facts (not a wire form's: see
 // Checker.ClusterFacts).
 func FactsOf(c *clusterv3.Cluster) ClusterFacts {
-	f := ClusterFacts{EDS: c.GetType() == clusterv3.Cluster_EDS}
+	var f ClusterFacts
 	ts := c.GetTransportSocket()
 	if ts == nil {
 		return f

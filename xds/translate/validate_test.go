@@ -46,7 +46,7 @@ func validGateway() *ir.Gateway {
 		Clusters: []*ir.Cluster{
 			{Name: "default/db/5432", Protocol: ir.ClusterTCP},
 			{Name: "default/other/80", Protocol: ir.ClusterHTTP1},
-			{Name: web, Protocol: ir.ClusterHTTP1, Endpoints: []ir.Endpoint{{IP: "10.0.0.1", Port: 8080, Ready: true}}},
+			{Name: web, Protocol: ir.ClusterHTTP1},
 		},
 		Secrets: []ir.Secret{{Name: "default/cert", Cert: []byte("c"), Key: []byte("k")}},
 	}
@@ -123,12 +123,6 @@ func TestValidateRejects(t *testing.T) {
 		},
 		want: []string{`cluster "default/db/5432": duplicate name`},
 	}, {
-		name: "EDS cluster without an assignment",
-		break_: func(t *testing.T, r *Resources) {
-			r.Endpoints = r.Endpoints[1:]
-		},
-		want: []string{`cluster "default/db/5432": no cluster load assignment`},
-	}, {
 		name: "listener whose RDS name is missing",
 		break_: func(t *testing.T, r *Resources) {
 			r.Routes = slicesDelete(r.Routes, "https-443/web")
@@ -143,7 +137,7 @@ func TestValidateRejects(t *testing.T) {
 	}, {
 		name: "TCP proxy to a missing cluster",
 		break_: func(t *testing.T, r *Resources) {
-			r.Clusters, r.Endpoints = r.Clusters[1:], r.Endpoints[1:]
+			r.Clusters = r.Clusters[1:]
 		},
 		want: []string{`listener "tlspassthrough-8443"`, `cluster "default/db/5432" not found`},
 	}, {

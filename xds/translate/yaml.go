@@ -15,7 +15,7 @@ import (
 )
 
 // YAML renders r as one YAML document with the sections listeners, routes,
-// clusters, endpoints and secrets, for golden files and debugging dumps.
+// clusters and secrets, for golden files and debugging dumps.
 //
 // protojson deliberately varies its whitespace between builds, so its
 // output is decoded and re-encoded: keys come out sorted, and the text
@@ -29,7 +29,6 @@ func (r *Resources) YAML() ([]byte, error) {
 		{"listeners", messages(r.Listeners)},
 		{"routes", messages(r.Routes)},
 		{"clusters", messages(r.Clusters)},
-		{"endpoints", messages(r.Endpoints)},
 		{"secrets", messages(r.Secrets)},
 	}
 	opts := protojson.MarshalOptions{UseProtoNames: true}
