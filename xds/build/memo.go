@@ -37,8 +37,9 @@ import (
 // host again, and its remembered message is handed out. An IR without a
 // Change relative to the one last translated (a first IR, a full
 // translation, an IR built by hand, or one after an IR the memo never saw)
-// has every virtual host built again. A cluster is recognised by comparing
-// its IR.
+// has every virtual host built again. Clusters likewise: one the change
+// does not name is the remembered message; one it names, or any when it
+// cannot tell, is compared with the IR remembered under its name.
 //
 // Messages returned from memory are shared with earlier translations:
 // callers must not modify them (clone first). A Memo is not safe for
@@ -51,9 +52,7 @@ type Memo struct {
 	tables   map[string][]*memoVhost
 	clusters []*memoCluster // in IR order
 	sorted   bool           // clusters are sorted by name
-	// irClusters is the IR cluster list last translated (its first
-	// element), and lastClusters its messages.
-	irClusters   **ir.Cluster
+	// lastClusters are the messages of the IR clusters last translated.
 	lastClusters []*clusterv3.Cluster
 	websocket    string // the WebSocket clusters the virtual hosts were built with
 	// routeDefaults: the Gateway's route defaults they were built with.
@@ -118,9 +117,7 @@ type memoVhost struct {
 }
 
 type memoCluster struct {
-	// irp is the IR cluster translated (IR is never modified once built:
-	// the same pointer is the same cluster), ir a copy of it.
-	irp     *ir.Cluster
+	// ir is a copy of the IR cluster translated.
 	ir      ir.Cluster
 	cluster *clusterv3.Cluster
 }
@@ -157,7 +154,7 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*translate.Resourc
 	}
 	m.newRefs = nil
 	t := memoRun{memo: m, sc: translate.NewScope(gw), retained: kept, next: map[string][]*memoVhost{}, nextListeners: map[string]memoListener{}}
-	t.changedVhosts, t.allVhosts = m.changedVhosts(gw.Change)
+	t.change = m.changeOf(gw.Change)
 	m.generation = 0 // until this translation succeeds
 	res, err := t.translate(gw)
 	if err != nil {
@@ -171,20 +168,28 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*translate.Resourc
 	return res, nil
 }
 
-// changedVhosts returns the virtual hosts that change names relative to
-// the IR last translated, or all when it cannot tell: no change, a change
-// relative to another IR, or no IR translated before. The same IR again
-// (its Generation) changes nothing.
-func (m *Memo) changedVhosts(c *ir.Change) (changed []ir.VirtualHostRef, all bool) {
+// irChange is what changed since the IR last translated: the virtual hosts
+// and clusters named, or all of them.
+type irChange struct {
+	all      bool
+	vhosts   []ir.VirtualHostRef
+	clusters []string
+}
+
+// changeOf returns what c says changed relative to the IR last translated,
+// or all when it cannot tell: no change, a change relative to another IR,
+// or no IR translated before. The same IR again (its Generation) changes
+// nothing.
+func (m *Memo) changeOf(c *ir.Change) irChange {
 	switch {
 	case c == nil || c.Generation == 0 || m.generation == 0:
-		return nil, true
+		return irChange{all: true}
 	case c.Generation == m.generation:
-		return nil, false
+		return irChange{}
 	case c.Since == m.generation:
-		return c.VirtualHosts, false
+		return irChange{vhosts: c.VirtualHosts, clusters: c.Clusters}
 	}
-	return nil, true
+	return irChange{all: true}
 }
 
 // memoRun is one translation through a Memo.
@@ -202,19 +207,27 @@ type memoRun struct {
 	// clustersKept: the cluster list is the memo's, as
 	// built and sorted before.
 	clustersKept bool
-	// changedVhosts are the virtual hosts the IR's change names (sorted),
-	// or allVhosts: every one is built again.
-	changedVhosts []ir.VirtualHostRef
-	allVhosts     bool
+	// change is what the IR says changed since the one last translated.
+	change irChange
 }
 
 // vhostChanged: the IR's change names virtual host name of the TLS server
 // of listener (or every one changed).
 func (t *memoRun) vhostChanged(listener, server, name string) bool {
-	if t.allVhosts {
+	if t.change.all {
 		return true
 	}
-	_, found := slices.BinarySearchFunc(t.changedVhosts, ir.VirtualHostRef{Listener: listener, Server: server, Name: name}, ir.CompareVirtualHostRefs)
+	_, found := slices.BinarySearchFunc(t.change.vhosts, ir.VirtualHostRef{Listener: listener, Server: server, Name: name}, ir.CompareVirtualHostRefs)
+	return found
+}
+
+// clusterChanged: the IR's change names cluster name (or every one
+// changed).
+func (t *memoRun) clusterChanged(name string) bool {
+	if t.change.all {
+		return true
+	}
+	_, found := slices.BinarySearch(t.change.clusters, name)
 	return found
 }
 
@@ -433,13 +446,13 @@ func (m *Memo) Introducing(introduced []string) map[string]map[string][]string {
 	return out
 }
 
-// clustersMemo translates gw's clusters, reusing the remembered messages of
-// every cluster whose IR is the same. IR is never modified once built, so
-// the very same IR cluster list as last time yields the very same lists of
-// messages (which callers must not modify).
+// clustersMemo translates gw's clusters, reusing the remembered message of
+// every cluster the IR's change does not name (and of a named one whose IR
+// is the same). No cluster changed: the very same list as last time,
+// which callers must not modify.
 func (t *memoRun) clustersMemo(gw *ir.Gateway, r *translate.Resources) {
 	m := t.memo
-	if len(gw.Clusters) > 0 && len(gw.Clusters) == len(m.clusters) && &gw.Clusters[0] == m.irClusters {
+	if !t.change.all && len(t.change.clusters) == 0 && m.lastClusters != nil && len(gw.Clusters) == len(m.clusters) {
 		r.Clusters = m.lastClusters
 		t.clustersKept = true // sorted when they were built (by sort, if not before)
 		return
@@ -453,26 +466,19 @@ func (t *memoRun) clustersMemo(gw *ir.Gateway, r *translate.Resources) {
 	sorted := m.sorted || len(prev) == 0
 	j := 0
 	for i, c := range gw.Clusters {
+		// Both lists are sorted by name: skip what was removed.
+		for j < len(prev) && prev[j].ir.Name < c.Name {
+			j++
+		}
 		var e *memoCluster
-		if j < len(prev) && (prev[j].irp == c || sameCluster(&prev[j].ir, c)) {
+		if j < len(prev) && prev[j].ir.Name == c.Name && (!t.clusterChanged(c.Name) || sameCluster(&prev[j].ir, c)) {
 			e = prev[j]
-			e.irp = c // the same cluster (the entry is the memo's alone)
 			j++
 		} else {
-			for j < len(prev) && prev[j].ir.Name < c.Name {
-				j++
-			}
-			switch {
-			case j < len(prev) && sameCluster(&prev[j].ir, c):
-				e = prev[j]
-				e.irp = c
-				j++
-			default:
-				e = &memoCluster{irp: c, ir: *c, cluster: translate.Cluster(c)}
-				m.built = append(m.built, i)
-				if i > 0 && gw.Clusters[i-1].Name >= c.Name || i+1 < len(gw.Clusters) && c.Name >= gw.Clusters[i+1].Name {
-					sorted = false
-				}
+			e = &memoCluster{ir: *c, cluster: translate.Cluster(c)}
+			m.built = append(m.built, i)
+			if i > 0 && gw.Clusters[i-1].Name >= c.Name || i+1 < len(gw.Clusters) && c.Name >= gw.Clusters[i+1].Name {
+				sorted = false
 			}
 		}
 		cur = append(cur, e)
@@ -480,10 +486,6 @@ func (t *memoRun) clustersMemo(gw *ir.Gateway, r *translate.Resources) {
 	}
 	m.clusters, m.sorted = cur, sorted
 	t.clustersKept = sorted
-	m.irClusters = nil
-	if len(gw.Clusters) > 0 {
-		m.irClusters = &gw.Clusters[0]
-	}
 	r.Clusters = slices.Clip(r.Clusters)
 	m.lastClusters = r.Clusters
 }

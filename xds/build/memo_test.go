@@ -51,8 +51,9 @@ func TestMemoRebuildsOnlyChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Change one virtual host the way the Gateway API translator does: a
-	// new routes array for it, the others kept, and a Change naming it.
+	// Change one virtual host and one cluster the way the Gateway API
+	// translator does: new values for them, the others kept, and a Change
+	// naming them.
 	vhs := slices.Clone(gw.Listeners[0].VirtualHosts)
 	vh2 := *vhs[2] // the translated IR's host stays as it was
 	vh2.Routes = slices.Clone(vh2.Routes)
@@ -66,7 +67,8 @@ func TestMemoRebuildsOnlyChanges(t *testing.T) {
 		c1.Protocol = ir.ClusterH2C
 	}
 	gw.Clusters[1] = &c1
-	gw.Change = &ir.Change{Generation: 2, Since: 1, VirtualHosts: []ir.VirtualHostRef{{Listener: "http-80", Name: vh2.Name}}}
+	gw.Change = &ir.Change{Generation: 2, Since: 1, VirtualHosts: []ir.VirtualHostRef{{Listener: "http-80", Name: vh2.Name}},
+		Clusters: []string{c1.Name}}
 
 	second, err := m.Translate(gw)
 	if err != nil {
@@ -95,7 +97,7 @@ func TestMemoRebuildsOnlyChanges(t *testing.T) {
 	c0 := *gw.Clusters[0]
 	c0.WebSocket = true
 	gw.Clusters[0] = &c0
-	gw.Change = &ir.Change{Generation: 3, Since: 2}
+	gw.Change = &ir.Change{Generation: 3, Since: 2, Clusters: []string{c0.Name}}
 	third, err := m.Translate(gw)
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +243,9 @@ func TestMemoKeepsHTTPListenersAndFollowsTraffic(t *testing.T) {
 // whatever the IR's lists share: a host the change names is built again
 // even with the very same routes, one it does not name is the remembered
 // message even in a new list. A change relative to an IR the memo did not
-// translate last, or no change at all, rebuilds every host.
+// translate last, or no change at all, rebuilds every host. Clusters follow
+// the change too: a list of new values the change does not name keeps
+// every message, a named cluster whose IR changed is built again.
 func TestMemoFollowsTheChangeNotIdentity(t *testing.T) {
 	gw := propertyBase(6)
 	gw.Change = &ir.Change{Generation: 10}
@@ -276,6 +280,36 @@ func TestMemoFollowsTheChangeNotIdentity(t *testing.T) {
 	if got, want := reused(first, second), []bool{true, false, true, true, true, true}; !slices.Equal(got, want) {
 		t.Fatalf("reused %v, want %v", got, want)
 	}
+	// Every cluster a new value; the change names cluster 2, changed,
+	// and cluster 4, not changed.
+	clusters := make([]*ir.Cluster, len(gw.Clusters))
+	for i, c := range gw.Clusters {
+		v := *c
+		clusters[i] = &v
+	}
+	clusters[2].Protocol = ir.ClusterH2C
+	withClusters := next
+	withClusters.Clusters = clusters
+	withClusters.Change = &ir.Change{Generation: 12, Since: 11, Clusters: []string{clusters[2].Name, clusters[4].Name}}
+	third, err := m.Translate(&withClusters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range third.Clusters {
+		if same := third.Clusters[i] == second.Clusters[i]; same != (i != 2) {
+			t.Errorf("cluster %d: reused=%v", i, same)
+		}
+	}
+	if got := reused(second, third); slices.Contains(got, false) {
+		t.Fatalf("a cluster change rebuilt hosts: reused %v", got)
+	}
+	want, err := translate.Translate(&withClusters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertEqualResources(t, want, third)
+	next, second = withClusters, third
+
 	// The same IR again changes nothing.
 	again, err := m.Translate(&next)
 	if err != nil {
@@ -286,7 +320,7 @@ func TestMemoFollowsTheChangeNotIdentity(t *testing.T) {
 	}
 	// A change relative to another IR than the last translated, and no
 	// change at all, rebuild every host.
-	for _, c := range []*ir.Change{{Generation: 13, Since: 12}, nil} {
+	for _, c := range []*ir.Change{{Generation: 14, Since: 13}, nil} {
 		other := next
 		other.Change = c
 		third, err := m.Translate(&other)
