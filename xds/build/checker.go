@@ -661,7 +661,7 @@ func (e *checkRun) validate(d Digest, m proto.Message) error {
 	c.Validated++
 	if len(m.ProtoReflect().GetUnknown()) > 0 {
 		// A wire form (a memo hands out those a check passed, see
-		// Memo.Adopt) whose digest was forgotten: its content is
+		// Memo.adopt) whose digest was forgotten: its content is
 		// validated, not the one field it knows.
 		full, err := translate.Decode(m)
 		if err != nil {

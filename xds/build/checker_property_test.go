@@ -26,7 +26,7 @@ import (
 //
 // Run twice: as a bare Memo and Checker, and as the xDS server drives them,
 // with the memo adopting the checked wire forms of its virtual hosts,
-// clusters and load assignments after each check that passed (Memo.Adopt).
+// clusters and load assignments after each check that passed (Memo.adopt).
 func TestCheckerAgreesWithValidate(t *testing.T) {
 	bareAndAdopting(t, 8, checkerAgreesWithValidate)
 }
@@ -67,16 +67,16 @@ func checkerAgreesWithValidate(t *testing.T, seed uint64, adopt bool) {
 			continue
 		}
 		if adopt {
-			m.Adopt(&c)
+			m.adopt(&c)
 			for i, e := range m.clusters {
 				if len(e.cluster.ProtoReflect().GetUnknown()) == 0 {
-					t.Fatalf("step %d: the memo still holds cluster %d (%s) as a message after Adopt", step, i, e.cluster.GetName())
+					t.Fatalf("step %d: the memo still holds cluster %d (%s) as a message after adopt", step, i, e.cluster.GetName())
 				}
 			}
 			for table, hosts := range m.tables {
 				for _, e := range hosts {
 					if len(e.vh.ProtoReflect().GetUnknown()) == 0 {
-						t.Fatalf("step %d: the memo still holds virtual host %s of %s as a message after Adopt", step, e.name, table)
+						t.Fatalf("step %d: the memo still holds virtual host %s of %s as a message after adopt", step, e.name, table)
 					}
 				}
 			}
@@ -223,7 +223,7 @@ func propertyEdit(rng *rand.Rand, gw *ir.Gateway) *ir.Gateway {
 // the check after a broken step starts from broken lists too. The checker
 // must refuse exactly what Validate refuses, and pass the rest.
 //
-// Run twice: bare, and with the memo adopting what passed (Memo.Adopt).
+// Run twice: bare, and with the memo adopting what passed (Memo.adopt).
 func TestCheckerAgreesWithValidateOnBrokenLists(t *testing.T) {
 	bareAndAdopting(t, 40, checkerAgreesOnBrokenLists)
 }
@@ -250,7 +250,7 @@ func checkerAgreesOnBrokenLists(t *testing.T, seed uint64, adopt bool) {
 		}
 		outcomes[gotErr == nil]++
 		if gotErr == nil && adopt {
-			m.Adopt(&c)
+			m.adopt(&c)
 		}
 	}
 	if outcomes[true] == 0 || outcomes[false] == 0 {

@@ -221,7 +221,7 @@ func TestCheckerKeepsOnlyCurrentTables(t *testing.T) {
 		if err := c.Check(res); err != nil {
 			t.Fatal(err)
 		}
-		m.Adopt(&c)
+		m.adopt(&c)
 		if len(c.wires) != len(res.Routes) {
 			t.Fatalf("step %d: the checker holds %d wire route tables for %d tables", step, len(c.wires), len(res.Routes))
 		}

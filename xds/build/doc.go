@@ -11,11 +11,27 @@ Copyright The shardgate Authors.
 //   - Memo (memo.go) remembers, per route table and virtual host, per HTTP
 //     listener and per cluster, the messages it built, and hands out the
 //     very same message for a unit that did not change.
+//   - Builder (builder.go), one per Gateway, is what the xDS server calls:
+//     Build takes the Gateway's IR and returns a Config, a validated
+//     go-control-plane snapshot with its versions and what else the
+//     server publishes. It adds the clusters that left the config and stay
+//     published for a while (retain.go), and assembles and versions the
+//     snapshot from the previous one (snapshot.go: only what changed is
+//     indexed and versioned again).
 //   - Checker (checker.go) validates what changed (go-control-plane's
 //     ValidateAll and the referential checks of translate) and keeps the
 //     checked serializations; wire.go publishes a route table as the
 //     concatenation of its virtual hosts' checked bytes, so the bytes sent
 //     are the bytes checked.
+//
+// What changed comes from the IR (ir.Gateway.Change): the virtual hosts and
+// clusters the Gateway API layer's patch named, relative to the IR the
+// Builder built last; an IR without such a change is built in full. The
+// IR's slices and pointers are never taken as a signal.
+//
+// Validation happens as a config is built, before anything is handed out;
+// the memo then adopts the checked wire forms (Memo.adopt), so what is
+// published is exactly what was validated.
 //
 // It never talks to Kubernetes or serves a stream: the xDS server
 // (xds/server) publishes what it builds.

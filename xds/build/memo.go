@@ -64,7 +64,7 @@ type Memo struct {
 	// a cluster their previous version did not (see Introducing).
 	newRefs []vhostRefs
 	// built: the places of the clusters whose messages the last list
-	// built (see Adopt); unadopted: entries of earlier lists may still
+	// built (see adopt); unadopted: entries of earlier lists may still
 	// hold messages a check passed.
 	built     []int
 	unadopted bool
@@ -490,7 +490,7 @@ func (t *memoRun) clustersMemo(gw *ir.Gateway, r *translate.Resources) {
 	m.lastClusters = r.Clusters
 }
 
-// Adopt makes the memo hold, for each cluster of its last translation, the
+// adopt makes the memo hold, for each cluster of its last translation, the
 // wire form c published for it (wire.go), instead of the message, once c
 // passed that very list: the checked bytes, which c holds anyway, are then
 // the only copy, and the message goes (c keeps what its checks read of a
@@ -501,7 +501,7 @@ func (t *memoRun) clustersMemo(gw *ir.Gateway, r *translate.Resources) {
 // caller added retained clusters, or the check failed), or when the memo's
 // lists were not sorted by name. Call it after each check that passed; a
 // memo that is never adopted works as before.
-func (m *Memo) Adopt(c *Checker) {
+func (m *Memo) adopt(c *Checker) {
 	m.adoptVhosts(c)
 	// An unsorted IR list had the translation sort the memo's lists in
 	// place: their places no longer match m.clusters'.

@@ -194,9 +194,9 @@ func (e *checkRun) table(rc *routev3.RouteConfiguration) *routev3.RouteConfigura
 // and in the virtual host lists of the route tables checked (the memo's,
 // built for that check alone). It returns the wire forms by the message
 // they replace, for the memo that built those messages to adopt
-// (Memo.Adopt); the messages then go. The checker recognises a host by its
+// (Memo.adopt); the messages then go. The checker recognises a host by its
 // wire form from then on, so a memo that handed out the message again
-// would have it serialized again: only Memo.Adopt calls this.
+// would have it serialized again: only Memo.adopt calls this.
 func (c *Checker) wireVhosts() map[*routev3.VirtualHost]*routev3.VirtualHost {
 	if len(c.lastBuilt) == 0 {
 		return nil

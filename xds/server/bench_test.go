@@ -21,6 +21,7 @@ import (
 
 	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/xds/build"
 )
 
 // pipelineInput is one Gateway with n HTTPRoutes, each with its own
@@ -294,7 +295,7 @@ type meterWatch struct {
 
 func newChangeMeter(b *testing.B, s *Server, group string) *changeMeter {
 	m := &changeMeter{b: b, s: s, group: group, watches: map[string]*meterWatch{}}
-	for _, typ := range typeOrder {
+	for _, typ := range build.TypeOrder {
 		var names []string
 		switch typ {
 		case resourcev3.RouteType:
@@ -335,7 +336,7 @@ func (m *changeMeter) watch(typ string) {
 // the server does to send it, and opens the watch again; a CDS response
 // makes the EDS watch name its clusters, as a proxy's next EDS request does.
 func (m *changeMeter) drain(count bool) {
-	for _, typ := range typeOrder {
+	for _, typ := range build.TypeOrder {
 		w := m.watches[typ]
 		var resp cachev3.Response
 		select {
@@ -396,7 +397,7 @@ func cpuTime(b *testing.B) time.Duration {
 // respond counts the checker's serialization and the responses of the
 // watches the change fired.
 func (m *changeMeter) respond() {
-	m.serialized += m.s.gateways[m.group].checker.Encoded
+	m.serialized += m.s.gateways[m.group].builder.Encoded()
 	m.drain(true)
 }
 

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
+	"github.com/shardgate/shardgate/xds/build"
 	"github.com/shardgate/shardgate/xds/translate"
 )
 
@@ -63,7 +64,7 @@ func (s *Server) ConfigDump(gw k8stypes.NamespacedName) (*ConfigDump, error) {
 	s.mu.Unlock()
 	out := &ConfigDump{Gateway: group, Refused: refused, Types: []ConfigDumpTypes{}}
 	marshal := protojson.MarshalOptions{UseProtoNames: false}
-	for _, typ := range typeOrder {
+	for _, typ := range build.TypeOrder {
 		res := snap.GetResources(typ)
 		names := make([]string, 0, len(res))
 		for name := range res {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
+
+	"github.com/shardgate/shardgate/xds/build"
 )
 
 // GroupResources is what one Gateway's proxies are served: per type, the
@@ -40,7 +42,7 @@ func (s *Server) Resources() map[string]GroupResources {
 			continue
 		}
 		gr := GroupResources{Refused: refused[g], Types: map[string]TypeResource{}}
-		for _, typ := range typeOrder {
+		for _, typ := range build.TypeOrder {
 			var names []string
 			for name := range snap.GetResources(typ) {
 				names = append(names, name)

@@ -14,6 +14,15 @@
 // it must not import internal/gatewayapi. Everything it keeps for a Gateway
 // lives in one gatewayState (gateway.go).
 //
+// It only serves: streams, identity, limits, the NACK guard, two-phase
+// publish, outcomes and the EDS cache. What to publish is built by
+// xds/build: each Gateway has a build.Builder, which translates what the
+// IR's change names, keeps removed clusters for Options.RetainRemoved,
+// validates, and assembles the snapshot; the server publishes the Config
+// it returns as it is. The API listeners of Options.APIListeners are
+// handed to the Builder in publishGateway, which checks them with the
+// config.
+//
 // Publish what was checked: retained clusters, the never-matching routes that
 // reference them, and phase one of a two-phase publish are all part of the
 // config before it is validated (every resource's ValidateAll plus

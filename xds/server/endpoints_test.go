@@ -14,6 +14,7 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/xds/build"
 	"github.com/shardgate/shardgate/xds/endpoints"
 )
 
@@ -105,10 +106,10 @@ func TestEndpointChangesServeWhatAFullBuildServes(t *testing.T) {
 						Match:    ir.Match{Path: &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/"}},
 						Backends: []ir.Backend{{Cluster: name, Weight: 1}},
 					}}})
-					slices.SortFunc(l.VirtualHosts, func(a, b *ir.VirtualHost) int { return compareStrings(a.Name, b.Name) })
+					slices.SortFunc(l.VirtualHosts, func(a, b *ir.VirtualHost) int { return strings.Compare(a.Name, b.Name) })
 					next.Listeners = []ir.Listener{l}
 					next.Clusters = append(slices.Clone(gw.Clusters), c)
-					slices.SortFunc(next.Clusters, func(a, b *ir.Cluster) int { return compareStrings(a.Name, b.Name) })
+					slices.SortFunc(next.Clusters, func(a, b *ir.Cluster) int { return strings.Compare(a.Name, b.Name) })
 					gw = &next
 					s.Publish([]*ir.Gateway{gw})
 				}
@@ -158,7 +159,7 @@ func served(t *testing.T, s *Server, nn k8stypes.NamespacedName) map[string]map[
 		t.Fatal(err)
 	}
 	out := map[string]map[string]string{}
-	for _, typ := range typeOrder {
+	for _, typ := range build.TypeOrder {
 		out[typ] = map[string]string{}
 		for name, r := range snap.GetResources(typ) {
 			b, err := cachev3.MarshalResource(r)

@@ -128,11 +128,6 @@ type Server struct {
 	serving atomic.Bool
 }
 
-// typeOrder is the order resources are listed in a snapshot; with ordered
-// ADS, clusters and endpoints reach a proxy before the listeners and routes
-// that use them.
-var typeOrder = []string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.SecretType, resourcev3.ListenerType, resourcev3.RouteType}
-
 // NodeGroup is the node.cluster of a Gateway's proxies.
 func NodeGroup(gw k8stypes.NamespacedName) string { return gw.Namespace + "/" + gw.Name }
 
@@ -234,8 +229,8 @@ func (s *Server) state(group string) *gatewayState {
 	defer s.mu.Unlock()
 	st := s.gateways[group]
 	if st == nil {
-		st = &gatewayState{group: group, memo: &build.Memo{}, checker: &build.Checker{}}
-		st.onExpire = func() { s.republish(st) }
+		st = &gatewayState{group: group}
+		st.builder = build.NewBuilder(build.Options{RetainRemoved: s.opts.RetainRemoved, OnExpire: func() { s.republish(st) }})
 		s.gateways[group] = st
 		s.exportGatewayProxies(group)
 	}
@@ -263,7 +258,7 @@ func (s *Server) PublishErrors() map[k8stypes.NamespacedName]string {
 			}
 		}
 		if st.published != nil {
-			current[group] = st.published.versions
+			current[group] = st.published.Versions
 		}
 	}
 	s.mu.Unlock()
@@ -382,7 +377,7 @@ func (s *Server) responded(group, typeURL, version string) {
 		}
 		return
 	}
-	if p != nil && p.versions[typeURL] == version {
+	if p != nil && p.Versions[typeURL] == version {
 		pushLatency.Observe(time.Since(p.at).Seconds())
 	}
 }

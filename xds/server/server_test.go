@@ -133,7 +133,7 @@ func TestVersionsAndRetention(t *testing.T) {
 	first, _ := s.Snapshot(nn)
 	publishIR(s, two)
 	again, _ := s.Snapshot(nn)
-	for _, typ := range typeOrder {
+	for _, typ := range build.TypeOrder {
 		if first.GetVersion(typ) != again.GetVersion(typ) {
 			t.Fatalf("%s version changed for an unchanged config", typ)
 		}
@@ -376,7 +376,7 @@ func TestPublishedRouteTablesReadBackAsTranslated(t *testing.T) {
 		}
 	}
 	check(gw)
-	full := s.gateways[NodeGroup(nn)].checker.Encoded
+	full := s.gateways[NodeGroup(nn)].builder.Encoded()
 
 	next := *gw
 	next.Listeners = slices.Clone(gw.Listeners)
@@ -388,7 +388,7 @@ func TestPublishedRouteTablesReadBackAsTranslated(t *testing.T) {
 	next.Listeners[0].VirtualHosts = vhs
 	next.Change = &ir.Change{Generation: 2, Since: 1, VirtualHosts: []ir.VirtualHostRef{{Listener: "http-80", Name: vh7.Name}}}
 	check(&next)
-	one := s.gateways[NodeGroup(nn)].checker.Encoded
+	one := s.gateways[NodeGroup(nn)].builder.Encoded()
 	if one <= 0 || one*50 > full {
 		t.Fatalf("a one-route change serialized %d bytes; the whole config was %d", one, full)
 	}
@@ -422,7 +422,7 @@ func largeIR(n int) *ir.Gateway {
 // sends a proxy that load assignment alone, over state of the world and
 // delta.
 func TestDeltaVersionsAreSetWithTheSnapshot(t *testing.T) {
-	s := New(Options{Log: logr.Discard()})
+	s := New(Options{Log: logr.Discard(), RetainRemoved: -1}) // a removed cluster goes at once
 	gw := largeIR(50)
 	nn := k8stypes.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
 	group := NodeGroup(nn)
@@ -592,7 +592,6 @@ func TestDeltaVersionsAreSetWithTheSnapshot(t *testing.T) {
 	// go-control-plane's own, with an entry for every resource and no
 	// other; the delta EDS client is sent the new load assignment, then
 	// told the gone one is removed.
-	s.opts.RetainRemoved = 0 // from here on, the gone lease's cluster is not kept
 	for step, g := range []*ir.Gateway{largeIR(51), func() *ir.Gateway {
 		g := largeIR(51)
 		g.Listeners[0].VirtualHosts = slices.Delete(g.Listeners[0].VirtualHosts, 10, 11)
@@ -740,10 +739,11 @@ func TestClusterVersionIsTheContentHash(t *testing.T) {
 		for i, c := range fresh.Clusters {
 			items[i] = c
 		}
-		want, err := contentVersion(items, nil, nil)
+		scratch, err := build.SnapshotOf(fresh, build.EDSClusters{}) // every version computed afresh
 		if err != nil {
 			t.Fatal(err)
 		}
+		want := scratch.Versions[resourcev3.ClusterType]
 		if got := snap.GetVersion(resourcev3.ClusterType); got != want {
 			t.Fatalf("step %d (%d clusters): cluster version %s, the content's %s", step, len(items), got, want)
 		}

@@ -15,6 +15,7 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/shardgate/shardgate/xds/build"
 	"github.com/shardgate/shardgate/xds/translate"
 )
 
@@ -38,8 +39,8 @@ import (
 const phaseTwoSettle = 5 * time.Millisecond
 
 type pendingPublish struct {
-	rdsVersion string // phase one's RouteConfiguration version
-	next       *built // phase two: the latest config
+	rdsVersion string        // phase one's RouteConfiguration version
+	next       *build.Config // phase two: the latest config
 }
 
 // streamState is what the server keeps for one open stream.
@@ -108,15 +109,15 @@ func (s *Server) acknowledged(group, v string) bool {
 // an introduced cluster (a new lease's host is new: no client uses it yet),
 // when there is no previous config to build phase one from, or when phase
 // one does not pass. Call with s.mu held.
-func (s *Server) startTwoPhase(st *gatewayState, b *built) bool {
-	if len(b.introducing) == 0 {
+func (s *Server) startTwoPhase(st *gatewayState, b *build.Config) bool {
+	if len(b.Introducing) == 0 {
 		return false
 	}
 	prev, err := s.cache.GetSnapshot(st.group)
 	if err != nil {
 		return false
 	}
-	one := &translate.Resources{Clusters: slices.Clone(b.res.Clusters)}
+	one := &translate.Resources{Clusters: slices.Clone(b.Resources.Clusters)}
 	for _, r := range sortedResources[*listenerv3.Listener](prev.GetResources(resourcev3.ListenerType)) {
 		one.Listeners = append(one.Listeners, r)
 	}
@@ -124,7 +125,7 @@ func (s *Server) startTwoPhase(st *gatewayState, b *built) bool {
 		// The previous route tables; a virtual host that switches to
 		// introduced clusters also references them, through routes that
 		// never match. The other tables are sent as they were.
-		hosts := b.introducing[r.GetName()]
+		hosts := b.Introducing[r.GetName()]
 		if len(hosts) == 0 {
 			one.Routes = append(one.Routes, r)
 			continue
@@ -146,7 +147,7 @@ func (s *Server) startTwoPhase(st *gatewayState, b *built) bool {
 	for _, r := range sortedResources[*tlsv3.Secret](prev.GetResources(resourcev3.SecretType)) {
 		secrets[r.GetName()] = r
 	}
-	for _, r := range b.res.Secrets {
+	for _, r := range b.Resources.Secrets {
 		secrets[r.GetName()] = r
 	}
 	for _, r := range secrets {
@@ -170,12 +171,12 @@ func (s *Server) startTwoPhase(st *gatewayState, b *built) bool {
 		s.log.Error(err, "phase one of a two-phase publish refused; publishing in one step", "gateway", st.group)
 		return false
 	}
-	snap, versions, lists, err := snapshotOf(one, nil, nil)
+	phaseOne, err := build.SnapshotOf(one, b.EDS)
 	if err != nil {
 		return false
 	}
-	s.setSnapshot(st, one, snap, versions, lists, b.eds, true)
-	st.pending = &pendingPublish{rdsVersion: versions[resourcev3.RouteType], next: b}
+	s.setSnapshot(st, phaseOne, true)
+	st.pending = &pendingPublish{rdsVersion: phaseOne.Versions[resourcev3.RouteType], next: b}
 	go s.finishTwoPhase(st, time.Now().Add(s.opts.PhaseTwoTimeout))
 	return true
 }
@@ -201,7 +202,7 @@ func (s *Server) finishTwoPhase(st *gatewayState, deadline time.Time) {
 		return
 	}
 	st.pending = nil
-	s.setSnapshot(st, p.next.res, p.next.snap, p.next.versions, p.next.lists, p.next.eds, false)
+	s.setSnapshot(st, p.next, false)
 }
 
 func sortedResources[T interface{ GetName() string }](m map[string]types.Resource) []T {
