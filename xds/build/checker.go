@@ -37,7 +37,7 @@ type Digest [sha256.Size]byte
 //     serialization passed before is not validated again.
 //   - Route configurations are checked per virtual host. A table's virtual
 //     hosts are compared with the previous check's by identity (in order,
-//     as the IR sorts them; translate.Memo returns the very same message
+//     as the IR sorts them; Memo returns the very same message
 //     for an unchanged host), and only new ones are serialized, validated
 //     and indexed.
 //   - The referential checks are kept incrementally: route references to

@@ -27,7 +27,10 @@ Copyright The shardgate Authors.
 // What changed comes from the IR (ir.Gateway.Change): the virtual hosts and
 // clusters the Gateway API layer's patch named, relative to the IR the
 // Builder built last; an IR without such a change is built in full. The
-// IR's slices and pointers are never taken as a signal.
+// IR's slices and pointers are never taken as a signal. Below the IR, the
+// Checker and the snapshot assembly recognise the messages the memo hands
+// out again by identity: those are the Builder's own, never modified once
+// built, and a message seen before is one already checked and versioned.
 //
 // Validation happens as a config is built, before anything is handed out;
 // the memo then adopts the checked wire forms (Memo.adopt), so what is

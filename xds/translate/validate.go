@@ -219,7 +219,7 @@ type ClusterFacts struct {
 func (f ClusterFacts) Sockets() bool { return len(f.Secrets) > 0 || f.Socket != nil }
 
 // FactsOf reads a cluster message's facts (not a wire form's: see
-// Checker.ClusterFacts).
+// xds/build's Checker).
 func FactsOf(c *clusterv3.Cluster) ClusterFacts {
 	var f ClusterFacts
 	ts := c.GetTransportSocket()
