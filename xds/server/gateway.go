@@ -49,6 +49,8 @@ func (st *gatewayState) stop() {
 // Call with s.build held.
 func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
 	st.last = gw
+	// The config in force, which the new one is versioned and indexed
+	// from.
 	s.mu.Lock()
 	var prev *build.Config
 	if st.published != nil {
@@ -79,6 +81,12 @@ func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
 		// one; it will publish this newer config instead.
 		st.pending.next = b
 		return
+	}
+	// The config in force now (phase two of a two-phase publish may have
+	// set it meanwhile).
+	prev = nil
+	if st.published != nil {
+		prev = st.published.Config
 	}
 	if b.Unchanged(prev) {
 		return
