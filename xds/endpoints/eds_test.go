@@ -298,3 +298,45 @@ func TestServeAndUpdateMatchAFreshBuild(t *testing.T) {
 		}
 	}
 }
+
+// TestHugeSlices: a Service of 5000 endpoints, in one EndpointSlice or in
+// five, is served as one valid load assignment of 5000 endpoints.
+func TestHugeSlices(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		slices []*discoveryv1.EndpointSlice
+	}{
+		{"one slice of 5000", []*discoveryv1.EndpointSlice{slice("default", "web", "web-0", 0, 5000)}},
+		{"five slices of 1000", func() []*discoveryv1.EndpointSlice {
+			var out []*discoveryv1.EndpointSlice
+			for i := range 5 {
+				out = append(out, slice("default", "web", fmt.Sprintf("web-%d", i), i*1000, 1000))
+			}
+			return out
+		}()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sink := newMapSink()
+			e := New(sink)
+			for _, s := range c.slices {
+				e.Update(nil, s)
+			}
+			cluster := &ir.Cluster{Name: "default/web/80", Protocol: ir.ClusterHTTP1,
+				Service: ir.ServicePort{Namespace: "default", Name: "web", Port: "http"}}
+			if n := len(e.Table().For(cluster.Service)); n != 5000 {
+				t.Fatalf("the Service port lists %d endpoints; want 5000", n)
+			}
+			e.Serve("default/gw", []*ir.Cluster{cluster}, nil)()
+			if err := e.Err("default/gw"); err != "" {
+				t.Fatal(err)
+			}
+			cla := sink.groups["default/gw"][cluster.Name]
+			if err := cla.ValidateAll(); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(ips(cla)); got != 5000 {
+				t.Fatalf("the load assignment has %d endpoints; want 5000", got)
+			}
+		})
+	}
+}

@@ -392,12 +392,11 @@ func (r *eDSResponse) GetDiscoveryResponse() (*discovery.DiscoveryResponse, erro
 	return r.out, r.err
 }
 
-func (r *eDSResponse) GetRequest() *discovery.DiscoveryRequest              { return r.req }
-func (r *eDSResponse) GetVersion() (string, error)                          { return r.version, nil }
-func (r *eDSResponse) GetResponseVersion() string                           { return r.version }
-func (r *eDSResponse) GetReturnedResources() map[string]string              { return r.known }
-func (r *eDSResponse) GetContext() context.Context                          { return context.Background() }
-func (r *eDSResponse) loadAssignments() []*endpointv3.ClusterLoadAssignment { return msgs(r.res) }
+func (r *eDSResponse) GetRequest() *discovery.DiscoveryRequest { return r.req }
+func (r *eDSResponse) GetVersion() (string, error)             { return r.version, nil }
+func (r *eDSResponse) GetResponseVersion() string              { return r.version }
+func (r *eDSResponse) GetReturnedResources() map[string]string { return r.known }
+func (r *eDSResponse) GetContext() context.Context             { return context.Background() }
 
 // deltaEDSResponse is a delta EDS response.
 type deltaEDSResponse struct {
@@ -435,11 +434,3 @@ func (r *deltaEDSResponse) GetResponseVersion() string                        { 
 func (r *deltaEDSResponse) GetNextVersionMap() map[string]string              { return r.known }
 func (r *deltaEDSResponse) GetReturnedResources() map[string]string           { return r.known }
 func (r *deltaEDSResponse) GetContext() context.Context                       { return context.Background() }
-
-func msgs(res []*assignment) []*endpointv3.ClusterLoadAssignment {
-	out := make([]*endpointv3.ClusterLoadAssignment, len(res))
-	for i, r := range res {
-		out[i] = r.msg
-	}
-	return out
-}
