@@ -158,23 +158,15 @@ func (a *assignments) remove(names []string) {
 	a.notify(gone)
 }
 
-// set replaces every load assignment with list (nil: none), at once.
-func (a *assignments) set(list []*endpointv3.ClusterLoadAssignment) {
+// removeAll removes every load assignment, at once.
+func (a *assignments) removeAll() {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.updates++
-	v := a.version()
-	modified := make([]string, 0, len(a.res)+len(list))
+	names := make([]string, 0, len(a.res))
 	for name := range a.res {
-		modified = append(modified, name)
+		names = append(names, name)
 	}
-	clear(a.res)
-	for _, e := range list {
-		a.res[e.GetClusterName()] = newAssignment(e, v)
-		modified = append(modified, e.GetClusterName())
-	}
-	a.at = time.Now()
-	a.notify(modified)
+	a.mu.Unlock()
+	a.remove(names)
 }
 
 // versionOf is the version a client holding a load assignment holds it at:
