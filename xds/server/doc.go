@@ -12,7 +12,8 @@
 //
 // It takes IR per Gateway (internal/ir) and never the Gateway API objects:
 // it must not import internal/gatewayapi. Everything it keeps for a Gateway
-// lives in one gatewayState (gateway.go).
+// lives in one gatewayState (gateway.go), but the clusters' load assignments,
+// which xds/endpoints keeps (and feeds to the EDS cache).
 //
 // Publish what was checked: retained clusters, the never-matching routes that
 // reference them, and phase one of a two-phase publish are all part of the
