@@ -323,7 +323,7 @@ func TestHugeSlices(t *testing.T) {
 			}
 			cluster := &ir.Cluster{Name: "default/web/80", Protocol: ir.ClusterHTTP1,
 				Service: ir.ServicePort{Namespace: "default", Name: "web", Port: "http"}}
-			if n := len(e.Table().For(cluster.Service)); n != 5000 {
+			if n := len(e.table.For(cluster.Service)); n != 5000 {
 				t.Fatalf("the Service port lists %d endpoints; want 5000", n)
 			}
 			e.Serve("default/gw", []*ir.Cluster{cluster}, nil)()
