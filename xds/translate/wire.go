@@ -382,13 +382,12 @@ func (c *Checker) referrer(cluster string) string {
 	return "a route"
 }
 
-// Wire clusters and load assignments.
+// Wire clusters.
 //
-// A state-of-the-world response carries every cluster, and every requested
-// load assignment, of a changed type: at 10k Services, one endpoint change
-// would serialize 10k load assignments again. A checked cluster or load
-// assignment is published as a wire form instead: the message with its name
-// as its one known field and the rest of its checked serialization as
+// A state-of-the-world response carries every cluster of a changed type: at
+// 10k Services, one new cluster would serialize 10k clusters again. A
+// checked cluster is published as a wire form instead: the message with its
+// name as its one known field and the rest of its checked serialization as
 // unknown fields. Its name is its first field, so serializing the wire form
 // writes the very bytes that were checked (the name, then the copied rest).
 
@@ -405,9 +404,8 @@ func wireNamed[T proto.Message](name string, b []byte, shell func(string) T) pro
 	return w
 }
 
-// wireOf returns the wire form of a checked cluster or load assignment
-// serialized as b; nil for other messages, or when b is not laid out as a
-// wire form needs.
+// wireOf returns the wire form of a checked cluster serialized as b; nil
+// for other messages, or when b is not laid out as a wire form needs.
 func wireOf(m proto.Message, b []byte) proto.Message {
 	switch v := m.(type) {
 	case *clusterv3.Cluster:
@@ -420,7 +418,7 @@ func wireOf(m proto.Message, b []byte) proto.Message {
 }
 
 // Decode returns m with every field as a message field: m itself unless it
-// is a wire form (a route table, cluster or load assignment), else a new
+// is a wire form (a route table or cluster), else a new
 // message of the same type.
 func Decode(m proto.Message) (proto.Message, error) {
 	if len(m.ProtoReflect().GetUnknown()) == 0 {
