@@ -367,13 +367,12 @@ func (c *Checker) referrer(cluster string) string {
 	return "a route"
 }
 
-// Wire clusters and load assignments.
+// Wire clusters.
 //
-// A state-of-the-world response carries every cluster, and every requested
-// load assignment, of a changed type: at 10k Services, one endpoint change
-// would serialize 10k load assignments again. A checked cluster or load
-// assignment is published as a wire form instead: the message with its name
-// as its one known field and the rest of its checked serialization as
+// A state-of-the-world response carries every cluster of a changed type: at
+// 10k Services, one new cluster would serialize 10k clusters again. A
+// checked cluster is published as a wire form instead: the message with its
+// name as its one known field and the rest of its checked serialization as
 // unknown fields. Its name is its first field, so serializing the wire form
 // writes the very bytes that were checked (the name, then the copied rest).
 
@@ -390,9 +389,8 @@ func wireNamed[T proto.Message](name string, b []byte, shell func(string) T) pro
 	return w
 }
 
-// wireOf returns the wire form of a checked cluster or load assignment
-// serialized as b; nil for other messages, or when b is not laid out as a
-// wire form needs.
+// wireOf returns the wire form of a checked cluster serialized as b; nil
+// for other messages, or when b is not laid out as a wire form needs.
 func wireOf(m proto.Message, b []byte) proto.Message {
 	switch v := m.(type) {
 	case *clusterv3.Cluster:

@@ -75,9 +75,6 @@ func New(sink Sink) *EDS {
 	return &EDS{sink: sink, table: NewTable(), groups: map[string]*group{}, users: map[types.NamespacedName][]*entry{}}
 }
 
-// Table is the EndpointSlice table the load assignments are built from.
-func (e *EDS) Table() *Table { return e.table }
-
 // Update records an EndpointSlice change in the table (old nil: a new
 // slice; obj nil: a deleted one) and hands the sink the load assignments
 // it changes, of every group whose clusters send to the slice's Service;

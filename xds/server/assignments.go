@@ -158,23 +158,15 @@ func (a *assignments) remove(names []string) {
 	a.notify(gone)
 }
 
-// set replaces every load assignment with list (nil: none), at once.
-func (a *assignments) set(list []*endpointv3.ClusterLoadAssignment) {
+// removeAll removes every load assignment, at once.
+func (a *assignments) removeAll() {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.updates++
-	v := a.version()
-	modified := make([]string, 0, len(a.res)+len(list))
+	names := make([]string, 0, len(a.res))
 	for name := range a.res {
-		modified = append(modified, name)
+		names = append(names, name)
 	}
-	clear(a.res)
-	for _, e := range list {
-		a.res[e.GetClusterName()] = newAssignment(e, v)
-		modified = append(modified, e.GetClusterName())
-	}
-	a.at = time.Now()
-	a.notify(modified)
+	a.mu.Unlock()
+	a.remove(names)
 }
 
 // versionOf is the version a client holding a load assignment holds it at:
@@ -392,12 +384,11 @@ func (r *eDSResponse) GetDiscoveryResponse() (*discovery.DiscoveryResponse, erro
 	return r.out, r.err
 }
 
-func (r *eDSResponse) GetRequest() *discovery.DiscoveryRequest              { return r.req }
-func (r *eDSResponse) GetVersion() (string, error)                          { return r.version, nil }
-func (r *eDSResponse) GetResponseVersion() string                           { return r.version }
-func (r *eDSResponse) GetReturnedResources() map[string]string              { return r.known }
-func (r *eDSResponse) GetContext() context.Context                          { return context.Background() }
-func (r *eDSResponse) loadAssignments() []*endpointv3.ClusterLoadAssignment { return msgs(r.res) }
+func (r *eDSResponse) GetRequest() *discovery.DiscoveryRequest { return r.req }
+func (r *eDSResponse) GetVersion() (string, error)             { return r.version, nil }
+func (r *eDSResponse) GetResponseVersion() string              { return r.version }
+func (r *eDSResponse) GetReturnedResources() map[string]string { return r.known }
+func (r *eDSResponse) GetContext() context.Context             { return context.Background() }
 
 // deltaEDSResponse is a delta EDS response.
 type deltaEDSResponse struct {
@@ -435,11 +426,3 @@ func (r *deltaEDSResponse) GetResponseVersion() string                        { 
 func (r *deltaEDSResponse) GetNextVersionMap() map[string]string              { return r.known }
 func (r *deltaEDSResponse) GetReturnedResources() map[string]string           { return r.known }
 func (r *deltaEDSResponse) GetContext() context.Context                       { return context.Background() }
-
-func msgs(res []*assignment) []*endpointv3.ClusterLoadAssignment {
-	out := make([]*endpointv3.ClusterLoadAssignment, len(res))
-	for i, r := range res {
-		out[i] = r.msg
-	}
-	return out
-}

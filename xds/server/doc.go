@@ -12,7 +12,8 @@
 //
 // It takes IR per Gateway (internal/ir) and never the Gateway API objects:
 // it must not import internal/gatewayapi. Everything it keeps for a Gateway
-// lives in one gatewayState (gateway.go).
+// lives in one gatewayState (gateway.go), but the clusters' load assignments,
+// which xds/endpoints keeps (and feeds to the EDS cache).
 //
 // It only serves: streams, identity, limits, the NACK guard, two-phase
 // publish, outcomes and the EDS cache. What to publish is built by

@@ -90,7 +90,7 @@ func (c *typeCache) ClearSnapshot(group string) {
 	if a != nil {
 		// Open watches on it see the load assignments go (delta clients
 		// are told; state-of-the-world EDS has no removals).
-		a.set(nil)
+		a.removeAll()
 	}
 }
 

@@ -40,7 +40,7 @@ func DecodeRouteConfiguration(rc *routev3.RouteConfiguration) (*routev3.RouteCon
 }
 
 // Decode returns m with every field as a message field: m itself unless it
-// is a wire form (a route table, cluster or load assignment), else a new
+// is a wire form (a route table or cluster), else a new
 // message of the same type.
 func Decode(m proto.Message) (proto.Message, error) {
 	if len(m.ProtoReflect().GetUnknown()) == 0 {
