@@ -6,10 +6,13 @@ package gatewayapi
 
 import (
 	"fmt"
+	"os"
 	"reflect"
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -162,5 +165,53 @@ func TestChangeNamesWhatAPatchChanged(t *testing.T) {
 	assertChange(t, again, third)
 	if third.Change.Since != 0 || third.Change.Generation == again.Change.Generation {
 		t.Fatalf("a Gateway change gave Change %+v, want a new number and no Since", third.Change)
+	}
+}
+
+// On a Gateway with an HTTP and an HTTPS listener, a new lease's host is
+// served on both, and the patch's Change names both: on the HTTP listener,
+// and on the HTTPS listener's TLS server (the Gateway listener's name).
+func TestChangeNamesHostsOfTLSServers(t *testing.T) {
+	crt, err := os.ReadFile("testdata/tls.crt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := os.ReadFile("testdata/tls.key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := benchInput(10)
+	gw := in.Gateways[0].DeepCopy()
+	gw.Spec.Listeners = append(gw.Spec.Listeners, gatewayv1.Listener{
+		Name: "https", Port: 443, Protocol: gatewayv1.HTTPSProtocolType,
+		TLS:           &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "cert"}}},
+		AllowedRoutes: gw.Spec.Listeners[0].AllowedRoutes,
+	})
+	in.Gateways[0] = gw
+	in.Secrets = append(in.Secrets, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cert"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{"tls.crt": crt, "tls.key": key}})
+	rv := 0
+	stamp(in, &rv)
+	l := newLoaded()
+	first := l.translate(in).Gateways[0]
+
+	next := *in
+	svc, rt := benchLease(10)
+	next.Services = append(slices.Clone(in.Services), svc)
+	next.HTTPRoutes = append(slices.Clone(in.HTTPRoutes), rt)
+	for _, o := range []client.Object{svc, rt} {
+		rv++
+		o.SetResourceVersion(fmt.Sprint(rv))
+		o.SetUID(types.UID(fmt.Sprint("uid-", rv)))
+	}
+	second := l.translate(&next).Gateways[0]
+	if l.tr.Stats.Patched != 1 {
+		t.Fatalf("a new lease was not a patch: %+v", l.tr.Stats)
+	}
+	assertChange(t, first, second)
+	host := string(rt.Spec.Hostnames[0])
+	want := []ir.VirtualHostRef{{Listener: "http-80", Name: host}, {Listener: "https-443", Server: "https", Name: host}}
+	if !slices.Equal(second.Change.VirtualHosts, want) {
+		t.Fatalf("Change names %+v, want %+v", second.Change.VirtualHosts, want)
 	}
 }

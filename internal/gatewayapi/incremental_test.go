@@ -354,8 +354,9 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 		}
 		in := gen()
 		prev := &Input{}
-		var recreate []client.Object    // deleted last step, to create again
-		var deleteFirst []client.Object // deleted and created again in one batch
+		lastIR := map[types.NamespacedName]*ir.Gateway{} // each Gateway's IR last handed over
+		var recreate []client.Object                     // deleted last step, to create again
+		var deleteFirst []client.Object                  // deleted and created again in one batch
 		for step := range steps {
 			for _, o := range deleteFirst {
 				st.Delete(o)
@@ -366,6 +367,12 @@ func TestTranslatorMatchesTranslate(t *testing.T) {
 			got, want := tr.Translate(FactsOf(in)), Translate(in)
 			if !sameOutput(got, want) {
 				t.Fatalf("seed %d step %d: the Translator's output differs from Translate's (stats %+v):\n%s", seed, step, tr.Stats, cmp.Diff(bare(want), bare(got)))
+			}
+			// Each IR says what changed since the Gateway's IR before it.
+			for _, g := range got.Gateways {
+				key := types.NamespacedName{Namespace: g.Namespace, Name: g.Name}
+				assertChange(t, lastIR[key], g)
+				lastIR[key] = g
 			}
 			if n := limitRefusals(want); n > 0 {
 				overLimit += n

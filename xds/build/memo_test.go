@@ -338,3 +338,49 @@ func TestMemoFollowsTheChangeNotIdentity(t *testing.T) {
 		again = third
 	}
 }
+
+// On an HTTPS listener, a virtual host is named by its TLS server too: a
+// change naming host h of server "a" rebuilds that host alone, not the
+// host of the same name in server "b" (another route table).
+func TestMemoChangeNamesTheTLSServer(t *testing.T) {
+	servers := func(path string) []ir.TLSServer {
+		var out []ir.TLSServer
+		for _, name := range []string{"a", "b"} {
+			out = append(out, ir.TLSServer{Name: name, SNI: []string{name + ".example.com"}, Certificates: []ir.SecretRef{{Name: "default/cert"}},
+				VirtualHosts: []*ir.VirtualHost{propertyVhost("h.example.com", "default/svc-00/80", "/"), propertyVhost("i.example.com", "default/svc-00/80", "/")}})
+		}
+		out[0].VirtualHosts[0] = propertyVhost("h.example.com", "default/svc-00/80", path)
+		return out
+	}
+	gw := &ir.Gateway{Namespace: "default", Name: "gw",
+		Listeners: []ir.Listener{{Name: "https-443", Port: 443, Protocol: ir.ProtocolHTTPS, TLSServers: servers("/")}},
+		Clusters:  []*ir.Cluster{{Name: "default/svc-00/80", Protocol: ir.ClusterHTTP1}},
+		Secrets:   []ir.Secret{{Name: "default/cert", Cert: []byte("c"), Key: []byte("k")}},
+		Change:    &ir.Change{Generation: 1}}
+	var m Memo
+	first, err := m.Translate(gw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := *gw
+	next.Listeners = []ir.Listener{gw.Listeners[0]}
+	next.Listeners[0].TLSServers = servers("/v2")
+	next.Change = &ir.Change{Generation: 2, Since: 1, VirtualHosts: []ir.VirtualHostRef{{Listener: "https-443", Server: "a", Name: "h.example.com"}}}
+	second, err := m.Translate(&next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := translate.Translate(&next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertEqualResources(t, want, second)
+	for i, rc := range second.Routes {
+		for j, vh := range rc.GetVirtualHosts() {
+			rebuilt := rc.GetName() == "https-443/a" && vh.GetName() == "h.example.com"
+			if same := vh == first.Routes[i].GetVirtualHosts()[j]; same == rebuilt {
+				t.Errorf("%s host %s: reused=%v", rc.GetName(), vh.GetName(), same)
+			}
+		}
+	}
+}
