@@ -50,6 +50,12 @@ type Builder struct {
 	irClusters []*ir.Cluster
 	// expiry calls OnExpire when the first retired cluster expires.
 	expiry *time.Timer
+	// edsGen numbers the sets of clusters the configs built need load
+	// assignments for (EDSClusters.gen): it moves when the IR's change
+	// names clusters (or cannot tell) or the retained ones differ;
+	// lastKept are the retained clusters of the last config built.
+	edsGen   uint64
+	lastKept []string
 }
 
 // NewBuilder returns a Builder for one Gateway.
@@ -82,12 +88,19 @@ type Config struct {
 type EDSClusters struct {
 	IR       []*ir.Cluster
 	Retained []endpoints.Cluster
+	// gen numbers the set within one Builder's configs: two configs of
+	// one gen need the same load assignments (zero: not numbered).
+	gen uint64
 }
 
-// same reports whether a and b need the same load assignments.
+// same reports whether a and b need the same load assignments: they have
+// one number, or their clusters agree one by one.
 func (a EDSClusters) same(b EDSClusters) bool {
+	if a.gen != 0 && a.gen == b.gen {
+		return true
+	}
 	return slices.Equal(a.Retained, b.Retained) && slices.EqualFunc(a.IR, b.IR, func(x, y *ir.Cluster) bool {
-		return x == y || endpoints.ClusterOf(x) == endpoints.ClusterOf(y) // the same value, or values that agree
+		return endpoints.ClusterOf(x) == endpoints.ClusterOf(y)
 	})
 }
 
@@ -110,12 +123,18 @@ func (b *Builder) Build(gw *ir.Gateway, prev *Config, api []*listenerv3.Listener
 	c, err := b.build(gw, prev, api)
 	if err != nil {
 		b.irClusters = nil
+		b.edsGen++ // the next config is compared by its clusters
 	}
 	return c, err
 }
 
 func (b *Builder) build(gw *ir.Gateway, prev *Config, api []*listenerv3.Listener) (*Config, error) {
-	kept, introduced := b.retention(gw, b.memo.changeOf(gw.Change))
+	ch := b.memo.changeOf(gw.Change)
+	kept, introduced := b.retention(gw, ch)
+	if ch.all || len(ch.clusters) > 0 || !slices.Equal(kept, b.lastKept) || b.edsGen == 0 {
+		b.edsGen++ // other clusters need load assignments
+	}
+	b.lastKept = kept
 	res, err := b.memo.Translate(gw, kept...)
 	if err != nil {
 		return nil, fmt.Errorf("translate: %w", err)
@@ -143,7 +162,7 @@ func (b *Builder) build(gw *ir.Gateway, prev *Config, api []*listenerv3.Listener
 	if err != nil {
 		return nil, err
 	}
-	eds := EDSClusters{IR: gw.Clusters}
+	eds := EDSClusters{IR: gw.Clusters, gen: b.edsGen}
 	for _, name := range kept {
 		eds.Retained = append(eds.Retained, b.retired[name].eds)
 	}

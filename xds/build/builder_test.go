@@ -137,3 +137,46 @@ func TestBuilderAfterARefusedConfig(t *testing.T) {
 		t.Fatalf("clusters %v, want %v", got, want)
 	}
 }
+
+// A change of the Service a cluster sends to changes nothing the snapshot
+// holds (the cluster message names no Service), but the cluster's load
+// assignment: the config is not the same as before. A change naming no
+// cluster needs the same load assignments.
+func TestBuilderSeesLoadAssignmentChanges(t *testing.T) {
+	b := NewBuilder(Options{})
+	defer b.Stop()
+	gw := propertyBase(3)
+	for _, c := range gw.Clusters {
+		c.Service = ir.ServicePort{Namespace: "default", Name: c.Name[len("default/"):len("default/svc-00")], Port: "http"}
+	}
+	gw.Change = &ir.Change{Generation: 1}
+	first, err := b.Build(gw, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := *gw
+	moved.Clusters = slices.Clone(gw.Clusters)
+	c := *moved.Clusters[1]
+	c.Service.Name = "elsewhere"
+	moved.Clusters[1] = &c
+	moved.Change = &ir.Change{Generation: 2, Since: 1, Clusters: []string{c.Name}}
+	second, err := b.Build(&moved, first, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equalVersions(first.Versions, second.Versions) {
+		t.Fatalf("versions %v, then %v: a Service change moved a snapshot version", first.Versions, second.Versions)
+	}
+	if second.Unchanged(first) {
+		t.Fatal("a cluster sending to another Service is the same config")
+	}
+	same := moved
+	same.Change = &ir.Change{Generation: 3, Since: 2}
+	third, err := b.Build(&same, second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !third.Unchanged(second) {
+		t.Fatal("a change naming nothing is another config")
+	}
+}
