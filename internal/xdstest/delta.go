@@ -211,7 +211,8 @@ func (c *Delta) SetNode(n *core.Node) {
 	c.opts.Node = n
 }
 
-func (c *Delta) node() *core.Node {
+// Node is the node sent on requests.
+func (c *Delta) Node() *core.Node {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.opts.Node
@@ -238,7 +239,7 @@ func (c *Delta) receive() {
 			continue
 		}
 		if err := c.stream.Send(&discovery.DeltaDiscoveryRequest{
-			Node: c.node(), TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce(), ErrorDetail: refusal,
+			Node: c.Node(), TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce(), ErrorDetail: refusal,
 		}); err != nil {
 			c.fail(fmt.Errorf("ACK %s: %w", resp.GetTypeUrl(), err))
 			return
@@ -410,9 +411,17 @@ func (c *Delta) Err() error {
 // the stream ended without it.
 func (c *Delta) WaitFor(timeout time.Duration, what string, cond func() bool) error {
 	if err := c.n.wait(&c.mu, &c.err, timeout, what, cond); err != nil {
-		return fmt.Errorf("node %s: %w (%d responses)", c.node().GetId(), err, len(c.Log()))
+		return fmt.Errorf("node %s: %w (%d responses)", c.Node().GetId(), err, len(c.Log()))
 	}
 	return nil
+}
+
+// CloseStream ends the stream alone, and waits for the receive loop; the
+// connection stays until Close.
+func (c *Delta) CloseStream() {
+	c.cancel()
+	<-c.n.done
+	c.fail(errors.New("closed by the client"))
 }
 
 // Close ends the stream (and the connection DialDelta made) and waits for

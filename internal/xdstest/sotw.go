@@ -154,7 +154,8 @@ func (c *Sotw) SetNode(n *core.Node) {
 	c.opts.Node = n
 }
 
-func (c *Sotw) node() *core.Node {
+// Node is the node sent on requests.
+func (c *Sotw) Node() *core.Node {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.opts.Node
@@ -342,9 +343,17 @@ func (c *Sotw) Alive() bool {
 // the stream ended without it.
 func (c *Sotw) WaitFor(timeout time.Duration, what string, cond func() bool) error {
 	if err := c.n.wait(&c.mu, &c.err, timeout, what, cond); err != nil {
-		return fmt.Errorf("node %s: %w (%d responses)", c.node().GetId(), err, len(c.Responses("")))
+		return fmt.Errorf("node %s: %w (%d responses)", c.Node().GetId(), err, len(c.Responses("")))
 	}
 	return nil
+}
+
+// CloseStream ends the stream alone, and waits for the receive loop; the
+// connection stays until Close.
+func (c *Sotw) CloseStream() {
+	c.cancel()
+	<-c.n.done
+	c.fail(errors.New("closed by the client"))
 }
 
 // Close ends the stream (and the connection DialSotw made) and waits for the
