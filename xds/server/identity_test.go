@@ -24,6 +24,7 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/shardgate/shardgate/internal/pki"
+	"github.com/shardgate/shardgate/internal/testwait"
 	"github.com/shardgate/shardgate/internal/xdstest"
 )
 
@@ -106,23 +107,11 @@ func startIdentityServer(t *testing.T, configure ...func(*Options)) *identityEnv
 	return &identityEnv{srv: s, ca: ca, target: net.JoinHostPort("127.0.0.1", port)}
 }
 
-// eventually polls cond until it returns nil, or fails after 30 s with its
-// last error.
+// eventually polls cond until it returns nil, or fails with its last error
+// (testwait.Succeeds).
 func eventually(t *testing.T, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 30s: %v", err)
-		}
-		<-tick.C
-	}
+	testwait.Succeeds(t, cond)
 }
 
 // conn dials the server with a client certificate from the xDS CA; gw nil
