@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/controllers"
 	"github.com/shardgate/shardgate/internal/pki"
 	"github.com/shardgate/shardgate/internal/status"
@@ -40,7 +41,7 @@ import (
 
 // controllerName is the GatewayClass controller the tier's reconciler
 // serves.
-const controllerName = "shardgate.io/gateway-controller"
+const controllerName = shardgatev1alpha1.ControllerName
 
 // tier is the Gateway API controller and the xDS server of one test, fed
 // without an apiserver (see the package doc).
