@@ -79,6 +79,10 @@ func TestHTTPRouteIsServedToTheGatewaysProxy(t *testing.T) {
 	if _, err := visit(p, httpTable, "web.example.test", "/api/items"); err == nil {
 		t.Fatal("the route's old path is still routed")
 	}
+	// Every route configuration came after the clusters it names.
+	if d := p.Dangling(); len(d) > 0 {
+		t.Fatalf("routes arrived before their clusters: %v", d)
+	}
 
 	// Another Gateway's proxy is served none of it.
 	other := types.NamespacedName{Namespace: "infra", Name: "other"}
