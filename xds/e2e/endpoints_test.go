@@ -98,12 +98,12 @@ var _ = Describe("EndpointSlice → ClusterLoadAssignment", func() {
 		Expect(err).NotTo(HaveOccurred())
 		c, err := dialDelta(ctx, gw, "replica-proxy", deltaOptions{target: net.JoinHostPort("localhost", port)})
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(c.close)
+		DeferCleanup(c.Close)
 
 		By("the first load assignment of the cluster it sends has the endpoint")
 		first := func() []string {
-			for _, r := range c.log() {
-				if eps, ok := r.endpoints[cluster]; ok {
+			for _, r := range c.Log() {
+				if eps, ok := r.Endpoints()[cluster]; ok {
 					return eps
 				}
 			}
