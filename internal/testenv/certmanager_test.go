@@ -69,6 +69,20 @@ func TestCertManagerIssuesFromPebble(t *testing.T) {
 	routes := record(ctx, t, wc, &gwapiv1.HTTPRouteList{}, ns)
 	services := record(ctx, t, wc, &corev1.ServiceList{}, ns)
 	pods := record(ctx, t, wc, &corev1.PodList{}, ns)
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for name, o := range challenges.all() {
+			st, _, _ := unstructured.NestedMap(o.(*unstructured.Unstructured).Object, "status")
+			t.Logf("Challenge %s status: %v", name, st)
+		}
+		for _, p := range env.Processes() {
+			if p.Name == "cert-manager-controller" || p.Name == "pebble" {
+				t.Logf("%s log tail:\n%s", p.Name, p.Tail(30))
+			}
+		}
+	})
 
 	parentRef := map[string]any{
 		"group": "gateway.networking.k8s.io", "kind": "Gateway",
