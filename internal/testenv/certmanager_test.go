@@ -226,12 +226,16 @@ func TestCertManagerIssuesFromPebble(t *testing.T) {
 		To(Equal([]any{"", "Service", svc.Name, ns, int32(8089)}))
 
 	// Once the challenge is valid cert-manager deletes the solver Pod and
-	// Service itself; the HTTPRoute goes with the Challenge (owner
-	// reference, so by the garbage collector, which envtest mode lacks).
+	// Service itself, and the Challenge once the order is valid. It never
+	// deletes the HTTPRoute: that goes with the Challenge it is controlled
+	// by, through the garbage collector (which envtest mode does not run).
 	g.Eventually(func() []string { return services.deletedNames() }).WithContext(ctx).
 		WithTimeout(time.Minute).Should(ConsistOf(svc.Name))
 	g.Eventually(func() int { return len(pods.deletedNames()) }).WithContext(ctx).
 		WithTimeout(time.Minute).Should(Equal(1))
+	g.Eventually(func() []string { return challenges.deletedNames() }).WithContext(ctx).
+		WithTimeout(time.Minute).Should(ConsistOf(ch.GetName()))
+	g.Expect(routes.deletedNames()).To(BeEmpty())
 	t.Logf("done in %s", time.Since(start).Round(time.Millisecond))
 }
 
