@@ -48,7 +48,7 @@ func TestCertManagerIssuesFromPebble(t *testing.T) {
 		CertManager: &testenv.CertManagerOptions{PebbleAlwaysValid: true},
 	})
 	t.Logf("harness with Pebble and cert-manager up in %s", time.Since(start).Round(time.Millisecond))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	g := NewWithT(t)
 
