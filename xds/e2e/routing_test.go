@@ -11,7 +11,7 @@ import (
 var _ = Describe("grpc-go xDS client routing", func() {
 	It("routes RPCs by exact path, path prefix, header and weight", func(ctx SpecContext) {
 		ns := namespace(ctx, "routing")
-		gw := gateway(ctx, ns, "gw", "routing")
+		gw := gateway(ctx, ns, "gw")
 		bs := map[string]*backend{}
 		for _, n := range []string{"a", "b", "c", "d", "e"} {
 			bs[n] = startBackend(n)
@@ -56,7 +56,7 @@ var _ = Describe("grpc-go xDS client routing", func() {
 
 	It("follows an HTTPRoute change in the apiserver", func(ctx SpecContext) {
 		ns := namespace(ctx, "change")
-		gw := gateway(ctx, ns, "gw", "change")
+		gw := gateway(ctx, ns, "gw")
 		backendService(ctx, ns, "old", startBackend("old"))
 		backendService(ctx, ns, "new", startBackend("new"))
 		r := httpRoute(ctx, gw, "r", "change", rule(prefix("/"), to("old")))
@@ -74,7 +74,7 @@ var _ = Describe("grpc-go xDS client routing", func() {
 
 	It("moves traffic when the Service's EndpointSlices change", func(ctx SpecContext) {
 		ns := namespace(ctx, "endpoints")
-		gw := gateway(ctx, ns, "gw", "endpoints")
+		gw := gateway(ctx, ns, "gw")
 		one, two, three := startBackend("pod-1"), startBackend("pod-2"), startBackend("pod-3")
 		svc := service(ctx, ns, "web")
 		slice := endpointSlice(svc, "web-1", one.port, true)

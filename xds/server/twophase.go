@@ -3,7 +3,6 @@ package server
 import (
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -62,12 +61,6 @@ type streamState struct {
 	subs subscriptions
 }
 
-// proxyless reports whether a node is a gRPC library rather than a proxy;
-// gRPC sets user_agent_name to "gRPC Go", "gRPC Java", "gRPC C-core", ....
-func proxyless(userAgent string) bool {
-	return strings.HasPrefix(strings.ToLower(userAgent), "grpc")
-}
-
 // observeRequest records a stream's group, kind of client, and the route
 // version it has acknowledged.
 func (s *Server) observeRequest(key streamKey, req *discovery.DiscoveryRequest) {
@@ -78,7 +71,10 @@ func (s *Server) observeRequest(key streamKey, req *discovery.DiscoveryRequest) 
 		return // closed meanwhile
 	}
 	if n := req.GetNode(); n != nil {
-		st.proxyless = proxyless(n.GetUserAgentName())
+		st.proxyless = isProxyless(n.GetUserAgentName())
+		if st.proxyless {
+			s.serveProxyless(st.group)
+		}
 	}
 	if req.GetTypeUrl() == resourcev3.RouteType && req.GetErrorDetail() == nil {
 		st.ackedRDS = req.GetVersionInfo()
@@ -182,7 +178,7 @@ func (s *Server) startTwoPhase(st *gatewayState, b *built) bool {
 	if err != nil {
 		return false
 	}
-	s.setSnapshot(st, one, snap, versions, lists)
+	s.setSnapshot(st, one, snap, versions, lists, nil) // the API listeners in force
 	st.pending = &pendingPublish{rdsVersion: versions[resourcev3.RouteType], next: b}
 	go s.finishTwoPhase(st, time.Now().Add(PhaseTwoTimeout))
 	return true
@@ -209,7 +205,7 @@ func (s *Server) finishTwoPhase(st *gatewayState, deadline time.Time) {
 		return
 	}
 	st.pending = nil
-	s.setSnapshot(st, p.next.res, p.next.snap, p.next.versions, p.next.lists)
+	s.setSnapshot(st, p.next.res, p.next.snap, p.next.versions, p.next.lists, p.next.api)
 }
 
 func sortedResources[T interface{ GetName() string }](m map[string]types.Resource) []T {
