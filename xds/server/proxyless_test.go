@@ -15,6 +15,7 @@ import (
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/go-logr/logr"
+	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -414,11 +415,22 @@ func TestProxylessSnapshotFollowsTwoPhase(t *testing.T) {
 	if _, ok := mid.GetResources(resourcev3.ListenerType)["app.test"]; !ok {
 		t.Fatalf("phase one lacks the API listener app.test: %v", mid.GetResources(resourcev3.ListenerType))
 	}
+	acked := twoPhaseCount(twoPhaseAcknowledged)
 	s.observeRequest(sotwStream(1), &discovery.DiscoveryRequest{TypeUrl: resourcev3.RouteType, VersionInfo: mid.GetVersion(resourcev3.RouteType)})
 	waitSettled(t, s, group)
+	if got := twoPhaseCount(twoPhaseAcknowledged); got != acked+1 {
+		t.Fatalf("acknowledged two-phase publishes %v, want %v", got, acked+1)
+	}
 	final, _ := s.ProxylessSnapshot(nn)
 	envoyFinal, _ := s.Snapshot(nn)
 	if final.GetVersion(resourcev3.RouteType) == mid.GetVersion(resourcev3.RouteType) || final.GetVersion(resourcev3.RouteType) != envoyFinal.GetVersion(resourcev3.RouteType) {
 		t.Fatal("phase two did not reach the proxyless snapshot")
 	}
+}
+
+// twoPhaseCount reads shardgate_xds_two_phase_publishes_total{outcome}.
+func twoPhaseCount(outcome string) float64 {
+	var m dto.Metric
+	_ = twoPhasePublishes.WithLabelValues(outcome).Write(&m)
+	return m.GetCounter().GetValue()
 }

@@ -40,6 +40,12 @@ var PhaseTwoTimeout = time.Second
 // it (the acknowledgement is sent when the resource is accepted).
 const phaseTwoSettle = 5 * time.Millisecond
 
+// Outcomes of a two-phase publish (shardgate_xds_two_phase_publishes_total).
+const (
+	twoPhaseAcknowledged = "acknowledged"
+	twoPhaseTimeout      = "timeout"
+)
+
 type pendingPublish struct {
 	rdsVersion string // phase one's RouteConfiguration version
 	next       *built // phase two: the latest config
@@ -187,11 +193,16 @@ func (s *Server) startTwoPhase(st *gatewayState, b *built) bool {
 // finishTwoPhase publishes phase two once phase one is acknowledged, or at
 // deadline.
 func (s *Server) finishTwoPhase(st *gatewayState, deadline time.Time) {
+	outcome := twoPhaseTimeout
 	for {
 		s.mu.Lock()
 		p := st.pending
-		done := p == nil || s.acknowledged(st.group, p.rdsVersion) || time.Now().After(deadline)
+		acked := p != nil && s.acknowledged(st.group, p.rdsVersion)
+		done := p == nil || acked || time.Now().After(deadline)
 		s.mu.Unlock()
+		if acked {
+			outcome = twoPhaseAcknowledged
+		}
 		if done {
 			break
 		}
@@ -205,6 +216,7 @@ func (s *Server) finishTwoPhase(st *gatewayState, deadline time.Time) {
 		return
 	}
 	st.pending = nil
+	twoPhasePublishes.WithLabelValues(outcome).Inc()
 	s.setSnapshot(st, p.next.res, p.next.snap, p.next.versions, p.next.lists, p.next.api)
 }
 
