@@ -359,9 +359,15 @@ func xdsClient(gw types.NamespacedName, host string) (testgrpc.TestServiceClient
 // dialXDS dials xds:///<host>.e2e.test with the bootstrap bs (and opts).
 func dialXDS(bs []byte, host string, opts ...grpc.DialOption) testgrpc.TestServiceClient {
 	GinkgoHelper()
+	return dialTarget(bs, "xds:///"+host+"."+domain, opts...)
+}
+
+// dialTarget dials an xds:/// target with the bootstrap bs (and opts).
+func dialTarget(bs []byte, target string, opts ...grpc.DialOption) testgrpc.TestServiceClient {
+	GinkgoHelper()
 	builder, err := xds.NewXDSResolverWithConfigForTesting(bs)
 	Expect(err).NotTo(HaveOccurred())
-	cc, err := grpc.NewClient("xds:///"+host+"."+domain, append([]grpc.DialOption{grpc.WithResolvers(builder),
+	cc, err := grpc.NewClient(target, append([]grpc.DialOption{grpc.WithResolvers(builder),
 		grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(cc.Close)
