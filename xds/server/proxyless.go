@@ -65,15 +65,15 @@ type proxylessState struct {
 	// serve (s.mu): a proxyless client of the Gateway has sent a
 	// request, so each build makes the API listeners.
 	serve bool
-	// memo (the build lock): the API listeners of the last build, by name.
-	memo map[string]apiListener
+	// hcm, digest and last belong to the build lock: the
+	// HttpConnectionManager of each route table the last API listeners
+	// made name; translate.APIListenerDigest of the IR they were made
+	// from, and what was made.
+	hcm    map[string]*anypb.Any
+	digest translate.Digest
+	last   *apiListeners
 	// published (s.mu): the API listeners in force.
 	published *apiListeners
-}
-
-type apiListener struct {
-	listener *listenerv3.Listener
-	digest   translate.Digest
 }
 
 // apiListeners are the checked API listeners of one config, sorted by name.
@@ -81,6 +81,7 @@ type apiListeners struct {
 	list    []*listenerv3.Listener
 	digests []translate.Digest
 	version string
+	tables  []string // the route tables they name
 	// resources and versionMap index list for the snapshot, made once.
 	resources  *cachev3.Resources
 	versionMap map[string]string
@@ -96,6 +97,12 @@ func isProxyless(userAgent string) bool {
 // proxyless clients (nil when it does not), checked against res, the
 // config they will be published with: every route table they name must be
 // in res. Call with s.build held.
+//
+// An IR whose API listeners are made of the same things as the last one's
+// (translate.APIListenerDigest: the tables, ports and host names) keeps the
+// last ones, so a route change costs a hash of the host names. Otherwise
+// the listeners whose name and HttpConnectionManager are unchanged are
+// reused, and only new ones are made, validated and hashed.
 func (s *Server) buildAPIListeners(st *gatewayState, gw *ir.Gateway, res *translate.Resources) (*apiListeners, error) {
 	s.mu.Lock()
 	serve, prev := st.api.serve, st.api.published
@@ -107,40 +114,87 @@ func (s *Server) buildAPIListeners(st *gatewayState, gw *ir.Gateway, res *transl
 	for _, r := range res.Routes {
 		routes[r.GetName()] = true
 	}
-	next := map[string]apiListener{}
-	for _, g := range translate.APIListenerRoutes(gw) {
+	digest := translate.APIListenerDigest(gw)
+	if st.api.last != nil && st.api.digest == digest {
+		for _, rc := range st.api.last.tables {
+			if !routes[rc] {
+				return nil, fmt.Errorf("API listeners: route configuration %q not found", rc)
+			}
+		}
+		return st.api.last, nil
+	}
+	groups := translate.APIListenerRoutes(gw)
+	n := 0
+	for _, g := range groups {
+		n += len(g.Names)
+	}
+	type wanted struct {
+		name string
+		hcm  *anypb.Any
+	}
+	ws := make([]wanted, 0, n)
+	out := &apiListeners{}
+	hcms := make(map[string]*anypb.Any, len(groups))
+	for _, g := range groups {
 		if !routes[g.RouteConfig] {
 			return nil, fmt.Errorf("API listeners: route configuration %q not found", g.RouteConfig)
 		}
+		out.tables = append(out.tables, g.RouteConfig)
+		// The listeners of a table share its HttpConnectionManager: the
+		// last one, when its bytes are the same, so that an unchanged
+		// listener is found by a pointer comparison.
+		hcm := g.HCM
+		if old := st.api.hcm[g.RouteConfig]; old != nil && sameAny(old, hcm) {
+			hcm = old
+		}
+		hcms[g.RouteConfig] = hcm
 		for _, name := range g.Names {
-			if old, ok := st.api.memo[name]; ok && sameAny(old.listener.GetApiListener().GetApiListener(), g.HCM) {
-				next[name] = old
-				continue
-			}
-			l := translate.APIListener(name, g.HCM)
-			if err := translate.ValidateAPIListener(l, routes); err != nil {
-				return nil, fmt.Errorf("API listeners: %w", err)
-			}
-			d, err := translate.DigestOf(l)
-			if err != nil {
-				return nil, fmt.Errorf("API listener %s: %w", name, err)
-			}
-			next[name] = apiListener{listener: l, digest: d}
+			ws = append(ws, wanted{name, hcm})
 		}
 	}
-	st.api.memo = next
-	out := &apiListeners{}
+	if len(groups) > 1 {
+		slices.SortFunc(ws, func(a, b wanted) int { return strings.Compare(a.name, b.name) })
+	}
+	slices.Sort(out.tables)
+	// A walk of the last listeners made and these, both sorted by name:
+	// an unchanged listener is the last one's message, with its digest.
+	var old []*listenerv3.Listener
+	var oldDigests []translate.Digest
+	if st.api.last != nil {
+		old, oldDigests = st.api.last.list, st.api.last.digests
+	}
+	out.list = make([]*listenerv3.Listener, 0, len(ws))
+	out.digests = make([]translate.Digest, 0, len(ws))
+	i := 0
+	for _, w := range ws {
+		for i < len(old) && old[i].GetName() < w.name {
+			i++
+		}
+		if i < len(old) && old[i].GetName() == w.name && old[i].GetApiListener().GetApiListener() == w.hcm {
+			out.list, out.digests = append(out.list, old[i]), append(out.digests, oldDigests[i])
+			i++
+			continue
+		}
+		l := translate.APIListener(w.name, w.hcm)
+		if err := translate.ValidateAPIListener(l, routes); err != nil {
+			return nil, fmt.Errorf("API listeners: %w", err)
+		}
+		d, err := translate.DigestOf(l)
+		if err != nil {
+			return nil, fmt.Errorf("API listener %s: %w", w.name, err)
+		}
+		out.list, out.digests = append(out.list, l), append(out.digests, d)
+	}
+	st.api.hcm = hcms
 	h := sha256.New()
-	for _, name := range slices.Sorted(maps.Keys(next)) {
-		e := next[name]
-		out.list = append(out.list, e.listener)
-		out.digests = append(out.digests, e.digest)
-		h.Write(e.digest[:])
+	for i := range out.digests {
+		h.Write(out.digests[i][:])
 	}
 	out.version = "api-" + hex.EncodeToString(h.Sum(nil))[:16]
 	if prev != nil && prev.version == out.version {
-		return prev, nil // the same listeners: keep their index
+		out = prev // the same listeners: keep their index
 	}
+	st.api.digest, st.api.last = digest, out
 	return out, nil
 }
 
@@ -149,19 +203,44 @@ func sameAny(a, b *anypb.Any) bool {
 	return a == b || a.GetTypeUrl() == b.GetTypeUrl() && bytes.Equal(a.GetValue(), b.GetValue())
 }
 
-// index makes the snapshot's index of the API listeners (once).
-func (a *apiListeners) index() {
+// index makes the snapshot's index of the API listeners (once): from
+// prev's, when prev has one, changing only the entries of listeners that
+// are not prev's very messages (both lists are sorted by name).
+func (a *apiListeners) index(prev *apiListeners) {
 	if a.resources != nil {
 		return
 	}
-	items := make([]types.Resource, len(a.list))
-	a.versionMap = make(map[string]string, len(a.list))
-	for i, l := range a.list {
-		items[i] = l
-		a.versionMap[l.GetName()] = hex.EncodeToString(a.digests[i][:])
+	var items map[string]types.ResourceWithTTL
+	if prev != nil && prev.resources != nil {
+		items, a.versionMap = maps.Clone(prev.resources.Items), maps.Clone(prev.versionMap)
+		i, j := 0, 0
+		for i < len(prev.list) || j < len(a.list) {
+			switch {
+			case i < len(prev.list) && j < len(a.list) && prev.list[i] == a.list[j]:
+				i++
+				j++
+			case j == len(a.list) || i < len(prev.list) && prev.list[i].GetName() < a.list[j].GetName():
+				delete(items, prev.list[i].GetName())
+				delete(a.versionMap, prev.list[i].GetName())
+				i++
+			default:
+				if i < len(prev.list) && prev.list[i].GetName() == a.list[j].GetName() {
+					i++
+				}
+				items[a.list[j].GetName()] = types.ResourceWithTTL{Resource: a.list[j]}
+				a.versionMap[a.list[j].GetName()] = hex.EncodeToString(a.digests[j][:])
+				j++
+			}
+		}
+	} else {
+		items = make(map[string]types.ResourceWithTTL, len(a.list))
+		a.versionMap = make(map[string]string, len(a.list))
+		for i, l := range a.list {
+			items[l.GetName()] = types.ResourceWithTTL{Resource: l}
+			a.versionMap[l.GetName()] = hex.EncodeToString(a.digests[i][:])
+		}
 	}
-	r := cachev3.NewResources(a.version, items)
-	a.resources = &r
+	a.resources = &cachev3.Resources{Version: a.version, Items: items}
 }
 
 // routeTables is the route tables that snap holds.
@@ -189,6 +268,9 @@ func (a *apiListeners) keepValid(tables map[string]bool) *apiListeners {
 		if !tables[rc] {
 			continue
 		}
+		if !slices.Contains(out.tables, rc) {
+			out.tables = append(out.tables, rc)
+		}
 		out.list = append(out.list, l)
 		out.digests = append(out.digests, a.digests[i])
 		h.Write(a.digests[i][:])
@@ -196,6 +278,7 @@ func (a *apiListeners) keepValid(tables map[string]bool) *apiListeners {
 	if len(out.list) == len(a.list) {
 		return a
 	}
+	slices.Sort(out.tables)
 	out.version = "api-" + hex.EncodeToString(h.Sum(nil))[:16]
 	return out
 }
@@ -226,7 +309,7 @@ func (s *Server) setProxyless(st *gatewayState, snap *cachev3.Snapshot, versions
 		}
 		api = st.api.published.keepValid(routeTables(snap))
 	}
-	api.index()
+	api.index(st.api.published)
 	ps := &cachev3.Snapshot{Resources: snap.Resources}
 	ps.Resources[cachev3.GetResponseType(resourcev3.ListenerType)] = *api.resources
 	if snap.VersionMap != nil {

@@ -6,6 +6,7 @@ package translate
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -89,19 +90,29 @@ func APIListenerRoutes(gw *ir.Gateway) []APIRoutes {
 		}
 		return cmp.Compare(ta.port, tb.port)
 	})
-	bare := map[string]bool{}   // "H" taken
-	ported := map[string]bool{} // "H:P" taken
+	// A name is taken by the first table in that order; with one table
+	// (the common shard: one HTTP port) nothing is taken twice, since a
+	// table's virtual host names are distinct.
+	var bare, ported map[string]bool // "H", "H:P" taken
+	if len(tables) > 1 {
+		bare, ported = map[string]bool{}, map[string]bool{}
+	}
 	names := make([][]string, len(tables))
 	for _, i := range order {
 		t := tables[i]
 		port := ":" + strconv.Itoa(int(t.port))
+		names[i] = make([]string, 0, 2*len(t.hosts))
 		for _, h := range t.hosts {
-			if !bare[h] {
-				bare[h] = true
+			if bare == nil || !bare[h] {
+				if bare != nil {
+					bare[h] = true
+				}
 				names[i] = append(names[i], h)
 			}
-			if hp := h + port; !ported[hp] {
-				ported[hp] = true
+			if hp := h + port; ported == nil || !ported[hp] {
+				if ported != nil {
+					ported[hp] = true
+				}
 				names[i] = append(names[i], hp)
 			}
 		}
@@ -120,6 +131,54 @@ func APIListenerRoutes(gw *ir.Gateway) []APIRoutes {
 		out = append(out, APIRoutes{RouteConfig: t.rc, HCM: hcm, Names: names[i]})
 	}
 	return out
+}
+
+// APIListenerDigest is a digest of everything gw's API listeners are made
+// of (APIListenerRoutes): the HTTP listeners' and HTTPS TLS servers' route
+// tables, ports and virtual host names, in order, and the Gateway's traffic
+// settings, which shape the HttpConnectionManager. Two IRs with the same
+// digest have the same API listeners, so a caller that keeps them skips
+// making them again; it costs a hash of the names, with no allocation per
+// virtual host.
+func APIListenerDigest(gw *ir.Gateway) Digest {
+	h := sha256.New()
+	buf := make([]byte, 0, 8<<10)
+	flush := func() {
+		if len(buf) > 7<<10 {
+			h.Write(buf)
+			buf = buf[:0]
+		}
+	}
+	table := func(kind byte, rc string, port int32, vhs []*ir.VirtualHost) {
+		buf = append(buf, kind)
+		buf = strconv.AppendInt(buf, int64(port), 10)
+		buf = append(buf, 0)
+		buf = append(buf, rc...)
+		buf = append(buf, 0)
+		for _, v := range vhs {
+			buf = append(append(buf, v.Name...), 0)
+			flush()
+		}
+		buf = append(buf, 1) // the table's end
+	}
+	for i := range gw.Listeners {
+		l := &gw.Listeners[i]
+		switch l.Protocol {
+		case ir.ProtocolHTTP:
+			table('h', l.Name, l.Port, l.VirtualHosts)
+		case ir.ProtocolHTTPS:
+			for j := range l.TLSServers {
+				table('s', l.Name+"/"+l.TLSServers[j].Name, l.Port, l.TLSServers[j].VirtualHosts)
+			}
+		}
+	}
+	h.Write(buf)
+	// The HttpConnectionManager but for its names (covered above).
+	h.Write([]byte{'t'})
+	h.Write(httpConnectionManager("", "", ir.TrafficOf(gw)).GetTypedConfig().GetValue())
+	var d Digest
+	h.Sum(d[:0])
+	return d
 }
 
 // exactHosts are the virtual hosts' names that are neither wildcards nor

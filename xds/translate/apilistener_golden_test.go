@@ -5,6 +5,7 @@ Copyright The shardgate Authors.
 package translate
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -180,4 +181,61 @@ type listenerv3Listener = listenerv3.Listener
 func anyOf(t *testing.T, typeURL string, value []byte) *anypb.Any {
 	t.Helper()
 	return &anypb.Any{TypeUrl: typeURL, Value: value}
+}
+
+// Two IRs with the same APIListenerDigest have the same API listeners
+// (over every pair of golden cases), and a change to what the listeners
+// are made of changes the digest.
+func TestAPIListenerDigest(t *testing.T) {
+	ins, err := filepath.Glob("testdata/*.in.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type made struct {
+		name    string
+		digest  Digest
+		yaml    []byte
+		entries int
+	}
+	var all []made
+	for _, in := range ins {
+		gw := loadGateway(t, in)
+		y, err := (&Resources{Listeners: APIListeners(gw)}).YAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, made{filepath.Base(in), APIListenerDigest(gw), y, len(APIListeners(gw))})
+		if APIListenerDigest(loadGateway(t, in)) != APIListenerDigest(gw) {
+			t.Fatalf("%s: the digest is not deterministic", in)
+		}
+	}
+	for i := range all {
+		for j := range i {
+			if all[i].digest == all[j].digest && !bytes.Equal(all[i].yaml, all[j].yaml) {
+				t.Errorf("%s and %s: same digest, different API listeners", all[i].name, all[j].name)
+			}
+		}
+	}
+	base := func() *ir.Gateway {
+		return &ir.Gateway{Namespace: "ns", Name: "gw", Listeners: []ir.Listener{
+			{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP, VirtualHosts: []*ir.VirtualHost{{Name: "a.test"}, {Name: "b.test"}}},
+			{Name: "https-443", Port: 443, Protocol: ir.ProtocolHTTPS, TLSServers: []ir.TLSServer{{Name: "web", VirtualHosts: []*ir.VirtualHost{{Name: "c.test"}}}}},
+		}}
+	}
+	d := APIListenerDigest(base())
+	for what, change := range map[string]func(*ir.Gateway){
+		"a host renamed":       func(g *ir.Gateway) { g.Listeners[0].VirtualHosts[1] = &ir.VirtualHost{Name: "bb.test"} },
+		"a host added":         func(g *ir.Gateway) { g.Listeners[0].VirtualHosts = append(g.Listeners[0].VirtualHosts, &ir.VirtualHost{Name: "d.test"}) },
+		"hosts moved":          func(g *ir.Gateway) { g.Listeners[0].VirtualHosts = g.Listeners[0].VirtualHosts[1:] },
+		"a port changed":       func(g *ir.Gateway) { g.Listeners[0].Port = 8080 },
+		"a TLS server renamed": func(g *ir.Gateway) { g.Listeners[1].TLSServers[0].Name = "api" },
+		"an HTTPS host":        func(g *ir.Gateway) { g.Listeners[1].TLSServers[0].VirtualHosts[0] = &ir.VirtualHost{Name: "e.test"} },
+		"the traffic settings": func(g *ir.Gateway) { tr := ir.DefaultTraffic(); tr.TrustedHops = 3; g.Traffic = tr },
+	} {
+		g := base()
+		change(g)
+		if APIListenerDigest(g) == d {
+			t.Errorf("%s: the digest did not change", what)
+		}
+	}
 }
