@@ -192,10 +192,9 @@ func TestAPIListenerDigest(t *testing.T) {
 		t.Fatal(err)
 	}
 	type made struct {
-		name    string
-		digest  Digest
-		yaml    []byte
-		entries int
+		name   string
+		digest Digest
+		yaml   []byte
 	}
 	var all []made
 	for _, in := range ins {
@@ -204,7 +203,7 @@ func TestAPIListenerDigest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		all = append(all, made{filepath.Base(in), APIListenerDigest(gw), y, len(APIListeners(gw))})
+		all = append(all, made{filepath.Base(in), APIListenerDigest(gw), y})
 		if APIListenerDigest(loadGateway(t, in)) != APIListenerDigest(gw) {
 			t.Fatalf("%s: the digest is not deterministic", in)
 		}
@@ -224,8 +223,10 @@ func TestAPIListenerDigest(t *testing.T) {
 	}
 	d := APIListenerDigest(base())
 	for what, change := range map[string]func(*ir.Gateway){
-		"a host renamed":       func(g *ir.Gateway) { g.Listeners[0].VirtualHosts[1] = &ir.VirtualHost{Name: "bb.test"} },
-		"a host added":         func(g *ir.Gateway) { g.Listeners[0].VirtualHosts = append(g.Listeners[0].VirtualHosts, &ir.VirtualHost{Name: "d.test"}) },
+		"a host renamed": func(g *ir.Gateway) { g.Listeners[0].VirtualHosts[1] = &ir.VirtualHost{Name: "bb.test"} },
+		"a host added": func(g *ir.Gateway) {
+			g.Listeners[0].VirtualHosts = append(g.Listeners[0].VirtualHosts, &ir.VirtualHost{Name: "d.test"})
+		},
 		"hosts moved":          func(g *ir.Gateway) { g.Listeners[0].VirtualHosts = g.Listeners[0].VirtualHosts[1:] },
 		"a port changed":       func(g *ir.Gateway) { g.Listeners[0].Port = 8080 },
 		"a TLS server renamed": func(g *ir.Gateway) { g.Listeners[1].TLSServers[0].Name = "api" },
