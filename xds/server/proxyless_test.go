@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/hex"
 	"fmt"
 	"runtime"
 	"slices"
@@ -345,6 +346,21 @@ func TestEnvoySnapshotIsTheSameWithProxylessClients(t *testing.T) {
 		}
 		if !slices.Equal(gotNames, wantNames) {
 			t.Fatalf("%s: proxyless listeners %v, want %v", file, gotNames, wantNames)
+		}
+		// The delta versions (updated from the last index) name the same
+		// listeners, each with its content's digest.
+		vm := p.(*cachev3.Snapshot).VersionMap[resourcev3.ListenerType]
+		if len(vm) != len(wantNames) {
+			t.Fatalf("%s: delta versions for %d listeners, want %d", file, len(vm), len(wantNames))
+		}
+		for name, r := range p.GetResources(resourcev3.ListenerType) {
+			d, err := translate.DigestOf(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if vm[name] != hex.EncodeToString(d[:]) {
+				t.Fatalf("%s: listener %s has delta version %q, want its digest", file, name, vm[name])
+			}
 		}
 	}
 }
