@@ -531,7 +531,8 @@ func snapshotOf(res *translate.Resources, checked digester, prev *published) (*c
 	}
 	// No snap.Consistent(): the checker's referential checks are a
 	// superset of it, and Consistent misses the route references of API
-	// listeners, so it refuses configs for proxyless gRPC clients.
+	// listeners, so it would refuse the proxyless snapshot
+	// (proxyless.go), which shares this one's route tables.
 	if err := setVersionMap(snap, byType, digests, prev, diffable); err != nil {
 		return nil, nil, typeLists{}, err
 	}

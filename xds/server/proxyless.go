@@ -353,8 +353,9 @@ func (s *Server) publishProxyless(st *gatewayState) {
 	s.reportIfChanged(before)
 }
 
-// nackInForce reports whether a NACK of version of typeURL is of the config
-// in force, whose versions are versions: the API listeners have their own.
-func nackInForce(versions map[string]string, typeURL, version string) bool {
+// versionInForce reports whether version of typeURL is of the config in
+// force, whose versions are versions: the API listeners have their own.
+// (A NACK of another version was superseded.)
+func versionInForce(versions map[string]string, typeURL, version string) bool {
 	return versions[typeURL] == version || typeURL == resourcev3.ListenerType && versions[proxylessListenersKey] == version
 }

@@ -290,7 +290,7 @@ func (s *Server) PublishErrors() map[k8stypes.NamespacedName]string {
 	nacks := s.guard.NACKs()
 	sort.Slice(nacks, func(i, j int) bool { return nacks[i].NodeID < nacks[j].NodeID })
 	for _, n := range nacks {
-		if !nackInForce(current[n.NodeCluster], n.TypeURL, n.Version) {
+		if !versionInForce(current[n.NodeCluster], n.TypeURL, n.Version) {
 			continue // superseded
 		}
 		nn, ok := parseGroup(n.NodeCluster)
@@ -398,7 +398,7 @@ func (s *Server) responded(group, typeURL, version string) {
 		p = st.published
 	}
 	s.mu.Unlock()
-	if p != nil && p.versions[typeURL] == version {
+	if p != nil && versionInForce(p.versions, typeURL, version) {
 		pushLatency.Observe(time.Since(p.at).Seconds())
 	}
 }
