@@ -47,7 +47,7 @@ func hold(ctx context.Context, d time.Duration) {
 var _ = Describe("xDS client churn", func() {
 	It("leaks no goroutines, heap or per-client state, and every client ends with the latest config", func(ctx SpecContext) {
 		ns := namespace(ctx, "churn")
-		gw := gateway(ctx, ns, "gw", "churn")
+		gw := gateway(ctx, ns, "gw")
 		service(ctx, ns, "web")
 		route := httpRoute(ctx, gw, "r", "churn", rule(prefix("/churn0"), to("web")))
 		Eventually(func(g Gomega) { g.Expect(routeTableText(g, gw)).To(ContainSubstring("/churn0")) }).Should(Succeed())

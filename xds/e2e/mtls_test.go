@@ -31,11 +31,13 @@ var _ = Describe("xDS mTLS", func() {
 
 	BeforeEach(func(ctx SpecContext) {
 		ns := namespace(ctx, "mtls")
-		gwA = gateway(ctx, ns, "a", "mtls-a")
-		gwB = gateway(ctx, ns, "b", "mtls-b")
+		gwA = gateway(ctx, ns, "a")
+		gwB = gateway(ctx, ns, "b")
 		backendService(ctx, ns, "web", startBackend("web"))
 		ra = httpRoute(ctx, gwA, "ra", "mtls-a", rule(prefix("/"), to("web")))
 		httpRoute(ctx, gwB, "rb", "mtls-b", rule(prefix("/"), to("web")))
+		servesHost(gwA, "mtls-a")
+		servesHost(gwB, "mtls-b")
 	})
 
 	It("serves a Gateway's config to a client with that Gateway's certificate", func(ctx SpecContext) {
@@ -192,12 +194,12 @@ func clientTLS(ca *pki.CA, gw types.NamespacedName) *tls.Config {
 	return cfg
 }
 
-// adsFetch asks the xDS server for one listener as node.cluster gw, on the
-// shared client, and returns the first response.
+// adsFetch asks the xDS server, as a gRPC client of node.cluster gw, for one
+// API listener on the shared client, and returns the first response.
 func adsFetch(ctx context.Context, cfg *tls.Config, gw types.NamespacedName, listener string) (*xdstest.Response, error) {
 	GinkgoHelper()
 	c, err := xdstest.DialSotw(ctx, xdsTarget, cfg, xdstest.SotwOptions{
-		Node:          &core.Node{Id: "e2e-ads-" + GinkgoT().Name(), Cluster: xdsserver.NodeGroup(gw)},
+		Node:          &core.Node{Id: "e2e-ads-" + GinkgoT().Name(), Cluster: xdsserver.NodeGroup(gw), UserAgentName: "gRPC Go"},
 		Subscriptions: []xdstest.Subscription{{TypeURL: resourcev3.ListenerType, Names: []string{listener}}},
 		NoACK:         true, CallOptions: []grpc.CallOption{grpc.WaitForReady(false)},
 	})

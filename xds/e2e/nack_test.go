@@ -23,7 +23,7 @@ import (
 var _ = Describe("NACK", func() {
 	It("records one NACK, does not resend, and shows it on the Gateway until a new config is accepted", func(ctx SpecContext) {
 		ns := namespace(ctx, "nack")
-		gw := gateway(ctx, ns, "gw", "nack")
+		gw := gateway(ctx, ns, "gw")
 		backendService(ctx, ns, "web", startBackend("web"))
 		r := httpRoute(ctx, gw, "r", "nack", rule(prefix("/"), to("web")))
 		c, _ := xdsClient(gw, "nack")

@@ -26,7 +26,7 @@ const pushDeadline = 10 * time.Second
 var _ = Describe("Stuck xDS clients", func() {
 	It("do not delay pushes to the other clients of their Gateway", func(ctx SpecContext) {
 		ns := namespace(ctx, "stuck")
-		gw := gateway(ctx, ns, "gw", "stuck")
+		gw := gateway(ctx, ns, "gw")
 		service(ctx, ns, "web")
 		// A route table of about 256 KiB: four times the 64 KiB window of
 		// the client that never reads.

@@ -50,11 +50,23 @@
 // (controller-runtime's certwatcher for the certificate and key, fsnotify
 // for the CA bundle) and re-read periodically.
 //
+// Proxyless gRPC clients (proxyless.go): a stream whose node's
+// user_agent_name starts with "gRPC" is a gRPC library, bound to its
+// Gateway like an Envoy, and is served from a second snapshot per Gateway,
+// in a cache of its own that answers requests by name (go-control-plane's
+// ADS cache answers a request only when its names cover every resource of
+// the type): the Gateway's API listeners (translate.APIListeners), built
+// and checked with each config once such a client has asked, with the route
+// tables, clusters and secrets of the Gateway's Envoy snapshot, which stays
+// the same with or without them. Two-phase publish (twophase.go) waits for
+// these clients' acknowledgements.
+//
 // Streams per Gateway (metrics.go): shardgate_xds_gateway_proxies counts the
-// open streams bound to each Gateway the server serves, from 0 when the
-// Gateway is first published until it is no longer served. Only identities
-// of served Gateways get a series, so a client presenting certificates of
-// other Gateways cannot grow the number of series.
+// open streams bound to each Gateway the server serves, proxyless gRPC
+// clients' included, from 0 when the Gateway is first published until it is
+// no longer served. Only identities of served Gateways get a series, so a
+// client presenting certificates of other Gateways cannot grow the number
+// of series.
 //
 // It never writes to the apiserver: every replica serves xDS.
 package server

@@ -13,7 +13,6 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
-	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -64,6 +63,7 @@ type gatewayState struct {
 	refused   string          // why the latest config was refused ("" if it was not)
 	pending   *pendingPublish // phase two of a two-phase publish (twophase.go)
 	stopped   bool            // the Gateway is no longer served
+	api       proxylessState  // API listeners for proxyless clients (proxyless.go)
 }
 
 type keptCluster struct {
@@ -102,6 +102,7 @@ type built struct {
 	// introducing: per route table, the virtual hosts that existed before
 	// and now send to introduced clusters, with those clusters.
 	introducing map[string]map[string][]string
+	api         *apiListeners // for proxyless clients (nil: none served)
 }
 
 // stop ends the state's timers; call with Server.mu held.
@@ -124,6 +125,12 @@ func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
 		return
 	}
 	b, err := s.buildGateway(st, gw)
+	s.publishBuilt(st, b, err)
+}
+
+// publishBuilt publishes what buildGateway returned, or records why it
+// cannot. Call with s.build held.
+func (s *Server) publishBuilt(st *gatewayState, b *built, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st.stopped {
@@ -154,7 +161,7 @@ func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
 			return
 		}
 	}
-	s.setSnapshot(st, b.res, b.snap, b.versions, b.lists)
+	s.setSnapshot(st, b.res, b.snap, b.versions, b.lists, b.api)
 }
 
 // publishEndpoints publishes gw when it differs from prev, the IR last
@@ -215,14 +222,16 @@ func sameArray[T any](a, b []T) bool {
 
 // setSnapshot publishes; call with s.mu held. The load assignments go to
 // their own cache (eds.go): new and changed ones before the snapshot, whose
-// clusters may use them, and removed ones after it.
-func (s *Server) setSnapshot(st *gatewayState, res *translate.Resources, snap *cachev3.Snapshot, versions map[string]string, lists typeLists) {
+// clusters may use them, and removed ones after it. The proxyless snapshot
+// (proxyless.go), with api, follows Envoy's.
+func (s *Server) setSnapshot(st *gatewayState, res *translate.Resources, snap *cachev3.Snapshot, versions map[string]string, lists typeLists, api *apiListeners) {
 	removeEndpoints := s.types.applyEndpoints(st.group, res.Endpoints)
 	if err := s.cache.SetSnapshot(context.Background(), st.group, snap); err != nil {
 		st.refused = fmt.Sprintf("set snapshot: %v", err)
 		return
 	}
 	versions = maps.Clone(versions)
+	s.setProxyless(st, snap, versions, api)
 	versions[resourcev3.EndpointType] = removeEndpoints()
 	st.published = &published{res: res, versions: versions, snap: snap, lists: lists, at: time.Now()}
 }
@@ -237,26 +246,13 @@ func (s *Server) buildGateway(st *gatewayState, gw *ir.Gateway) (*built, error) 
 		return nil, fmt.Errorf("translate: %w", err)
 	}
 	st.addRetained(res, kept)
-	var api []*listenerv3.Listener
-	if s.opts.APIListeners != nil {
-		api = s.opts.APIListeners(st.group)
-	}
-	checked := res
-	if len(api) > 0 {
-		// The translated listeners are checked too; the published ones
-		// (the API listeners) are a part of what was checked.
-		c := *res
-		c.Listeners = append(slices.Clone(res.Listeners), api...)
-		checked = &c
-	}
-	if err := st.checker.Check(checked); err != nil {
+	if err := st.checker.Check(res); err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
 	}
 	st.memo.Adopt(st.checker) // the memo keeps the checked bytes, not the messages
-	if len(api) > 0 {
-		c := *res
-		c.Listeners = api
-		res = &c
+	api, err := s.buildAPIListeners(st, gw, res)
+	if err != nil {
+		return nil, err
 	}
 	st.remember(res)
 	s.mu.Lock()
@@ -266,8 +262,11 @@ func (s *Server) buildGateway(st *gatewayState, gw *ir.Gateway) (*built, error) 
 	if err != nil {
 		return nil, err
 	}
+	if api != nil {
+		versions[proxylessListenersKey] = api.version
+	}
 	return &built{snap: snap, versions: versions, lists: lists, res: res, introduced: introduced,
-		introducing: st.memo.Introducing(introduced)}, nil
+		introducing: st.memo.Introducing(introduced), api: api}, nil
 }
 
 // retention updates the retired clusters for gw's clusters and returns the
@@ -532,7 +531,8 @@ func snapshotOf(res *translate.Resources, checked digester, prev *published) (*c
 	}
 	// No snap.Consistent(): the checker's referential checks are a
 	// superset of it, and Consistent misses the route references of API
-	// listeners, so it refuses configs for proxyless gRPC clients.
+	// listeners, so it would refuse the proxyless snapshot
+	// (proxyless.go), which shares this one's route tables.
 	if err := setVersionMap(snap, byType, digests, prev, diffable); err != nil {
 		return nil, nil, typeLists{}, err
 	}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -47,15 +46,6 @@ type Options struct {
 	// recovery. PublishErrors gives the outcomes; the controller hands
 	// them to the status writer. No translation is needed for it.
 	OnOutcome func()
-	// APIListeners, when set, gives per node group the API listeners that
-	// proxyless gRPC clients of the group read (grpc-go's xDS client reads
-	// nothing else); the controller leaves it nil. They are checked with
-	// the group's translated config, and published as the group's
-	// listeners: go-control-plane's ADS cache answers a request that names
-	// listeners only when the names cover every listener of the snapshot,
-	// and a gRPC client names only its own. Everything else published —
-	// routes, clusters, endpoints, secrets — is the translation's own.
-	APIListeners func(group string) []*listenerv3.Listener
 	// Limits bound the streams of one identity and certificate, the names
 	// one stream subscribes to, and a request's size; zero fields take
 	// DefaultLimits.
@@ -270,6 +260,7 @@ func (s *Server) state(group string) *gatewayState {
 	st := s.gateways[group]
 	if st == nil {
 		st = &gatewayState{group: group, memo: &translate.Memo{}, checker: &translate.Checker{}}
+		st.api.serve = s.hasProxyless(group) // a proxyless client came first
 		st.onExpire = func() { s.republish(st) }
 		s.gateways[group] = st
 		s.exportGatewayProxies(group)
@@ -299,7 +290,7 @@ func (s *Server) PublishErrors() map[k8stypes.NamespacedName]string {
 	nacks := s.guard.NACKs()
 	sort.Slice(nacks, func(i, j int) bool { return nacks[i].NodeID < nacks[j].NodeID })
 	for _, n := range nacks {
-		if current[n.NodeCluster][n.TypeURL] != n.Version {
+		if !versionInForce(current[n.NodeCluster], n.TypeURL, n.Version) {
 			continue // superseded
 		}
 		nn, ok := parseGroup(n.NodeCluster)
@@ -322,6 +313,13 @@ func (s *Server) Resends() int { return s.guard.Resends() }
 // Snapshot returns the published snapshot of a Gateway, for debugging.
 func (s *Server) Snapshot(gw k8stypes.NamespacedName) (cachev3.ResourceSnapshot, error) {
 	return s.cache.GetSnapshot(NodeGroup(gw))
+}
+
+// ProxylessSnapshot returns the snapshot a Gateway's proxyless gRPC clients
+// read (its API listeners with the config of Snapshot), for debugging; a
+// Gateway has one once such a client has asked for its config.
+func (s *Server) ProxylessSnapshot(gw k8stypes.NamespacedName) (cachev3.ResourceSnapshot, error) {
+	return s.types.proxylessSnapshot(NodeGroup(gw))
 }
 
 func parseGroup(group string) (k8stypes.NamespacedName, bool) {
@@ -400,7 +398,7 @@ func (s *Server) responded(group, typeURL, version string) {
 		p = st.published
 	}
 	s.mu.Unlock()
-	if p != nil && p.versions[typeURL] == version {
+	if p != nil && versionInForce(p.versions, typeURL, version) {
 		pushLatency.Observe(time.Since(p.at).Seconds())
 	}
 }
