@@ -51,7 +51,7 @@ image:
 		--created "$$(git log -1 --format=%ct 2>/dev/null || echo 0)" \
 		--tag $(IMAGE_REPO):$(IMAGE_TAG) --layout $(BIN)/image/oci --oci-archive $(BIN)/image/shardgate-oci.tar
 
-## envtest-assets: kube-apiserver, etcd, controller-manager, scheduler, KWOK, MetalLB, CRDs,
+## envtest-assets: kube-apiserver, etcd, controller-manager, scheduler, KWOK, MetalLB, Pebble, cert-manager, CRDs,
 ## kubectl, helm, helm-docs and crd-ref-docs into bin/
 envtest-assets:
 	./hack/envtest-assets.sh all

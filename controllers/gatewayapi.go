@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -85,7 +86,7 @@ type RuntimeSource interface {
 // status writer, which writes on the leader only.
 type GatewayAPIReconciler struct {
 	// Cache is the manager's informer cache; snapshots read its stores.
-	Cache          cache.Cache
+	Cache          Informers
 	ControllerName string
 	Status         *status.Writer
 	Publisher      Publisher     // may be nil
@@ -119,6 +120,10 @@ type GatewayAPIReconciler struct {
 	trigger chan event.GenericEvent
 	once    sync.Once
 	limit   *translateLimiter
+	// prepared makes the store, translator, limiter and handlers once
+	// (prepare); events is the handler that asks for a translation.
+	prepared sync.Once
+	events   holdOffHandler
 	// store holds the watched objects as the event handlers deliver them,
 	// and marks what each change affects; translator redoes only that.
 	store      *gatewayapi.Store
@@ -147,36 +152,74 @@ type ownershipInputs struct {
 	kept     []types.NamespacedName
 }
 
-// SetupWithManager watches every kind the translation reads.
-func (r *GatewayAPIReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.once.Do(func() { r.trigger = make(chan event.GenericEvent, 1) })
-	r.store = gatewayapi.NewStore(r.ControllerName)
-	r.translator = gatewayapi.NewTranslator(r.store)
-	r.limit = newTranslateLimiter(r.MinInterval, time.Now)
-	h := holdOffHandler{d: r.HoldOff, limit: r.limit, recheck: r.Status.RecheckUpdate}
-	sh := storeHandler{store: r.store, next: h}
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named("gatewayapi").
-		WatchesRawSource(source.Channel(r.trigger, h)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1, NeedLeaderElection: new(false)})
+// Informers is what the reconciler needs of the manager's cache: a kind's
+// informer, whose store a snapshot lists.
+type Informers interface {
+	GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error)
+}
+
+// Watch is one kind the translation reads, and the handler its events go
+// to.
+type Watch struct {
+	Object  client.Object
+	Handler handler.EventHandler
+}
+
+// prepare makes the store, the translator, the limiter and the event
+// handlers, once, from the fields set by then.
+func (r *GatewayAPIReconciler) prepare() {
+	r.prepared.Do(func() {
+		r.once.Do(func() { r.trigger = make(chan event.GenericEvent, 1) })
+		r.store = gatewayapi.NewStore(r.ControllerName)
+		r.translator = gatewayapi.NewTranslator(r.store)
+		r.limit = newTranslateLimiter(r.MinInterval, time.Now)
+		r.events = holdOffHandler{d: r.HoldOff, limit: r.limit, recheck: r.Status.RecheckUpdate}
+	})
+}
+
+// Watches are the kinds the translation reads, each with the handler its
+// informer's events go to, as SetupWithManager registers them. The first
+// call prepares the reconciler from its fields.
+func (r *GatewayAPIReconciler) Watches() []Watch {
+	r.prepare()
+	sh := storeHandler{store: r.store, next: r.events}
+	var out []Watch
 	for _, o := range []client.Object{
 		&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &gatewayv1.GRPCRoute{},
 		&gatewayv1.TLSRoute{}, &gatewayv1.TCPRoute{}, &gatewayv1.ListenerSet{}, &gatewayv1beta1.ReferenceGrant{}, &corev1.Service{},
 		&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Namespace{},
 		&shardgatev1alpha1.GatewayParameters{}, &gatewayv1.BackendTLSPolicy{},
 	} {
-		b = b.Watches(o, sh)
+		out = append(out, Watch{o, sh})
 	}
 	// EndpointSlices go to the publisher alone, and ask for no
 	// translation. They are watched here all the same so that the first
 	// translation waits for their informer to sync: a Gateway is never
 	// first published without its endpoints.
-	b = b.Watches(&discoveryv1.EndpointSlice{}, endpointHandler{publisher: r.Publisher})
+	out = append(out, Watch{&discoveryv1.EndpointSlice{}, endpointHandler{publisher: r.Publisher}})
 	// LeaseHosts decide which names shards serve (Ownership), which
 	// Reconcile computes from the cache; so do ProviderHosts in Akash mode.
-	b = b.Watches(&shardgatev1alpha1.LeaseHost{}, h)
+	out = append(out, Watch{&shardgatev1alpha1.LeaseHost{}, r.events})
 	if r.AkashNamespace != "" {
-		b = b.Watches(&akashv1.ProviderHost{}, h)
+		out = append(out, Watch{&akashv1.ProviderHost{}, r.events})
+	}
+	return out
+}
+
+// TriggerSource is the source of the translations Trigger asks for.
+func (r *GatewayAPIReconciler) TriggerSource() source.Source {
+	r.prepare()
+	return source.Channel(r.trigger, r.events)
+}
+
+// SetupWithManager watches every kind the translation reads.
+func (r *GatewayAPIReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("gatewayapi").
+		WatchesRawSource(r.TriggerSource()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1, NeedLeaderElection: new(false)})
+	for _, w := range r.Watches() {
+		b = b.Watches(w.Object, w.Handler)
 	}
 	return b.Complete(r)
 }
@@ -418,7 +461,7 @@ func shardRefusals(problems []sharding.Problem) map[types.NamespacedName]string 
 func storeList[T any, PT interface {
 	*T
 	client.Object
-}](ctx context.Context, c cache.Cache) ([]*T, error) {
+}](ctx context.Context, c Informers) ([]*T, error) {
 	var zero T
 	obj := PT(&zero)
 	inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(true))

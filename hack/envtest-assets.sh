@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real test control plane from the Go module proxy into bin/:
 #   bin/k8s/{kube-apiserver,kube-controller-manager,kube-scheduler,etcd,kwok,metallb-controller}
-#   bin/crds/{gateway-api/standard,gateway-api/experimental,metallb}
+#   bin/k8s/{pebble,cert-manager-controller}
+#   bin/crds/{gateway-api/standard,gateway-api/experimental,metallb,cert-manager}
 #   bin/kwok-stages/*.yaml
 #   bin/controller-gen, bin/helm, bin/helm-docs, bin/crd-ref-docs, bin/k8s/kubectl
 # Each binary records the version it was built from in bin/.versions/<name>;
@@ -166,6 +167,53 @@ stage_crds() {
   stamp crds "$want"
 }
 
+# cert-manager's CRDs, from the main module, staged apart from the others
+# (own version stamp) so that a cert-manager bump restages only these.
+stage_cert_manager_crds() {
+  local want="$CERT_MANAGER_VERSION" out="$bin/crds/cert-manager"
+  if current crds-cert-manager "$want" "$out"; then log "cert-manager crds $want: up to date"; return; fi
+  log "cert-manager crds $want: staging"
+  local cm
+  cm=$(moddir "github.com/cert-manager/cert-manager@$want")
+  [[ -n "$cm" && -d "$cm/deploy/crds" ]] || { echo "cert-manager $want: no deploy/crds in the module" >&2; exit 1; }
+  rm -rf "$out" && mkdir -p "$out"
+  cp "$cm"/deploy/crds/*.yaml "$out/"
+  chmod -R u+w "$out"
+  stamp crds-cert-manager "$want"
+}
+
+# cert-manager's controller. Its main package (cmd/controller upstream) is
+# the module github.com/cert-manager/cert-manager/controller-binary, which
+# the module proxy does not serve; hack/certmanager/controller-binary is a
+# copy of it at CERT_MANAGER_VERSION whose go.mod requires the main module
+# from the proxy instead of replacing it with ../../. Being named under
+# github.com/cert-manager/cert-manager, it may import the main module's
+# internal packages. The stamp includes a digest of the copy's Go files,
+# go.mod and go.sum, so editing them rebuilds.
+build_cert_manager() {
+  local src="$root/hack/certmanager/controller-binary" out="$k8s/cert-manager-controller"
+  local want digest
+  grep -q "^[[:space:]]*github.com/cert-manager/cert-manager $CERT_MANAGER_VERSION\$" "$src/go.mod" || {
+    echo "$src/go.mod does not require github.com/cert-manager/cert-manager $CERT_MANAGER_VERSION (hack/versions.env): copy cmd/controller of that tag" >&2
+    exit 1
+  }
+  digest=$(cd "$src" && find . -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)
+  want="$CERT_MANAGER_VERSION+$digest"
+  if current cert-manager-controller "$want" "$out"; then log "cert-manager-controller $want: up to date"; return; fi
+  log "cert-manager-controller $want: building from $src"
+  local dir="$work/cert-manager-controller"
+  rm -rf "$dir" && mkdir -p "$dir" && cp -R "$src/." "$dir/"
+  # The module proxy this project's machines use refuses one dependency of
+  # cert-manager's, github.com/Venafi/vcert/v5 (its go.mod is served, its
+  # code is not). hack/certmanager/goproxy holds that module's zip as a
+  # file proxy, tried first; go.sum pins its hash, as upstream's does.
+  (cd "$dir" && GOPROXY="file://$root/hack/certmanager/goproxy,$(go env GOPROXY)" go build -trimpath \
+      -ldflags "-s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$CERT_MANAGER_VERSION" \
+      -o "$out" .)
+  stamp cert-manager-controller "$want"
+  log "cert-manager-controller $want: done"
+}
+
 what=${1:-all}
 case "$what" in
   controller-gen)
@@ -174,6 +222,9 @@ case "$what" in
   crd-ref-docs)
     build_simple crd-ref-docs "$CRD_REF_DOCS_VERSION" github.com/elastic/crd-ref-docs github.com/elastic/crd-ref-docs "$bin/crd-ref-docs" ;;
   kubectl) build_kubectl ;;
+  pebble)
+    build_simple pebble "$PEBBLE_VERSION" github.com/letsencrypt/pebble/v2 github.com/letsencrypt/pebble/v2/cmd/pebble "$k8s/pebble" "-s -w -X main.version=$PEBBLE_VERSION" ;;
+  cert-manager) stage_cert_manager_crds; build_cert_manager ;;
   helm-docs)
     build_simple helm-docs "$HELM_DOCS_VERSION" github.com/norwoodj/helm-docs github.com/norwoodj/helm-docs/cmd/helm-docs "$bin/helm-docs" ;;
   all)
@@ -182,6 +233,9 @@ case "$what" in
     build_simple etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 "$k8s/etcd"
     build_simple kwok "$KWOK_VERSION" sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok "$k8s/kwok"
     build_simple metallb-controller "$METALLB_VERSION" go.universe.tf/metallb go.universe.tf/metallb/controller "$k8s/metallb-controller"
+    stage_cert_manager_crds
+    build_simple pebble "$PEBBLE_VERSION" github.com/letsencrypt/pebble/v2 github.com/letsencrypt/pebble/v2/cmd/pebble "$k8s/pebble" "-s -w -X main.version=$PEBBLE_VERSION"
+    build_cert_manager
     build_kubernetes
     build_kubectl
     build_helm
@@ -189,5 +243,5 @@ case "$what" in
     build_simple helm-docs "$HELM_DOCS_VERSION" github.com/norwoodj/helm-docs github.com/norwoodj/helm-docs/cmd/helm-docs "$bin/helm-docs"
     log "all assets ready in $(( $(date +%s) - start ))s: $k8s"
     ;;
-  *) echo "usage: $0 [all|controller-gen|helm|crd-ref-docs|kubectl|helm-docs]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|controller-gen|helm|crd-ref-docs|kubectl|helm-docs|pebble|cert-manager]" >&2; exit 2 ;;
 esac

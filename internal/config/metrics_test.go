@@ -13,6 +13,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/shardgate/shardgate/internal/logging"
+	"github.com/shardgate/shardgate/internal/testwait"
 )
 
 // syncBuffer is a bytes.Buffer safe for the logger's goroutine and the test.
@@ -93,11 +94,11 @@ func TestWatcherReloadMetricsAndLog(t *testing.T) {
 			<-w.ready
 
 			writeFile(t, path, "blockedHostnames: [a.example, \"a..b\"]\n")
-			waitFor(t, successful+" to be 0", func() bool { return gauge(t, successful) == 0 })
+			testwait.For(t, successful+" to be 0", func() bool { return gauge(t, successful) == 0 })
 			if got := gauge(t, successTS); got != initial {
 				t.Errorf("%s moved to %v on a failed reload, want %v", successTS, got, initial)
 			}
-			waitFor(t, "the failure to be logged", func() bool { return strings.Contains(out.String(), "config reload failed") })
+			testwait.For(t, "the failure to be logged", func() bool { return strings.Contains(out.String(), "config reload failed") })
 			var line string
 			for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 				if strings.Contains(l, "config reload failed") {
@@ -122,7 +123,7 @@ func TestWatcherReloadMetricsAndLog(t *testing.T) {
 			}
 
 			writeFile(t, path, "blockedHostnames: [a.example, c.example]\n")
-			waitFor(t, successful+" to be 1 again", func() bool { return gauge(t, successful) == 1 })
+			testwait.For(t, successful+" to be 1 again", func() bool { return gauge(t, successful) == 1 })
 			if got := gauge(t, successTS); got <= initial {
 				t.Errorf("%s = %v after the fix, want more than %v", successTS, got, initial)
 			}

@@ -11,7 +11,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
-	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/shardgate/shardgate/internal/testwait"
 )
 
 const waitTimeout = 30 * time.Second
@@ -54,16 +55,6 @@ func startWatcher(t *testing.T, path string, pollInterval time.Duration) *Watche
 
 func testLogger(t *testing.T) logr.Logger {
 	return funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{Verbosity: 1})
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, waitTimeout, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("waiting %s for %s: %v", waitTimeout, what, err)
-	}
 }
 
 // receive reads configs from ch until one satisfies ok, or fails the test at
@@ -144,7 +135,7 @@ func TestWatcherInvalidThenFixed(t *testing.T) {
 	before := w.Current()
 
 	writeFile(t, path, "blockedHostnames: [a.example, \"a..b\"]\n")
-	waitFor(t, "LastError() to report the invalid file", func() bool { return w.LastError() != nil })
+	testwait.For(t, "LastError() to report the invalid file", func() bool { return w.LastError() != nil })
 	if err := w.LastError(); !strings.Contains(err.Error(), `blockedHostnames[1]: "a..b"`) ||
 		!strings.HasPrefix(err.Error(), "config "+path+": ") {
 		t.Fatalf("LastError() = %v", err)
@@ -163,7 +154,7 @@ func TestWatcherInvalidThenFixed(t *testing.T) {
 
 	writeFile(t, path, "blockedHostnames: [a.example, c.example]\n")
 	receive(t, sub, "the fixed block list", blocks("a.example", "c.example"))
-	waitFor(t, "LastError() to clear", func() bool { return w.LastError() == nil })
+	testwait.For(t, "LastError() to clear", func() bool { return w.LastError() == nil })
 	if got := w.Current().BlockedHostnames; !reflect.DeepEqual(got, []string{"a.example", "c.example"}) {
 		t.Fatalf("Current().BlockedHostnames = %q", got)
 	}
@@ -253,7 +244,7 @@ func TestWatcherRemoveAndRecreate(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "LastError() after removal", func() bool { return w.LastError() != nil })
+	testwait.For(t, "LastError() after removal", func() bool { return w.LastError() != nil })
 	if got := w.Current().BlockedHostnames; !reflect.DeepEqual(got, []string{"a.example"}) {
 		t.Fatalf("Current().BlockedHostnames = %q after removal, want the last good list", got)
 	}
@@ -275,7 +266,7 @@ func TestWatcherNoNotificationWithoutChange(t *testing.T) {
 
 	n := w.reloads.Load()
 	writeFile(t, path, "# same list, other spelling\nblockedHostnames:\n  - B.example\n  - a.example.\ncontrollerName: \"\"\n")
-	waitFor(t, "the watcher to reload", func() bool { return w.reloads.Load() > n })
+	testwait.For(t, "the watcher to reload", func() bool { return w.reloads.Load() > n })
 	select {
 	case c := <-sub:
 		t.Fatalf("subscriber notified of an unchanged config: %+v", c)

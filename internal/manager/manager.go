@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -92,16 +91,15 @@ type Options struct {
 	EnableProfiling bool
 	Log             logr.Logger
 
-	// XDSAPIListeners is a test hook (nil in the controller): API
-	// listeners for proxyless gRPC clients, see
-	// xdsserver.Options.APIListeners.
-	XDSAPIListeners func(group string) []*listenerv3.Listener
 	// OnXDSServer receives the xDS server once built, so tests can read
 	// its NACK records and address.
 	OnXDSServer func(*xdsserver.Server)
 	// OnXDSCredentials receives the xDS server's credentials, so tests can
 	// rotate them.
 	OnXDSCredentials func(*xdsserver.Credentials)
+	// XDSPhaseTwoTimeout is the xDS server's Options.PhaseTwoTimeout;
+	// zero takes its default.
+	XDSPhaseTwoTimeout time.Duration
 }
 
 // Run runs the controller until ctx ends. It returns nil after a clean
@@ -205,11 +203,12 @@ func Run(ctx context.Context, opts Options) error {
 		opts.OnXDSCredentials(xdsCreds)
 	}
 	p.xds = xdsserver.New(xdsserver.Options{
-		Address:      cfg.XDS.Address,
-		TLS:          xdsCreds.TLSConfig(),
-		Log:          log.WithName("xds"),
-		OnOutcome:    p.publishOutcomeChanged,
-		APIListeners: opts.XDSAPIListeners,
+		Address:   cfg.XDS.Address,
+		TLS:       xdsCreds.TLSConfig(),
+		Log:       log.WithName("xds"),
+		OnOutcome: p.publishOutcomeChanged,
+		// Zero: the default.
+		PhaseTwoTimeout: opts.XDSPhaseTwoTimeout,
 		Limits: xdsserver.Limits{
 			StreamsPerIdentity:     cfg.XDS.Limits.StreamsPerIdentity,
 			StreamsPerCertificate:  cfg.XDS.Limits.StreamsPerCertificate,

@@ -3,7 +3,6 @@ package reliability_test
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -14,15 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/proto"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +38,7 @@ import (
 	sgscheme "github.com/shardgate/shardgate/internal/scheme"
 	"github.com/shardgate/shardgate/internal/tenancy"
 	"github.com/shardgate/shardgate/internal/testenv"
+	"github.com/shardgate/shardgate/internal/xdstest"
 	xdsserver "github.com/shardgate/shardgate/xds/server"
 )
 
@@ -652,94 +648,31 @@ func (u rdsUpdate) domains() map[string]bool {
 	return out
 }
 
-// adsClient is an independent xDS client: one ADS stream over mTLS with a
-// client certificate for the Gateway, subscribed to every Cluster and every
+// adsClient is an independent xDS client, the shared state-of-the-world
+// one (xdstest.Sotw): one ADS stream over mTLS with a client certificate
+// for the Gateway, subscribed to every Cluster and every
 // RouteConfiguration (wildcard) and ACKing each response, as an Envoy
 // would. It never reconnects: a stream that ends is recorded as ended.
 type adsClient struct {
-	target  string
-	cc      *grpc.ClientConn
-	stream  discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient
-	node    *core.Node
-	cancel  context.CancelFunc
-	mu      sync.Mutex
-	updates []rdsUpdate
-	// clusters is the cluster names of each CDS response.
-	clusters []clusterUpdate
-	err      error
-	done     chan struct{}
+	*xdstest.Sotw
+	target string
 }
 
 var adsSeq atomic.Int64
 
 func connectADS(ca *pki.CA, gw types.NamespacedName, target string) *adsClient {
 	GinkgoHelper()
-	certPEM, keyPEM, err := ca.IssueGateway(gw)
-	Expect(err).NotTo(HaveOccurred())
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	Expect(err).NotTo(HaveOccurred())
 	// The server certificate names localhost; we dial 127.0.0.1 itself.
-	tlsCfg := &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	cc, err := grpc.NewClient("passthrough:///"+target, grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)))
+	tlsCfg, err := xdstest.GatewayTLS(ca, gw)
 	Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithCancel(context.Background())
-	stream, err := discovery.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx)
+	c, err := xdstest.DialSotw(context.Background(), target, tlsCfg, xdstest.SotwOptions{
+		Node:          &core.Node{Id: fmt.Sprintf("reliability-%d", adsSeq.Add(1)), Cluster: xdsserver.NodeGroup(gw)},
+		Subscriptions: []xdstest.Subscription{{TypeURL: resourcev3.ClusterType}, {TypeURL: resourcev3.RouteType}},
+	})
 	Expect(err).NotTo(HaveOccurred())
-	a := &adsClient{
-		target: target, cc: cc, stream: stream, cancel: cancel, done: make(chan struct{}),
-		node: &core.Node{Id: fmt.Sprintf("reliability-%d", adsSeq.Add(1)), Cluster: xdsserver.NodeGroup(gw)},
-	}
-	Expect(stream.Send(&discovery.DiscoveryRequest{Node: a.node, TypeUrl: resourcev3.ClusterType})).To(Succeed())
-	Expect(stream.Send(&discovery.DiscoveryRequest{Node: a.node, TypeUrl: resourcev3.RouteType})).To(Succeed())
-	go a.recv()
-	DeferCleanup(a.close)
+	a := &adsClient{Sotw: c, target: target}
+	DeferCleanup(a.Close)
 	return a
-}
-
-func (a *adsClient) recv() {
-	defer close(a.done)
-	for {
-		resp, err := a.stream.Recv()
-		if err != nil {
-			a.mu.Lock()
-			a.err = err
-			a.mu.Unlock()
-			return
-		}
-		switch resp.GetTypeUrl() {
-		case resourcev3.RouteType:
-			u := rdsUpdate{at: time.Now(), version: resp.GetVersionInfo(), routes: map[string]*routev3.RouteConfiguration{}}
-			for _, any := range resp.GetResources() {
-				rc := &routev3.RouteConfiguration{}
-				if err := any.UnmarshalTo(rc); err == nil {
-					u.routes[rc.GetName()] = rc
-				}
-			}
-			a.mu.Lock()
-			a.updates = append(a.updates, u)
-			a.mu.Unlock()
-		case resourcev3.ClusterType:
-			u := clusterUpdate{at: time.Now(), names: map[string]bool{}}
-			for _, any := range resp.GetResources() {
-				c := &clusterv3.Cluster{}
-				if err := any.UnmarshalTo(c); err == nil {
-					u.names[c.GetName()] = true
-				}
-			}
-			a.mu.Lock()
-			a.clusters = append(a.clusters, u)
-			a.mu.Unlock()
-		}
-		// ACK.
-		if err := a.stream.Send(&discovery.DiscoveryRequest{
-			Node: a.node, TypeUrl: resp.GetTypeUrl(), VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce(),
-		}); err != nil {
-			a.mu.Lock()
-			a.err = fmt.Errorf("ACK: %w", err)
-			a.mu.Unlock()
-			return
-		}
-	}
 }
 
 // clusterUpdate is one Cluster response: the names it holds.
@@ -750,17 +683,31 @@ type clusterUpdate struct {
 
 // clusterUpdates returns the CDS responses so far.
 func (a *adsClient) clusterUpdates() []clusterUpdate {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]clusterUpdate(nil), a.clusters...)
+	var out []clusterUpdate
+	for _, r := range a.Responses(resourcev3.ClusterType) {
+		u := clusterUpdate{at: r.At, names: map[string]bool{}}
+		for _, name := range r.Names {
+			u.names[name] = true
+		}
+		out = append(out, u)
+	}
+	return out
 }
 
 // state returns the updates so far and the error that ended the stream
 // (nil while it is up).
 func (a *adsClient) state() ([]rdsUpdate, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]rdsUpdate(nil), a.updates...), a.err
+	var out []rdsUpdate
+	for _, r := range a.Responses(resourcev3.RouteType) {
+		u := rdsUpdate{at: r.At, version: r.Version, routes: map[string]*routev3.RouteConfiguration{}}
+		for name, m := range r.Resources {
+			if rc, ok := m.(*routev3.RouteConfiguration); ok {
+				u.routes[name] = rc
+			}
+		}
+		out = append(out, u)
+	}
+	return out, a.Err()
 }
 
 // latest is the last update (zero if none).
@@ -784,12 +731,6 @@ func (a *adsClient) serves(hosts ...string) func(Gomega) {
 			g.Expect(d).To(HaveKey(h), "RouteConfiguration from %s", a.target)
 		}
 	}
-}
-
-func (a *adsClient) close() {
-	a.cancel()
-	_ = a.cc.Close()
-	<-a.done
 }
 
 // sameRoutes compares two RouteConfiguration sets by content.

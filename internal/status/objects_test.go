@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,6 +13,7 @@ import (
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/status"
 	"github.com/shardgate/shardgate/internal/testenv"
+	"github.com/shardgate/shardgate/internal/testwait"
 )
 
 // The ObjectWriter against the real apiserver: one control plane for all
@@ -30,8 +30,8 @@ func TestObjectWriter(t *testing.T) {
 		defer stop()
 
 		w.Write(p, setValid("Ready", "first"))
-		waitFor(t, "the first status", func() bool { return validMessage(t, c, p) == "first" })
-		waitFor(t, "the writer to settle", w.Settled)
+		testwait.For(t, "the first status", func() bool { return validMessage(t, c, p) == "first" })
+		testwait.For(t, "the writer to settle", w.Settled)
 		if n := writes("ObjOnChange"); n != 1 {
 			t.Fatalf("writes after the first status: %v, want 1", n)
 		}
@@ -41,7 +41,7 @@ func TestObjectWriter(t *testing.T) {
 		for range 20 {
 			w.Write(p, setValid("Ready", "first"))
 		}
-		waitFor(t, "the writer to settle", w.Settled)
+		testwait.For(t, "the writer to settle", w.Settled)
 		if n := writes("ObjOnChange"); n != 1 {
 			t.Errorf("writes after an unchanged status: %v, want 1", n)
 		}
@@ -50,8 +50,8 @@ func TestObjectWriter(t *testing.T) {
 		}
 
 		w.Write(p, setValid("Ready", "second"))
-		waitFor(t, "the second status", func() bool { return validMessage(t, c, p) == "second" })
-		waitFor(t, "the writer to settle", w.Settled)
+		testwait.For(t, "the second status", func() bool { return validMessage(t, c, p) == "second" })
+		testwait.For(t, "the writer to settle", w.Settled)
 		if n := writes("ObjOnChange"); n != 2 {
 			t.Errorf("writes after a changed status: %v, want 2", n)
 		}
@@ -68,8 +68,8 @@ func TestObjectWriter(t *testing.T) {
 		}
 		stop := run(t, w)
 		defer stop()
-		waitFor(t, "the latest status", func() bool { return validMessage(t, c, p) == "burst-49" })
-		waitFor(t, "the writer to settle", w.Settled)
+		testwait.For(t, "the latest status", func() bool { return validMessage(t, c, p) == "burst-49" })
+		testwait.For(t, "the writer to settle", w.Settled)
 		if n := writes("ObjCoalesce"); n != 1 {
 			t.Errorf("writes for a burst of 50: %v, want 1", n)
 		}
@@ -90,8 +90,8 @@ func TestObjectWriter(t *testing.T) {
 		w, stop := start(t, "ObjConflict", lagging, c, status.ObjectWriterOptions{})
 		defer stop()
 		w.Write(p, setValid("Ready", "after conflict"))
-		waitFor(t, "the status after the conflict", func() bool { return validMessage(t, c, p) == "after conflict" })
-		waitFor(t, "the writer to settle", w.Settled)
+		testwait.For(t, "the status after the conflict", func() bool { return validMessage(t, c, p) == "after conflict" })
+		testwait.For(t, "the writer to settle", w.Settled)
 		got := get(t, c, p)
 		if cond := meta.FindStatusCondition(got.Status.Conditions, "Other"); cond == nil || cond.Message != "kept" {
 			t.Errorf("the other writer's condition was lost: %+v", got.Status.Conditions)
@@ -111,11 +111,11 @@ func TestObjectWriter(t *testing.T) {
 		if err := c.Delete(ctx, old); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the old object to go", func() bool { return !exists(t, c, old) })
+		testwait.For(t, "the old object to go", func() bool { return !exists(t, c, old) })
 		replacement := params(t, c, ns, "p")
 		stop := run(t, w)
 		defer stop()
-		waitFor(t, "the writer to settle", w.Settled)
+		testwait.For(t, "the writer to settle", w.Settled)
 		if got := get(t, c, replacement); len(got.Status.Conditions) != 0 {
 			t.Errorf("the replacement got the old object's status: %+v", got.Status)
 		}
@@ -129,7 +129,7 @@ func TestObjectWriter(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.Write(gone, setValid("Ready", "too late"))
-		waitFor(t, "the writer to settle", w.Settled)
+		testwait.For(t, "the writer to settle", w.Settled)
 	})
 }
 
@@ -223,20 +223,4 @@ func validMessage(t *testing.T, c client.Client, p *shardgatev1alpha1.GatewayPar
 		return cond.Message
 	}
 	return ""
-}
-
-// waitFor polls cond until it holds; the bound is generous for a loaded
-// machine.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(2 * time.Minute)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
 }

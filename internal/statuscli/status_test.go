@@ -26,6 +26,7 @@ import (
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/statuscli"
 	"github.com/shardgate/shardgate/internal/testenv"
+	"github.com/shardgate/shardgate/internal/testwait"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -338,7 +339,7 @@ func TestStatus(t *testing.T) {
 		go func() {
 			done <- statuscli.Execute(wctx, statuscli.Config{Kubeconfig: env.Kubeconfig, Namespace: "tenant-b", Watch: true}, &out, io.Discard)
 		}()
-		waitFor(t, "the initial listing", func() bool { return strings.Contains(out.String(), "lonely.example.test") })
+		testwait.For(t, "the initial listing", func() bool { return strings.Contains(out.String(), "lonely.example.test") })
 
 		lh := &shardgatev1alpha1.LeaseHost{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-b", Name: "later"},
@@ -351,13 +352,13 @@ func TestStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = env.Client.Delete(ctx, lh) })
-		waitFor(t, "the new LeaseHost's row", func() bool { return strings.Contains(out.String(), "later.example.test") })
+		testwait.For(t, "the new LeaseHost's row", func() bool { return strings.Contains(out.String(), "later.example.test") })
 		lh.Status = shardgatev1alpha1.LeaseHostStatus{ObservedGeneration: lh.Generation, Conditions: reserved(metav1.ConditionFalse,
 			shardgatev1alpha1.ReasonHostnameInUse, "later.example.test is held by another owner")}
 		if err := env.Client.Status().Update(ctx, lh); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the status change's row", func() bool { return strings.Contains(out.String(), "HostnameInUse") })
+		testwait.For(t, "the status change's row", func() bool { return strings.Contains(out.String(), "HostnameInUse") })
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatalf("watch ended with %v", err)
@@ -571,19 +572,4 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// waitFor polls cond until it holds, failing after a generous minute (the
-// machine may be loaded).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
 }

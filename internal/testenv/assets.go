@@ -24,15 +24,44 @@ var assetFiles = []string{
 	"bin/kwok-stages",
 }
 
+// certManagerAssets are what Options.CertManager needs on top.
+var certManagerAssets = []string{
+	"bin/k8s/pebble",
+	"bin/k8s/cert-manager-controller",
+	"bin/crds/cert-manager",
+}
+
 // MissingAssets lists the assets that are not built under root.
 func MissingAssets(root string) []string {
-	var missing []string
-	for _, f := range assetFiles {
+	return missing(root, assetFiles)
+}
+
+func missing(root string, files []string) []string {
+	var out []string
+	for _, f := range files {
 		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
-			missing = append(missing, f)
+			out = append(out, f)
 		}
 	}
-	return missing
+	return out
+}
+
+// MissingCertManagerAssets lists the assets of Options.CertManager that
+// are not built under root.
+func MissingCertManagerAssets(root string) []string {
+	return missing(root, certManagerAssets)
+}
+
+// RequireCertManager is Require for a test that starts Pebble and
+// cert-manager's controller (Options.CertManager).
+func RequireCertManager(t testing.TB) {
+	t.Helper()
+	Require(t)
+	root, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipOrFail(t, MissingCertManagerAssets(root))
 }
 
 // Require skips t when the assets are missing and CI is unset. Under CI a
@@ -43,7 +72,11 @@ func Require(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	missing := MissingAssets(root)
+	skipOrFail(t, MissingAssets(root))
+}
+
+func skipOrFail(t testing.TB, missing []string) {
+	t.Helper()
 	if len(missing) == 0 {
 		return
 	}

@@ -3,6 +3,13 @@
 // installs every CRD the product uses, optionally starts the real MetalLB
 // controller and the shardgate manager, and tears everything down.
 //
+// Options.CertManager adds automatic-certificate machinery: cert-manager's
+// CRDs, Pebble (Let's Encrypt's ACME test server, on loopback ports, serving
+// TLS from a test CA the harness makes, Env.Pebble) and cert-manager's
+// controller (leader election off, only the issuer, certificate, order and
+// challenge controllers). Pebble validates challenges for real unless the
+// test sets PebbleAlwaysValid; the solver Pods cert-manager creates never run.
+//
 // Two modes:
 //   - Envtest: controller-runtime envtest with our kube-apiserver and etcd.
 //   - Cluster: additionally kube-controller-manager, kube-scheduler and KWOK

@@ -78,6 +78,9 @@ type Options struct {
 	WorkDir string
 	// ExtraCRDPaths are installed with the product's CRDs.
 	ExtraCRDPaths []string
+	// CertManager, when set, installs cert-manager's CRDs and starts
+	// Pebble and cert-manager's controller (Env.Pebble).
+	CertManager *CertManagerOptions
 }
 
 // Env is a running control plane.
@@ -89,6 +92,8 @@ type Env struct {
 	Kubeconfig string
 	Dir        string
 	Root       string
+	// Pebble is the ACME test server Options.CertManager starts.
+	Pebble *Pebble
 
 	env       *envtest.Environment
 	procs     []*Process
@@ -112,6 +117,11 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	if missing := MissingAssets(root); len(missing) > 0 {
 		return nil, fmt.Errorf("test control plane assets missing (%s): run `make envtest-assets`", strings.Join(missing, ", "))
+	}
+	if opts.CertManager != nil {
+		if missing := MissingCertManagerAssets(root); len(missing) > 0 {
+			return nil, fmt.Errorf("cert-manager test assets missing (%s): run `make envtest-assets`", strings.Join(missing, ", "))
+		}
 	}
 	reap()
 
@@ -153,6 +163,11 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 			return nil, err
 		}
 	}
+	if opts.CertManager != nil {
+		if err := e.startCertManager(ctx, *opts.CertManager); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
@@ -163,6 +178,9 @@ func (e *Env) startAPIServer(opts Options) error {
 		filepath.Join(e.Root, "bin", "crds", "gateway-api", "experimental"),
 		filepath.Join(e.Root, "bin", "crds", "metallb"),
 	}, opts.ExtraCRDPaths...)
+	if opts.CertManager != nil {
+		crds = append(crds, filepath.Join(e.Root, "bin", "crds", "cert-manager"))
+	}
 	e.env = &envtest.Environment{
 		Scheme:                e.Scheme,
 		CRDDirectoryPaths:     crds,
@@ -483,7 +501,11 @@ func (e *Env) waitFor(ctx context.Context, timeout time.Duration, what string, c
 // start, and stops it when t ends.
 func StartT(t testing.TB, opts Options) *Env {
 	t.Helper()
-	Require(t)
+	if opts.CertManager != nil {
+		RequireCertManager(t)
+	} else {
+		Require(t)
+	}
 	env, err := Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 
 	"github.com/shardgate/shardgate/internal/ir"
@@ -113,22 +112,25 @@ func (c *Config) Unchanged(prev *Config) bool {
 // Build translates gw (with the retained clusters), validates the result
 // and versions it, relative to prev, the config in force (nil: none).
 // Everything that shapes the published config happens before the check,
-// so the bytes sent are the bytes checked. A refused config leaves the
-// Builder comparing the next one with no IR: it may introduce what this
-// one did.
-//
-// api, when given, are API listeners: checked with the config, and
-// published instead of its listeners.
-func (b *Builder) Build(gw *ir.Gateway, prev *Config, api []*listenerv3.Listener) (*Config, error) {
-	c, err := b.build(gw, prev, api)
+// so the bytes sent are the bytes checked. A refused config (or one the
+// caller refuses, Refused) leaves the Builder comparing the next one with
+// no IR: it may introduce what this one did.
+func (b *Builder) Build(gw *ir.Gateway, prev *Config) (*Config, error) {
+	c, err := b.build(gw, prev)
 	if err != nil {
-		b.irClusters = nil
-		b.edsGen++ // the next config is compared by its clusters
+		b.Refused()
 	}
 	return c, err
 }
 
-func (b *Builder) build(gw *ir.Gateway, prev *Config, api []*listenerv3.Listener) (*Config, error) {
+// Refused tells the Builder that the config it last built is not
+// published: the next one is compared with none.
+func (b *Builder) Refused() {
+	b.irClusters = nil
+	b.edsGen++ // the next config is compared by its clusters
+}
+
+func (b *Builder) build(gw *ir.Gateway, prev *Config) (*Config, error) {
 	ch := b.memo.changeOf(gw.Change)
 	kept, introduced := b.retention(gw, ch)
 	if ch.all || len(ch.clusters) > 0 || !slices.Equal(kept, b.lastKept) || b.edsGen == 0 {
@@ -140,23 +142,10 @@ func (b *Builder) build(gw *ir.Gateway, prev *Config, api []*listenerv3.Listener
 		return nil, fmt.Errorf("translate: %w", err)
 	}
 	b.addRetained(res, kept)
-	checked := res
-	if len(api) > 0 {
-		// The translated listeners are checked too; the published ones
-		// (the API listeners) are a part of what was checked.
-		c := *res
-		c.Listeners = append(slices.Clone(res.Listeners), api...)
-		checked = &c
-	}
-	if err := b.checker.Check(checked); err != nil {
+	if err := b.checker.Check(res); err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
 	}
 	b.memo.adopt(&b.checker) // the memo keeps the checked bytes, not the messages
-	if len(api) > 0 {
-		c := *res
-		c.Listeners = api
-		res = &c
-	}
 	b.remember(res)
 	snap, versions, lists, err := snapshotOf(res, &b.checker, prev)
 	if err != nil {

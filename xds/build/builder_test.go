@@ -46,14 +46,14 @@ func TestBuilderFollowsTheChange(t *testing.T) {
 	defer b.Stop()
 	gw := propertyBase(5)
 	gw.Change = &ir.Change{Generation: 1}
-	first, err := b.Build(gw, nil, nil)
+	first, err := b.Build(gw, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(first.Introduced) != 0 {
 		t.Fatalf("a first config introduced %v", first.Introduced)
 	}
-	again, err := b.Build(gw, first, nil)
+	again, err := b.Build(gw, first)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestBuilderFollowsTheChange(t *testing.T) {
 
 	// Lease 2 leaves: its cluster is retained.
 	second := leaseGone(gw, 2)
-	c2, err := b.Build(second, again, nil)
+	c2, err := b.Build(second, again)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestBuilderFollowsTheChange(t *testing.T) {
 	third.Clusters = append(slices.Clone(second.Clusters), &ir.Cluster{Name: "default/svc-99/80", Protocol: ir.ClusterHTTP1})
 	third.Change = &ir.Change{Generation: 3, Since: 2, VirtualHosts: []ir.VirtualHostRef{{Listener: "http-80", Name: "h99.example.com"}},
 		Clusters: []string{"default/svc-99/80"}}
-	c3, err := b.Build(&third, c2, nil)
+	c3, err := b.Build(&third, c2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestBuilderAfterARefusedConfig(t *testing.T) {
 	defer b.Stop()
 	gw := propertyBase(3)
 	gw.Change = &ir.Change{Generation: 1}
-	first, err := b.Build(gw, nil, nil)
+	first, err := b.Build(gw, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,12 +117,12 @@ func TestBuilderAfterARefusedConfig(t *testing.T) {
 	bad.Listeners[0].VirtualHosts = append(slices.Clone(gw.Listeners[0].VirtualHosts), propertyVhost("dup.example.com", "default/svc-00/80", "/"))
 	bad.Listeners[0].VirtualHosts = append(bad.Listeners[0].VirtualHosts, propertyVhost("dup.example.com", "default/svc-01/80", "/"))
 	bad.Change = &ir.Change{Generation: 2, Since: 1, VirtualHosts: []ir.VirtualHostRef{{Listener: "http-80", Name: "dup.example.com"}}}
-	if _, err := b.Build(&bad, first, nil); err == nil {
+	if _, err := b.Build(&bad, first); err == nil {
 		t.Fatal("a route table with a duplicate virtual host passed")
 	}
 	next := *gw
 	next.Change = &ir.Change{Generation: 3, Since: 2}
-	c, err := b.Build(&next, first, nil)
+	c, err := b.Build(&next, first)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestBuilderSeesLoadAssignmentChanges(t *testing.T) {
 		c.Service = ir.ServicePort{Namespace: "default", Name: c.Name[len("default/"):len("default/svc-00")], Port: "http"}
 	}
 	gw.Change = &ir.Change{Generation: 1}
-	first, err := b.Build(gw, nil, nil)
+	first, err := b.Build(gw, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestBuilderSeesLoadAssignmentChanges(t *testing.T) {
 	c.Service.Name = "elsewhere"
 	moved.Clusters[1] = &c
 	moved.Change = &ir.Change{Generation: 2, Since: 1, Clusters: []string{c.Name}}
-	second, err := b.Build(&moved, first, nil)
+	second, err := b.Build(&moved, first)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestBuilderSeesLoadAssignmentChanges(t *testing.T) {
 	}
 	same := moved
 	same.Change = &ir.Change{Generation: 3, Since: 2}
-	third, err := b.Build(&same, second, nil)
+	third, err := b.Build(&same, second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,10 +22,10 @@ import (
 	"github.com/shardgate/shardgate/xds/translate"
 )
 
-// Digest identifies a resource's content: the SHA-256 of its deterministic
-// serialization. A route configuration that passed a Checker is identified
-// by the content generation of its table instead (see Checker).
-type Digest [sha256.Size]byte
+// Digest identifies a resource's content (translate.Digest). A route
+// configuration that passed a Checker is identified by the content
+// generation of its table instead (see Checker).
+type Digest = translate.Digest
 
 // Checker is Validate with a memory, for a config that is published again
 // and again with small changes. It checks what changed since its last
@@ -695,12 +695,6 @@ func wireDigest(gen uint64) Digest {
 	return sha256.Sum256(b[:])
 }
 
-// DigestOf computes a resource's digest: the SHA-256 of its deterministic
-// serialization (for a wire route configuration, of what is sent).
-func DigestOf(m proto.Message) (Digest, error) {
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-	if err != nil {
-		return Digest{}, fmt.Errorf("serialize: %w", err)
-	}
-	return sha256.Sum256(b), nil
-}
+// DigestOf is translate.DigestOf (for a wire route configuration, the
+// digest of what is sent).
+func DigestOf(m proto.Message) (Digest, error) { return translate.DigestOf(m) }

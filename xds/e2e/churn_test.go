@@ -47,7 +47,7 @@ func hold(ctx context.Context, d time.Duration) {
 var _ = Describe("xDS client churn", func() {
 	It("leaks no goroutines, heap or per-client state, and every client ends with the latest config", func(ctx SpecContext) {
 		ns := namespace(ctx, "churn")
-		gw := gateway(ctx, ns, "gw", "churn")
+		gw := gateway(ctx, ns, "gw")
 		service(ctx, ns, "web")
 		route := httpRoute(ctx, gw, "r", "churn", rule(prefix("/churn0"), to("web")))
 		Eventually(func(g Gomega) { g.Expect(routeTableText(g, gw)).To(ContainSubstring("/churn0")) }).Should(Succeed())
@@ -62,7 +62,7 @@ var _ = Describe("xDS client churn", func() {
 
 		By("warming up: every client connects once, so one-time allocations are in the baseline")
 		for _, c := range connectAll(ctx, gw, configs, node, "/churn0") {
-			c.close()
+			c.Close()
 		}
 
 		goroutines0, heap0 := settle()
@@ -96,11 +96,10 @@ var _ = Describe("xDS client churn", func() {
 					// their first response, most after a few updates.
 					hold(ctx, time.Duration(rng.Intn(1000))*time.Millisecond)
 					if rng.Intn(2) == 0 {
-						c.close() // the stream and the connection
+						c.Close() // the stream and the connection
 					} else {
-						c.cancel() // the stream only, then the connection
-						<-c.done
-						c.cc.Close()
+						c.CloseStream() // the stream only, then the connection
+						c.Close()
 					}
 					hold(ctx, time.Duration(rng.Intn(100))*time.Millisecond)
 				}
@@ -133,7 +132,7 @@ var _ = Describe("xDS client churn", func() {
 			Expect(c.wait(final, 60*time.Second)).To(Succeed())
 		}
 		for _, c := range clients {
-			c.close()
+			c.Close()
 		}
 
 		By("letting things settle, then comparing with the baseline")

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/shardgate/shardgate/internal/xdstest"
 	xdsserver "github.com/shardgate/shardgate/xds/server"
 )
 
@@ -34,22 +35,22 @@ var _ = Describe("Delta ADS", func() {
 
 		c, err := dialDelta(ctx, gwName, "delta-envoy", deltaOptions{reject: "/delta-nack"})
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(c.close)
-		holds := func(typeURL string) func() []string { return func() []string { return c.names(typeURL) } }
+		DeferCleanup(c.Close)
+		holds := func(typeURL string) func() []string { return func() []string { return c.Names(typeURL) } }
 		Eventually(holds(resourcev3.ListenerType)).Should(ContainElement("http-80"))
-		Eventually(func() string { return c.routeText(httpRouteTable) }).Should(ContainSubstring(cluster(0)))
-		Expect(c.names(resourcev3.EndpointType)).To(ContainElement(cluster(0)))
+		Eventually(func() string { return c.Text(resourcev3.RouteType, httpRouteTable) }).Should(ContainSubstring(cluster(0)))
+		Expect(c.Names(resourcev3.EndpointType)).To(ContainElement(cluster(0)))
 
 		By("sending each new cluster before the route configuration that uses it")
 		const flips = 5
 		for i := 1; i <= flips; i++ {
 			service(ctx, ns, fmt.Sprintf("svc-%d", i))
 			Expect(setBackend(ctx, r, fmt.Sprintf("svc-%d", i))).To(Succeed())
-			Eventually(func() string { return c.routeText(httpRouteTable) }).Should(ContainSubstring(cluster(i)))
+			Eventually(func() string { return c.Text(resourcev3.RouteType, httpRouteTable) }).Should(ContainSubstring(cluster(i)))
 		}
-		Expect(c.danglingRoutes()).To(BeEmpty(), "responses in order: %v", c.log())
-		Expect(c.streamErr()).NotTo(HaveOccurred())
-		GinkgoWriter.Printf("delta responses, in order: %v\n", c.log())
+		Expect(c.Dangling()).To(BeEmpty(), "responses in order: %v", c.Log())
+		Expect(c.Err()).NotTo(HaveOccurred())
+		GinkgoWriter.Printf("delta responses, in order: %v\n", c.Log())
 
 		By("removing what leaves the config: a listener and its route configuration")
 		setListeners := func(ls ...gatewayv1.Listener) {
@@ -65,38 +66,38 @@ var _ = Describe("Delta ADS", func() {
 		setListeners(httpListener("http", 80))
 		Eventually(holds(resourcev3.ListenerType)).Should(ConsistOf("http-80"))
 		Eventually(holds(resourcev3.RouteType)).Should(ConsistOf("http-80"))
-		Expect(removed(c.log(), resourcev3.ListenerType)).To(ContainElement("http-8080"))
-		Expect(removed(c.log(), resourcev3.RouteType)).To(ContainElement("http-8080"))
+		Expect(removed(c.Log(), resourcev3.ListenerType)).To(ContainElement("http-8080"))
+		Expect(removed(c.Log(), resourcev3.RouteType)).To(ContainElement("http-8080"))
 
 		By("removing the clusters (and load assignments) the route left, once their retention ends")
 		Eventually(holds(resourcev3.ClusterType)).WithTimeout(xdsserver.DefaultRetainRemoved + time.Minute).Should(ConsistOf(cluster(flips)))
 		Eventually(holds(resourcev3.EndpointType)).Should(ConsistOf(cluster(flips)))
 		for i := 0; i < flips; i++ {
-			Expect(removed(c.log(), resourcev3.ClusterType)).To(ContainElement(cluster(i)))
-			Expect(removed(c.log(), resourcev3.EndpointType)).To(ContainElement(cluster(i)))
+			Expect(removed(c.Log(), resourcev3.ClusterType)).To(ContainElement(cluster(i)))
+			Expect(removed(c.Log(), resourcev3.EndpointType)).To(ContainElement(cluster(i)))
 		}
-		Expect(c.danglingRoutes()).To(BeEmpty(), "responses in order: %v", c.log())
+		Expect(c.Dangling()).To(BeEmpty(), "responses in order: %v", c.Log())
 
 		By("not resending a route configuration the client refused")
 		nacksBefore := nackMetric(resourcev3.RouteType)
 		Expect(setRules(ctx, r, rule(prefix("/"), to(fmt.Sprintf("svc-%d", flips))), rule(prefix("/delta-nack"), to(fmt.Sprintf("svc-%d", flips))))).To(Succeed())
-		Eventually(c.refused).Should(Equal(1))
-		sent := len(c.log())
-		Consistently(func() int { return len(c.log()) }).WithTimeout(quiet).WithPolling(50*time.Millisecond).Should(Equal(sent),
+		Eventually(c.Refused).Should(Equal(1))
+		sent := len(c.Log())
+		Consistently(func() int { return len(c.Log()) }).WithTimeout(quiet).WithPolling(50*time.Millisecond).Should(Equal(sent),
 			"responses after the NACK")
-		Expect(c.refused()).To(Equal(1))
+		Expect(c.Refused()).To(Equal(1))
 		Expect(nackMetric(resourcev3.RouteType) - nacksBefore).To(Equal(1.0))
-		Expect(c.routeText(httpRouteTable)).NotTo(ContainSubstring("/delta-nack"), "the client keeps the last configuration it accepted")
+		Expect(c.Text(resourcev3.RouteType, httpRouteTable)).NotTo(ContainSubstring("/delta-nack"), "the client keeps the last configuration it accepted")
 
 		By("sending the next configuration after a NACK")
 		Expect(setRules(ctx, r, rule(prefix("/"), to(fmt.Sprintf("svc-%d", flips))), rule(prefix("/delta-fixed"), to(fmt.Sprintf("svc-%d", flips))))).To(Succeed())
-		Eventually(func() string { return c.routeText(httpRouteTable) }).Should(ContainSubstring("/delta-fixed"))
-		Expect(c.refused()).To(Equal(1))
-		Expect(c.streamErr()).NotTo(HaveOccurred())
+		Eventually(func() string { return c.Text(resourcev3.RouteType, httpRouteTable) }).Should(ContainSubstring("/delta-fixed"))
+		Expect(c.Refused()).To(Equal(1))
+		Expect(c.Err()).NotTo(HaveOccurred())
 
 		By("reconnecting with initial resource versions: only what changed is sent")
-		held := c.held()
-		c.close()
+		held := c.Held()
+		c.Close()
 		initial := map[string]map[string]string{}
 		for typeURL, m := range held {
 			initial[typeURL] = m
@@ -108,48 +109,49 @@ var _ = Describe("Delta ADS", func() {
 		initial[resourcev3.ClusterType][gone] = "old"
 		again, err := dialDelta(ctx, gwName, "delta-envoy", deltaOptions{initial: initial})
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(again.close)
-		Eventually(func() string { return again.routeText(httpRouteTable) }).Should(ContainSubstring("/delta-fixed"))
-		Eventually(func() []string { return removed(again.log(), resourcev3.ClusterType) }).Should(ConsistOf(gone))
+		DeferCleanup(again.Close)
+		Eventually(func() string { return again.Text(resourcev3.RouteType, httpRouteTable) }).Should(ContainSubstring("/delta-fixed"))
+		Eventually(func() []string { return removed(again.Log(), resourcev3.ClusterType) }).Should(ConsistOf(gone))
 		// Each subscription is answered once, in the order they were
 		// made (the route configurations last); a new wildcard
 		// subscription is answered even when it brings nothing, so that
 		// the client knows it is up to date. None of the answers may carry
 		// an unchanged resource.
-		got := again.log()
-		Consistently(func() []deltaResponse { return again.log() }).WithTimeout(quiet).WithPolling(50 * time.Millisecond).Should(HaveLen(len(got)))
+		got := again.Log()
+		Consistently(func() []*xdstest.DeltaResponse { return again.Log() }).WithTimeout(quiet).WithPolling(50 * time.Millisecond).Should(HaveLen(len(got)))
 		GinkgoWriter.Printf("after reconnecting with initial resource versions: %v\n", got)
 		AddReportEntry("delta resume", fmt.Sprint(got))
 		sentAgain, removedAgain := map[string][]string{}, map[string][]string{}
 		for _, resp := range got {
-			Expect(resp.nacked).To(BeFalse())
-			if len(resp.added) > 0 {
-				sentAgain[shortType(resp.typeURL)] = append(sentAgain[shortType(resp.typeURL)], resp.added...)
+			Expect(resp.Nacked).To(BeFalse())
+			if len(resp.Added) > 0 {
+				sentAgain[xdstest.ShortType(resp.TypeURL)] = append(sentAgain[xdstest.ShortType(resp.TypeURL)], resp.Added...)
 			}
-			if len(resp.removed) > 0 {
-				removedAgain[shortType(resp.typeURL)] = append(removedAgain[shortType(resp.typeURL)], resp.removed...)
+			if len(resp.Removed) > 0 {
+				removedAgain[xdstest.ShortType(resp.TypeURL)] = append(removedAgain[xdstest.ShortType(resp.TypeURL)], resp.Removed...)
 			}
 		}
 		// Only the stale route configuration: no unchanged cluster, load
 		// assignment or listener.
-		Expect(sentAgain).To(Equal(map[string][]string{shortType(resourcev3.RouteType): {httpRouteTable}}), "resources sent again: %v", got)
-		Expect(removedAgain).To(Equal(map[string][]string{shortType(resourcev3.ClusterType): {gone}}), "resources removed: %v", got)
+		Expect(sentAgain).To(Equal(map[string][]string{xdstest.ShortType(resourcev3.RouteType): {httpRouteTable}}), "resources sent again: %v", got)
+		Expect(removedAgain).To(Equal(map[string][]string{xdstest.ShortType(resourcev3.ClusterType): {gone}}), "resources removed: %v", got)
 
 		By("sending only the route configuration for a route change")
 		Expect(setRules(ctx, r, rule(prefix("/"), to(fmt.Sprintf("svc-%d", flips))), rule(prefix("/delta-resumed"), to(fmt.Sprintf("svc-%d", flips))))).To(Succeed())
-		Eventually(func() string { return again.routeText(httpRouteTable) }).Should(ContainSubstring("/delta-resumed"))
-		Consistently(func() []deltaResponse { return again.log() }).WithTimeout(quiet).WithPolling(50 * time.Millisecond).Should(HaveLen(len(got) + 1))
-		Expect(again.log()[len(got)]).To(Equal(deltaResponse{typeURL: resourcev3.RouteType, added: []string{httpRouteTable}}))
-		Expect(again.streamErr()).NotTo(HaveOccurred())
+		Eventually(func() string { return again.Text(resourcev3.RouteType, httpRouteTable) }).Should(ContainSubstring("/delta-resumed"))
+		Consistently(func() []*xdstest.DeltaResponse { return again.Log() }).WithTimeout(quiet).WithPolling(50 * time.Millisecond).Should(HaveLen(len(got) + 1))
+		last := again.Log()[len(got)]
+		Expect([]any{last.TypeURL, last.Added, last.Removed, last.Nacked}).To(Equal([]any{resourcev3.RouteType, []string{httpRouteTable}, []string(nil), false}))
+		Expect(again.Err()).NotTo(HaveOccurred())
 	})
 })
 
 // removed lists every resource of one type that responses removed.
-func removed(log []deltaResponse, typeURL string) []string {
+func removed(log []*xdstest.DeltaResponse, typeURL string) []string {
 	var out []string
 	for _, r := range log {
-		if r.typeURL == typeURL {
-			out = append(out, r.removed...)
+		if r.TypeURL == typeURL {
+			out = append(out, r.Removed...)
 		}
 	}
 	return out

@@ -30,7 +30,7 @@ var _ = Describe("Disruption", func() {
 			senders   = 4
 		)
 		ns := namespace(ctx, "flip")
-		gw := gateway(ctx, ns, "gw", "flip")
+		gw := gateway(ctx, ns, "gw")
 		backendService(ctx, ns, "blue", startBackend("blue"))
 		backendService(ctx, ns, "green", startBackend("green"))
 		r := httpRoute(ctx, gw, "r", "flip", rule(prefix("/"), to("blue")))

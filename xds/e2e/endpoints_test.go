@@ -23,7 +23,7 @@ import (
 var _ = Describe("EndpointSlice → ClusterLoadAssignment", func() {
 	It("publishes the ready endpoints of the apiserver's EndpointSlices", func(ctx SpecContext) {
 		ns := namespace(ctx, "cla")
-		gw := gateway(ctx, ns, "gw", "cla")
+		gw := gateway(ctx, ns, "gw")
 		service(ctx, ns, "web")
 		cluster := ns + "/web/80"
 		ready := discoveryv1.EndpointConditions{Ready: ptr.To(true)}
@@ -75,7 +75,7 @@ var _ = Describe("EndpointSlice → ClusterLoadAssignment", func() {
 	// load assignments followed by the endpoints.
 	It("gives a new replica's first config its endpoints", func(ctx SpecContext) {
 		ns := namespace(ctx, "replica")
-		gw := gateway(ctx, ns, "gw", "replica")
+		gw := gateway(ctx, ns, "gw")
 		service(ctx, ns, "web")
 		cluster := ns + "/web/80"
 		Expect(env.Client.Create(ctx, &discoveryv1.EndpointSlice{
@@ -98,12 +98,12 @@ var _ = Describe("EndpointSlice → ClusterLoadAssignment", func() {
 		Expect(err).NotTo(HaveOccurred())
 		c, err := dialDelta(ctx, gw, "replica-proxy", deltaOptions{target: net.JoinHostPort("localhost", port)})
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(c.close)
+		DeferCleanup(c.Close)
 
 		By("the first load assignment of the cluster it sends has the endpoint")
 		first := func() []string {
-			for _, r := range c.log() {
-				if eps, ok := r.endpoints[cluster]; ok {
+			for _, r := range c.Log() {
+				if eps, ok := r.Endpoints()[cluster]; ok {
 					return eps
 				}
 			}

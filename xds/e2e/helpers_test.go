@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	cachetypes "github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	. "github.com/onsi/ginkgo/v2"
@@ -115,17 +116,11 @@ func ensureGatewayClass(ctx context.Context) {
 }
 
 // gateway creates Gateway ns/name with one HTTP listener on port 80 for
-// "*.e2e.test", registers API listeners for hosts (each "<host>.e2e.test")
-// and waits until its snapshot holds them. Without hosts, the Gateway
-// publishes its translated listeners.
-func gateway(ctx context.Context, ns, name string, hosts ...string) types.NamespacedName {
+// "*.e2e.test" and waits until its config is published. Its API listeners
+// (what grpc-go clients read) follow its routes' hostnames.
+func gateway(ctx context.Context, ns, name string) types.NamespacedName {
 	GinkgoHelper()
 	nn := types.NamespacedName{Namespace: ns, Name: name}
-	names := make([]string, len(hosts))
-	for i, host := range hosts {
-		names[i] = host + "." + domain
-	}
-	h.addAPIListeners(nn, names...)
 	gw := &gatewayv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec:       gatewayv1.GatewaySpec{GatewayClassName: "shardgate", Listeners: []gatewayv1.Listener{httpListener("http", 80)}},
@@ -133,13 +128,25 @@ func gateway(ctx context.Context, ns, name string, hosts ...string) types.Namesp
 	Expect(env.Client.Create(ctx, gw)).To(Succeed())
 	Eventually(func(g Gomega) {
 		g.Expect(srv.PublishErrors()).NotTo(HaveKey(nn), "publish errors")
-		ls := resources(g, nn, resourcev3.ListenerType)
-		for _, n := range names {
-			g.Expect(ls).To(HaveKey(n))
-		}
 		g.Expect(resources(g, nn, resourcev3.RouteType)).To(HaveKey(httpRouteTable))
-	}).Should(Succeed(), "Gateway %s published with its API listeners", nn)
+	}).Should(Succeed(), "Gateway %s published", nn)
 	return nn
+}
+
+// servesHost waits until gw's route table has a virtual host for
+// "<host>.e2e.test": from then on a grpc-go client of xds:///<host>.e2e.test
+// finds its API listener.
+func servesHost(gw types.NamespacedName, host string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		rc, ok := resources(g, gw, resourcev3.RouteType)[httpRouteTable].(*routev3.RouteConfiguration)
+		g.Expect(ok).To(BeTrue())
+		var hosts []string
+		for _, vh := range rc.GetVirtualHosts() {
+			hosts = append(hosts, vh.GetName())
+		}
+		g.Expect(hosts).To(ContainElement(host + "." + domain))
+	}).Should(Succeed(), "Gateway %s serves %s.%s", gw, host, domain)
 }
 
 // httpListener is an HTTP listener for "*.e2e.test".
@@ -349,12 +356,19 @@ func xdsClient(gw types.NamespacedName, host string) (testgrpc.TestServiceClient
 	return dialXDS(bs, host), node
 }
 
-func dialXDS(bs []byte, host string) testgrpc.TestServiceClient {
+// dialXDS dials xds:///<host>.e2e.test with the bootstrap bs (and opts).
+func dialXDS(bs []byte, host string, opts ...grpc.DialOption) testgrpc.TestServiceClient {
+	GinkgoHelper()
+	return dialTarget(bs, "xds:///"+host+"."+domain, opts...)
+}
+
+// dialTarget dials an xds:/// target with the bootstrap bs (and opts).
+func dialTarget(bs []byte, target string, opts ...grpc.DialOption) testgrpc.TestServiceClient {
 	GinkgoHelper()
 	builder, err := xds.NewXDSResolverWithConfigForTesting(bs)
 	Expect(err).NotTo(HaveOccurred())
-	cc, err := grpc.NewClient("xds:///"+host+"."+domain, grpc.WithResolvers(builder),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(target, append([]grpc.DialOption{grpc.WithResolvers(builder),
+		grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(cc.Close)
 	return testgrpc.NewTestServiceClient(cc)

@@ -8,12 +8,10 @@ import (
 	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +21,7 @@ import (
 	"github.com/shardgate/shardgate/internal/manager"
 	"github.com/shardgate/shardgate/internal/pki"
 	"github.com/shardgate/shardgate/internal/testenv"
+	"github.com/shardgate/shardgate/internal/xdstest"
 	xdsserver "github.com/shardgate/shardgate/xds/server"
 )
 
@@ -32,17 +31,19 @@ var _ = Describe("xDS mTLS", func() {
 
 	BeforeEach(func(ctx SpecContext) {
 		ns := namespace(ctx, "mtls")
-		gwA = gateway(ctx, ns, "a", "mtls-a")
-		gwB = gateway(ctx, ns, "b", "mtls-b")
+		gwA = gateway(ctx, ns, "a")
+		gwB = gateway(ctx, ns, "b")
 		backendService(ctx, ns, "web", startBackend("web"))
 		ra = httpRoute(ctx, gwA, "ra", "mtls-a", rule(prefix("/"), to("web")))
 		httpRoute(ctx, gwB, "rb", "mtls-b", rule(prefix("/"), to("web")))
+		servesHost(gwA, "mtls-a")
+		servesHost(gwB, "mtls-b")
 	})
 
 	It("serves a Gateway's config to a client with that Gateway's certificate", func(ctx SpecContext) {
 		resp, err := adsFetch(ctx, clientTLS(xdsCA, gwA), gwA, "mtls-a."+domain)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(resp.GetResources()).To(HaveLen(1))
+		Expect(resp.Names).To(HaveLen(1))
 		c, _ := xdsClient(gwA, "mtls-a")
 		Eventually(answeredBy(ctx, c, methodEmpty)).Should(Equal("web"))
 	})
@@ -83,7 +84,7 @@ var _ = Describe("xDS mTLS", func() {
 	It("rotates the server certificate without dropping connected clients, and honours new client certificates and CA bundles", func(ctx SpecContext) {
 		connected, err := dialADS(ctx, gwA, "mtls-rotate-connected", adsOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(connected.close)
+		DeferCleanup(connected.Close)
 		Expect(connected.wait("mtls-a."+domain, 30*time.Second)).To(Succeed())
 		grpcClient, _ := xdsClient(gwA, "mtls-a")
 		Eventually(answeredBy(ctx, grpcClient, methodEmpty)).Should(Equal("web"))
@@ -103,7 +104,7 @@ var _ = Describe("xDS mTLS", func() {
 		rotated := strings.TrimSuffix(servicePath, "/")
 		Expect(setPath(ctx, ra, rotated)).To(Succeed())
 		Expect(connected.wait(rotated, 30*time.Second)).To(Succeed())
-		Expect(connected.alive()).To(BeTrue())
+		Expect(connected.Alive()).To(BeTrue())
 		Expect(call(ctx, grpcClient, methodEmpty)).To(Equal("web"), "the grpc-go client connected before the rotation still works")
 
 		By("accepting a client that reconnects with a newly issued certificate, bound to the same Gateway")
@@ -115,7 +116,7 @@ var _ = Describe("xDS mTLS", func() {
 		}
 		reconnected, err := dialADS(ctx, gwA, "mtls-rotate-connected", adsOptions{tls: cfg})
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(reconnected.close)
+		DeferCleanup(reconnected.Close)
 		Expect(reconnected.wait(rotated, 30*time.Second)).To(Succeed())
 		Expect(seen).To(Equal(after), "the reconnect saw the rotated server certificate")
 		_, err = adsFetch(ctx, clientTLS(xdsCA, gwA), gwB, "mtls-b."+domain)
@@ -135,12 +136,12 @@ var _ = Describe("xDS mTLS", func() {
 		Expect(serverSerial(clientTLS(xdsCA, gwA))).To(Equal(after), "a CA reload does not re-issue a certificate that is not due")
 		resp, err := adsFetch(ctx, clientTLS(other, gwA), gwA, "mtls-a."+domain)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(resp.GetResources()).To(HaveLen(1))
+		Expect(resp.Names).To(HaveLen(1))
 		setTrustBundle(ctx, nil)
 		Expect(xdsCreds.Reload(ctx)).To(Succeed())
 		_, err = adsFetch(ctx, clientTLS(other, gwA), gwA, "mtls-a."+domain)
 		Expect(err).To(MatchError(MatchRegexp(tlsRefusal)))
-		Expect(connected.alive()).To(BeTrue())
+		Expect(connected.Alive()).To(BeTrue())
 	})
 })
 
@@ -193,32 +194,20 @@ func clientTLS(ca *pki.CA, gw types.NamespacedName) *tls.Config {
 	return cfg
 }
 
-// adsFetch asks the xDS server for one listener as node.cluster gw and
-// returns the first response.
-func adsFetch(ctx context.Context, cfg *tls.Config, gw types.NamespacedName, listener string) (*discovery.DiscoveryResponse, error) {
+// adsFetch asks the xDS server, as a gRPC client of node.cluster gw, for one
+// API listener on the shared client, and returns the first response.
+func adsFetch(ctx context.Context, cfg *tls.Config, gw types.NamespacedName, listener string) (*xdstest.Response, error) {
 	GinkgoHelper()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	cc, err := grpc.NewClient(xdsTarget, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
-	Expect(err).NotTo(HaveOccurred())
-	defer cc.Close()
-	stream, err := discovery.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx, grpc.WaitForReady(false))
+	c, err := xdstest.DialSotw(ctx, xdsTarget, cfg, xdstest.SotwOptions{
+		Node:          &core.Node{Id: "e2e-ads-" + GinkgoT().Name(), Cluster: xdsserver.NodeGroup(gw), UserAgentName: "gRPC Go"},
+		Subscriptions: []xdstest.Subscription{{TypeURL: resourcev3.ListenerType, Names: []string{listener}}},
+		NoACK:         true, CallOptions: []grpc.CallOption{grpc.WaitForReady(false)},
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := stream.Send(&discovery.DiscoveryRequest{
-		Node:          &core.Node{Id: "e2e-ads-" + GinkgoT().Name(), Cluster: xdsserver.NodeGroup(gw)},
-		TypeUrl:       resourcev3.ListenerType,
-		ResourceNames: []string{listener},
-	}); err != nil {
-		// The stream failed; Recv says why.
-		_, rerr := stream.Recv()
-		if rerr != nil {
-			return nil, rerr
-		}
-		return nil, err
-	}
-	return stream.Recv()
+	defer c.Close()
+	return c.Next(10 * time.Second)
 }
 
 // expectNoService checks that an xDS client that the server refuses gets

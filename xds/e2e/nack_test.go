@@ -23,7 +23,7 @@ import (
 var _ = Describe("NACK", func() {
 	It("records one NACK, does not resend, and shows it on the Gateway until a new config is accepted", func(ctx SpecContext) {
 		ns := namespace(ctx, "nack")
-		gw := gateway(ctx, ns, "gw", "nack")
+		gw := gateway(ctx, ns, "gw")
 		backendService(ctx, ns, "web", startBackend("web"))
 		r := httpRoute(ctx, gw, "r", "nack", rule(prefix("/"), to("web")))
 		c, _ := xdsClient(gw, "nack")
@@ -32,9 +32,9 @@ var _ = Describe("NACK", func() {
 		// "/e2e-nack", as Envoy refuses a table it cannot load.
 		proxy, err := dialADS(ctx, gw, "nack-proxy", adsOptions{reject: "/e2e-nack"})
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(proxy.close)
+		DeferCleanup(proxy.Close)
 		Expect(proxy.wait(ns+"/web/80", 30*time.Second)).To(Succeed())
-		node := proxy.node
+		node := proxy.Node().GetId()
 		Expect(nacksFor(node)).To(BeEmpty())
 		metricBefore := nackMetric(resourcev3.RouteType)
 		resendsBefore := srv.Resends()
@@ -65,13 +65,13 @@ var _ = Describe("NACK", func() {
 		resends := srv.Resends() - resendsBefore
 		metric := nackMetric(resourcev3.RouteType) - metricBefore
 		AddReportEntry("NACK", map[string]any{"nacks recorded for the node": len(nacksFor(node)), "resends in 2s": resends,
-			"route tables refused by the proxy":                      proxy.refused(),
+			"route tables refused by the proxy":                      proxy.Refused(),
 			"shardgate_xds_nacks_total{RouteConfiguration} increase": metric})
 		GinkgoWriter.Printf("after 2 s: %d NACK records for the node, %d resends, %d route tables refused, shardgate_xds_nacks_total +%v\n",
-			len(nacksFor(node)), resends, proxy.refused(), metric)
+			len(nacksFor(node)), resends, proxy.Refused(), metric)
 		Expect(nacksFor(node)).To(HaveLen(1))
 		Expect(resends).To(BeNumerically("<=", 1))
-		Expect(proxy.refused()).To(BeNumerically("<=", 2))
+		Expect(proxy.Refused()).To(BeNumerically("<=", 2))
 		Expect(metric).To(BeNumerically(">=", 1))
 		Expect(metric).To(BeNumerically("<=", 2))
 		Expect(call(ctx, c, methodEmpty)).To(Equal("web"))

@@ -7,6 +7,7 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
@@ -14,12 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	xdsserver "github.com/shardgate/shardgate/xds/server"
 )
 
 var _ = Describe("grpc-go xDS client and the routing features", func() {
 	It("accepts a retry policy with a per-try timeout and routes by it", func(ctx SpecContext) {
 		ns := namespace(ctx, "retry")
-		gw := gateway(ctx, ns, "gw", "retry")
+		gw := gateway(ctx, ns, "gw")
 		backendService(ctx, ns, "svc", startBackend("retried"))
 		r := rule(prefix("/"), to("svc"))
 		r.Timeouts = &gatewayv1.HTTPRouteTimeouts{BackendRequest: ptr.To(gatewayv1.Duration("2s"))}
@@ -68,20 +71,17 @@ var _ = Describe("grpc-go xDS client and the routing features", func() {
 				TLS: &gatewayv1.ListenerTLSConfig{Mode: ptr.To(gatewayv1.TLSModeTerminate),
 					CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "cert"}}}}
 		}
-		// grpc-go's target picks the API listener, whose route table is
-		// the one of an HTTPS filter chain, and is the request's Host.
-		// Two Gateways with the same HTTPS listener "a" (a.e2e.test),
-		// one API listener each: an ADS server answers a client only when
-		// it asks for every listener and route table of the snapshot, so
-		// a Gateway here has one of each. Host a on a's chain; Host b on
-		// a's chain, as if it came on a connection made for SNI a.
-		clients := map[string]string{"a": "https-443/a", "b": "https-443/a"}
+		// grpc-go's target picks the API listener, and its authority the
+		// virtual host. Two Gateways with the same HTTPS listener "a"
+		// (a.e2e.test): on each, the API listener a.e2e.test names the
+		// route table of that listener's TLS server. Host a on a's table;
+		// Host b on a's table (the authority b.e2e.test on target
+		// a.e2e.test), as if it came on a connection made for SNI a.
 		gws := map[string]types.NamespacedName{}
 		var parents []gatewayv1.ParentReference
 		for _, host := range []string{"a", "b"} {
 			nn := types.NamespacedName{Namespace: ns, Name: "gw-" + host}
 			gws[host] = nn
-			h.addAPIListener(nn, host+"."+domain, clients[host])
 			Expect(env.Client.Create(ctx, &gatewayv1.Gateway{ObjectMeta: objectMeta(nn), Spec: gatewayv1.GatewaySpec{
 				GatewayClassName: "shardgate", Listeners: []gatewayv1.Listener{https("a", "a."+domain)}}})).To(Succeed())
 			parents = append(parents, gatewayv1.ParentReference{Name: gatewayv1.ObjectName(nn.Name)})
@@ -91,19 +91,25 @@ var _ = Describe("grpc-go xDS client and the routing features", func() {
 			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: parents},
 			Rules:           []gatewayv1.HTTPRouteRule{rule(prefix("/"), to("svc-a"))}}}
 		Expect(env.Client.Create(ctx, route)).To(Succeed())
-		for host, nn := range gws {
+		for _, nn := range gws {
 			Eventually(func(g Gomega) {
 				g.Expect(srv.PublishErrors()).NotTo(HaveKey(nn), "publish errors")
-				g.Expect(resources(g, nn, resourcev3.ListenerType)).To(HaveKey(host + "." + domain))
-				g.Expect(resources(g, nn, resourcev3.RouteType)).To(HaveKey(clients[host]))
-			}).Should(Succeed(), "Gateway %s published with its API listener", nn)
+				rc, ok := resources(g, nn, resourcev3.RouteType)["https-443/a"].(*routev3.RouteConfiguration)
+				g.Expect(ok).To(BeTrue())
+				var hosts []string
+				for _, vh := range rc.GetVirtualHosts() {
+					hosts = append(hosts, vh.GetName())
+				}
+				g.Expect(hosts).To(ContainElement("a." + domain))
+			}).Should(Succeed(), "Gateway %s published with the route", nn)
 		}
 
 		a, _ := xdsClient(gws["a"], "a")
 		Eventually(answeredBy(ctx, a, methodEmpty)).Should(Equal("a"))
 
 		By("Host b on listener a's chain matches the 421 route, which grpc-go cannot forward")
-		b, _ := xdsClient(gws["b"], "b")
+		_, bs := bootstrap(xdsserver.NodeGroup(gws["b"]), writeCerts(xdsCA, gws["b"]))
+		b := dialXDS(bs, "a", grpc.WithAuthority("b."+domain))
 		misdirected := func(g Gomega) {
 			_, err := call(ctx, b, methodEmpty)
 			g.Expect(status.Code(err)).To(Equal(codes.Unavailable), "err %v", err)

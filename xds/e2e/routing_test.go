@@ -5,13 +5,39 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"google.golang.org/grpc"
 	"k8s.io/utils/ptr"
+
+	xdsserver "github.com/shardgate/shardgate/xds/server"
 )
 
 var _ = Describe("grpc-go xDS client routing", func() {
+	It("serves each host of a Gateway to its own client, as xds:///<host> and xds:///<host>:<port>", func(ctx SpecContext) {
+		ns := namespace(ctx, "hosts")
+		gw := gateway(ctx, ns, "gw")
+		backendService(ctx, ns, "one", startBackend("one"))
+		backendService(ctx, ns, "two", startBackend("two"))
+		httpRoute(ctx, gw, "r1", "one", rule(prefix("/"), to("one")))
+		httpRoute(ctx, gw, "r2", "two", rule(prefix("/"), to("two")))
+		// Each client asks for its own host's listener and cluster only,
+		// of a Gateway that has two of each.
+		one, _ := xdsClient(gw, "one")
+		two, _ := xdsClient(gw, "two")
+		Eventually(answeredOnlyBy(ctx, one, methodEmpty, 5)).Should(Equal("one"))
+		Eventually(answeredOnlyBy(ctx, two, methodEmpty, 5)).Should(Equal("two"))
+
+		By("the port-qualified listener, with the bare host as authority")
+		_, bs := bootstrap(xdsserver.NodeGroup(gw), writeCerts(xdsCA, gw))
+		ported := dialTarget(bs, "xds:///two."+domain+":80", grpc.WithAuthority("two."+domain))
+		Eventually(answeredOnlyBy(ctx, ported, methodEmpty, 5)).Should(Equal("two"))
+
+		By("a host no route serves has no listener")
+		expectNoService(ctx, dialXDS(bs, "three"))
+	})
+
 	It("routes RPCs by exact path, path prefix, header and weight", func(ctx SpecContext) {
 		ns := namespace(ctx, "routing")
-		gw := gateway(ctx, ns, "gw", "routing")
+		gw := gateway(ctx, ns, "gw")
 		bs := map[string]*backend{}
 		for _, n := range []string{"a", "b", "c", "d", "e"} {
 			bs[n] = startBackend(n)
@@ -56,7 +82,7 @@ var _ = Describe("grpc-go xDS client routing", func() {
 
 	It("follows an HTTPRoute change in the apiserver", func(ctx SpecContext) {
 		ns := namespace(ctx, "change")
-		gw := gateway(ctx, ns, "gw", "change")
+		gw := gateway(ctx, ns, "gw")
 		backendService(ctx, ns, "old", startBackend("old"))
 		backendService(ctx, ns, "new", startBackend("new"))
 		r := httpRoute(ctx, gw, "r", "change", rule(prefix("/"), to("old")))
@@ -74,7 +100,7 @@ var _ = Describe("grpc-go xDS client routing", func() {
 
 	It("moves traffic when the Service's EndpointSlices change", func(ctx SpecContext) {
 		ns := namespace(ctx, "endpoints")
-		gw := gateway(ctx, ns, "gw", "endpoints")
+		gw := gateway(ctx, ns, "gw")
 		one, two, three := startBackend("pod-1"), startBackend("pod-2"), startBackend("pod-3")
 		svc := service(ctx, ns, "web")
 		slice := endpointSlice(svc, "web-1", one.port, true)

@@ -21,7 +21,7 @@ import (
 var _ = Describe("HTTPRoute annotations", func() {
 	It("publishes a body limit and idempotent-only retries that grpc-go accepts, and follows an annotation-only change", func(ctx SpecContext) {
 		ns := namespace(ctx, "settings")
-		gw := gateway(ctx, ns, "gw", "settings")
+		gw := gateway(ctx, ns, "gw")
 		backendService(ctx, ns, "plain", startBackend("plain"))
 		backendService(ctx, ns, "limited", startBackend("limited"))
 		r := httpRoute(ctx, gw, "r", "settings", rule(prefix("/"), to("plain")))

@@ -26,7 +26,7 @@ const pushDeadline = 10 * time.Second
 var _ = Describe("Stuck xDS clients", func() {
 	It("do not delay pushes to the other clients of their Gateway", func(ctx SpecContext) {
 		ns := namespace(ctx, "stuck")
-		gw := gateway(ctx, ns, "gw", "stuck")
+		gw := gateway(ctx, ns, "gw")
 		service(ctx, ns, "web")
 		// A route table of about 256 KiB: four times the 64 KiB window of
 		// the client that never reads.
@@ -36,21 +36,21 @@ var _ = Describe("Stuck xDS clients", func() {
 
 		healthy, err := dialADS(ctx, gw, "stuck-healthy", adsOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(healthy.close)
+		DeferCleanup(healthy.Close)
 		Expect(healthy.wait("/stuck0", 30*time.Second)).To(Succeed())
 		Expect(healthy.has("x-e2e-pad-3-15")).To(BeTrue(), "the route table is padded")
 
 		By("connecting a client that never ACKs and one that never reads")
 		noACK, err := dialADS(ctx, gw, "stuck-no-ack", adsOptions{noACK: true})
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(noACK.close)
+		DeferCleanup(noACK.Close)
 		Expect(noACK.wait("/stuck0", 30*time.Second)).To(Succeed())
 		noRead, err := dialADS(ctx, gw, "stuck-no-read", adsOptions{noRead: true, dial: []grpc.DialOption{
 			// Fixed 64 KiB windows (no BDP growth): unread data fills them.
 			grpc.WithInitialWindowSize(64 << 10), grpc.WithInitialConnWindowSize(64 << 10),
 		}})
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(noRead.close)
+		DeferCleanup(noRead.Close)
 		// Prove the server's stream for it is stuck in flow control: a
 		// go-control-plane send blocked waiting for write quota.
 		Eventually(blockedSends).Should(BeNumerically(">=", 1), "a server stream blocked on the client that does not read")
@@ -65,7 +65,7 @@ var _ = Describe("Stuck xDS clients", func() {
 			latencies = append(latencies, time.Since(start))
 		}
 		Expect(blockedSends()).To(BeNumerically(">=", 1), "the stuck stream was stuck throughout")
-		Expect(noACK.alive()).To(BeTrue())
+		Expect(noACK.Alive()).To(BeTrue())
 		Expect(noACK.routeTables()).To(Equal(1), "without an ACK the server sends no further route table")
 		slices.Sort(latencies)
 		GinkgoWriter.Printf("push latency to the healthy client with two stuck clients connected: min %s, median %s, max %s\n",
@@ -76,9 +76,9 @@ var _ = Describe("Stuck xDS clients", func() {
 		})
 
 		By("releasing the server's state when the stuck clients go")
-		noRead.close()
-		noACK.close()
-		healthy.close()
+		noRead.Close()
+		noACK.Close()
+		healthy.Close()
 		Eventually(srv.State).Should(Equal(state0))
 		Eventually(blockedSends).Should(BeZero())
 	})

@@ -16,12 +16,13 @@
 // interface also holds 10.244.255.1 (runInNetns). Other addresses in
 // 10.244.0.0/16 (endpoints_test.go) are published, never dialled.
 //
-// grpc-go's xDS client reads only API listeners, so the one test hook,
-// manager.Options.XDSAPIListeners, publishes for each test Gateway that
-// grpc-go clients use listeners named after the test hostnames, whose
-// api_listener is an HttpConnectionManager using RDS for the Gateway's own
-// route table ("http-80"). Routes, clusters and load assignments are
-// shardgate's translation, unchanged.
+// grpc-go's xDS clients are proxyless clients, served as in production: each
+// presents its Gateway's client certificate, the server knows it for a gRPC
+// library by its node's user agent, and it reads the Gateway's API
+// listeners (one per hostname its routes serve, xds:///<host>.e2e.test),
+// whose HttpConnectionManager uses RDS for the Gateway's own route table
+// ("http-80"), with the Gateway's translated routes, clusters and load
+// assignments. No test hook shapes what it reads.
 package e2e_test
 
 import (
@@ -29,28 +30,18 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"slices"
-	"sort"
-	"sync"
 	"testing"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"google.golang.org/protobuf/types/known/anypb"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/shardgate/shardgate/internal/ir"
 	"github.com/shardgate/shardgate/internal/manager"
 	"github.com/shardgate/shardgate/internal/pki"
 	"github.com/shardgate/shardgate/internal/testenv"
 	xdsserver "github.com/shardgate/shardgate/xds/server"
-	"github.com/shardgate/shardgate/xds/translate"
 )
 
 func TestE2E(t *testing.T) {
@@ -69,7 +60,6 @@ func TestE2E(t *testing.T) {
 
 var (
 	env   *testenv.Env
-	h     = newHooks()
 	srv   *xdsserver.Server
 	xdsCA *pki.CA
 	// xdsCreds are the xDS server's credentials, for the rotation test.
@@ -101,9 +91,12 @@ var _ = BeforeSuite(func() {
 	got := make(chan *xdsserver.Server, 1)
 	gotCreds := make(chan *xdsserver.Credentials, 1)
 	env.RunManager(manager.Options{
-		XDSAPIListeners:  h.listeners,
 		OnXDSServer:      func(s *xdsserver.Server) { got <- s },
 		OnXDSCredentials: func(c *xdsserver.Credentials) { gotCreds <- c },
+		// Long enough that only a proxyless client's acknowledgement of
+		// phase one, never the timeout, releases phase two of a two-phase
+		// publish on a loaded machine (twophase_test.go checks it).
+		XDSPhaseTwoTimeout: 30 * time.Second,
 	})
 	Eventually(got).Should(Receive(&srv))
 	Eventually(gotCreds).Should(Receive(&xdsCreds))
@@ -159,89 +152,6 @@ func runInNetns(t *testing.T) {
 	}
 }
 
-// hooks hold the API listeners grpc-go clients need, per node group; the
-// xDS server reads them on every publish.
-type hooks struct {
-	mu           sync.Mutex
-	apiListeners map[string][]*listenerv3.Listener
-}
-
-func newHooks() *hooks {
-	return &hooks{apiListeners: map[string][]*listenerv3.Listener{}}
-}
-
-func (h *hooks) addAPIListeners(gw types.NamespacedName, names ...string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	g := xdsserver.NodeGroup(gw)
-	for _, name := range names {
-		h.apiListeners[g] = append(h.apiListeners[g], apiListener(name, httpRouteTable))
-	}
-	sort.Slice(h.apiListeners[g], func(i, j int) bool { return h.apiListeners[g][i].GetName() < h.apiListeners[g][j].GetName() })
-}
-
-// addAPIListener registers one API listener whose route table is
-// routeConfig (for example an HTTPS filter chain's "https-443/<listener>").
-func (h *hooks) addAPIListener(gw types.NamespacedName, name, routeConfig string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	g := xdsserver.NodeGroup(gw)
-	h.apiListeners[g] = append(h.apiListeners[g], apiListener(name, routeConfig))
-	sort.Slice(h.apiListeners[g], func(i, j int) bool { return h.apiListeners[g][i].GetName() < h.apiListeners[g][j].GetName() })
-}
-
-// listeners are the API listeners of a node group (none for a Gateway that
-// no grpc-go client uses: it publishes its translated listeners).
-func (h *hooks) listeners(group string) []*listenerv3.Listener {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.apiListeners[group])
-}
-
 // httpRouteTable is the RouteConfiguration of a Gateway's port-80 HTTP
 // listener (xds/translate naming).
 const httpRouteTable = "http-80"
-
-// apiListener is what grpc-go reads for target xds:///<name>: an
-// HttpConnectionManager with the HTTP filters of shardgate's own HTTP
-// listeners, so grpc-go reads the production filter chain too.
-func apiListener(name, routeConfig string) *listenerv3.Listener {
-	hcm, err := anypb.New(&hcmv3.HttpConnectionManager{
-		StatPrefix: "e2e",
-		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
-			ConfigSource: &corev3.ConfigSource{
-				ResourceApiVersion:    corev3.ApiVersion_V3,
-				ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
-			},
-			RouteConfigName: routeConfig,
-		}},
-		HttpFilters: translatedHTTPFilters(),
-	})
-	if err != nil {
-		panic(err)
-	}
-	// grpc-go reads only api_listener; translate.Validate checks that its
-	// route configuration exists.
-	return &listenerv3.Listener{Name: name, ApiListener: &listenerv3.ApiListener{ApiListener: hcm}}
-}
-
-// translatedHTTPFilters are the HTTP filters of the HttpConnectionManager
-// that xds/translate writes for an HTTP listener.
-func translatedHTTPFilters() []*hcmv3.HttpFilter {
-	res, err := translate.Translate(&ir.Gateway{Namespace: "e2e", Name: "filters",
-		Listeners: []ir.Listener{{Name: "http-80", Port: 80, Protocol: ir.ProtocolHTTP}}})
-	if err != nil {
-		panic(err)
-	}
-	for _, l := range res.Listeners {
-		for _, fc := range l.GetFilterChains() {
-			for _, f := range fc.GetFilters() {
-				var hcm hcmv3.HttpConnectionManager
-				if f.GetTypedConfig().UnmarshalTo(&hcm) == nil {
-					return hcm.GetHttpFilters()
-				}
-			}
-		}
-	}
-	panic("translated HTTP listener without an HttpConnectionManager")
-}

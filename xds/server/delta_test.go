@@ -34,12 +34,12 @@ func TestDeltaClientGetsWireTablesAndOnlyWhatChanged(t *testing.T) {
 	if routes.err != nil || len(routes.resources) != 1 {
 		t.Fatalf("route tables: %d, %v", len(routes.resources), routes.err)
 	}
-	var got routev3.RouteConfiguration
-	if err := routes.resources[0].UnmarshalTo(&got); err != nil {
-		t.Fatal(err)
+	got, ok := routes.resources[0].(*routev3.RouteConfiguration)
+	if !ok {
+		t.Fatalf("route table: got a %T", routes.resources[0])
 	}
-	if want := translateOrDie(t, gw).Routes[0]; !proto.Equal(&got, want) {
-		t.Fatalf("route table as received:\n%v\nwant\n%v", &got, want)
+	if want := translateOrDie(t, gw).Routes[0]; !proto.Equal(got, want) {
+		t.Fatalf("route table as received:\n%v\nwant\n%v", got, want)
 	}
 
 	eps := st.ask(n, resourcev3.EndpointType)
@@ -62,9 +62,9 @@ func TestDeltaClientGetsWireTablesAndOnlyWhatChanged(t *testing.T) {
 	if len(pushed.resources) != 1 {
 		t.Fatalf("after one cluster's endpoints changed, %d load assignments were sent, want 1", len(pushed.resources))
 	}
-	var cla endpointv3.ClusterLoadAssignment
-	if err := pushed.resources[0].UnmarshalTo(&cla); err != nil {
-		t.Fatal(err)
+	cla, ok := pushed.resources[0].(*endpointv3.ClusterLoadAssignment)
+	if !ok {
+		t.Fatalf("load assignment: got a %T", pushed.resources[0])
 	}
 	if cla.GetClusterName() != next.Clusters[1].Name {
 		t.Fatalf("sent %s, want %s", cla.GetClusterName(), next.Clusters[1].Name)

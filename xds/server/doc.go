@@ -20,9 +20,8 @@
 // xds/build: each Gateway has a build.Builder, which translates what the
 // IR's change names, keeps removed clusters for Options.RetainRemoved,
 // validates, and assembles the snapshot; the server publishes the Config
-// it returns as it is. The API listeners of Options.APIListeners are
-// handed to the Builder in publishGateway, which checks them with the
-// config.
+// it returns as it is, with the API listeners of proxyless clients
+// (proxyless.go), made and checked against that Config in buildGateway.
 //
 // Publish what was checked: retained clusters, the never-matching routes that
 // reference them, and phase one of a two-phase publish are all part of the
@@ -67,11 +66,23 @@
 // (controller-runtime's certwatcher for the certificate and key, fsnotify
 // for the CA bundle) and re-read periodically.
 //
+// Proxyless gRPC clients (proxyless.go): a stream whose node's
+// user_agent_name starts with "gRPC" is a gRPC library, bound to its
+// Gateway like an Envoy, and is served from a second snapshot per Gateway,
+// in a cache of its own that answers requests by name (go-control-plane's
+// ADS cache answers a request only when its names cover every resource of
+// the type): the Gateway's API listeners (translate.APIListeners), built
+// and checked with each config once such a client has asked, with the route
+// tables, clusters and secrets of the Gateway's Envoy snapshot, which stays
+// the same with or without them. Two-phase publish (twophase.go) waits for
+// these clients' acknowledgements.
+//
 // Streams per Gateway (metrics.go): shardgate_xds_gateway_proxies counts the
-// open streams bound to each Gateway the server serves, from 0 when the
-// Gateway is first published until it is no longer served. Only identities
-// of served Gateways get a series, so a client presenting certificates of
-// other Gateways cannot grow the number of series.
+// open streams bound to each Gateway the server serves, proxyless gRPC
+// clients' included, from 0 when the Gateway is first published until it is
+// no longer served. Only identities of served Gateways get a series, so a
+// client presenting certificates of other Gateways cannot grow the number
+// of series.
 //
 // It never writes to the apiserver: every replica serves xDS.
 package server

@@ -34,6 +34,10 @@ import (
 // client certificate's Gateway.
 type typeCache struct {
 	cachev3.SnapshotCache
+	// proxyless holds the snapshots of proxyless gRPC clients
+	// (proxyless.go), by node group; it is not an ADS cache, so that it
+	// answers a request for some of a type's resources.
+	proxyless cachev3.SnapshotCache
 
 	mu   sync.Mutex
 	eds  map[string]*assignments
@@ -50,7 +54,7 @@ var edsPrefix = func() string {
 }()
 
 func newTypeCache(snapshots cachev3.SnapshotCache) *typeCache {
-	return &typeCache{SnapshotCache: snapshots, eds: map[string]*assignments{}}
+	return &typeCache{SnapshotCache: snapshots, proxyless: cachev3.NewSnapshotCache(false, clusterHash{}, nil), eds: map[string]*assignments{}}
 }
 
 // endpoints returns group's load assignments, creating them.
@@ -70,6 +74,9 @@ func (c *typeCache) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, 
 	if req.GetTypeUrl() == resourcev3.EndpointType {
 		return c.endpoints(clusterHash{}.ID(req.GetNode())).createWatch(req, sub, out), nil
 	}
+	if isProxyless(req.GetNode().GetUserAgentName()) {
+		return c.proxyless.CreateWatch(req, sub, out)
+	}
 	return c.SnapshotCache.CreateWatch(req, sub, out)
 }
 
@@ -77,12 +84,16 @@ func (c *typeCache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subs
 	if req.GetTypeUrl() == resourcev3.EndpointType {
 		return c.endpoints(clusterHash{}.ID(req.GetNode())).createDeltaWatch(req, sub, out), nil
 	}
+	if isProxyless(req.GetNode().GetUserAgentName()) {
+		return c.proxyless.CreateDeltaWatch(req, sub, out)
+	}
 	return c.SnapshotCache.CreateDeltaWatch(req, sub, out)
 }
 
-// ClearSnapshot forgets a group's snapshot and load assignments.
+// ClearSnapshot forgets a group's snapshots and load assignments.
 func (c *typeCache) ClearSnapshot(group string) {
 	c.SnapshotCache.ClearSnapshot(group)
+	c.proxyless.ClearSnapshot(group)
 	c.mu.Lock()
 	a := c.eds[group]
 	delete(c.eds, group)
@@ -97,7 +108,18 @@ func (c *typeCache) ClearSnapshot(group string) {
 // GetSnapshot returns group's snapshot with its load assignments, for
 // reading (debugging, the config dump, a two-phase publish).
 func (c *typeCache) GetSnapshot(group string) (cachev3.ResourceSnapshot, error) {
-	snap, err := c.SnapshotCache.GetSnapshot(group)
+	return c.withEndpoints(c.SnapshotCache, group)
+}
+
+// proxylessSnapshot is GetSnapshot for group's proxyless clients.
+func (c *typeCache) proxylessSnapshot(group string) (cachev3.ResourceSnapshot, error) {
+	return c.withEndpoints(c.proxyless, group)
+}
+
+// withEndpoints returns group's snapshot in snapshots with its load
+// assignments.
+func (c *typeCache) withEndpoints(snapshots cachev3.SnapshotCache, group string) (cachev3.ResourceSnapshot, error) {
+	snap, err := snapshots.GetSnapshot(group)
 	if err != nil {
 		return nil, err
 	}

@@ -3,9 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
-
-	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 
 	"github.com/shardgate/shardgate/internal/ir"
 	"github.com/shardgate/shardgate/xds/build"
@@ -30,12 +29,24 @@ type gatewayState struct {
 	refused   string          // why the latest config was refused ("" if it was not)
 	pending   *pendingPublish // phase two of a two-phase publish (twophase.go)
 	stopped   bool            // the Gateway is no longer served
+	api       proxylessState  // API listeners for proxyless clients (proxyless.go)
 }
 
-// published is the config in force, and when it was set.
+// built is a config ready to publish: the Builder's, with the API listeners
+// checked against it (nil: none served); versions are the Config's, with
+// the API listeners' (proxylessListenersKey).
+type built struct {
+	*build.Config
+	api      *apiListeners
+	versions map[string]string
+}
+
+// published is the config in force, and when it was set; its versions
+// have the API listeners in force.
 type published struct {
 	*build.Config
-	at time.Time
+	versions map[string]string
+	at       time.Time
 }
 
 // stop ends the state's timers; call with Server.mu held.
@@ -49,21 +60,40 @@ func (st *gatewayState) stop() {
 // Call with s.build held.
 func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
 	st.last = gw
-	// The config in force, which the new one is versioned and indexed
-	// from.
+	b, err := s.buildGateway(st, gw)
+	s.publishBuilt(st, b, err)
+}
+
+// buildGateway has the Builder build gw, from the config in force, and
+// makes the API listeners proxyless clients read (proxyless.go), checked
+// against it. Call with s.build held.
+func (s *Server) buildGateway(st *gatewayState, gw *ir.Gateway) (*built, error) {
 	s.mu.Lock()
 	var prev *build.Config
 	if st.published != nil {
 		prev = st.published.Config
 	}
 	s.mu.Unlock()
-	// The API listeners proxyless gRPC clients read (Options.APIListeners):
-	// checked with the config, and published as its listeners.
-	var api []*listenerv3.Listener
-	if s.opts.APIListeners != nil {
-		api = s.opts.APIListeners(st.group)
+	c, err := st.builder.Build(gw, prev)
+	if err != nil {
+		return nil, err
 	}
-	b, err := st.builder.Build(gw, prev, api)
+	api, err := s.buildAPIListeners(st, gw, c.Resources)
+	if err != nil {
+		st.builder.Refused()
+		return nil, err
+	}
+	b := &built{Config: c, api: api, versions: c.Versions}
+	if api != nil {
+		b.versions = maps.Clone(c.Versions)
+		b.versions[proxylessListenersKey] = api.version
+	}
+	return b, nil
+}
+
+// publishBuilt publishes what buildGateway returned, or records why it
+// cannot. Call with s.build held.
+func (s *Server) publishBuilt(st *gatewayState, b *built, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st.stopped {
@@ -82,13 +112,8 @@ func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
 		st.pending.next = b
 		return
 	}
-	// The config in force now (phase two of a two-phase publish may have
-	// set it meanwhile).
-	prev = nil
-	if st.published != nil {
-		prev = st.published.Config
-	}
-	if b.Unchanged(prev) {
+	prev := st.published
+	if prev != nil && b.Unchanged(prev.Config) && b.versions[proxylessListenersKey] == prev.versions[proxylessListenersKey] {
 		return
 	}
 	if prev != nil && len(b.Introduced) > 0 && s.hasProxyless(st.group) {
@@ -96,22 +121,26 @@ func (s *Server) publishGateway(st *gatewayState, gw *ir.Gateway) {
 			return
 		}
 	}
-	s.setSnapshot(st, b, false)
+	s.setSnapshot(st, b.Config, b.api, false)
 }
 
 // setSnapshot publishes c; call with s.mu held. The load assignments are
 // xds/endpoints' (its EDS feeds their own cache, eds.go): those of c's new
 // and changed clusters go out before the snapshot, whose clusters use them,
 // and those of the clusters that left after it, unless keepLeaving (phase
-// one of a two-phase publish, which keeps the previous clusters).
-func (s *Server) setSnapshot(st *gatewayState, c *build.Config, keepLeaving bool) {
+// one of a two-phase publish, which keeps the previous clusters). The
+// proxyless snapshot (proxyless.go), with api, follows Envoy's; with no api
+// (phase one), the API listeners in force that name its route tables.
+func (s *Server) setSnapshot(st *gatewayState, c *build.Config, api *apiListeners, keepLeaving bool) {
 	removeLeaving := s.eds.Serve(st.group, c.EDS.IR, c.EDS.Retained)
 	if err := s.cache.SetSnapshot(context.Background(), st.group, c.Snapshot); err != nil {
 		st.refused = fmt.Sprintf("set snapshot: %v", err)
 		return
 	}
+	versions := maps.Clone(c.Versions)
+	s.setProxyless(st, c.Snapshot, versions, api)
 	if !keepLeaving {
 		removeLeaving()
 	}
-	st.published = &published{Config: c, at: time.Now()}
+	st.published = &published{Config: c, versions: versions, at: time.Now()}
 }

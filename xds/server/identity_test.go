@@ -13,7 +13,6 @@ import (
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
-	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/go-logr/logr"
 	dto "github.com/prometheus/client_model/go"
@@ -21,10 +20,12 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/proto"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/shardgate/shardgate/internal/pki"
+	"github.com/shardgate/shardgate/internal/testwait"
+	"github.com/shardgate/shardgate/internal/xdstest"
 )
 
 // Hostile-tenant tests of xDS identity. Tenant A's Gateway serves a TLS
@@ -106,23 +107,11 @@ func startIdentityServer(t *testing.T, configure ...func(*Options)) *identityEnv
 	return &identityEnv{srv: s, ca: ca, target: net.JoinHostPort("127.0.0.1", port)}
 }
 
-// eventually polls cond until it returns nil, or fails after 30 s with its
-// last error.
+// eventually polls cond until it returns nil, or fails with its last error
+// (testwait.Succeeds).
 func eventually(t *testing.T, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 30s: %v", err)
-		}
-		<-tick.C
-	}
+	testwait.Succeeds(t, cond)
 }
 
 // conn dials the server with a client certificate from the xDS CA; gw nil
@@ -155,42 +144,40 @@ func node(id string, gw k8stypes.NamespacedName) *core.Node {
 	return &core.Node{Id: id, Cluster: NodeGroup(gw)}
 }
 
-// rawStream is one raw ADS stream, state of the world or delta.
+// rawStream is one ADS stream, state of the world or delta, on the shared
+// test clients: it never answers on its own, so each ask is one request
+// and its response.
 type rawStream struct {
-	t      *testing.T
-	cancel context.CancelFunc
-	sotw   discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient
-	delta  discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesClient
+	t     *testing.T
+	sotw  *xdstest.Sotw
+	delta *xdstest.Delta
 }
 
 func openSotw(t *testing.T, cc *grpc.ClientConn) *rawStream {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	st, err := discovery.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx)
+	st, err := xdstest.OpenSotw(context.Background(), cc, xdstest.SotwOptions{NoACK: true})
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
-	t.Cleanup(cancel)
-	return &rawStream{t: t, cancel: cancel, sotw: st}
+	t.Cleanup(st.Close)
+	return &rawStream{t: t, sotw: st}
 }
 
 func openDelta(t *testing.T, cc *grpc.ClientConn) *rawStream {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	st, err := discovery.NewAggregatedDiscoveryServiceClient(cc).DeltaAggregatedResources(ctx)
+	st, err := xdstest.OpenDelta(context.Background(), cc, xdstest.DeltaOptions{NoACK: true})
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
-	t.Cleanup(cancel)
-	return &rawStream{t: t, cancel: cancel, delta: st}
+	t.Cleanup(st.Close)
+	return &rawStream{t: t, delta: st}
 }
 
 // answer is what one request got: the resources of the response, or the
 // error that ended the stream.
 type answer struct {
-	resources []*anypb.Any
+	resp      *xdstest.Response
+	resources []proto.Message
 	version   string
 	nonce     string
 	err       error
@@ -201,60 +188,65 @@ type answer struct {
 func (r *rawStream) ask(n *core.Node, typeURL string) answer {
 	r.t.Helper()
 	if r.sotw != nil {
-		return r.recv(r.sotw.Send(&discovery.DiscoveryRequest{Node: n, TypeUrl: typeURL}))
+		r.sotw.SetNode(n)
+		return r.recv(r.sotw.Request(typeURL))
 	}
-	return r.recv(r.delta.Send(&discovery.DeltaDiscoveryRequest{Node: n, TypeUrl: typeURL, ResourceNamesSubscribe: []string{"*"}}))
+	r.delta.SetNode(n)
+	return r.recv(r.delta.Subscribe(typeURL, "*"))
+}
+
+// recv returns the next response or the error that ended the stream
+// (within 10 s); sendErr is the error of the request that asked for it.
+func (r *rawStream) recv(sendErr error) answer {
+	if r.sotw != nil {
+		resp, err := r.sotw.Next(10 * time.Second)
+		if err != nil {
+			return answer{err: err}
+		}
+		a := answer{resp: resp, version: resp.Version, nonce: resp.Nonce, err: sendErr}
+		for _, name := range resp.Names {
+			a.resources = append(a.resources, resp.Resources[name])
+		}
+		return a
+	}
+	resp, err := r.delta.Next(10 * time.Second)
+	if err != nil {
+		return answer{err: err}
+	}
+	a := answer{version: resp.SystemVersion, nonce: resp.Nonce, err: sendErr}
+	for _, name := range resp.Added {
+		if m := resp.Resources[name]; m != nil {
+			a.resources = append(a.resources, m)
+		}
+	}
+	return a
 }
 
 // nack rejects a state-of-the-world response.
-func (r *rawStream) nack(typeURL string, a answer) error {
-	return r.sotw.Send(&discovery.DiscoveryRequest{TypeUrl: typeURL, ResponseNonce: a.nonce,
-		ErrorDetail: status.New(codes.InvalidArgument, "identity test rejects this").Proto()})
-}
-
-func (r *rawStream) recv(sendErr error) answer {
-	got := make(chan answer, 1)
-	go func() {
-		if r.sotw != nil {
-			resp, err := r.sotw.Recv()
-			got <- answer{resources: resp.GetResources(), version: resp.GetVersionInfo(), nonce: resp.GetNonce(), err: err}
-			return
-		}
-		resp, err := r.delta.Recv()
-		var res []*anypb.Any
-		for _, x := range resp.GetResources() {
-			res = append(res, x.GetResource())
-		}
-		got <- answer{resources: res, version: resp.GetSystemVersionInfo(), nonce: resp.GetNonce(), err: err}
-	}()
-	select {
-	case a := <-got:
-		if a.err == nil && sendErr != nil {
-			a.err = sendErr
-		}
-		return a
-	case <-time.After(10 * time.Second):
-		return answer{err: fmt.Errorf("no response within 10s (send: %v)", sendErr)}
-	}
+func (r *rawStream) nack(a answer) error {
+	return r.sotw.NACK(a.resp, "identity test rejects this")
 }
 
 // close ends the stream from the client side.
-func (r *rawStream) close() { r.cancel() }
+func (r *rawStream) close() {
+	if r.sotw != nil {
+		r.sotw.Close()
+		return
+	}
+	r.delta.Close()
+}
 
 // leaked reports what of the victim's config an answer carries: its
 // Secrets (with their private keys) or its clusters.
 func leaked(a answer) []string {
 	var out []string
 	for _, res := range a.resources {
-		if res.MessageIs(&tlsv3.Secret{}) {
-			var sec tlsv3.Secret
-			if err := res.UnmarshalTo(&sec); err == nil {
-				key := string(sec.GetTlsCertificate().GetPrivateKey().GetInlineBytes())
-				out = append(out, fmt.Sprintf("Secret %s (private key present: %t)", sec.GetName(), strings.Contains(key, victimKey)))
-			}
+		if sec, ok := res.(*tlsv3.Secret); ok {
+			key := string(sec.GetTlsCertificate().GetPrivateKey().GetInlineBytes())
+			out = append(out, fmt.Sprintf("Secret %s (private key present: %t)", sec.GetName(), strings.Contains(key, victimKey)))
 			continue
 		}
-		out = append(out, res.GetTypeUrl())
+		out = append(out, string(res.ProtoReflect().Descriptor().FullName()))
 	}
 	return out
 }
@@ -385,7 +377,7 @@ func TestIdentityAnotherStreamCannotDropAProxysNACK(t *testing.T) {
 	proxy := openSotw(t, e.conn(t, &victimGW))
 	first := proxy.ask(node("envoy-a", victimGW), resourcev3.ListenerType)
 	expectServed(t, "the proxy's listeners", first)
-	if err := proxy.nack(resourcev3.ListenerType, first); err != nil {
+	if err := proxy.nack(first); err != nil {
 		t.Fatal(err)
 	}
 	hasNACK := func() error {

@@ -94,8 +94,8 @@ func nextPush(t *testing.T, st *rawStream, what string) {
 	t.Helper()
 	got := make(chan error, 1)
 	go func() {
-		resp, err := st.delta.Recv()
-		if err == nil && len(resp.GetResources())+len(resp.GetRemovedResources()) == 0 {
+		resp, err := st.delta.Next(time.Minute)
+		if err == nil && len(resp.Added)+len(resp.Removed) == 0 {
 			err = fmt.Errorf("an empty response")
 		}
 		got <- err
@@ -257,12 +257,8 @@ func TestLimitResourceNamesPerStream(t *testing.T) {
 			defer wg.Done()
 			ended := make(chan error, 1)
 			go func() {
-				for {
-					if _, err := st.delta.Recv(); err != nil {
-						ended <- err
-						return
-					}
-				}
+				<-st.delta.Done()
+				ended <- st.delta.Err()
 			}()
 			for k := 0; k < perStream; k += perRequest {
 				req := &discovery.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: names(i*perStream+k, perRequest)}

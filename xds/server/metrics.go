@@ -32,6 +32,11 @@ var (
 		Name: "shardgate_xds_limit_refusals_total",
 		Help: "xDS streams refused or ended by a limit (xds.limits), by reason: streams_per_identity, streams_per_certificate, resource_names_per_stream, max_request_bytes.",
 	}, []string{"reason"})
+	// twoPhasePublishes: see finishTwoPhase (twophase.go).
+	twoPhasePublishes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "shardgate_xds_two_phase_publishes_total",
+		Help: "Two-phase publishes (a new cluster before the route tables that use it, for proxyless gRPC clients) finished, by outcome: acknowledged (every proxyless client of the Gateway acknowledged phase one) or timeout (phase two went out after the wait bound).",
+	}, []string{"outcome"})
 	publishErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "shardgate_xds_publish_refused_total",
 		Help: "Gateway configs refused before publishing (translation or validation failed).",
@@ -39,7 +44,10 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(nacksTotal, pushesTotal, connectedProxies, gatewayProxies, pushLatency, publishErrors, limitRefusals)
+	ctrlmetrics.Registry.MustRegister(nacksTotal, pushesTotal, connectedProxies, gatewayProxies, pushLatency, publishErrors, limitRefusals, twoPhasePublishes)
+	for _, o := range []string{twoPhaseAcknowledged, twoPhaseTimeout} {
+		twoPhasePublishes.WithLabelValues(o)
+	}
 	for _, r := range []string{limitStreamsPerIdentity, limitStreamsPerCertificate, limitResourceNames, limitRequestBytes} {
 		limitRefusals.WithLabelValues(r) // exported at 0 from the start
 	}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -46,15 +45,6 @@ type Options struct {
 	// recovery. PublishErrors gives the outcomes; the controller hands
 	// them to the status writer. No translation is needed for it.
 	OnOutcome func()
-	// APIListeners, when set, gives per node group the API listeners that
-	// proxyless gRPC clients of the group read (grpc-go's xDS client reads
-	// nothing else); the controller leaves it nil. They are checked with
-	// the group's translated config, and published as the group's
-	// listeners: go-control-plane's ADS cache answers a request that names
-	// listeners only when the names cover every listener of the snapshot,
-	// and a gRPC client names only its own. Everything else published —
-	// routes, clusters, endpoints, secrets — is the translation's own.
-	APIListeners func(group string) []*listenerv3.Listener
 	// Limits bound the streams of one identity and certificate, the names
 	// one stream subscribes to, and a request's size; zero fields take
 	// DefaultLimits.
@@ -231,6 +221,7 @@ func (s *Server) state(group string) *gatewayState {
 	if st == nil {
 		st = &gatewayState{group: group}
 		st.builder = build.NewBuilder(build.Options{RetainRemoved: s.opts.RetainRemoved, OnExpire: func() { s.republish(st) }})
+		st.api.serve = s.hasProxyless(group) // a proxyless client came first
 		s.gateways[group] = st
 		s.exportGatewayProxies(group)
 	}
@@ -258,18 +249,19 @@ func (s *Server) PublishErrors() map[k8stypes.NamespacedName]string {
 			}
 		}
 		if st.published != nil {
-			current[group] = st.published.Versions
+			current[group] = st.published.versions
 		}
 	}
 	s.mu.Unlock()
 	nacks := s.guard.NACKs()
 	sort.Slice(nacks, func(i, j int) bool { return nacks[i].NodeID < nacks[j].NodeID })
 	for _, n := range nacks {
-		v := current[n.NodeCluster][n.TypeURL]
+		versions := current[n.NodeCluster]
 		if n.TypeURL == resourcev3.EndpointType {
-			v, _ = s.types.edsVersion(n.NodeCluster)
+			v, _ := s.types.edsVersion(n.NodeCluster)
+			versions = map[string]string{resourcev3.EndpointType: v}
 		}
-		if v != n.Version {
+		if !versionInForce(versions, n.TypeURL, n.Version) {
 			continue // superseded
 		}
 		nn, ok := parseGroup(n.NodeCluster)
@@ -292,6 +284,13 @@ func (s *Server) Resends() int { return s.guard.Resends() }
 // Snapshot returns the published snapshot of a Gateway, for debugging.
 func (s *Server) Snapshot(gw k8stypes.NamespacedName) (cachev3.ResourceSnapshot, error) {
 	return s.cache.GetSnapshot(NodeGroup(gw))
+}
+
+// ProxylessSnapshot returns the snapshot a Gateway's proxyless gRPC clients
+// read (its API listeners with the config of Snapshot), for debugging; a
+// Gateway has one once such a client has asked for its config.
+func (s *Server) ProxylessSnapshot(gw k8stypes.NamespacedName) (cachev3.ResourceSnapshot, error) {
+	return s.types.proxylessSnapshot(NodeGroup(gw))
 }
 
 func parseGroup(group string) (k8stypes.NamespacedName, bool) {
@@ -377,7 +376,7 @@ func (s *Server) responded(group, typeURL, version string) {
 		}
 		return
 	}
-	if p != nil && p.Versions[typeURL] == version {
+	if p != nil && versionInForce(p.versions, typeURL, version) {
 		pushLatency.Observe(time.Since(p.at).Seconds())
 	}
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -38,9 +37,15 @@ import (
 // it (the acknowledgement is sent when the resource is accepted).
 const phaseTwoSettle = 5 * time.Millisecond
 
+// Outcomes of a two-phase publish (shardgate_xds_two_phase_publishes_total).
+const (
+	twoPhaseAcknowledged = "acknowledged"
+	twoPhaseTimeout      = "timeout"
+)
+
 type pendingPublish struct {
-	rdsVersion string        // phase one's RouteConfiguration version
-	next       *build.Config // phase two: the latest config
+	rdsVersion string // phase one's RouteConfiguration version
+	next       *built // phase two: the latest config
 }
 
 // streamState is what the server keeps for one open stream.
@@ -59,12 +64,6 @@ type streamState struct {
 	subs subscriptions
 }
 
-// proxyless reports whether a node is a gRPC library rather than a proxy;
-// gRPC sets user_agent_name to "gRPC Go", "gRPC Java", "gRPC C-core", ....
-func proxyless(userAgent string) bool {
-	return strings.HasPrefix(strings.ToLower(userAgent), "grpc")
-}
-
 // observeRequest records a stream's group, kind of client, and the route
 // version it has acknowledged.
 func (s *Server) observeRequest(key streamKey, req *discovery.DiscoveryRequest) {
@@ -75,7 +74,10 @@ func (s *Server) observeRequest(key streamKey, req *discovery.DiscoveryRequest) 
 		return // closed meanwhile
 	}
 	if n := req.GetNode(); n != nil {
-		st.proxyless = proxyless(n.GetUserAgentName())
+		st.proxyless = isProxyless(n.GetUserAgentName())
+		if st.proxyless {
+			s.serveProxyless(st.group)
+		}
 	}
 	if req.GetTypeUrl() == resourcev3.RouteType && req.GetErrorDetail() == nil {
 		st.ackedRDS = req.GetVersionInfo()
@@ -109,7 +111,7 @@ func (s *Server) acknowledged(group, v string) bool {
 // an introduced cluster (a new lease's host is new: no client uses it yet),
 // when there is no previous config to build phase one from, or when phase
 // one does not pass. Call with s.mu held.
-func (s *Server) startTwoPhase(st *gatewayState, b *build.Config) bool {
+func (s *Server) startTwoPhase(st *gatewayState, b *built) bool {
 	if len(b.Introducing) == 0 {
 		return false
 	}
@@ -175,7 +177,7 @@ func (s *Server) startTwoPhase(st *gatewayState, b *build.Config) bool {
 	if err != nil {
 		return false
 	}
-	s.setSnapshot(st, phaseOne, true)
+	s.setSnapshot(st, phaseOne, nil, true) // the API listeners in force
 	st.pending = &pendingPublish{rdsVersion: phaseOne.Versions[resourcev3.RouteType], next: b}
 	go s.finishTwoPhase(st, time.Now().Add(s.opts.PhaseTwoTimeout))
 	return true
@@ -184,11 +186,16 @@ func (s *Server) startTwoPhase(st *gatewayState, b *build.Config) bool {
 // finishTwoPhase publishes phase two once phase one is acknowledged, or at
 // deadline.
 func (s *Server) finishTwoPhase(st *gatewayState, deadline time.Time) {
+	outcome := twoPhaseTimeout
 	for {
 		s.mu.Lock()
 		p := st.pending
-		done := p == nil || s.acknowledged(st.group, p.rdsVersion) || time.Now().After(deadline)
+		acked := p != nil && s.acknowledged(st.group, p.rdsVersion)
+		done := p == nil || acked || time.Now().After(deadline)
 		s.mu.Unlock()
+		if acked {
+			outcome = twoPhaseAcknowledged
+		}
 		if done {
 			break
 		}
@@ -202,7 +209,8 @@ func (s *Server) finishTwoPhase(st *gatewayState, deadline time.Time) {
 		return
 	}
 	st.pending = nil
-	s.setSnapshot(st, p.next, false)
+	twoPhasePublishes.WithLabelValues(outcome).Inc()
+	s.setSnapshot(st, p.next.Config, p.next.api, false)
 }
 
 func sortedResources[T interface{ GetName() string }](m map[string]types.Resource) []T {

@@ -49,6 +49,12 @@ Copyright The shardgate Authors.
 //   - Cluster: the IR cluster name ("<namespace>/<service>/<port>"), which
 //     xds/endpoints gives its ClusterLoadAssignment too.
 //   - Secret: the IR secret name ("<namespace>/<name>").
+//   - API listener (what proxyless gRPC clients read instead of Envoy's
+//     listeners; APIListeners, apilistener.go): for each exact hostname H
+//     of the route tables of HTTP listeners and HTTPS TLS servers, "H" (the
+//     lowest plain HTTP port serving H, else the first TLS server serving
+//     it) and "H:<port>"; none for wildcard hosts and "*". Its
+//     api_listener is the HttpConnectionManager of that table's listener.
 //   - Filter chain: "<gateway listener name>" (HTTPS) or the IR TLS route name
 //     (TLS passthrough/terminate), or the IR TCP route name (TCP: one
 //     chain without a match, a tcp_proxy to the route's weighted clusters;
