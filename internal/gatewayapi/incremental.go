@@ -498,7 +498,7 @@ func Relevant(oldObj, newObj client.Object) bool {
 	case *corev1.ConfigMap:
 		// Only a CA bundle is read.
 		o, ok := oldObj.(*corev1.ConfigMap)
-		return !ok || o.Data[caCertKey] != n.Data[caCertKey]
+		return !ok || o.Data[corev1.ServiceAccountRootCAKey] != n.Data[corev1.ServiceAccountRootCAKey]
 	case *corev1.Secret:
 		o, ok := oldObj.(*corev1.Secret)
 		return !ok || o.Type != n.Type || !equality.Semantic.DeepEqual(o.Data, n.Data)
