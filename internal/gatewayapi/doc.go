@@ -12,8 +12,10 @@ Copyright The shardgate Authors.
 // resolution, allowedRoutes, hostname intersection), ReferenceGrant checks,
 // backend resolution, rule validation, and route precedence.
 //
-// It must never talk to Kubernetes, import controller-runtime, read the
-// clock, start goroutines, or let map iteration order leak into its output.
+// It must never talk to Kubernetes, import controller-runtime or client-go
+// (objects come in as Object, which has client.Object's methods;
+// imports_test.go checks every package it links), read the clock, start
+// goroutines, or let map iteration order leak into its output.
 // It must never panic on any input, however malformed: every malformed
 // object gets the spec's condition instead. Translate is a function of its
 // Input: the same Input gives reflect.DeepEqual Output.

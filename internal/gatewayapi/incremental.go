@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
@@ -457,7 +456,7 @@ func (t *Translator) attached(k RouteKey) bool {
 }
 
 // compile returns route k's compilation, from memory or compiled anew.
-func (t *Translator) compile(idx *Index, k RouteKey, obj client.Object) *compiledRoute {
+func (t *Translator) compile(idx *Index, k RouteKey, obj Object) *compiledRoute {
 	if cr := t.compiled[k]; cr != nil {
 		return cr
 	}
@@ -471,7 +470,7 @@ func (t *Translator) compile(idx *Index, k RouteKey, obj client.Object) *compile
 // Gateway API kinds and of GatewayParameters (a change bumps
 // metadata.generation), the HTTPRoute annotations it honours, Service
 // ports, Secret types and data and Namespace labels; never status.
-func Relevant(oldObj, newObj client.Object) bool {
+func Relevant(oldObj, newObj Object) bool {
 	if oldObj == nil || newObj == nil {
 		return true
 	}

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
@@ -228,7 +227,7 @@ func NewStore(controllerName string) *Store {
 	}
 }
 
-func key(o client.Object) types.NamespacedName { return nn(o.GetNamespace(), o.GetName()) }
+func key(o Object) types.NamespacedName { return nn(o.GetNamespace(), o.GetName()) }
 
 // Upsert stores a created or updated object (the informer's new version)
 // and marks what it affects. It reports whether the change can alter a
@@ -239,7 +238,7 @@ func key(o client.Object) types.NamespacedName { return nn(o.GetNamespace(), o.G
 // until a route (or Gateway, or policy) names it, which marks it again
 // (false). Objects of kinds the translator does not read are ignored
 // (false).
-func (s *Store) Upsert(obj client.Object) bool {
+func (s *Store) Upsert(obj Object) bool {
 	if obj == nil {
 		return false
 	}
@@ -328,7 +327,7 @@ func (s *Store) Upsert(obj client.Object) bool {
 
 // Delete removes an object and marks what it affected. It reports whether
 // the Store held it.
-func (s *Store) Delete(obj client.Object) bool {
+func (s *Store) Delete(obj Object) bool {
 	if obj == nil {
 		return false
 	}
@@ -408,7 +407,7 @@ func (s *Store) Delete(obj client.Object) bool {
 
 func objKey[T any, PT interface {
 	*T
-	client.Object
+	Object
 }](o *T) types.NamespacedName {
 	return key(PT(o))
 }
@@ -417,7 +416,7 @@ func classKey(o *gatewayv1.GatewayClass) types.NamespacedName { return nn("", o.
 
 // relevant is Relevant against the stored version (nil: a new object).
 // Call with s.mu held.
-func (s *Store) relevant(old, obj client.Object) bool {
+func (s *Store) relevant(old, obj Object) bool {
 	if isNil(old) {
 		return true
 	}
@@ -425,7 +424,7 @@ func (s *Store) relevant(old, obj client.Object) bool {
 	return Relevant(old, obj)
 }
 
-func isNil(o client.Object) bool {
+func isNil(o Object) bool {
 	switch o := o.(type) {
 	case nil:
 		return true
@@ -461,7 +460,7 @@ func isNil(o client.Object) bool {
 	return false
 }
 
-func (s *Store) upsertAll(obj, old client.Object) bool {
+func (s *Store) upsertAll(obj, old Object) bool {
 	if !s.relevant(old, obj) {
 		return false
 	}
@@ -469,7 +468,7 @@ func (s *Store) upsertAll(obj, old client.Object) bool {
 	return true
 }
 
-func (s *Store) upsertRoute(k RouteKey, obj, old client.Object) bool {
+func (s *Store) upsertRoute(k RouteKey, obj, old Object) bool {
 	if !s.relevant(old, obj) {
 		return false
 	}
@@ -537,7 +536,7 @@ func (s *Store) setGrant(ns string, old, obj *gatewayv1beta1.ReferenceGrant) {
 }
 
 // indexRoute records what route k depends on. Call with s.mu held.
-func (s *Store) indexRoute(k RouteKey, obj client.Object) {
+func (s *Store) indexRoute(k RouteKey, obj Object) {
 	d := routeDependencies(k.NN.Namespace, obj)
 	for _, svc := range d.services {
 		addTo(s.routesBySvc, svc, k)
@@ -648,7 +647,7 @@ func (s *Store) takeDirty() dirtySet {
 }
 
 // route returns the stored route named by k, or nil.
-func (s *Store) route(k RouteKey) client.Object {
+func (s *Store) route(k RouteKey) Object {
 	switch k.Kind {
 	case kindHTTPRoute:
 		if r := s.http.get(k.NN); r != nil {
@@ -702,7 +701,7 @@ func (s *Store) Input(f Facts) *Input {
 }
 
 // Route returns the stored route k, nil if there is none.
-func (s *Store) Route(k RouteKey) client.Object {
+func (s *Store) Route(k RouteKey) Object {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.route(k)
@@ -734,7 +733,7 @@ func (s *Store) Load(in *Input) {
 
 func loadKind[T any, PT interface {
 	*T
-	client.Object
+	Object
 }](s *Store, have *objects[T], want []PT) {
 	s.mu.Lock()
 	current := make(map[types.NamespacedName]*T, len(have.list))

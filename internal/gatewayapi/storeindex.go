@@ -8,7 +8,6 @@ import (
 	"iter"
 	"slices"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -105,7 +104,7 @@ func removeFrom[K, V comparable](m map[K]refs[V], k K, v V) {
 // Services its backendRefs and mirrors name (whatever their group and kind:
 // a superset is harmless), the namespaces it refers into (ReferenceGrants
 // there decide), the Gateways its parentRefs name and its namespace.
-func routeDependencies(ns string, obj client.Object) deps {
+func routeDependencies(ns string, obj Object) deps {
 	d := deps{ns: ns}
 	ref := func(r gatewayv1.BackendObjectReference) {
 		rns := ns
