@@ -35,7 +35,7 @@ func TranslateGateway(idx *Index, gw *gatewayv1.Gateway) *GatewayResult {
 // compilations already made (by another Gateway of the same translation)
 // from done, and recording new ones there when done is not nil.
 func (idx *Index) compileRoutesOf(gw types.NamespacedName, done map[RouteKey]*compiledRoute) []*compiledRoute {
-	n := len(idx.httpByGW[gw]) + len(idx.grpcByGW[gw]) + len(idx.tlsByGW[gw]) + len(idx.tcpByGW[gw])
+	n := len(idx.routesByGW[gw])
 	out := make([]*compiledRoute, 0, n)
 	// seen holds the routes added for gw: an informer cache holds one
 	// object per name, so the first wins. While done is empty, every route
@@ -44,7 +44,8 @@ func (idx *Index) compileRoutesOf(gw types.NamespacedName, done map[RouteKey]*co
 	if !shared {
 		seen = make(map[RouteKey]*compiledRoute, n)
 	}
-	add := func(k RouteKey, r any) {
+	add := func(r kindRoute) {
+		k := RouteKey{Kind: r.kind.name, NN: nn(r.obj.GetNamespace(), r.obj.GetName())}
 		if _, dup := seen[k]; dup {
 			return
 		}
@@ -53,7 +54,7 @@ func (idx *Index) compileRoutesOf(gw types.NamespacedName, done map[RouteKey]*co
 			cr = done[k]
 		}
 		if cr == nil {
-			cr = compileRoute(idx, r)
+			cr = compileRouteOf(idx, r.kind, r.obj)
 			if done != nil && !shared {
 				done[k] = cr
 			}
@@ -61,37 +62,11 @@ func (idx *Index) compileRoutesOf(gw types.NamespacedName, done map[RouteKey]*co
 		seen[k] = cr
 		out = append(out, cr)
 	}
-	for _, r := range idx.httpByGW[gw] {
-		add(RouteKey{Kind: kindHTTPRoute, NN: nn(r.Namespace, r.Name)}, r)
-	}
-	for _, r := range idx.grpcByGW[gw] {
-		add(RouteKey{Kind: kindGRPCRoute, NN: nn(r.Namespace, r.Name)}, r)
-	}
-	for _, r := range idx.tlsByGW[gw] {
-		add(RouteKey{Kind: kindTLSRoute, NN: nn(r.Namespace, r.Name)}, r)
-	}
-	for _, r := range idx.tcpByGW[gw] {
-		add(RouteKey{Kind: kindTCPRoute, NN: nn(r.Namespace, r.Name)}, r)
+	for _, r := range idx.routesByGW[gw] {
+		add(r)
 	}
 	idx.listenerSetRoutes(gw, add)
 	return out
-}
-
-// compileRoute compiles one route of any kind against the Services and
-// ReferenceGrants of idx. It is a pure function of the route and those
-// objects.
-func compileRoute(idx *Index, r any) *compiledRoute {
-	switch r := r.(type) {
-	case *gatewayv1.HTTPRoute:
-		return idx.compileHTTPRoute(r)
-	case *gatewayv1.GRPCRoute:
-		return idx.compileGRPCRoute(r)
-	case *gatewayv1.TLSRoute:
-		return idx.compileTLSRoute(r)
-	case *gatewayv1.TCPRoute:
-		return idx.compileTCPRoute(r)
-	}
-	return nil
 }
 
 // assembleGateway translates gw given the compilations of the routes that

@@ -379,17 +379,11 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 				}
 			}
 		}
-		var m *RouteStatuses
-		switch k.Kind {
-		case kindHTTPRoute:
-			m = &out.HTTPRouteStatus
-		case kindGRPCRoute:
-			m = &out.GRPCRouteStatus
-		case kindTCPRoute:
-			m = &out.TCPRouteStatus
-		default:
-			m = &out.TLSRouteStatus
+		rk := routeKindNamed(k.Kind)
+		if rk == nil {
+			continue
 		}
+		m := rk.status(out)
 		out.StatusChanged = append(out.StatusChanged, k)
 		if len(entries) == 0 {
 			*m = m.Delete(k.NN)

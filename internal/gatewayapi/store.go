@@ -245,6 +245,9 @@ func (s *Store) Upsert(obj Object) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := key(obj)
+	if rk := routeKindOf(obj); rk != nil {
+		return s.upsertRoute(RouteKey{Kind: rk.name, NN: k}, obj, rk.stored(s).put(k, obj))
+	}
 	switch o := obj.(type) {
 	case *gatewayv1.GatewayClass:
 		return s.upsertAll(o, s.classes.put(k, o))
@@ -261,14 +264,6 @@ func (s *Store) Upsert(obj Object) bool {
 		s.indexGateway(o)
 		s.dirty.Gateways.add(k)
 		return true
-	case *gatewayv1.HTTPRoute:
-		return s.upsertRoute(RouteKey{Kind: kindHTTPRoute, NN: k}, o, s.http.put(k, o))
-	case *gatewayv1.GRPCRoute:
-		return s.upsertRoute(RouteKey{Kind: kindGRPCRoute, NN: k}, o, s.grpc.put(k, o))
-	case *gatewayv1.TLSRoute:
-		return s.upsertRoute(RouteKey{Kind: kindTLSRoute, NN: k}, o, s.tls.put(k, o))
-	case *gatewayv1.TCPRoute:
-		return s.upsertRoute(RouteKey{Kind: kindTCPRoute, NN: k}, o, s.tcp.put(k, o))
 	case *gatewayv1.ListenerSet:
 		return s.upsertListenerSet(k, o)
 	case *gatewayv1beta1.ReferenceGrant:
@@ -334,6 +329,9 @@ func (s *Store) Delete(obj Object) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := key(obj)
+	if rk := routeKindOf(obj); rk != nil {
+		return s.deleteRoute(RouteKey{Kind: rk.name, NN: k}, rk.stored(s).remove(k))
+	}
 	switch obj.(type) {
 	case *gatewayv1.GatewayClass:
 		if s.classes.remove(k, classKey) == nil {
@@ -352,14 +350,6 @@ func (s *Store) Delete(obj Object) bool {
 		}
 		s.unindexGateway(k)
 		s.dirty.Gateways.add(k)
-	case *gatewayv1.HTTPRoute:
-		return s.deleteRoute(RouteKey{Kind: kindHTTPRoute, NN: k}, s.http.remove(k, objKey[gatewayv1.HTTPRoute]) != nil)
-	case *gatewayv1.GRPCRoute:
-		return s.deleteRoute(RouteKey{Kind: kindGRPCRoute, NN: k}, s.grpc.remove(k, objKey[gatewayv1.GRPCRoute]) != nil)
-	case *gatewayv1.TLSRoute:
-		return s.deleteRoute(RouteKey{Kind: kindTLSRoute, NN: k}, s.tls.remove(k, objKey[gatewayv1.TLSRoute]) != nil)
-	case *gatewayv1.TCPRoute:
-		return s.deleteRoute(RouteKey{Kind: kindTCPRoute, NN: k}, s.tcp.remove(k, objKey[gatewayv1.TCPRoute]) != nil)
 	case *gatewayv1.ListenerSet:
 		return s.deleteListenerSet(k)
 	case *gatewayv1beta1.ReferenceGrant:
@@ -648,23 +638,8 @@ func (s *Store) takeDirty() dirtySet {
 
 // route returns the stored route named by k, or nil.
 func (s *Store) route(k RouteKey) Object {
-	switch k.Kind {
-	case kindHTTPRoute:
-		if r := s.http.get(k.NN); r != nil {
-			return r
-		}
-	case kindGRPCRoute:
-		if r := s.grpc.get(k.NN); r != nil {
-			return r
-		}
-	case kindTLSRoute:
-		if r := s.tls.get(k.NN); r != nil {
-			return r
-		}
-	case kindTCPRoute:
-		if r := s.tcp.get(k.NN); r != nil {
-			return r
-		}
+	if rk := routeKindNamed(k.Kind); rk != nil {
+		return rk.stored(s).get(k.NN)
 	}
 	return nil
 }

@@ -116,58 +116,11 @@ func routeDependencies(ns string, obj Object) deps {
 			d.grantNS = appendUnique(d.grantNS, rns)
 		}
 	}
-	mirror := func(m *gatewayv1.HTTPRequestMirrorFilter) {
-		if m != nil {
-			ref(m.BackendRef)
-		}
-	}
-	switch r := obj.(type) {
-	case *gatewayv1.HTTPRoute:
-		d.gateways = parentGateways(ns, r.Spec.ParentRefs)
-		d.listenerSets = parentListenerSets(ns, r.Spec.ParentRefs)
-		for i := range r.Spec.Rules {
-			rule := &r.Spec.Rules[i]
-			for _, f := range rule.Filters {
-				mirror(f.RequestMirror)
-			}
-			for _, br := range rule.BackendRefs {
-				ref(br.BackendObjectReference)
-				for _, f := range br.Filters {
-					mirror(f.RequestMirror)
-				}
-			}
-		}
-	case *gatewayv1.GRPCRoute:
-		d.gateways = parentGateways(ns, r.Spec.ParentRefs)
-		d.listenerSets = parentListenerSets(ns, r.Spec.ParentRefs)
-		for i := range r.Spec.Rules {
-			rule := &r.Spec.Rules[i]
-			for _, f := range rule.Filters {
-				mirror(f.RequestMirror)
-			}
-			for _, br := range rule.BackendRefs {
-				ref(br.BackendObjectReference)
-				for _, f := range br.Filters {
-					mirror(f.RequestMirror)
-				}
-			}
-		}
-	case *gatewayv1.TLSRoute:
-		d.gateways = parentGateways(ns, r.Spec.ParentRefs)
-		d.listenerSets = parentListenerSets(ns, r.Spec.ParentRefs)
-		for i := range r.Spec.Rules {
-			for _, br := range r.Spec.Rules[i].BackendRefs {
-				ref(br.BackendObjectReference)
-			}
-		}
-	case *gatewayv1.TCPRoute:
-		d.gateways = parentGateways(ns, r.Spec.ParentRefs)
-		d.listenerSets = parentListenerSets(ns, r.Spec.ParentRefs)
-		for i := range r.Spec.Rules {
-			for _, br := range r.Spec.Rules[i].BackendRefs {
-				ref(br.BackendObjectReference)
-			}
-		}
+	if rk := routeKindOf(obj); rk != nil {
+		_, refs := rk.spec(obj)
+		d.gateways = parentGateways(ns, refs)
+		d.listenerSets = parentListenerSets(ns, refs)
+		rk.backendRefs(obj, ref)
 	}
 	return d
 }

@@ -149,7 +149,7 @@ func translateIndex(idx *Index) *Output {
 	}
 
 	routes := 0
-	for _, rs := range idx.httpByGW {
+	for _, rs := range idx.routesByGW {
 		routes += len(rs)
 	}
 	parents := make(map[RouteKey][]ParentEntry, routes)
@@ -193,24 +193,18 @@ func (o *Output) setRouteStatuses(parents map[RouteKey][]ParentEntry) {
 		}
 		m[k.NN] = MergeParents(entries)
 	}
-	o.HTTPRouteStatus = RouteStatusesOf(byKind[kindHTTPRoute])
-	o.GRPCRouteStatus = RouteStatusesOf(byKind[kindGRPCRoute])
-	o.TLSRouteStatus = RouteStatusesOf(byKind[kindTLSRoute])
-	o.TCPRouteStatus = RouteStatusesOf(byKind[kindTCPRoute])
+	for _, rk := range routeKinds {
+		*rk.status(o) = RouteStatusesOf(byKind[rk.name])
+	}
 }
 
-// RouteStatus returns the route statuses of a route kind.
+// RouteStatus returns the route statuses of a route kind (none for a kind
+// that is not one).
 func (o *Output) RouteStatus(kind string) RouteStatuses {
-	switch kind {
-	case kindHTTPRoute:
-		return o.HTTPRouteStatus
-	case kindGRPCRoute:
-		return o.GRPCRouteStatus
-	case kindTCPRoute:
-		return o.TCPRouteStatus
-	default:
-		return o.TLSRouteStatus
+	if rk := routeKindNamed(kind); rk != nil {
+		return *rk.status(o)
 	}
+	return RouteStatuses{}
 }
 
 // GatewayResult is the translation of one Gateway.

@@ -1,0 +1,317 @@
+/*
+Copyright The shardgate Authors.
+*/
+
+package gatewayapi
+
+import (
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/shardgate/shardgate/internal/ir"
+)
+
+// routeKind is everything that tells one route kind from another, in one
+// place: its name, the listeners it attaches to, how its backends speak,
+// where its objects are kept and its status goes, and its compiler. Adding
+// a kind is one entry in routeKinds plus its compiler (and the Input,
+// Output and Store fields the entry names).
+type routeKind struct {
+	name string // the API kind, "HTTPRoute"
+	// irName starts the names of its IR routes ("httproute"); "" for
+	// kinds that make no ir.Route (they forward streams).
+	irName string
+	// protocols are the listener protocols it attaches to.
+	protocols []ir.Protocol
+	// appProtocol: its backends are HTTP, and the Service port's
+	// appProtocol says how Envoy talks to them; otherwise they are raw
+	// streams (ir.ClusterTCP).
+	appProtocol bool
+	// grpc: its requests are gRPC calls: the IR routes say so, and the
+	// backends speak HTTP/2 cleartext whatever their appProtocol.
+	grpc bool
+	// filters are the rule filter types the kind has, when not all of
+	// HTTPRoute's (nil); another one is refused as unknown.
+	filters []gatewayv1.HTTPRouteFilterType
+
+	// spec reads what every route has: hostnames (none for TCPRoute) and
+	// parentRefs.
+	spec func(Object) ([]gatewayv1.Hostname, []gatewayv1.ParentReference)
+	// backendRefs hands f every Service reference of the route's rules:
+	// backendRefs, and mirrors where the kind has them.
+	backendRefs func(Object, func(gatewayv1.BackendObjectReference))
+	// compile compiles the route's rules into cr and returns how many the
+	// spec has.
+	compile func(idx *Index, rk *routeKind, cr *compiledRoute, obj Object) int
+
+	// inputs hands f every route of the kind in an Input.
+	inputs func(*Input, func(Object))
+	// stored is the Store's collection of the kind.
+	stored func(*Store) routeObjects
+	// is says whether obj is of the kind (a typed pointer, possibly nil).
+	is func(Object) bool
+	// status is where the Output keeps the kind's route status.
+	status func(*Output) *RouteStatuses
+}
+
+// routeKinds are the route kinds shardgate serves, in the order listeners
+// report them in supportedKinds.
+var routeKinds = [...]*routeKind{
+	{
+		name: kindHTTPRoute, irName: "httproute",
+		protocols:   []ir.Protocol{ir.ProtocolHTTP, ir.ProtocolHTTPS},
+		appProtocol: true,
+		spec: func(o Object) ([]gatewayv1.Hostname, []gatewayv1.ParentReference) {
+			r := o.(*gatewayv1.HTTPRoute)
+			return r.Spec.Hostnames, r.Spec.ParentRefs
+		},
+		backendRefs: func(o Object, f func(gatewayv1.BackendObjectReference)) {
+			for i := range o.(*gatewayv1.HTTPRoute).Spec.Rules {
+				rule := &o.(*gatewayv1.HTTPRoute).Spec.Rules[i]
+				mirrors(rule.Filters, f)
+				for _, br := range rule.BackendRefs {
+					f(br.BackendObjectReference)
+					mirrors(br.Filters, f)
+				}
+			}
+		},
+		compile: compileHTTPRules,
+		inputs: func(in *Input, f func(Object)) {
+			for _, r := range in.HTTPRoutes {
+				if r != nil {
+					f(r)
+				}
+			}
+		},
+		stored: func(s *Store) routeObjects { return storedAs(&s.http) },
+		is:     func(o Object) bool { _, ok := o.(*gatewayv1.HTTPRoute); return ok },
+		status: func(o *Output) *RouteStatuses { return &o.HTTPRouteStatus },
+	},
+	{
+		name: kindGRPCRoute, irName: "grpcroute",
+		protocols:   []ir.Protocol{ir.ProtocolHTTP, ir.ProtocolHTTPS},
+		appProtocol: true, grpc: true,
+		filters: []gatewayv1.HTTPRouteFilterType{
+			gatewayv1.HTTPRouteFilterType(gatewayv1.GRPCRouteFilterRequestHeaderModifier),
+			gatewayv1.HTTPRouteFilterType(gatewayv1.GRPCRouteFilterResponseHeaderModifier),
+			gatewayv1.HTTPRouteFilterType(gatewayv1.GRPCRouteFilterRequestMirror),
+			gatewayv1.HTTPRouteFilterType(gatewayv1.GRPCRouteFilterExtensionRef),
+		},
+		spec: func(o Object) ([]gatewayv1.Hostname, []gatewayv1.ParentReference) {
+			r := o.(*gatewayv1.GRPCRoute)
+			return r.Spec.Hostnames, r.Spec.ParentRefs
+		},
+		backendRefs: func(o Object, f func(gatewayv1.BackendObjectReference)) {
+			for i := range o.(*gatewayv1.GRPCRoute).Spec.Rules {
+				rule := &o.(*gatewayv1.GRPCRoute).Spec.Rules[i]
+				for _, fl := range rule.Filters {
+					if fl.RequestMirror != nil {
+						f(fl.RequestMirror.BackendRef)
+					}
+				}
+				for _, br := range rule.BackendRefs {
+					f(br.BackendObjectReference)
+					for _, fl := range br.Filters {
+						if fl.RequestMirror != nil {
+							f(fl.RequestMirror.BackendRef)
+						}
+					}
+				}
+			}
+		},
+		compile: compileGRPCRules,
+		inputs: func(in *Input, f func(Object)) {
+			for _, r := range in.GRPCRoutes {
+				if r != nil {
+					f(r)
+				}
+			}
+		},
+		stored: func(s *Store) routeObjects { return storedAs(&s.grpc) },
+		is:     func(o Object) bool { _, ok := o.(*gatewayv1.GRPCRoute); return ok },
+		status: func(o *Output) *RouteStatuses { return &o.GRPCRouteStatus },
+	},
+	{
+		name:      kindTLSRoute,
+		protocols: []ir.Protocol{ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate},
+		spec: func(o Object) ([]gatewayv1.Hostname, []gatewayv1.ParentReference) {
+			r := o.(*gatewayv1.TLSRoute)
+			return r.Spec.Hostnames, r.Spec.ParentRefs
+		},
+		backendRefs: func(o Object, f func(gatewayv1.BackendObjectReference)) {
+			for _, rule := range o.(*gatewayv1.TLSRoute).Spec.Rules {
+				for _, br := range rule.BackendRefs {
+					f(br.BackendObjectReference)
+				}
+			}
+		},
+		compile: func(idx *Index, rk *routeKind, cr *compiledRoute, o Object) int {
+			rules := o.(*gatewayv1.TLSRoute).Spec.Rules
+			for i := range rules {
+				idx.compileStreamRule(rk, cr, i, rules[i].Name, rules[i].BackendRefs)
+			}
+			return len(rules)
+		},
+		inputs: func(in *Input, f func(Object)) {
+			for _, r := range in.TLSRoutes {
+				if r != nil {
+					f(r)
+				}
+			}
+		},
+		stored: func(s *Store) routeObjects { return storedAs(&s.tls) },
+		is:     func(o Object) bool { _, ok := o.(*gatewayv1.TLSRoute); return ok },
+		status: func(o *Output) *RouteStatuses { return &o.TLSRouteStatus },
+	},
+	{
+		name:      kindTCPRoute,
+		protocols: []ir.Protocol{ir.ProtocolTCP},
+		spec: func(o Object) ([]gatewayv1.Hostname, []gatewayv1.ParentReference) {
+			return nil, o.(*gatewayv1.TCPRoute).Spec.ParentRefs
+		},
+		backendRefs: func(o Object, f func(gatewayv1.BackendObjectReference)) {
+			for _, rule := range o.(*gatewayv1.TCPRoute).Spec.Rules {
+				for _, br := range rule.BackendRefs {
+					f(br.BackendObjectReference)
+				}
+			}
+		},
+		compile: func(idx *Index, rk *routeKind, cr *compiledRoute, o Object) int {
+			rules := o.(*gatewayv1.TCPRoute).Spec.Rules
+			for i := range rules {
+				idx.compileStreamRule(rk, cr, i, rules[i].Name, rules[i].BackendRefs)
+			}
+			return len(rules)
+		},
+		inputs: func(in *Input, f func(Object)) {
+			for _, r := range in.TCPRoutes {
+				if r != nil {
+					f(r)
+				}
+			}
+		},
+		stored: func(s *Store) routeObjects { return storedAs(&s.tcp) },
+		is:     func(o Object) bool { _, ok := o.(*gatewayv1.TCPRoute); return ok },
+		status: func(o *Output) *RouteStatuses { return &o.TCPRouteStatus },
+	},
+}
+
+// kindsByProtocol are the names of the route kinds each listener protocol
+// takes, in routeKinds order.
+var kindsByProtocol = func() map[ir.Protocol][]string {
+	m := map[ir.Protocol][]string{}
+	for _, rk := range routeKinds {
+		for _, p := range rk.protocols {
+			m[p] = append(m[p], rk.name)
+		}
+	}
+	return m
+}()
+
+// routeKindNamed is the route kind called name, or nil.
+func routeKindNamed(name string) *routeKind {
+	for _, rk := range routeKinds {
+		if rk.name == name {
+			return rk
+		}
+	}
+	return nil
+}
+
+// routeKindOf is the route kind of obj, or nil when obj is no route.
+func routeKindOf(obj Object) *routeKind {
+	for _, rk := range routeKinds {
+		if rk.is(obj) {
+			return rk
+		}
+	}
+	return nil
+}
+
+// hasFilter says whether rules of the kind have filters of type t.
+func (rk *routeKind) hasFilter(t gatewayv1.HTTPRouteFilterType) bool {
+	if rk.filters == nil {
+		return true
+	}
+	for _, f := range rk.filters {
+		if f == t {
+			return true
+		}
+	}
+	return false
+}
+
+// mirrors hands f the backend of every RequestMirror filter of fs.
+func mirrors(fs []gatewayv1.HTTPRouteFilter, f func(gatewayv1.BackendObjectReference)) {
+	for i := range fs {
+		if m := fs[i].RequestMirror; m != nil {
+			f(m.BackendRef)
+		}
+	}
+}
+
+// routeObjects is a Store collection of one route kind, typed away.
+type routeObjects interface {
+	get(types.NamespacedName) Object
+	// put stores obj and returns the version it replaces (nil: none).
+	put(types.NamespacedName, Object) Object
+	// remove reports whether there was one to remove.
+	remove(types.NamespacedName) bool
+}
+
+type typedObjects[T any, PT interface {
+	*T
+	Object
+}] struct{ o *objects[T] }
+
+func storedAs[T any, PT interface {
+	*T
+	Object
+}](o *objects[T]) routeObjects {
+	return typedObjects[T, PT]{o}
+}
+
+func (t typedObjects[T, PT]) get(k types.NamespacedName) Object {
+	if r := t.o.get(k); r != nil {
+		return PT(r)
+	}
+	return nil
+}
+
+func (t typedObjects[T, PT]) put(k types.NamespacedName, obj Object) Object {
+	if old := t.o.put(k, (*T)(obj.(PT))); old != nil {
+		return PT(old)
+	}
+	return nil
+}
+
+func (t typedObjects[T, PT]) remove(k types.NamespacedName) bool {
+	return t.o.remove(k, objKey[T, PT]) != nil
+}
+
+// compileRoute compiles one route of any kind against the Services and
+// ReferenceGrants of idx. It is a pure function of the route and those
+// objects; nil when obj is no route.
+func compileRoute(idx *Index, obj Object) *compiledRoute {
+	rk := routeKindOf(obj)
+	if rk == nil {
+		return nil
+	}
+	return compileRouteOf(idx, rk, obj)
+}
+
+// compileRouteOf is compileRoute for a route of kind rk.
+func compileRouteOf(idx *Index, rk *routeKind, obj Object) *compiledRoute {
+	hostnames, refs := rk.spec(obj)
+	cr := &compiledRoute{
+		key:        RouteKey{Kind: rk.name, NN: nn(obj.GetNamespace(), obj.GetName())},
+		gen:        obj.GetGeneration(),
+		created:    obj.GetCreationTimestamp(),
+		uid:        obj.GetUID(),
+		hostnames:  lowerHostnames(hostnames),
+		refs:       refs,
+		controller: controllerUID(obj),
+	}
+	cr.finish(rk.compile(idx, rk, cr, obj))
+	return cr
+}
