@@ -44,8 +44,9 @@ func (idx *Index) compileRoutesOf(gw types.NamespacedName, done map[RouteKey]*co
 	if !shared {
 		seen = make(map[RouteKey]*compiledRoute, n)
 	}
-	add := func(r kindRoute) {
-		k := RouteKey{Kind: r.kind.name, NN: nn(r.obj.GetNamespace(), r.obj.GetName())}
+	add := func(r Object) {
+		rk := routeKindOf(r)
+		k := RouteKey{Kind: rk.name, NN: nn(r.GetNamespace(), r.GetName())}
 		if _, dup := seen[k]; dup {
 			return
 		}
@@ -54,7 +55,7 @@ func (idx *Index) compileRoutesOf(gw types.NamespacedName, done map[RouteKey]*co
 			cr = done[k]
 		}
 		if cr == nil {
-			cr = compileRouteOf(idx, r.kind, r.obj)
+			cr = compileRouteOf(idx, rk, r)
 			if done != nil && !shared {
 				done[k] = cr
 			}

@@ -61,9 +61,9 @@ type Index struct {
 	// Routes by the Gateway their parentRefs name (NewIndex only; an
 	// Index over a Store finds them in the Store), kind by kind in
 	// routeKinds order.
-	routesByGW map[types.NamespacedName][]kindRoute
+	routesByGW map[types.NamespacedName][]Object
 	// Routes by the ListenerSet their parentRefs name (NewIndex only).
-	routesByLS map[types.NamespacedName][]kindRoute
+	routesByLS map[types.NamespacedName][]Object
 
 	// ListenerSets by the Gateway their parentRef names, in precedence
 	// order: lsByGW (NewIndex), or lsOf (over a Store).
@@ -192,27 +192,21 @@ func storeIndex(s *Store, f Facts) *Index {
 	return idx
 }
 
-// kindRoute is a route with its kind.
-type kindRoute struct {
-	kind *routeKind
-	obj  Object
-}
-
 // indexRoutes arranges the routes by the Gateways they name.
 func (idx *Index) indexRoutes(in *Input) {
 	// Routes by parent Gateway; a route naming the same Gateway twice is
 	// indexed once.
-	idx.routesByGW = map[types.NamespacedName][]kindRoute{}
-	idx.routesByLS = map[types.NamespacedName][]kindRoute{}
+	idx.routesByGW = map[types.NamespacedName][]Object{}
+	idx.routesByLS = map[types.NamespacedName][]Object{}
 	for _, rk := range routeKinds {
 		rk.inputs(in, func(r Object) {
 			_, refs := rk.spec(r)
 			ns := r.GetNamespace()
 			for _, g := range parentGateways(ns, refs) {
-				idx.routesByGW[g] = append(idx.routesByGW[g], kindRoute{rk, r})
+				idx.routesByGW[g] = append(idx.routesByGW[g], r)
 			}
 			for _, l := range parentListenerSets(ns, refs) {
-				idx.routesByLS[l] = append(idx.routesByLS[l], kindRoute{rk, r})
+				idx.routesByLS[l] = append(idx.routesByLS[l], r)
 			}
 		})
 	}

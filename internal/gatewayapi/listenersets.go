@@ -355,7 +355,7 @@ func setAttachedListenerSets(gw *gatewayv1.Gateway, st *gatewayv1.GatewayStatus,
 
 // listenerSetRoutes hands add the routes (NewIndex only) whose parentRefs
 // name a ListenerSet naming gw.
-func (idx *Index) listenerSetRoutes(gw types.NamespacedName, add func(kindRoute)) {
+func (idx *Index) listenerSetRoutes(gw types.NamespacedName, add func(Object)) {
 	for _, ls := range idx.listenerSetsOf(gw) {
 		for _, r := range idx.routesByLS[nn(ls.Namespace, ls.Name)] {
 			add(r)

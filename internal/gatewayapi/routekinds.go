@@ -37,9 +37,9 @@ type routeKind struct {
 	// spec reads what every route has: hostnames (none for TCPRoute) and
 	// parentRefs.
 	spec func(Object) ([]gatewayv1.Hostname, []gatewayv1.ParentReference)
-	// backendRefs hands f every Service reference of the route's rules:
-	// backendRefs, and mirrors where the kind has them.
-	backendRefs func(Object, func(gatewayv1.BackendObjectReference))
+	// backendRefs appends to buf every Service reference of the route's
+	// rules: backendRefs, and mirrors where the kind has them.
+	backendRefs func(obj Object, buf []gatewayv1.BackendObjectReference) []gatewayv1.BackendObjectReference
 	// compile compiles the route's rules into cr and returns how many the
 	// spec has.
 	compile func(idx *Index, rk *routeKind, cr *compiledRoute, obj Object) int
@@ -65,15 +65,16 @@ var routeKinds = [...]*routeKind{
 			r := o.(*gatewayv1.HTTPRoute)
 			return r.Spec.Hostnames, r.Spec.ParentRefs
 		},
-		backendRefs: func(o Object, f func(gatewayv1.BackendObjectReference)) {
+		backendRefs: func(o Object, buf []gatewayv1.BackendObjectReference) []gatewayv1.BackendObjectReference {
 			for i := range o.(*gatewayv1.HTTPRoute).Spec.Rules {
 				rule := &o.(*gatewayv1.HTTPRoute).Spec.Rules[i]
-				mirrors(rule.Filters, f)
+				buf = mirrors(rule.Filters, buf)
 				for _, br := range rule.BackendRefs {
-					f(br.BackendObjectReference)
-					mirrors(br.Filters, f)
+					buf = append(buf, br.BackendObjectReference)
+					buf = mirrors(br.Filters, buf)
 				}
 			}
+			return buf
 		},
 		compile: compileHTTPRules,
 		inputs: func(in *Input, f func(Object)) {
@@ -101,23 +102,24 @@ var routeKinds = [...]*routeKind{
 			r := o.(*gatewayv1.GRPCRoute)
 			return r.Spec.Hostnames, r.Spec.ParentRefs
 		},
-		backendRefs: func(o Object, f func(gatewayv1.BackendObjectReference)) {
+		backendRefs: func(o Object, buf []gatewayv1.BackendObjectReference) []gatewayv1.BackendObjectReference {
 			for i := range o.(*gatewayv1.GRPCRoute).Spec.Rules {
 				rule := &o.(*gatewayv1.GRPCRoute).Spec.Rules[i]
 				for _, fl := range rule.Filters {
 					if fl.RequestMirror != nil {
-						f(fl.RequestMirror.BackendRef)
+						buf = append(buf, fl.RequestMirror.BackendRef)
 					}
 				}
 				for _, br := range rule.BackendRefs {
-					f(br.BackendObjectReference)
+					buf = append(buf, br.BackendObjectReference)
 					for _, fl := range br.Filters {
 						if fl.RequestMirror != nil {
-							f(fl.RequestMirror.BackendRef)
+							buf = append(buf, fl.RequestMirror.BackendRef)
 						}
 					}
 				}
 			}
+			return buf
 		},
 		compile: compileGRPCRules,
 		inputs: func(in *Input, f func(Object)) {
@@ -138,12 +140,13 @@ var routeKinds = [...]*routeKind{
 			r := o.(*gatewayv1.TLSRoute)
 			return r.Spec.Hostnames, r.Spec.ParentRefs
 		},
-		backendRefs: func(o Object, f func(gatewayv1.BackendObjectReference)) {
+		backendRefs: func(o Object, buf []gatewayv1.BackendObjectReference) []gatewayv1.BackendObjectReference {
 			for _, rule := range o.(*gatewayv1.TLSRoute).Spec.Rules {
 				for _, br := range rule.BackendRefs {
-					f(br.BackendObjectReference)
+					buf = append(buf, br.BackendObjectReference)
 				}
 			}
+			return buf
 		},
 		compile: func(idx *Index, rk *routeKind, cr *compiledRoute, o Object) int {
 			rules := o.(*gatewayv1.TLSRoute).Spec.Rules
@@ -169,12 +172,13 @@ var routeKinds = [...]*routeKind{
 		spec: func(o Object) ([]gatewayv1.Hostname, []gatewayv1.ParentReference) {
 			return nil, o.(*gatewayv1.TCPRoute).Spec.ParentRefs
 		},
-		backendRefs: func(o Object, f func(gatewayv1.BackendObjectReference)) {
+		backendRefs: func(o Object, buf []gatewayv1.BackendObjectReference) []gatewayv1.BackendObjectReference {
 			for _, rule := range o.(*gatewayv1.TCPRoute).Spec.Rules {
 				for _, br := range rule.BackendRefs {
-					f(br.BackendObjectReference)
+					buf = append(buf, br.BackendObjectReference)
 				}
 			}
+			return buf
 		},
 		compile: func(idx *Index, rk *routeKind, cr *compiledRoute, o Object) int {
 			rules := o.(*gatewayv1.TCPRoute).Spec.Rules
@@ -241,13 +245,14 @@ func (rk *routeKind) hasFilter(t gatewayv1.HTTPRouteFilterType) bool {
 	return false
 }
 
-// mirrors hands f the backend of every RequestMirror filter of fs.
-func mirrors(fs []gatewayv1.HTTPRouteFilter, f func(gatewayv1.BackendObjectReference)) {
+// mirrors appends to buf the backend of every RequestMirror filter of fs.
+func mirrors(fs []gatewayv1.HTTPRouteFilter, buf []gatewayv1.BackendObjectReference) []gatewayv1.BackendObjectReference {
 	for i := range fs {
 		if m := fs[i].RequestMirror; m != nil {
-			f(m.BackendRef)
+			buf = append(buf, m.BackendRef)
 		}
 	}
+	return buf
 }
 
 // routeObjects is a Store collection of one route kind, typed away.

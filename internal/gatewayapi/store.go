@@ -67,6 +67,9 @@ type Store struct {
 	namespaces map[string]*corev1.Namespace
 	params     map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters
 
+	// backendBuf is routeDependencies' scratch space.
+	backendBuf []gatewayv1.BackendObjectReference
+
 	// Reverse indexes, and what each object was indexed under.
 	routeDeps      map[RouteKey]deps
 	gatewayDeps    map[types.NamespacedName]deps
@@ -527,7 +530,8 @@ func (s *Store) setGrant(ns string, old, obj *gatewayv1beta1.ReferenceGrant) {
 
 // indexRoute records what route k depends on. Call with s.mu held.
 func (s *Store) indexRoute(k RouteKey, obj Object) {
-	d := routeDependencies(k.NN.Namespace, obj)
+	var d deps
+	d, s.backendBuf = routeDependencies(k.NN.Namespace, obj, s.backendBuf)
 	for _, svc := range d.services {
 		addTo(s.routesBySvc, svc, k)
 	}

@@ -104,7 +104,10 @@ func removeFrom[K, V comparable](m map[K]refs[V], k K, v V) {
 // Services its backendRefs and mirrors name (whatever their group and kind:
 // a superset is harmless), the namespaces it refers into (ReferenceGrants
 // there decide), the Gateways its parentRefs name and its namespace.
-func routeDependencies(ns string, obj Object) deps {
+//
+// buf is scratch space for the route's backend references, handed back
+// (emptied) for the next call.
+func routeDependencies(ns string, obj Object, buf []gatewayv1.BackendObjectReference) (deps, []gatewayv1.BackendObjectReference) {
 	d := deps{ns: ns}
 	ref := func(r gatewayv1.BackendObjectReference) {
 		rns := ns
@@ -120,9 +123,13 @@ func routeDependencies(ns string, obj Object) deps {
 		_, refs := rk.spec(obj)
 		d.gateways = parentGateways(ns, refs)
 		d.listenerSets = parentListenerSets(ns, refs)
-		rk.backendRefs(obj, ref)
+		buf = rk.backendRefs(obj, buf[:0])
+		for _, r := range buf {
+			ref(r)
+		}
+		clear(buf)
 	}
-	return d
+	return d, buf[:0]
 }
 
 func appendUnique[T comparable](list []T, v T) []T {
