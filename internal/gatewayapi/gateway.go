@@ -18,6 +18,7 @@ import (
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/internal/params"
 )
 
 // TranslateGateway does all the work for one Gateway: it compiles the
@@ -225,15 +226,8 @@ func (idx *Index) gatewayStatus(gw *gatewayv1.Gateway, listeners []*listenerStat
 // gatewayParamsProblem says why spec.infrastructure.parametersRef does not
 // resolve.
 func (idx *Index) gatewayParamsProblem(gw *gatewayv1.Gateway) string {
-	if gw.Spec.Infrastructure == nil || gw.Spec.Infrastructure.ParametersRef == nil {
-		return ""
-	}
-	ref := gw.Spec.Infrastructure.ParametersRef
-	if string(ref.Group) != groupShardgate || string(ref.Kind) != kindGatewayParam {
-		return fmt.Sprintf("parametersRef must be %s/%s, not %s/%s", groupShardgate, kindGatewayParam, ref.Group, ref.Kind)
-	}
-	if _, ok := idx.params[nn(gw.Namespace, ref.Name)]; !ok {
-		return fmt.Sprintf("GatewayParameters %s/%s not found", gw.Namespace, ref.Name)
+	if _, err := params.ResolveGateway(gw, idx.paramsByKey); err != nil {
+		return err.Error()
 	}
 	return ""
 }

@@ -16,16 +16,14 @@ import (
 )
 
 const (
-	kindGateway      = "Gateway"
-	kindHTTPRoute    = "HTTPRoute"
-	kindGRPCRoute    = "GRPCRoute"
-	kindTLSRoute     = "TLSRoute"
-	kindTCPRoute     = "TCPRoute"
-	kindService      = "Service"
-	kindSecret       = "Secret"
-	kindGatewayParam = "GatewayParameters"
-	groupGateway     = gatewayv1.GroupName
-	groupShardgate   = "shardgate.io"
+	kindGateway   = "Gateway"
+	kindHTTPRoute = "HTTPRoute"
+	kindGRPCRoute = "GRPCRoute"
+	kindTLSRoute  = "TLSRoute"
+	kindTCPRoute  = "TCPRoute"
+	kindService   = "Service"
+	kindSecret    = "Secret"
+	groupGateway  = gatewayv1.GroupName
 )
 
 // Index is the snapshot arranged for lookups. Build it once per snapshot
