@@ -171,7 +171,10 @@ Copyright The shardgate Authors.
 //     nothing. Routes on an admitted listener still pass the route rule.
 //
 // Translate is made of pure functions: compileRoute turns one route into
-// IR templates given the Services and ReferenceGrants it names, and
+// IR templates given the Services and ReferenceGrants it names (one
+// descriptor per route kind, routekinds.go, holds all that differs
+// between kinds; HTTPRoute and GRPCRoute rules share one compiler, as do
+// TLSRoute and TCPRoute rules), and
 // assembleGateway turns one Gateway and the compilations of its routes into
 // its IR and status (patchGateway applies route changes to an assembly).
 // The incremental Translator is a layer over them, fed by a Store: the

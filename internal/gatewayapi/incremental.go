@@ -259,14 +259,13 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 	s := t.store
 	prev := t.last
 	out := &Output{
-		GatewayClasses:  prev.GatewayClasses,
-		GatewayStatus:   maps.Clone(prev.GatewayStatus),
-		HTTPRouteStatus: prev.HTTPRouteStatus,
-		GRPCRouteStatus: prev.GRPCRouteStatus,
-		TLSRouteStatus:  prev.TLSRouteStatus,
-		TCPRouteStatus:  prev.TCPRouteStatus,
+		GatewayClasses: prev.GatewayClasses,
+		GatewayStatus:  maps.Clone(prev.GatewayStatus),
 
 		ListenerSetStatus: prev.ListenerSetStatus,
+	}
+	for _, rk := range routeKinds {
+		*rk.status(out) = *rk.status(prev)
 	}
 	// ListenerSet statuses of the Gateways translated again: those of
 	// their previous results are dropped, then the new ones set (a
@@ -480,9 +479,11 @@ func Relevant(oldObj, newObj Object) bool {
 		!maps.Equal(oldObj.GetLabels(), newObj.GetLabels()) {
 		return true
 	}
+	if routeKindOf(newObj) != nil {
+		return oldObj.GetGeneration() != newObj.GetGeneration() || newObj.GetGeneration() == 0
+	}
 	switch n := newObj.(type) {
-	case *gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute,
-		*gatewayv1.TLSRoute, *gatewayv1.TCPRoute, *gatewayv1.ListenerSet, *gatewayv1beta1.ReferenceGrant, *shardgatev1alpha1.GatewayParameters,
+	case *gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.ListenerSet, *gatewayv1beta1.ReferenceGrant, *shardgatev1alpha1.GatewayParameters,
 		*gatewayv1.BackendTLSPolicy:
 		return oldObj.GetGeneration() != newObj.GetGeneration() || newObj.GetGeneration() == 0
 	case *corev1.Service:

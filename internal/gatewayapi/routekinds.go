@@ -46,171 +46,190 @@ type routeKind struct {
 
 	// inputs hands f every route of the kind in an Input.
 	inputs func(*Input, func(Object))
-	// stored is the Store's collection of the kind.
-	stored func(*Store) routeObjects
-	// is says whether obj is of the kind (a typed pointer, possibly nil).
-	is func(Object) bool
+	// stored is the Store's collection of the kind; snapshot puts it into
+	// an Input, load makes it hold the Input's.
+	stored   func(*Store) routeObjects
+	snapshot func(*Store, *Input)
+	load     func(*Store, *Input)
+	// is says whether obj is of the kind (a typed pointer, possibly nil);
+	// null, whether it is a nil one.
+	is, null func(Object) bool
 	// status is where the Output keeps the kind's route status.
 	status func(*Output) *RouteStatuses
 }
 
 // routeKinds are the route kinds shardgate serves, in the order listeners
-// report them in supportedKinds.
-var routeKinds = [...]*routeKind{
-	{
-		name: kindHTTPRoute, irName: "httproute",
-		protocols:   []ir.Protocol{ir.ProtocolHTTP, ir.ProtocolHTTPS},
-		appProtocol: true,
-		spec: func(o Object) ([]gatewayv1.Hostname, []gatewayv1.ParentReference) {
-			r := o.(*gatewayv1.HTTPRoute)
-			return r.Spec.Hostnames, r.Spec.ParentRefs
-		},
-		backendRefs: func(o Object, buf []gatewayv1.BackendObjectReference) []gatewayv1.BackendObjectReference {
-			for i := range o.(*gatewayv1.HTTPRoute).Spec.Rules {
-				rule := &o.(*gatewayv1.HTTPRoute).Spec.Rules[i]
-				buf = mirrors(rule.Filters, buf)
-				for _, br := range rule.BackendRefs {
-					buf = append(buf, br.BackendObjectReference)
-					buf = mirrors(br.Filters, buf)
-				}
-			}
-			return buf
-		},
-		compile: compileHTTPRules,
-		inputs: func(in *Input, f func(Object)) {
-			for _, r := range in.HTTPRoutes {
-				if r != nil {
-					f(r)
-				}
-			}
-		},
-		stored: func(s *Store) routeObjects { return storedAs(&s.http) },
-		is:     func(o Object) bool { _, ok := o.(*gatewayv1.HTTPRoute); return ok },
-		status: func(o *Output) *RouteStatuses { return &o.HTTPRouteStatus },
-	},
-	{
-		name: kindGRPCRoute, irName: "grpcroute",
-		protocols:   []ir.Protocol{ir.ProtocolHTTP, ir.ProtocolHTTPS},
-		appProtocol: true, grpc: true,
-		filters: []gatewayv1.HTTPRouteFilterType{
-			gatewayv1.HTTPRouteFilterType(gatewayv1.GRPCRouteFilterRequestHeaderModifier),
-			gatewayv1.HTTPRouteFilterType(gatewayv1.GRPCRouteFilterResponseHeaderModifier),
-			gatewayv1.HTTPRouteFilterType(gatewayv1.GRPCRouteFilterRequestMirror),
-			gatewayv1.HTTPRouteFilterType(gatewayv1.GRPCRouteFilterExtensionRef),
-		},
-		spec: func(o Object) ([]gatewayv1.Hostname, []gatewayv1.ParentReference) {
-			r := o.(*gatewayv1.GRPCRoute)
-			return r.Spec.Hostnames, r.Spec.ParentRefs
-		},
-		backendRefs: func(o Object, buf []gatewayv1.BackendObjectReference) []gatewayv1.BackendObjectReference {
-			for i := range o.(*gatewayv1.GRPCRoute).Spec.Rules {
-				rule := &o.(*gatewayv1.GRPCRoute).Spec.Rules[i]
-				for _, fl := range rule.Filters {
-					if fl.RequestMirror != nil {
-						buf = append(buf, fl.RequestMirror.BackendRef)
+// report them in supportedKinds. (Set by init: the Store methods its
+// entries call look kinds up here.)
+var routeKinds []*routeKind
+
+// kindsByProtocol are the names of the route kinds each listener protocol
+// takes, in routeKinds order.
+var kindsByProtocol = map[ir.Protocol][]string{}
+
+func init() {
+	routeKinds = []*routeKind{
+		{
+			name: kindHTTPRoute, irName: "httproute",
+			protocols:   []ir.Protocol{ir.ProtocolHTTP, ir.ProtocolHTTPS},
+			appProtocol: true,
+			spec: func(o Object) ([]gatewayv1.Hostname, []gatewayv1.ParentReference) {
+				r := o.(*gatewayv1.HTTPRoute)
+				return r.Spec.Hostnames, r.Spec.ParentRefs
+			},
+			backendRefs: func(o Object, buf []gatewayv1.BackendObjectReference) []gatewayv1.BackendObjectReference {
+				for i := range o.(*gatewayv1.HTTPRoute).Spec.Rules {
+					rule := &o.(*gatewayv1.HTTPRoute).Spec.Rules[i]
+					buf = mirrors(rule.Filters, buf)
+					for _, br := range rule.BackendRefs {
+						buf = append(buf, br.BackendObjectReference)
+						buf = mirrors(br.Filters, buf)
 					}
 				}
-				for _, br := range rule.BackendRefs {
-					buf = append(buf, br.BackendObjectReference)
-					for _, fl := range br.Filters {
+				return buf
+			},
+			compile: compileHTTPRules,
+			inputs: func(in *Input, f func(Object)) {
+				for _, r := range in.HTTPRoutes {
+					if r != nil {
+						f(r)
+					}
+				}
+			},
+			stored:   func(s *Store) routeObjects { return storedAs(&s.http) },
+			snapshot: func(s *Store, in *Input) { in.HTTPRoutes = s.http.snapshot() },
+			load:     func(s *Store, in *Input) { loadKind(s, &s.http, in.HTTPRoutes) },
+			is:       isType[gatewayv1.HTTPRoute],
+			null:     isNilOf[gatewayv1.HTTPRoute],
+			status:   func(o *Output) *RouteStatuses { return &o.HTTPRouteStatus },
+		},
+		{
+			name: kindGRPCRoute, irName: "grpcroute",
+			protocols:   []ir.Protocol{ir.ProtocolHTTP, ir.ProtocolHTTPS},
+			appProtocol: true, grpc: true,
+			filters: []gatewayv1.HTTPRouteFilterType{
+				gatewayv1.HTTPRouteFilterType(gatewayv1.GRPCRouteFilterRequestHeaderModifier),
+				gatewayv1.HTTPRouteFilterType(gatewayv1.GRPCRouteFilterResponseHeaderModifier),
+				gatewayv1.HTTPRouteFilterType(gatewayv1.GRPCRouteFilterRequestMirror),
+				gatewayv1.HTTPRouteFilterType(gatewayv1.GRPCRouteFilterExtensionRef),
+			},
+			spec: func(o Object) ([]gatewayv1.Hostname, []gatewayv1.ParentReference) {
+				r := o.(*gatewayv1.GRPCRoute)
+				return r.Spec.Hostnames, r.Spec.ParentRefs
+			},
+			backendRefs: func(o Object, buf []gatewayv1.BackendObjectReference) []gatewayv1.BackendObjectReference {
+				for i := range o.(*gatewayv1.GRPCRoute).Spec.Rules {
+					rule := &o.(*gatewayv1.GRPCRoute).Spec.Rules[i]
+					for _, fl := range rule.Filters {
 						if fl.RequestMirror != nil {
 							buf = append(buf, fl.RequestMirror.BackendRef)
 						}
 					}
+					for _, br := range rule.BackendRefs {
+						buf = append(buf, br.BackendObjectReference)
+						for _, fl := range br.Filters {
+							if fl.RequestMirror != nil {
+								buf = append(buf, fl.RequestMirror.BackendRef)
+							}
+						}
+					}
 				}
-			}
-			return buf
-		},
-		compile: compileGRPCRules,
-		inputs: func(in *Input, f func(Object)) {
-			for _, r := range in.GRPCRoutes {
-				if r != nil {
-					f(r)
+				return buf
+			},
+			compile: compileGRPCRules,
+			inputs: func(in *Input, f func(Object)) {
+				for _, r := range in.GRPCRoutes {
+					if r != nil {
+						f(r)
+					}
 				}
-			}
+			},
+			stored:   func(s *Store) routeObjects { return storedAs(&s.grpc) },
+			snapshot: func(s *Store, in *Input) { in.GRPCRoutes = s.grpc.snapshot() },
+			load:     func(s *Store, in *Input) { loadKind(s, &s.grpc, in.GRPCRoutes) },
+			is:       isType[gatewayv1.GRPCRoute],
+			null:     isNilOf[gatewayv1.GRPCRoute],
+			status:   func(o *Output) *RouteStatuses { return &o.GRPCRouteStatus },
 		},
-		stored: func(s *Store) routeObjects { return storedAs(&s.grpc) },
-		is:     func(o Object) bool { _, ok := o.(*gatewayv1.GRPCRoute); return ok },
-		status: func(o *Output) *RouteStatuses { return &o.GRPCRouteStatus },
-	},
-	{
-		name:      kindTLSRoute,
-		protocols: []ir.Protocol{ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate},
-		spec: func(o Object) ([]gatewayv1.Hostname, []gatewayv1.ParentReference) {
-			r := o.(*gatewayv1.TLSRoute)
-			return r.Spec.Hostnames, r.Spec.ParentRefs
-		},
-		backendRefs: func(o Object, buf []gatewayv1.BackendObjectReference) []gatewayv1.BackendObjectReference {
-			for _, rule := range o.(*gatewayv1.TLSRoute).Spec.Rules {
-				for _, br := range rule.BackendRefs {
-					buf = append(buf, br.BackendObjectReference)
+		{
+			name:      kindTLSRoute,
+			protocols: []ir.Protocol{ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate},
+			spec: func(o Object) ([]gatewayv1.Hostname, []gatewayv1.ParentReference) {
+				r := o.(*gatewayv1.TLSRoute)
+				return r.Spec.Hostnames, r.Spec.ParentRefs
+			},
+			backendRefs: func(o Object, buf []gatewayv1.BackendObjectReference) []gatewayv1.BackendObjectReference {
+				for _, rule := range o.(*gatewayv1.TLSRoute).Spec.Rules {
+					for _, br := range rule.BackendRefs {
+						buf = append(buf, br.BackendObjectReference)
+					}
 				}
-			}
-			return buf
-		},
-		compile: func(idx *Index, rk *routeKind, cr *compiledRoute, o Object) int {
-			rules := o.(*gatewayv1.TLSRoute).Spec.Rules
-			for i := range rules {
-				idx.compileStreamRule(rk, cr, i, rules[i].Name, rules[i].BackendRefs)
-			}
-			return len(rules)
-		},
-		inputs: func(in *Input, f func(Object)) {
-			for _, r := range in.TLSRoutes {
-				if r != nil {
-					f(r)
+				return buf
+			},
+			compile: func(idx *Index, rk *routeKind, cr *compiledRoute, o Object) int {
+				rules := o.(*gatewayv1.TLSRoute).Spec.Rules
+				for i := range rules {
+					idx.compileStreamRule(rk, cr, i, rules[i].Name, rules[i].BackendRefs)
 				}
-			}
-		},
-		stored: func(s *Store) routeObjects { return storedAs(&s.tls) },
-		is:     func(o Object) bool { _, ok := o.(*gatewayv1.TLSRoute); return ok },
-		status: func(o *Output) *RouteStatuses { return &o.TLSRouteStatus },
-	},
-	{
-		name:      kindTCPRoute,
-		protocols: []ir.Protocol{ir.ProtocolTCP},
-		spec: func(o Object) ([]gatewayv1.Hostname, []gatewayv1.ParentReference) {
-			return nil, o.(*gatewayv1.TCPRoute).Spec.ParentRefs
-		},
-		backendRefs: func(o Object, buf []gatewayv1.BackendObjectReference) []gatewayv1.BackendObjectReference {
-			for _, rule := range o.(*gatewayv1.TCPRoute).Spec.Rules {
-				for _, br := range rule.BackendRefs {
-					buf = append(buf, br.BackendObjectReference)
+				return len(rules)
+			},
+			inputs: func(in *Input, f func(Object)) {
+				for _, r := range in.TLSRoutes {
+					if r != nil {
+						f(r)
+					}
 				}
-			}
-			return buf
+			},
+			stored:   func(s *Store) routeObjects { return storedAs(&s.tls) },
+			snapshot: func(s *Store, in *Input) { in.TLSRoutes = s.tls.snapshot() },
+			load:     func(s *Store, in *Input) { loadKind(s, &s.tls, in.TLSRoutes) },
+			is:       isType[gatewayv1.TLSRoute],
+			null:     isNilOf[gatewayv1.TLSRoute],
+			status:   func(o *Output) *RouteStatuses { return &o.TLSRouteStatus },
 		},
-		compile: func(idx *Index, rk *routeKind, cr *compiledRoute, o Object) int {
-			rules := o.(*gatewayv1.TCPRoute).Spec.Rules
-			for i := range rules {
-				idx.compileStreamRule(rk, cr, i, rules[i].Name, rules[i].BackendRefs)
-			}
-			return len(rules)
-		},
-		inputs: func(in *Input, f func(Object)) {
-			for _, r := range in.TCPRoutes {
-				if r != nil {
-					f(r)
+		{
+			name:      kindTCPRoute,
+			protocols: []ir.Protocol{ir.ProtocolTCP},
+			spec: func(o Object) ([]gatewayv1.Hostname, []gatewayv1.ParentReference) {
+				return nil, o.(*gatewayv1.TCPRoute).Spec.ParentRefs
+			},
+			backendRefs: func(o Object, buf []gatewayv1.BackendObjectReference) []gatewayv1.BackendObjectReference {
+				for _, rule := range o.(*gatewayv1.TCPRoute).Spec.Rules {
+					for _, br := range rule.BackendRefs {
+						buf = append(buf, br.BackendObjectReference)
+					}
 				}
-			}
+				return buf
+			},
+			compile: func(idx *Index, rk *routeKind, cr *compiledRoute, o Object) int {
+				rules := o.(*gatewayv1.TCPRoute).Spec.Rules
+				for i := range rules {
+					idx.compileStreamRule(rk, cr, i, rules[i].Name, rules[i].BackendRefs)
+				}
+				return len(rules)
+			},
+			inputs: func(in *Input, f func(Object)) {
+				for _, r := range in.TCPRoutes {
+					if r != nil {
+						f(r)
+					}
+				}
+			},
+			stored:   func(s *Store) routeObjects { return storedAs(&s.tcp) },
+			snapshot: func(s *Store, in *Input) { in.TCPRoutes = s.tcp.snapshot() },
+			load:     func(s *Store, in *Input) { loadKind(s, &s.tcp, in.TCPRoutes) },
+			is:       isType[gatewayv1.TCPRoute],
+			null:     isNilOf[gatewayv1.TCPRoute],
+			status:   func(o *Output) *RouteStatuses { return &o.TCPRouteStatus },
 		},
-		stored: func(s *Store) routeObjects { return storedAs(&s.tcp) },
-		is:     func(o Object) bool { _, ok := o.(*gatewayv1.TCPRoute); return ok },
-		status: func(o *Output) *RouteStatuses { return &o.TCPRouteStatus },
-	},
-}
+	}
 
-// kindsByProtocol are the names of the route kinds each listener protocol
-// takes, in routeKinds order.
-var kindsByProtocol = func() map[ir.Protocol][]string {
-	m := map[ir.Protocol][]string{}
 	for _, rk := range routeKinds {
 		for _, p := range rk.protocols {
-			m[p] = append(m[p], rk.name)
+			kindsByProtocol[p] = append(kindsByProtocol[p], rk.name)
 		}
 	}
-	return m
-}()
+}
 
 // routeKindNamed is the route kind called name, or nil.
 func routeKindNamed(name string) *routeKind {
@@ -230,6 +249,22 @@ func routeKindOf(obj Object) *routeKind {
 		}
 	}
 	return nil
+}
+
+func isType[T any, PT interface {
+	*T
+	Object
+}](o Object) bool {
+	_, ok := o.(PT)
+	return ok
+}
+
+func isNilOf[T any, PT interface {
+	*T
+	Object
+}](o Object) bool {
+	p, ok := o.(PT)
+	return ok && p == nil
 }
 
 // hasFilter says whether rules of the kind have filters of type t.

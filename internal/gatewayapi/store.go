@@ -418,20 +418,15 @@ func (s *Store) relevant(old, obj Object) bool {
 }
 
 func isNil(o Object) bool {
+	if rk := routeKindOf(o); rk != nil {
+		return rk.null(o)
+	}
 	switch o := o.(type) {
 	case nil:
 		return true
 	case *gatewayv1.GatewayClass:
 		return o == nil
 	case *gatewayv1.Gateway:
-		return o == nil
-	case *gatewayv1.HTTPRoute:
-		return o == nil
-	case *gatewayv1.GRPCRoute:
-		return o == nil
-	case *gatewayv1.TLSRoute:
-		return o == nil
-	case *gatewayv1.TCPRoute:
 		return o == nil
 	case *gatewayv1.ListenerSet:
 		return o == nil
@@ -654,14 +649,10 @@ func (s *Store) route(k RouteKey) Object {
 func (s *Store) Input(f Facts) *Input {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return &Input{
+	in := &Input{
 		ControllerName:     s.controllerName,
 		GatewayClasses:     s.classes.snapshot(),
 		Gateways:           s.gateways.snapshot(),
-		HTTPRoutes:         s.http.snapshot(),
-		GRPCRoutes:         s.grpc.snapshot(),
-		TLSRoutes:          s.tls.snapshot(),
-		TCPRoutes:          s.tcp.snapshot(),
 		ListenerSets:       s.lsObjs.snapshot(),
 		ReferenceGrants:    s.grantObjs.snapshot(),
 		Services:           s.svcObjs.snapshot(),
@@ -677,6 +668,10 @@ func (s *Store) Input(f Facts) *Input {
 		TenantLimits:       f.TenantLimits,
 		RouteByKey:         s.Route,
 	}
+	for _, rk := range routeKinds {
+		rk.snapshot(s, in)
+	}
+	return in
 }
 
 // Route returns the stored route k, nil if there is none.
@@ -704,10 +699,9 @@ func (s *Store) Load(in *Input) {
 	loadKind(s, &s.secretObjs, in.Secrets)
 	loadKind(s, &s.cmObjs, in.ConfigMaps)
 	loadKind(s, &s.policyObjs, in.BackendTLSPolicies)
-	loadKind(s, &s.http, in.HTTPRoutes)
-	loadKind(s, &s.grpc, in.GRPCRoutes)
-	loadKind(s, &s.tls, in.TLSRoutes)
-	loadKind(s, &s.tcp, in.TCPRoutes)
+	for _, rk := range routeKinds {
+		rk.load(s, in)
+	}
 }
 
 func loadKind[T any, PT interface {
