@@ -44,8 +44,10 @@ type routeKind struct {
 	// spec has.
 	compile func(idx *Index, rk *routeKind, cr *compiledRoute, obj Object) int
 
-	// inputs hands f every route of the kind in an Input.
+	// inputs hands f every route of the kind in an Input; count is how
+	// many the Input lists.
 	inputs func(*Input, func(Object))
+	count  func(*Input) int
 	// stored is the Store's collection of the kind; snapshot puts it into
 	// an Input, load makes it hold the Input's.
 	stored   func(*Store) routeObjects
@@ -56,6 +58,9 @@ type routeKind struct {
 	is, null func(Object) bool
 	// status is where the Output keeps the kind's route status.
 	status func(*Output) *RouteStatuses
+	// parents is the object's status.parents; new, an empty object.
+	parents func(Object) *[]gatewayv1.RouteParentStatus
+	new     func() Object
 }
 
 // routeKinds are the route kinds shardgate serves, in the order listeners
@@ -101,6 +106,9 @@ func init() {
 			load:     func(s *Store, in *Input) { loadKind(s, &s.http, in.HTTPRoutes) },
 			is:       isType[gatewayv1.HTTPRoute],
 			null:     isNilOf[gatewayv1.HTTPRoute],
+			parents:  func(o Object) *[]gatewayv1.RouteParentStatus { return &o.(*gatewayv1.HTTPRoute).Status.Parents },
+			new:      func() Object { return &gatewayv1.HTTPRoute{} },
+			count:    func(in *Input) int { return len(in.HTTPRoutes) },
 			status:   func(o *Output) *RouteStatuses { return &o.HTTPRouteStatus },
 		},
 		{
@@ -149,6 +157,9 @@ func init() {
 			load:     func(s *Store, in *Input) { loadKind(s, &s.grpc, in.GRPCRoutes) },
 			is:       isType[gatewayv1.GRPCRoute],
 			null:     isNilOf[gatewayv1.GRPCRoute],
+			parents:  func(o Object) *[]gatewayv1.RouteParentStatus { return &o.(*gatewayv1.GRPCRoute).Status.Parents },
+			new:      func() Object { return &gatewayv1.GRPCRoute{} },
+			count:    func(in *Input) int { return len(in.GRPCRoutes) },
 			status:   func(o *Output) *RouteStatuses { return &o.GRPCRouteStatus },
 		},
 		{
@@ -185,6 +196,9 @@ func init() {
 			load:     func(s *Store, in *Input) { loadKind(s, &s.tls, in.TLSRoutes) },
 			is:       isType[gatewayv1.TLSRoute],
 			null:     isNilOf[gatewayv1.TLSRoute],
+			parents:  func(o Object) *[]gatewayv1.RouteParentStatus { return &o.(*gatewayv1.TLSRoute).Status.Parents },
+			new:      func() Object { return &gatewayv1.TLSRoute{} },
+			count:    func(in *Input) int { return len(in.TLSRoutes) },
 			status:   func(o *Output) *RouteStatuses { return &o.TLSRouteStatus },
 		},
 		{
@@ -220,6 +234,9 @@ func init() {
 			load:     func(s *Store, in *Input) { loadKind(s, &s.tcp, in.TCPRoutes) },
 			is:       isType[gatewayv1.TCPRoute],
 			null:     isNilOf[gatewayv1.TCPRoute],
+			parents:  func(o Object) *[]gatewayv1.RouteParentStatus { return &o.(*gatewayv1.TCPRoute).Status.Parents },
+			new:      func() Object { return &gatewayv1.TCPRoute{} },
+			count:    func(in *Input) int { return len(in.TCPRoutes) },
 			status:   func(o *Output) *RouteStatuses { return &o.TCPRouteStatus },
 		},
 	}
@@ -354,4 +371,50 @@ func compileRouteOf(idx *Index, rk *routeKind, obj Object) *compiledRoute {
 	}
 	cr.finish(rk.compile(idx, rk, cr, obj))
 	return cr
+}
+
+// RouteKinds are the names of the route kinds the translator serves, in the
+// order listeners report them.
+func RouteKinds() []string {
+	out := make([]string, len(routeKinds))
+	for i, rk := range routeKinds {
+		out[i] = rk.name
+	}
+	return out
+}
+
+// NewRoute returns an empty route of kind, nil when the translator serves
+// no such kind.
+func NewRoute(kind string) Object {
+	if rk := routeKindNamed(kind); rk != nil {
+		return rk.new()
+	}
+	return nil
+}
+
+// RouteParents returns the kind of route obj and its status.parents, ok
+// false when obj is no route of a kind the translator serves (or nil).
+func RouteParents(obj Object) (kind string, parents *[]gatewayv1.RouteParentStatus, ok bool) {
+	rk := routeKindOf(obj)
+	if rk == nil || rk.null(obj) {
+		return "", nil, false
+	}
+	return rk.name, rk.parents(obj), true
+}
+
+// EachRoute hands f every route of in (nil entries skipped), kind by kind.
+func (in *Input) EachRoute(f func(kind string, obj Object)) {
+	for _, rk := range routeKinds {
+		rk.inputs(in, func(o Object) { f(rk.name, o) })
+	}
+}
+
+// NumRoutes is the number of routes in, of every kind (nil entries
+// included).
+func (in *Input) NumRoutes() int {
+	n := 0
+	for _, rk := range routeKinds {
+		n += rk.count(in)
+	}
+	return n
 }

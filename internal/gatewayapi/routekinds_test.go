@@ -131,3 +131,47 @@ func TestKindsForProtocol(t *testing.T) {
 		}
 	}
 }
+
+// The exported view of the table: every kind makes an empty route whose
+// status.parents RouteParents reaches, and an Input's routes are walked
+// kind by kind.
+func TestRouteKindsExported(t *testing.T) {
+	kinds := RouteKinds()
+	if len(kinds) != len(routeKinds) {
+		t.Fatalf("RouteKinds %v", kinds)
+	}
+	for _, kind := range kinds {
+		obj := NewRoute(kind)
+		got, parents, ok := RouteParents(obj)
+		if !ok || got != kind {
+			t.Fatalf("%s: RouteParents of NewRoute: %q %v", kind, got, ok)
+		}
+		*parents = []gatewayv1.RouteParentStatus{{ControllerName: "x"}}
+		if _, again, _ := RouteParents(obj); len(*again) != 1 || (*again)[0].ControllerName != "x" {
+			t.Errorf("%s: parents is not the object's own", kind)
+		}
+	}
+	if NewRoute("Gateway") != nil {
+		t.Error("NewRoute of a Gateway")
+	}
+	if _, _, ok := RouteParents((*gatewayv1.HTTPRoute)(nil)); ok {
+		t.Error("a nil HTTPRoute has parents")
+	}
+	if _, _, ok := RouteParents(&gatewayv1.Gateway{}); ok {
+		t.Error("a Gateway has route parents")
+	}
+	in := &Input{
+		HTTPRoutes: []*gatewayv1.HTTPRoute{{ObjectMeta: kindsMeta("h")}, nil},
+		GRPCRoutes: []*gatewayv1.GRPCRoute{{ObjectMeta: kindsMeta("g")}},
+		TLSRoutes:  []*gatewayv1.TLSRoute{{ObjectMeta: kindsMeta("t")}},
+		TCPRoutes:  []*gatewayv1.TCPRoute{{ObjectMeta: kindsMeta("c")}},
+	}
+	var seen []string
+	in.EachRoute(func(kind string, o Object) { seen = append(seen, kind+"/"+o.GetName()) })
+	if want := []string{"HTTPRoute/h", "GRPCRoute/g", "TLSRoute/t", "TCPRoute/c"}; len(seen) != len(want) || seen[0] != want[0] || seen[1] != want[1] || seen[2] != want[2] || seen[3] != want[3] {
+		t.Errorf("EachRoute %v, want %v", seen, want)
+	}
+	if n := in.NumRoutes(); n != 5 {
+		t.Errorf("NumRoutes %d, want 5 (nil entries counted)", n)
+	}
+}
