@@ -48,6 +48,8 @@ type routeKind struct {
 	// many the Input lists.
 	inputs func(*Input, func(Object))
 	count  func(*Input) int
+	// at is the Input's route i of the kind (nil for a nil entry).
+	at func(*Input, int) Object
 	// stored is the Store's collection of the kind; snapshot puts it into
 	// an Input, load makes it hold the Input's.
 	stored   func(*Store) routeObjects
@@ -109,6 +111,7 @@ func init() {
 			parents:  func(o Object) *[]gatewayv1.RouteParentStatus { return &o.(*gatewayv1.HTTPRoute).Status.Parents },
 			new:      func() Object { return &gatewayv1.HTTPRoute{} },
 			count:    func(in *Input) int { return len(in.HTTPRoutes) },
+			at:       func(in *Input, i int) Object { return objectOrNil(in.HTTPRoutes[i]) },
 			status:   func(o *Output) *RouteStatuses { return &o.HTTPRouteStatus },
 		},
 		{
@@ -160,6 +163,7 @@ func init() {
 			parents:  func(o Object) *[]gatewayv1.RouteParentStatus { return &o.(*gatewayv1.GRPCRoute).Status.Parents },
 			new:      func() Object { return &gatewayv1.GRPCRoute{} },
 			count:    func(in *Input) int { return len(in.GRPCRoutes) },
+			at:       func(in *Input, i int) Object { return objectOrNil(in.GRPCRoutes[i]) },
 			status:   func(o *Output) *RouteStatuses { return &o.GRPCRouteStatus },
 		},
 		{
@@ -199,6 +203,7 @@ func init() {
 			parents:  func(o Object) *[]gatewayv1.RouteParentStatus { return &o.(*gatewayv1.TLSRoute).Status.Parents },
 			new:      func() Object { return &gatewayv1.TLSRoute{} },
 			count:    func(in *Input) int { return len(in.TLSRoutes) },
+			at:       func(in *Input, i int) Object { return objectOrNil(in.TLSRoutes[i]) },
 			status:   func(o *Output) *RouteStatuses { return &o.TLSRouteStatus },
 		},
 		{
@@ -237,6 +242,7 @@ func init() {
 			parents:  func(o Object) *[]gatewayv1.RouteParentStatus { return &o.(*gatewayv1.TCPRoute).Status.Parents },
 			new:      func() Object { return &gatewayv1.TCPRoute{} },
 			count:    func(in *Input) int { return len(in.TCPRoutes) },
+			at:       func(in *Input, i int) Object { return objectOrNil(in.TCPRoutes[i]) },
 			status:   func(o *Output) *RouteStatuses { return &o.TCPRouteStatus },
 		},
 	}
@@ -407,6 +413,30 @@ func (in *Input) EachRoute(f func(kind string, obj Object)) {
 	for _, rk := range routeKinds {
 		rk.inputs(in, func(o Object) { f(rk.name, o) })
 	}
+}
+
+// RouteAt is route i of in, of any kind (0 <= i < NumRoutes, kind by
+// kind); obj is nil for a nil entry. Walking an Input this way takes no
+// callback, so a caller's state does not escape to the heap.
+func (in *Input) RouteAt(i int) (kind string, obj Object) {
+	for _, rk := range routeKinds {
+		if n := rk.count(in); i >= n {
+			i -= n
+			continue
+		}
+		return rk.name, rk.at(in, i)
+	}
+	return "", nil
+}
+
+func objectOrNil[T any, PT interface {
+	*T
+	Object
+}](p PT) Object {
+	if p == nil {
+		return nil
+	}
+	return p
 }
 
 // NumRoutes is the number of routes in, of every kind (nil entries

@@ -5,6 +5,7 @@ Copyright The shardgate Authors.
 package gatewayapi
 
 import (
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -173,5 +174,17 @@ func TestRouteKindsExported(t *testing.T) {
 	}
 	if n := in.NumRoutes(); n != 5 {
 		t.Errorf("NumRoutes %d, want 5 (nil entries counted)", n)
+	}
+	var at []string
+	for i := 0; i < in.NumRoutes(); i++ {
+		kind, o := in.RouteAt(i)
+		if o == nil {
+			at = append(at, kind+"/nil")
+			continue
+		}
+		at = append(at, kind+"/"+o.GetName())
+	}
+	if want := "HTTPRoute/h HTTPRoute/nil GRPCRoute/g TLSRoute/t TCPRoute/c"; strings.Join(at, " ") != want {
+		t.Errorf("RouteAt: %v, want %s", at, want)
 	}
 }

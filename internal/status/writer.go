@@ -71,7 +71,8 @@ type Writer struct {
 	listenerSets map[types.NamespacedName]gatewayv1.ListenerSetStatus
 	// Desired route status by kind: the translation's own immutable maps.
 	// A route absent from them has no entries of ours.
-	routes map[Kind]gatewayapi.RouteStatuses
+	// routes[i] is for routeKinds[i].
+	routes []gatewayapi.RouteStatuses
 	// policies: the desired ancestor entries of ours per BackendTLSPolicy.
 	policies gatewayapi.PolicyStatuses
 	// checked remembers, per route, the resourceVersion and the batch of
@@ -171,9 +172,11 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 	w.classes = out.GatewayClasses
 	w.gateways = out.GatewayStatus
 	w.listenerSets = out.ListenerSetStatus
-	w.routes = make(map[Kind]gatewayapi.RouteStatuses, len(routeKinds))
-	for _, kind := range routeKinds {
-		w.routes[Kind(kind)] = out.RouteStatus(kind)
+	if w.routes == nil {
+		w.routes = make([]gatewayapi.RouteStatuses, len(routeKinds))
+	}
+	for i, kind := range routeKinds {
+		w.routes[i] = out.RouteStatus(kind)
 	}
 	w.policies = out.BackendTLSPolicyStatus
 	w.ownership = in.Ownership
@@ -237,7 +240,11 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 		}
 	}
 	if all {
-		in.EachRoute(func(_ string, r gatewayapi.Object) { route(r) })
+		for i, n := 0, in.NumRoutes(); i < n; i++ {
+			if _, r := in.RouteAt(i); r != nil {
+				route(r)
+			}
+		}
 		// A route that reached the store after in was listed but before
 		// the translation is in out and not in in, and no later
 		// translation names it changed: compare every route out has a
@@ -413,7 +420,12 @@ func (w *Writer) forgetGone(in *gatewayapi.Input) {
 
 // desiredRoute is the desired status.parents entries of ours for k.
 func (w *Writer) desiredRoute(k Key) []gatewayv1.RouteParentStatus {
-	return w.routes[k.Kind].At(k.NamespacedName)
+	for i, kind := range routeKinds {
+		if Kind(kind) == k.Kind && i < len(w.routes) {
+			return w.routes[i].At(k.NamespacedName)
+		}
+	}
+	return nil
 }
 
 type checkedRoute struct {
