@@ -15,7 +15,8 @@ import (
 // place: its name, the listeners it attaches to, how its backends speak,
 // where its objects are kept and its status goes, and its compiler. Adding
 // a kind is one entry in routeKinds plus its compiler (and the Input,
-// Output and Store fields the entry names).
+// Output and Store fields the entry names); withObjects fills in the
+// fields from inputs to new.
 type routeKind struct {
 	name string // the API kind, "HTTPRoute"
 	// irName starts the names of its IR routes ("httproute"); "" for
@@ -76,7 +77,7 @@ var kindsByProtocol = map[ir.Protocol][]string{}
 
 func init() {
 	routeKinds = []*routeKind{
-		{
+		withObjects(&routeKind{
 			name: kindHTTPRoute, irName: "httproute",
 			protocols:   []ir.Protocol{ir.ProtocolHTTP, ir.ProtocolHTTPS},
 			appProtocol: true,
@@ -96,25 +97,10 @@ func init() {
 				return buf
 			},
 			compile: compileHTTPRules,
-			inputs: func(in *Input, f func(Object)) {
-				for _, r := range in.HTTPRoutes {
-					if r != nil {
-						f(r)
-					}
-				}
-			},
-			stored:   func(s *Store) routeObjects { return storedAs(&s.http) },
-			snapshot: func(s *Store, in *Input) { in.HTTPRoutes = s.http.snapshot() },
-			load:     func(s *Store, in *Input) { loadKind(s, &s.http, in.HTTPRoutes) },
-			is:       isType[gatewayv1.HTTPRoute],
-			null:     isNilOf[gatewayv1.HTTPRoute],
-			parents:  func(o Object) *[]gatewayv1.RouteParentStatus { return &o.(*gatewayv1.HTTPRoute).Status.Parents },
-			new:      func() Object { return &gatewayv1.HTTPRoute{} },
-			count:    func(in *Input) int { return len(in.HTTPRoutes) },
-			at:       func(in *Input, i int) Object { return objectOrNil(in.HTTPRoutes[i]) },
-			status:   func(o *Output) *RouteStatuses { return &o.HTTPRouteStatus },
-		},
-		{
+			parents: func(o Object) *[]gatewayv1.RouteParentStatus { return &o.(*gatewayv1.HTTPRoute).Status.Parents },
+			status:  func(o *Output) *RouteStatuses { return &o.HTTPRouteStatus },
+		}, func(in *Input) *[]*gatewayv1.HTTPRoute { return &in.HTTPRoutes }, func(s *Store) *objects[gatewayv1.HTTPRoute] { return &s.http }),
+		withObjects(&routeKind{
 			name: kindGRPCRoute, irName: "grpcroute",
 			protocols:   []ir.Protocol{ir.ProtocolHTTP, ir.ProtocolHTTPS},
 			appProtocol: true, grpc: true,
@@ -148,25 +134,10 @@ func init() {
 				return buf
 			},
 			compile: compileGRPCRules,
-			inputs: func(in *Input, f func(Object)) {
-				for _, r := range in.GRPCRoutes {
-					if r != nil {
-						f(r)
-					}
-				}
-			},
-			stored:   func(s *Store) routeObjects { return storedAs(&s.grpc) },
-			snapshot: func(s *Store, in *Input) { in.GRPCRoutes = s.grpc.snapshot() },
-			load:     func(s *Store, in *Input) { loadKind(s, &s.grpc, in.GRPCRoutes) },
-			is:       isType[gatewayv1.GRPCRoute],
-			null:     isNilOf[gatewayv1.GRPCRoute],
-			parents:  func(o Object) *[]gatewayv1.RouteParentStatus { return &o.(*gatewayv1.GRPCRoute).Status.Parents },
-			new:      func() Object { return &gatewayv1.GRPCRoute{} },
-			count:    func(in *Input) int { return len(in.GRPCRoutes) },
-			at:       func(in *Input, i int) Object { return objectOrNil(in.GRPCRoutes[i]) },
-			status:   func(o *Output) *RouteStatuses { return &o.GRPCRouteStatus },
-		},
-		{
+			parents: func(o Object) *[]gatewayv1.RouteParentStatus { return &o.(*gatewayv1.GRPCRoute).Status.Parents },
+			status:  func(o *Output) *RouteStatuses { return &o.GRPCRouteStatus },
+		}, func(in *Input) *[]*gatewayv1.GRPCRoute { return &in.GRPCRoutes }, func(s *Store) *objects[gatewayv1.GRPCRoute] { return &s.grpc }),
+		withObjects(&routeKind{
 			name:      kindTLSRoute,
 			protocols: []ir.Protocol{ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate},
 			spec: func(o Object) ([]gatewayv1.Hostname, []gatewayv1.ParentReference) {
@@ -188,25 +159,10 @@ func init() {
 				}
 				return len(rules)
 			},
-			inputs: func(in *Input, f func(Object)) {
-				for _, r := range in.TLSRoutes {
-					if r != nil {
-						f(r)
-					}
-				}
-			},
-			stored:   func(s *Store) routeObjects { return storedAs(&s.tls) },
-			snapshot: func(s *Store, in *Input) { in.TLSRoutes = s.tls.snapshot() },
-			load:     func(s *Store, in *Input) { loadKind(s, &s.tls, in.TLSRoutes) },
-			is:       isType[gatewayv1.TLSRoute],
-			null:     isNilOf[gatewayv1.TLSRoute],
-			parents:  func(o Object) *[]gatewayv1.RouteParentStatus { return &o.(*gatewayv1.TLSRoute).Status.Parents },
-			new:      func() Object { return &gatewayv1.TLSRoute{} },
-			count:    func(in *Input) int { return len(in.TLSRoutes) },
-			at:       func(in *Input, i int) Object { return objectOrNil(in.TLSRoutes[i]) },
-			status:   func(o *Output) *RouteStatuses { return &o.TLSRouteStatus },
-		},
-		{
+			parents: func(o Object) *[]gatewayv1.RouteParentStatus { return &o.(*gatewayv1.TLSRoute).Status.Parents },
+			status:  func(o *Output) *RouteStatuses { return &o.TLSRouteStatus },
+		}, func(in *Input) *[]*gatewayv1.TLSRoute { return &in.TLSRoutes }, func(s *Store) *objects[gatewayv1.TLSRoute] { return &s.tls }),
+		withObjects(&routeKind{
 			name:      kindTCPRoute,
 			protocols: []ir.Protocol{ir.ProtocolTCP},
 			spec: func(o Object) ([]gatewayv1.Hostname, []gatewayv1.ParentReference) {
@@ -227,26 +183,10 @@ func init() {
 				}
 				return len(rules)
 			},
-			inputs: func(in *Input, f func(Object)) {
-				for _, r := range in.TCPRoutes {
-					if r != nil {
-						f(r)
-					}
-				}
-			},
-			stored:   func(s *Store) routeObjects { return storedAs(&s.tcp) },
-			snapshot: func(s *Store, in *Input) { in.TCPRoutes = s.tcp.snapshot() },
-			load:     func(s *Store, in *Input) { loadKind(s, &s.tcp, in.TCPRoutes) },
-			is:       isType[gatewayv1.TCPRoute],
-			null:     isNilOf[gatewayv1.TCPRoute],
-			parents:  func(o Object) *[]gatewayv1.RouteParentStatus { return &o.(*gatewayv1.TCPRoute).Status.Parents },
-			new:      func() Object { return &gatewayv1.TCPRoute{} },
-			count:    func(in *Input) int { return len(in.TCPRoutes) },
-			at:       func(in *Input, i int) Object { return objectOrNil(in.TCPRoutes[i]) },
-			status:   func(o *Output) *RouteStatuses { return &o.TCPRouteStatus },
-		},
+			parents: func(o Object) *[]gatewayv1.RouteParentStatus { return &o.(*gatewayv1.TCPRoute).Status.Parents },
+			status:  func(o *Output) *RouteStatuses { return &o.TCPRouteStatus },
+		}, func(in *Input) *[]*gatewayv1.TCPRoute { return &in.TCPRoutes }, func(s *Store) *objects[gatewayv1.TCPRoute] { return &s.tcp }),
 	}
-
 	for _, rk := range routeKinds {
 		for _, p := range rk.protocols {
 			kindsByProtocol[p] = append(kindsByProtocol[p], rk.name)
@@ -274,20 +214,39 @@ func routeKindOf(obj Object) *routeKind {
 	return nil
 }
 
-func isType[T any, PT interface {
+// withObjects fills in the plumbing every kind has the same way, from where
+// its objects are: the Input's list and the Store's collection.
+func withObjects[T any, PT interface {
 	*T
 	Object
-}](o Object) bool {
-	_, ok := o.(PT)
-	return ok
-}
-
-func isNilOf[T any, PT interface {
-	*T
-	Object
-}](o Object) bool {
-	p, ok := o.(PT)
-	return ok && p == nil
+}](rk *routeKind, list func(*Input) *[]*T, objs func(*Store) *objects[T]) *routeKind {
+	rk.inputs = func(in *Input, f func(Object)) {
+		for _, r := range *list(in) {
+			if r != nil {
+				f(PT(r))
+			}
+		}
+	}
+	rk.count = func(in *Input) int { return len(*list(in)) }
+	rk.at = func(in *Input, i int) Object {
+		if r := (*list(in))[i]; r != nil {
+			return PT(r)
+		}
+		return nil
+	}
+	rk.stored = func(s *Store) routeObjects { return typedObjects[T, PT]{objs(s)} }
+	rk.snapshot = func(s *Store, in *Input) { *list(in) = objs(s).snapshot() }
+	rk.load = func(s *Store, in *Input) { loadKind[T, PT](s, objs(s), *list(in)) }
+	rk.is = func(o Object) bool {
+		_, ok := o.(PT)
+		return ok
+	}
+	rk.null = func(o Object) bool {
+		p, ok := o.(PT)
+		return ok && p == nil
+	}
+	rk.new = func() Object { return PT(new(T)) }
+	return rk
 }
 
 // hasFilter says whether rules of the kind have filters of type t.
@@ -326,13 +285,6 @@ type typedObjects[T any, PT interface {
 	*T
 	Object
 }] struct{ o *objects[T] }
-
-func storedAs[T any, PT interface {
-	*T
-	Object
-}](o *objects[T]) routeObjects {
-	return typedObjects[T, PT]{o}
-}
 
 func (t typedObjects[T, PT]) get(k types.NamespacedName) Object {
 	if r := t.o.get(k); r != nil {
@@ -427,16 +379,6 @@ func (in *Input) RouteAt(i int) (kind string, obj Object) {
 		return rk.name, rk.at(in, i)
 	}
 	return "", nil
-}
-
-func objectOrNil[T any, PT interface {
-	*T
-	Object
-}](p PT) Object {
-	if p == nil {
-		return nil
-	}
-	return p
 }
 
 // NumRoutes is the number of routes in, of every kind (nil entries

@@ -707,7 +707,7 @@ func (s *Store) Load(in *Input) {
 func loadKind[T any, PT interface {
 	*T
 	Object
-}](s *Store, have *objects[T], want []PT) {
+}](s *Store, have *objects[T], want []*T) {
 	s.mu.Lock()
 	current := make(map[types.NamespacedName]*T, len(have.list))
 	for _, o := range have.list {
@@ -719,10 +719,10 @@ func loadKind[T any, PT interface {
 		if o == nil {
 			continue
 		}
-		k := key(o)
+		k := key(PT(o))
 		seen[k] = true
-		if current[k] != (*T)(o) {
-			s.Upsert(o)
+		if current[k] != o {
+			s.Upsert(PT(o))
 		}
 	}
 	for k, o := range current {
