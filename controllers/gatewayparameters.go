@@ -18,6 +18,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	gwparams "github.com/shardgate/shardgate/internal/params"
 	"github.com/shardgate/shardgate/internal/status"
 	"github.com/shardgate/shardgate/sharding"
 )
@@ -126,8 +127,6 @@ func (r *GatewayParametersReconciler) warnRefusedShards(ctx context.Context, cla
 // usesParameters: gw's own parametersRef names key (a class default is
 // reported on the GatewayParameters only).
 func usesParameters(gw *gatewayv1.Gateway, key types.NamespacedName) bool {
-	if gw.Spec.Infrastructure == nil || gw.Spec.Infrastructure.ParametersRef == nil {
-		return false
-	}
-	return gw.Namespace == key.Namespace && gw.Spec.Infrastructure.ParametersRef.Name == key.Name
+	own, ok, _ := gwparams.GatewayKey(gw)
+	return ok && own == key
 }

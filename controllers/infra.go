@@ -26,6 +26,7 @@ import (
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/infra"
+	gwparams "github.com/shardgate/shardgate/internal/params"
 	"github.com/shardgate/shardgate/internal/pki"
 )
 
@@ -159,7 +160,7 @@ func (r *InfraReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		log.Info("a tenant's Gateway gets no provider resources; removing any it has", "reason", why)
 		return reconcile.Result{}, r.deprovision(ctx, log, &gw)
 	}
-	params, err := infra.ResolveParameters(&gw, class, func(k types.NamespacedName) *shardgatev1alpha1.GatewayParameters {
+	params, err := gwparams.Resolve(&gw, class, func(k types.NamespacedName) *shardgatev1alpha1.GatewayParameters {
 		var p shardgatev1alpha1.GatewayParameters
 		if err := r.Client.Get(ctx, k, &p); err != nil {
 			return nil
@@ -222,10 +223,10 @@ func (r *InfraReconciler) tenantRefusal(ctx context.Context, gw *gatewayv1.Gatew
 	if why, tenant, err := check(gw.Namespace); err != nil || tenant {
 		return why, tenant, err
 	}
-	key, ok, err := infra.ParametersKey(gw, class)
+	key, ok, err := gwparams.Key(gw, class)
 	if err != nil || !ok || key.Namespace == gw.Namespace {
 		// A reference that cannot name parameters is refused later
-		// (ResolveParameters).
+		// (gwparams.Resolve).
 		return "", false, nil
 	}
 	why, tenant, err := check(key.Namespace)
@@ -319,7 +320,7 @@ func (r *InfraReconciler) namespaceGateways(ctx context.Context, o client.Object
 	}
 	from := map[string]bool{}
 	for i := range classes.Items {
-		if ref := classes.Items[i].Spec.ParametersRef; ref != nil && ref.Namespace != nil && string(*ref.Namespace) == o.GetName() {
+		if key, ok, _ := gwparams.ClassKey(&classes.Items[i]); ok && key.Namespace == o.GetName() {
 			from[classes.Items[i].Name] = true
 		}
 	}
@@ -591,7 +592,7 @@ func (r *InfraReconciler) paramsGateways(ctx context.Context, o client.Object) [
 	var out []reconcile.Request
 	for i := range gws.Items {
 		gw := &gws.Items[i]
-		if key, ok, err := infra.ParametersKey(gw, byName[string(gw.Spec.GatewayClassName)]); err == nil && ok && key == target {
+		if key, ok, err := gwparams.Key(gw, byName[string(gw.Spec.GatewayClassName)]); err == nil && ok && key == target {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(gw)})
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/shardgate/shardgate/internal/addresses"
 	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/infra"
+	gwparams "github.com/shardgate/shardgate/internal/params"
 )
 
 // GatewayRuntimeSource is the RuntimeSource of Gateway addresses: for
@@ -174,7 +175,7 @@ func (s *GatewayRuntimeSource) Runtime() map[types.NamespacedName]gatewayapi.Gat
 		}
 		// Parameters that do not resolve make the Gateway not Accepted;
 		// the addresses are then read without a pool.
-		p, _ := infra.ResolveParameters(gw, class, func(k types.NamespacedName) *shardgatev1alpha1.GatewayParameters { return paramsByKey[k] })
+		p, _ := gwparams.Resolve(gw, class, func(k types.NamespacedName) *shardgatev1alpha1.GatewayParameters { return paramsByKey[k] })
 		// The Envoy Service by its name: a lookup, where a list by label
 		// would walk every Service in the cache.
 		svc := &corev1.Service{}

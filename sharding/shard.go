@@ -12,6 +12,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	gwparams "github.com/shardgate/shardgate/internal/params"
 	"github.com/shardgate/shardgate/internal/tenancy"
 )
 
@@ -258,39 +259,8 @@ func older(a, b *gatewayv1.Gateway) bool {
 
 // parametersFor resolves the GatewayParameters that apply to gw: nil, nil
 // when neither the Gateway nor its class references any.
-func parametersFor(gw *gatewayv1.Gateway, class *gatewayv1.GatewayClass, params map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters) (*shardgatev1alpha1.GatewayParameters, error) {
-	if gw.Spec.Infrastructure != nil && gw.Spec.Infrastructure.ParametersRef != nil {
-		ref := gw.Spec.Infrastructure.ParametersRef
-		if !isGatewayParameters(ref.Group, ref.Kind) {
-			return nil, fmt.Errorf("spec.infrastructure.parametersRef is %s/%s; only %s/GatewayParameters is supported", ref.Group, ref.Kind, shardgatev1alpha1.GroupVersion.Group)
-		}
-		key := types.NamespacedName{Namespace: gw.Namespace, Name: ref.Name}
-		p, ok := params[key]
-		if !ok {
-			return nil, fmt.Errorf("spec.infrastructure.parametersRef: GatewayParameters %s not found", key)
-		}
-		return p, nil
-	}
-	ref := class.Spec.ParametersRef
-	if ref == nil {
-		return nil, nil
-	}
-	if !isGatewayParameters(ref.Group, ref.Kind) {
-		return nil, fmt.Errorf("GatewayClass %s spec.parametersRef is %s/%s; only %s/GatewayParameters is supported", class.Name, ref.Group, ref.Kind, shardgatev1alpha1.GroupVersion.Group)
-	}
-	if ref.Namespace == nil || *ref.Namespace == "" {
-		return nil, fmt.Errorf("GatewayClass %s spec.parametersRef has no namespace; GatewayParameters is namespaced", class.Name)
-	}
-	key := types.NamespacedName{Namespace: string(*ref.Namespace), Name: ref.Name}
-	p, ok := params[key]
-	if !ok {
-		return nil, fmt.Errorf("GatewayClass %s spec.parametersRef: GatewayParameters %s not found", class.Name, key)
-	}
-	return p, nil
-}
-
-func isGatewayParameters(group gatewayv1.Group, kind gatewayv1.Kind) bool {
-	return string(group) == shardgatev1alpha1.GroupVersion.Group && kind == "GatewayParameters"
+func parametersFor(gw *gatewayv1.Gateway, class *gatewayv1.GatewayClass, byKey map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters) (*shardgatev1alpha1.GatewayParameters, error) {
+	return gwparams.Resolve(gw, class, func(k types.NamespacedName) *shardgatev1alpha1.GatewayParameters { return byKey[k] })
 }
 
 // selector converts an API selector; nil (unset) selects everything, as the

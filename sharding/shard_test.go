@@ -174,7 +174,7 @@ func TestDiscover(t *testing.T) {
 				g.Spec.Infrastructure.ParametersRef.Group, g.Spec.Infrastructure.ParametersRef.Kind = "", "ConfigMap"
 				return g
 			}()},
-			problems: []problemView{{"infra/gw", ReasonInvalidParameters, "only shardgate.io/GatewayParameters"}},
+			problems: []problemView{{"infra/gw", ReasonInvalidParameters, "spec.infrastructure.parametersRef must name a shardgate.io/GatewayParameters, not ConfigMap"}},
 		},
 		{
 			name:     "the GatewayParameters must be in the Gateway's namespace",

@@ -25,9 +25,8 @@ type backend struct {
 	port    corev1.ServicePort
 }
 
-// resolveBackend resolves a backendRef of a route of routeKind in routeNS.
-// checkProto applies the Service port's appProtocol (HTTP-family routes).
-func (idx *Index) resolveBackend(routeKind, routeNS string, ref gatewayv1.BackendObjectReference, checkProto bool) backend {
+// resolveBackend resolves a backendRef of a route of kind rk in routeNS.
+func (idx *Index) resolveBackend(rk *routeKind, routeNS string, ref gatewayv1.BackendObjectReference) backend {
 	group, kind := "", kindService
 	if ref.Group != nil {
 		group = string(*ref.Group)
@@ -43,7 +42,7 @@ func (idx *Index) resolveBackend(routeKind, routeNS string, ref gatewayv1.Backen
 	if ref.Namespace != nil && *ref.Namespace != "" {
 		ns = string(*ref.Namespace)
 	}
-	if ns != routeNS && !idx.granted(groupGateway, routeKind, routeNS, "", kindService, ns, string(ref.Name)) {
+	if ns != routeNS && !idx.granted(groupGateway, rk.name, routeNS, "", kindService, ns, string(ref.Name)) {
 		return backend{reason: string(gatewayv1.RouteReasonRefNotPermitted),
 			msg: fmt.Sprintf("backendRef Service %s/%s is not permitted by any ReferenceGrant", ns, ref.Name)}
 	}
@@ -73,14 +72,14 @@ func (idx *Index) resolveBackend(routeKind, routeNS string, ref gatewayv1.Backen
 		svc:     svc,
 		port:    *sp,
 	}
-	if checkProto {
+	if rk.appProtocol {
 		proto, ws, ok := appProtocol(sp.AppProtocol)
 		if !ok {
 			return backend{reason: string(gatewayv1.RouteReasonUnsupportedProtocol),
 				msg: fmt.Sprintf("Service %s/%s port %d: appProtocol %q is not supported", ns, ref.Name, sp.Port, *sp.AppProtocol)}
 		}
 		b.proto, b.ws = proto, ws
-		if routeKind == kindGRPCRoute {
+		if rk.grpc {
 			b.proto = ir.ClusterH2C
 		}
 	}

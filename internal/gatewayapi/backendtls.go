@@ -24,8 +24,6 @@ import (
 const (
 	kindBackendTLSPolicy = "BackendTLSPolicy"
 	kindConfigMap        = "ConfigMap"
-	// caCertKey is the ConfigMap or Secret key holding a CA bundle.
-	caCertKey = "ca.crt"
 )
 
 // policyTarget is what a BackendTLSPolicy targetRef selects: a Service of
@@ -152,13 +150,13 @@ func (idx *Index) resolvePolicy(p *gatewayv1.BackendTLSPolicy) *resolvedPolicy {
 				fmt.Sprintf("ConfigMap %s/%s not found", p.Namespace, ref.Name))
 			continue
 		}
-		if msg := caBundleProblem(cm.Data[caCertKey]); msg != "" {
+		if msg := caBundleProblem(cm.Data[corev1.ServiceAccountRootCAKey]); msg != "" {
 			rp.setRefs(gatewayv1.BackendTLSPolicyReasonInvalidCACertificateRef,
 				fmt.Sprintf("ConfigMap %s/%s: %s", p.Namespace, ref.Name, msg))
 			continue
 		}
 		valid++
-		bundle.WriteString(strings.TrimRight(cm.Data[caCertKey], "\n"))
+		bundle.WriteString(strings.TrimRight(cm.Data[corev1.ServiceAccountRootCAKey], "\n"))
 		bundle.WriteString("\n")
 	}
 	switch {
@@ -221,7 +219,7 @@ func (rp *resolvedPolicy) setRefs(reason gatewayv1.PolicyConditionReason, msg st
 // parses.
 func caBundleProblem(data string) string {
 	if strings.TrimSpace(data) == "" {
-		return "no " + caCertKey
+		return "no " + corev1.ServiceAccountRootCAKey
 	}
 	rest := []byte(data)
 	n := 0
@@ -232,15 +230,15 @@ func caBundleProblem(data string) string {
 			break
 		}
 		if b.Type != "CERTIFICATE" {
-			return fmt.Sprintf("%s holds a %s PEM block, not a CERTIFICATE", caCertKey, b.Type)
+			return fmt.Sprintf("%s holds a %s PEM block, not a CERTIFICATE", corev1.ServiceAccountRootCAKey, b.Type)
 		}
 		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
-			return fmt.Sprintf("%s: certificate %d does not parse: %v", caCertKey, n+1, err)
+			return fmt.Sprintf("%s: certificate %d does not parse: %v", corev1.ServiceAccountRootCAKey, n+1, err)
 		}
 		n++
 	}
 	if n == 0 || strings.TrimSpace(string(rest)) != "" {
-		return caCertKey + " is not a PEM certificate bundle"
+		return corev1.ServiceAccountRootCAKey + " is not a PEM certificate bundle"
 	}
 	return ""
 }

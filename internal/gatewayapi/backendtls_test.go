@@ -66,7 +66,7 @@ func TestBackendTLSPolicyStaysInItsNamespace(t *testing.T) {
 	// The hostile tenant now brings its own "ca" with a bundle of its
 	// choosing: its own Service uses it, tenant-a's is unchanged.
 	in.ConfigMaps = append(in.ConfigMaps, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-b", Name: "ca"},
-		Data: map[string]string{caCertKey: string(crt)}})
+		Data: map[string]string{"ca.crt": string(crt)}})
 	out = Translate(in)
 	if a2 := clusterNamed(t, out, "tenant-a/api/443"); !ir.SameUpstreamTLS(a.TLS, a2.TLS) {
 		t.Fatalf("tenant-b's ConfigMap changed tenant-a's TLS: %+v", a2.TLS)
@@ -97,7 +97,7 @@ func TestBackendTLSStoreMarksOnlyTargets(t *testing.T) {
 		t.Fatalf("a status-only update marked %v %v", d.Clusters, d.Policies)
 	}
 	// tenant-a's ConfigMap of the same name is not the policy's.
-	if s.Upsert(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "ca", UID: "a"}, Data: map[string]string{caCertKey: "x"}}) {
+	if s.Upsert(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "ca", UID: "a"}, Data: map[string]string{"ca.crt": "x"}}) {
 		t.Fatal("a ConfigMap that nothing names cannot alter a translation")
 	}
 	if s.configMaps[nn("tenant-a", "ca")] == nil {
@@ -106,7 +106,7 @@ func TestBackendTLSStoreMarksOnlyTargets(t *testing.T) {
 	if d := s.takeDirty(); len(d.Clusters)+len(d.Policies) != 0 {
 		t.Fatalf("another namespace's ConfigMap marked %v %v", d.Clusters, d.Policies)
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-b", Name: "ca", UID: "b", ResourceVersion: "1"}, Data: map[string]string{caCertKey: "x"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-b", Name: "ca", UID: "b", ResourceVersion: "1"}, Data: map[string]string{"ca.crt": "x"}}
 	s.Upsert(cm)
 	d = s.takeDirty()
 	if _, ok := d.Clusters[nn("tenant-b", "api")]; !ok || len(d.Clusters) != 1 || len(d.Policies) != 1 {
@@ -136,7 +136,7 @@ func TestBackendTLSStoreMarksOnlyTargets(t *testing.T) {
 	// Once deleted, its ConfigMap marks nothing.
 	cm2 := cm.DeepCopy()
 	cm2.ResourceVersion = "3"
-	cm2.Data[caCertKey] = "changed"
+	cm2.Data["ca.crt"] = "changed"
 	s.Upsert(cm2)
 	if d := s.takeDirty(); len(d.Clusters)+len(d.Policies) != 0 {
 		t.Fatalf("a ConfigMap no policy names marked %v %v", d.Clusters, d.Policies)

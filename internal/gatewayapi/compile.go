@@ -51,7 +51,7 @@ type compiledRule struct {
 	// precedence inputs.
 	grpcKeys []grpcKey
 
-	// TLSRoute
+	// TLSRoute, TCPRoute: the rule's backends (a stream has no match).
 	tlsBackends      []ir.Backend
 	tlsInvalidWeight uint32
 }
@@ -95,17 +95,10 @@ func unsupported(format string, a ...any) *ruleError {
 	return &ruleError{reason: string(gatewayv1.RouteReasonUnsupportedValue), msg: fmt.Sprintf(format, a...)}
 }
 
-// compileHTTPRoute compiles every rule of an HTTPRoute.
-func (idx *Index) compileHTTPRoute(r *gatewayv1.HTTPRoute) *compiledRoute {
-	cr := &compiledRoute{
-		key:        RouteKey{Kind: kindHTTPRoute, NN: nn(r.Namespace, r.Name)},
-		gen:        r.Generation,
-		created:    r.CreationTimestamp,
-		uid:        r.UID,
-		hostnames:  lowerHostnames(r.Spec.Hostnames),
-		refs:       r.Spec.ParentRefs,
-		controller: controllerUID(r),
-	}
+// compileHTTPRules compiles the rules of an HTTPRoute, with the settings
+// of its annotations.
+func compileHTTPRules(idx *Index, rk *routeKind, cr *compiledRoute, obj Object) int {
+	r := obj.(*gatewayv1.HTTPRoute)
 	settings, serr := httpRouteSettings(r)
 	cr.rules = make([]compiledRule, 0, len(r.Spec.Rules))
 	for i := range r.Spec.Rules {
@@ -114,33 +107,58 @@ func (idx *Index) compileHTTPRoute(r *gatewayv1.HTTPRoute) *compiledRoute {
 			continue
 		}
 		rule := settings.ruleWithRetry(&r.Spec.Rules[i])
-		c, err := idx.compileHTTPRule(cr, r.Namespace, i, rule)
-		if err != nil {
-			cr.drop(i, err.reason, err.msg)
-			continue
+		matches, err := httpMatches(rule.Matches)
+		if err == nil {
+			var c compiledRule
+			c, err = idx.compileRequestRule(rk, cr, i, requestRule{
+				name: rule.Name, matches: matches, filters: rule.Filters, backendRefs: rule.BackendRefs,
+				timeouts: rule.Timeouts, retry: rule.Retry, sessionPersistence: rule.SessionPersistence,
+			})
+			if err == nil {
+				settings.apply(c.routes)
+				cr.rules = append(cr.rules, c)
+				continue
+			}
 		}
-		settings.apply(c.routes)
-		cr.rules = append(cr.rules, c)
+		cr.drop(i, err.reason, err.msg)
 	}
-	cr.finish(len(r.Spec.Rules))
-	return cr
+	return len(r.Spec.Rules)
 }
 
-func (idx *Index) compileHTTPRule(cr *compiledRoute, ns string, i int, rule *gatewayv1.HTTPRouteRule) (compiledRule, *ruleError) {
+// requestRule is a rule of a kind that routes requests (HTTPRoute,
+// GRPCRoute) as compileRequestRule reads it: its matches already in IR,
+// its filters as HTTPRoute filters (a GRPCRoute filter is one of them).
+type requestRule struct {
+	name        *gatewayv1.SectionName
+	matches     []ir.Match
+	grpcKeys    []grpcKey // parallel to matches, for GRPCRoutes
+	filters     []gatewayv1.HTTPRouteFilter
+	backendRefs []gatewayv1.HTTPBackendRef
+
+	timeouts           *gatewayv1.HTTPRouteTimeouts
+	retry              *gatewayv1.HTTPRouteRetry
+	sessionPersistence *gatewayv1.SessionPersistence
+}
+
+// compileRequestRule compiles rule i of a route of kind rk that routes
+// requests: one IR route per match.
+func (idx *Index) compileRequestRule(rk *routeKind, cr *compiledRoute, i int, rule requestRule) (compiledRule, *ruleError) {
 	c := compiledRule{index: i}
-	if rule.Name != nil {
-		c.name = string(*rule.Name)
+	if rule.name != nil {
+		c.name = string(*rule.name)
 	}
-	matches, rerr := httpMatches(rule.Matches)
-	if rerr != nil {
-		return c, rerr
-	}
+	matches := rule.matches
+	ns := cr.key.NN.Namespace
 
 	var tmpl ir.Route
+	tmpl.GRPC = rk.grpc
 	tmpl.Source = ir.Source{Kind: cr.key.Kind, Namespace: cr.key.NN.Namespace, Name: cr.key.NN.Name, Rule: i, RuleName: c.name}
 	fail500 := false
-	for fi := range rule.Filters {
-		f := &rule.Filters[fi]
+	for fi := range rule.filters {
+		f := &rule.filters[fi]
+		if !rk.hasFilter(f.Type) {
+			return c, unsupported("filter type %q is not supported", f.Type)
+		}
 		switch f.Type {
 		case gatewayv1.HTTPRouteFilterRequestHeaderModifier:
 			tmpl.RequestHeaders = mergeHeaders(tmpl.RequestHeaders, f.RequestHeaderModifier)
@@ -175,7 +193,7 @@ func (idx *Index) compileHTTPRule(cr *compiledRoute, ns string, i int, rule *gat
 			if f.RequestMirror == nil {
 				return c, unsupported("RequestMirror filter without requestMirror")
 			}
-			if m, ok := idx.mirror(cr, kindHTTPRoute, ns, f.RequestMirror); ok {
+			if m, ok := idx.mirror(rk, cr, ns, f.RequestMirror); ok {
 				tmpl.Mirrors = append(tmpl.Mirrors, m)
 			}
 		case gatewayv1.HTTPRouteFilterCORS:
@@ -198,25 +216,25 @@ func (idx *Index) compileHTTPRule(cr *compiledRoute, ns string, i int, rule *gat
 	if tmpl.Redirect != nil && tmpl.Rewrite != nil {
 		return c, &ruleError{reason: string(gatewayv1.RouteReasonIncompatibleFilters), msg: "RequestRedirect and URLRewrite cannot be combined"}
 	}
-	if tmpl.Redirect != nil && len(rule.BackendRefs) > 0 {
+	if tmpl.Redirect != nil && len(rule.backendRefs) > 0 {
 		return c, &ruleError{reason: string(gatewayv1.RouteReasonIncompatibleFilters), msg: "RequestRedirect cannot be combined with backendRefs"}
 	}
-	if rule.Timeouts != nil {
-		t, err := timeouts(rule.Timeouts)
+	if rule.timeouts != nil {
+		t, err := timeouts(rule.timeouts)
 		if err != nil {
 			return c, err
 		}
 		tmpl.Timeouts = t
 	}
-	if rule.Retry != nil {
-		rt, err := retry(rule.Retry)
+	if rule.retry != nil {
+		rt, err := retry(rule.retry)
 		if err != nil {
 			return c, err
 		}
 		tmpl.Retry = rt
 	}
-	if rule.SessionPersistence != nil {
-		sp, err := sessionPersistence(rule.SessionPersistence)
+	if rule.sessionPersistence != nil {
+		sp, err := sessionPersistence(rule.sessionPersistence)
 		if err != nil {
 			return c, err
 		}
@@ -226,17 +244,16 @@ func (idx *Index) compileHTTPRule(cr *compiledRoute, ns string, i int, rule *gat
 	// Backends. Filters on a backendRef: only header modifiers.
 	var bes []ir.Backend
 	var invalid uint32
-	for bi := range rule.BackendRefs {
-		br := &rule.BackendRefs[bi]
+	for bi := range rule.backendRefs {
+		br := &rule.backendRefs[bi]
 		w := weight(br.Weight)
-		b := idx.resolveBackend(kindHTTPRoute, ns, br.BackendObjectReference, true)
+		b := idx.resolveBackend(rk, ns, br.BackendObjectReference)
 		if b.cluster == "" {
 			cr.refsProblem(b.reason, b.msg)
 			invalid += w
 			continue
 		}
 		be := ir.Backend{Cluster: b.cluster, Weight: w}
-		bad := false
 		for fi := range br.Filters {
 			f := &br.Filters[fi]
 			switch f.Type {
@@ -245,11 +262,8 @@ func (idx *Index) compileHTTPRule(cr *compiledRoute, ns string, i int, rule *gat
 			case gatewayv1.HTTPRouteFilterResponseHeaderModifier:
 				be.ResponseHeaders = mergeHeaders(be.ResponseHeaders, f.ResponseHeaderModifier)
 			default:
-				bad = true
+				return c, unsupported("backendRef %d: only header modifier filters are supported on backendRefs", bi)
 			}
-		}
-		if bad {
-			return c, unsupported("backendRef %d: only header modifier filters are supported on backendRefs", bi)
 		}
 		if w == 0 {
 			continue
@@ -259,9 +273,7 @@ func (idx *Index) compileHTTPRule(cr *compiledRoute, ns string, i int, rule *gat
 	}
 	switch {
 	case tmpl.Redirect != nil:
-	case fail500:
-		tmpl.DirectResponse = &ir.DirectResponse{Status: 500}
-	case len(bes) == 0:
+	case fail500, len(bes) == 0:
 		tmpl.DirectResponse = &ir.DirectResponse{Status: 500}
 	default:
 		tmpl.Backends = bes
@@ -272,9 +284,10 @@ func (idx *Index) compileHTTPRule(cr *compiledRoute, ns string, i int, rule *gat
 	for mi, m := range matches {
 		rt := tmpl
 		rt.Match = m
-		rt.Name = ruleMatchName("httproute", cr.key.NN, i, mi)
+		rt.Name = ruleMatchName(rk.irName, cr.key.NN, i, mi)
 		c.routes = append(c.routes, rt)
 	}
+	c.grpcKeys = rule.grpcKeys
 	return c, nil
 }
 
@@ -478,8 +491,8 @@ func redirectPort(rd *ir.Redirect, listenerPort int32) *ir.Redirect {
 	return &out
 }
 
-func (idx *Index) mirror(cr *compiledRoute, kind, ns string, f *gatewayv1.HTTPRequestMirrorFilter) (ir.Mirror, bool) {
-	b := idx.resolveBackend(kind, ns, f.BackendRef, true)
+func (idx *Index) mirror(rk *routeKind, cr *compiledRoute, ns string, f *gatewayv1.HTTPRequestMirrorFilter) (ir.Mirror, bool) {
+	b := idx.resolveBackend(rk, ns, f.BackendRef)
 	if b.cluster == "" {
 		cr.refsProblem(b.reason, "mirror: "+b.msg)
 		return ir.Mirror{}, false

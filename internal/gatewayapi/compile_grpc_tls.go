@@ -12,113 +12,61 @@ import (
 	"github.com/shardgate/shardgate/internal/ir"
 )
 
-// compileGRPCRoute compiles a GRPCRoute into HTTP/2 routes on the gRPC path
-// "/<service>/<method>".
-func (idx *Index) compileGRPCRoute(r *gatewayv1.GRPCRoute) *compiledRoute {
-	cr := &compiledRoute{
-		key:       RouteKey{Kind: kindGRPCRoute, NN: nn(r.Namespace, r.Name)},
-		gen:       r.Generation,
-		created:   r.CreationTimestamp,
-		uid:       r.UID,
-		hostnames: lowerHostnames(r.Spec.Hostnames),
-		refs:      r.Spec.ParentRefs,
-	}
+// compileGRPCRules compiles the rules of a GRPCRoute into HTTP/2 routes on
+// the gRPC path "/<service>/<method>".
+func compileGRPCRules(idx *Index, rk *routeKind, cr *compiledRoute, obj Object) int {
+	r := obj.(*gatewayv1.GRPCRoute)
+	cr.rules = make([]compiledRule, 0, len(r.Spec.Rules))
 	for i := range r.Spec.Rules {
-		c, err := idx.compileGRPCRule(cr, r.Namespace, i, &r.Spec.Rules[i])
-		if err != nil {
-			cr.drop(i, err.reason, err.msg)
-			continue
+		rule := &r.Spec.Rules[i]
+		matches, keys, err := grpcMatches(rule.Matches)
+		if err == nil {
+			var c compiledRule
+			c, err = idx.compileRequestRule(rk, cr, i, requestRule{
+				name: rule.Name, matches: matches, grpcKeys: keys,
+				filters: grpcFilters(rule.Filters), backendRefs: grpcBackendRefs(rule.BackendRefs),
+				sessionPersistence: rule.SessionPersistence,
+			})
+			if err == nil {
+				cr.rules = append(cr.rules, c)
+				continue
+			}
 		}
-		cr.rules = append(cr.rules, c)
+		cr.drop(i, err.reason, err.msg)
 	}
-	cr.finish(len(r.Spec.Rules))
-	return cr
+	return len(r.Spec.Rules)
 }
 
-func (idx *Index) compileGRPCRule(cr *compiledRoute, ns string, i int, rule *gatewayv1.GRPCRouteRule) (compiledRule, *ruleError) {
-	c := compiledRule{index: i}
-	if rule.Name != nil {
-		c.name = string(*rule.Name)
+// grpcFilters are GRPCRoute filters as the HTTPRoute filters they are: the
+// same types with the same fields, a subset of HTTPRoute's (routeKind.filters
+// refuses the others).
+func grpcFilters(fs []gatewayv1.GRPCRouteFilter) []gatewayv1.HTTPRouteFilter {
+	if len(fs) == 0 {
+		return nil
 	}
-	matches, keys, rerr := grpcMatches(rule.Matches)
-	if rerr != nil {
-		return c, rerr
-	}
-	tmpl := ir.Route{GRPC: true}
-	tmpl.Source = ir.Source{Kind: cr.key.Kind, Namespace: cr.key.NN.Namespace, Name: cr.key.NN.Name, Rule: i, RuleName: c.name}
-	fail500 := false
-	for fi := range rule.Filters {
-		f := &rule.Filters[fi]
-		switch f.Type {
-		case gatewayv1.GRPCRouteFilterRequestHeaderModifier:
-			tmpl.RequestHeaders = mergeHeaders(tmpl.RequestHeaders, f.RequestHeaderModifier)
-		case gatewayv1.GRPCRouteFilterResponseHeaderModifier:
-			tmpl.ResponseHeaders = mergeHeaders(tmpl.ResponseHeaders, f.ResponseHeaderModifier)
-		case gatewayv1.GRPCRouteFilterRequestMirror:
-			if f.RequestMirror == nil {
-				return c, unsupported("RequestMirror filter without requestMirror")
-			}
-			if m, ok := idx.mirror(cr, kindGRPCRoute, ns, f.RequestMirror); ok {
-				tmpl.Mirrors = append(tmpl.Mirrors, m)
-			}
-		case gatewayv1.GRPCRouteFilterExtensionRef:
-			cr.refsProblem(string(gatewayv1.RouteReasonInvalidKind), "extensionRef filters are not supported")
-			fail500 = true
-		default:
-			return c, unsupported("filter type %q is not supported", f.Type)
+	out := make([]gatewayv1.HTTPRouteFilter, len(fs))
+	for i := range fs {
+		f := &fs[i]
+		out[i] = gatewayv1.HTTPRouteFilter{
+			Type:                   gatewayv1.HTTPRouteFilterType(f.Type),
+			RequestHeaderModifier:  f.RequestHeaderModifier,
+			ResponseHeaderModifier: f.ResponseHeaderModifier,
+			RequestMirror:          f.RequestMirror,
+			ExtensionRef:           f.ExtensionRef,
 		}
 	}
-	if rule.SessionPersistence != nil {
-		sp, err := sessionPersistence(rule.SessionPersistence)
-		if err != nil {
-			return c, err
-		}
-		tmpl.SessionPersistence = sp
+	return out
+}
+
+func grpcBackendRefs(brs []gatewayv1.GRPCBackendRef) []gatewayv1.HTTPBackendRef {
+	if len(brs) == 0 {
+		return nil
 	}
-	var bes []ir.Backend
-	var invalid uint32
-	for bi := range rule.BackendRefs {
-		br := &rule.BackendRefs[bi]
-		w := weight(br.Weight)
-		b := idx.resolveBackend(kindGRPCRoute, ns, br.BackendObjectReference, true)
-		if b.cluster == "" {
-			cr.refsProblem(b.reason, b.msg)
-			invalid += w
-			continue
-		}
-		be := ir.Backend{Cluster: b.cluster, Weight: w}
-		for fi := range br.Filters {
-			f := &br.Filters[fi]
-			switch f.Type {
-			case gatewayv1.GRPCRouteFilterRequestHeaderModifier:
-				be.RequestHeaders = mergeHeaders(be.RequestHeaders, f.RequestHeaderModifier)
-			case gatewayv1.GRPCRouteFilterResponseHeaderModifier:
-				be.ResponseHeaders = mergeHeaders(be.ResponseHeaders, f.ResponseHeaderModifier)
-			default:
-				return c, unsupported("backendRef %d: only header modifier filters are supported on backendRefs", bi)
-			}
-		}
-		if w == 0 {
-			continue
-		}
-		cr.backends = append(cr.backends, b)
-		bes = append(bes, be)
+	out := make([]gatewayv1.HTTPBackendRef, len(brs))
+	for i := range brs {
+		out[i] = gatewayv1.HTTPBackendRef{BackendRef: brs[i].BackendRef, Filters: grpcFilters(brs[i].Filters)}
 	}
-	switch {
-	case fail500, len(bes) == 0:
-		tmpl.DirectResponse = &ir.DirectResponse{Status: 500}
-	default:
-		tmpl.Backends = bes
-		tmpl.InvalidWeight = invalid
-	}
-	for mi, m := range matches {
-		rt := tmpl
-		rt.Match = m
-		rt.Name = ruleMatchName("grpcroute", cr.key.NN, i, mi)
-		c.routes = append(c.routes, rt)
-	}
-	c.grpcKeys = keys
-	return c, nil
+	return out
 }
 
 // grpcKey is what gRPC precedence looks at, besides hostname and headers:
@@ -198,38 +146,27 @@ func grpcMatches(ms []gatewayv1.GRPCRouteMatch) ([]ir.Match, []grpcKey, *ruleErr
 	return out, keys, nil
 }
 
-// compileTLSRoute compiles a TLSRoute: its rules' backends, merged.
-func (idx *Index) compileTLSRoute(r *gatewayv1.TLSRoute) *compiledRoute {
-	cr := &compiledRoute{
-		key:       RouteKey{Kind: kindTLSRoute, NN: nn(r.Namespace, r.Name)},
-		gen:       r.Generation,
-		created:   r.CreationTimestamp,
-		uid:       r.UID,
-		hostnames: lowerHostnames(r.Spec.Hostnames),
-		refs:      r.Spec.ParentRefs,
+// compileStreamRule compiles rule i of a route that forwards streams
+// (TLSRoute, TCPRoute): its backends, which compileRoute's caller merges
+// with those of the other rules.
+func (idx *Index) compileStreamRule(rk *routeKind, cr *compiledRoute, i int, name *gatewayv1.SectionName, brs []gatewayv1.BackendRef) {
+	c := compiledRule{index: i}
+	if name != nil {
+		c.name = string(*name)
 	}
-	for i := range r.Spec.Rules {
-		rule := &r.Spec.Rules[i]
-		c := compiledRule{index: i}
-		if rule.Name != nil {
-			c.name = string(*rule.Name)
+	for _, br := range brs {
+		w := weight(br.Weight)
+		b := idx.resolveBackend(rk, cr.key.NN.Namespace, br.BackendObjectReference)
+		if b.cluster == "" {
+			cr.refsProblem(b.reason, b.msg)
+			c.tlsInvalidWeight += w
+			continue
 		}
-		for _, br := range rule.BackendRefs {
-			w := weight(br.Weight)
-			b := idx.resolveBackend(kindTLSRoute, r.Namespace, br.BackendObjectReference, false)
-			if b.cluster == "" {
-				cr.refsProblem(b.reason, b.msg)
-				c.tlsInvalidWeight += w
-				continue
-			}
-			if w == 0 {
-				continue
-			}
-			cr.backends = append(cr.backends, b)
-			c.tlsBackends = append(c.tlsBackends, ir.Backend{Cluster: b.cluster, Weight: w})
+		if w == 0 {
+			continue
 		}
-		cr.rules = append(cr.rules, c)
+		cr.backends = append(cr.backends, b)
+		c.tlsBackends = append(c.tlsBackends, ir.Backend{Cluster: b.cluster, Weight: w})
 	}
-	cr.finish(len(r.Spec.Rules))
-	return cr
+	cr.rules = append(cr.rules, c)
 }

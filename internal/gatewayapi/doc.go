@@ -12,8 +12,10 @@ Copyright The shardgate Authors.
 // resolution, allowedRoutes, hostname intersection), ReferenceGrant checks,
 // backend resolution, rule validation, and route precedence.
 //
-// It must never talk to Kubernetes, import controller-runtime, read the
-// clock, start goroutines, or let map iteration order leak into its output.
+// It must never talk to Kubernetes, import controller-runtime or client-go
+// (objects come in as Object, which has client.Object's methods;
+// imports_test.go checks every package it links), read the clock, start
+// goroutines, or let map iteration order leak into its output.
 // It must never panic on any input, however malformed: every malformed
 // object gets the spec's condition instead. Translate is a function of its
 // Input: the same Input gives reflect.DeepEqual Output.
@@ -169,7 +171,10 @@ Copyright The shardgate Authors.
 //     nothing. Routes on an admitted listener still pass the route rule.
 //
 // Translate is made of pure functions: compileRoute turns one route into
-// IR templates given the Services and ReferenceGrants it names, and
+// IR templates given the Services and ReferenceGrants it names (one
+// descriptor per route kind, routekinds.go, holds all that differs
+// between kinds; HTTPRoute and GRPCRoute rules share one compiler, as do
+// TLSRoute and TCPRoute rules), and
 // assembleGateway turns one Gateway and the compilations of its routes into
 // its IR and status (patchGateway applies route changes to an assembly).
 // The incremental Translator is a layer over them, fed by a Store: the

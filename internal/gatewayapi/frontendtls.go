@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -119,11 +120,11 @@ func (idx *Index) listenerClientValidation(gw *gatewayv1.Gateway, ls *listenerSt
 		if kind == kindConfigMap {
 			if cm, ok := idx.configMaps[nn(ns, string(ref.Name))]; ok {
 				found = true
-				data = []byte(cm.Data[caCertKey])
+				data = []byte(cm.Data[corev1.ServiceAccountRootCAKey])
 			}
 		} else if sec, ok := idx.secrets[nn(ns, string(ref.Name))]; ok {
 			found = true
-			data = sec.Data[caCertKey]
+			data = sec.Data[corev1.ServiceAccountRootCAKey]
 		}
 		if !found {
 			fail(string(gatewayv1.ListenerReasonInvalidCACertificateRef), fmt.Sprintf("%s %s/%s not found", kind, ns, ref.Name))
@@ -132,7 +133,7 @@ func (idx *Index) listenerClientValidation(gw *gatewayv1.Gateway, ls *listenerSt
 		certs := pemCertificates(data)
 		if len(certs) == 0 {
 			fail(string(gatewayv1.ListenerReasonInvalidCACertificateRef),
-				fmt.Sprintf("%s %s/%s has no PEM certificate under %s", kind, ns, ref.Name, caCertKey))
+				fmt.Sprintf("%s %s/%s has no PEM certificate under %s", kind, ns, ref.Name, corev1.ServiceAccountRootCAKey))
 			continue
 		}
 		bundle.Write(certs)

@@ -493,10 +493,10 @@ func fuzzBackendTLS(c *choices, in *Input, cert []byte, t0 time.Time) {
 		switch c.n(3) {
 		case 0:
 			in.ConfigMaps = append(in.ConfigMaps, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ca", Namespace: ns},
-				Data: map[string]string{caCertKey: string(cert)}})
+				Data: map[string]string{"ca.crt": string(cert)}})
 		case 1:
 			in.ConfigMaps = append(in.ConfigMaps, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ca", Namespace: ns},
-				Data: map[string]string{caCertKey: "garbage"}})
+				Data: map[string]string{"ca.crt": "garbage"}})
 		}
 		for _, name := range []string{"pol-a", "pol-b", "pol-c"} {
 			if c.n(3) == 0 {

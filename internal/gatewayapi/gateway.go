@@ -18,6 +18,7 @@ import (
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/internal/params"
 )
 
 // TranslateGateway does all the work for one Gateway: it compiles the
@@ -35,7 +36,7 @@ func TranslateGateway(idx *Index, gw *gatewayv1.Gateway) *GatewayResult {
 // compilations already made (by another Gateway of the same translation)
 // from done, and recording new ones there when done is not nil.
 func (idx *Index) compileRoutesOf(gw types.NamespacedName, done map[RouteKey]*compiledRoute) []*compiledRoute {
-	n := len(idx.httpByGW[gw]) + len(idx.grpcByGW[gw]) + len(idx.tlsByGW[gw]) + len(idx.tcpByGW[gw])
+	n := len(idx.routesByGW[gw])
 	out := make([]*compiledRoute, 0, n)
 	// seen holds the routes added for gw: an informer cache holds one
 	// object per name, so the first wins. While done is empty, every route
@@ -44,7 +45,9 @@ func (idx *Index) compileRoutesOf(gw types.NamespacedName, done map[RouteKey]*co
 	if !shared {
 		seen = make(map[RouteKey]*compiledRoute, n)
 	}
-	add := func(k RouteKey, r any) {
+	add := func(r Object) {
+		rk := routeKindOf(r)
+		k := RouteKey{Kind: rk.name, NN: nn(r.GetNamespace(), r.GetName())}
 		if _, dup := seen[k]; dup {
 			return
 		}
@@ -53,7 +56,7 @@ func (idx *Index) compileRoutesOf(gw types.NamespacedName, done map[RouteKey]*co
 			cr = done[k]
 		}
 		if cr == nil {
-			cr = compileRoute(idx, r)
+			cr = compileRouteOf(idx, rk, r)
 			if done != nil && !shared {
 				done[k] = cr
 			}
@@ -61,37 +64,11 @@ func (idx *Index) compileRoutesOf(gw types.NamespacedName, done map[RouteKey]*co
 		seen[k] = cr
 		out = append(out, cr)
 	}
-	for _, r := range idx.httpByGW[gw] {
-		add(RouteKey{Kind: kindHTTPRoute, NN: nn(r.Namespace, r.Name)}, r)
-	}
-	for _, r := range idx.grpcByGW[gw] {
-		add(RouteKey{Kind: kindGRPCRoute, NN: nn(r.Namespace, r.Name)}, r)
-	}
-	for _, r := range idx.tlsByGW[gw] {
-		add(RouteKey{Kind: kindTLSRoute, NN: nn(r.Namespace, r.Name)}, r)
-	}
-	for _, r := range idx.tcpByGW[gw] {
-		add(RouteKey{Kind: kindTCPRoute, NN: nn(r.Namespace, r.Name)}, r)
+	for _, r := range idx.routesByGW[gw] {
+		add(r)
 	}
 	idx.listenerSetRoutes(gw, add)
 	return out
-}
-
-// compileRoute compiles one route of any kind against the Services and
-// ReferenceGrants of idx. It is a pure function of the route and those
-// objects.
-func compileRoute(idx *Index, r any) *compiledRoute {
-	switch r := r.(type) {
-	case *gatewayv1.HTTPRoute:
-		return idx.compileHTTPRoute(r)
-	case *gatewayv1.GRPCRoute:
-		return idx.compileGRPCRoute(r)
-	case *gatewayv1.TLSRoute:
-		return idx.compileTLSRoute(r)
-	case *gatewayv1.TCPRoute:
-		return idx.compileTCPRoute(r)
-	}
-	return nil
 }
 
 // assembleGateway translates gw given the compilations of the routes that
@@ -249,15 +226,8 @@ func (idx *Index) gatewayStatus(gw *gatewayv1.Gateway, listeners []*listenerStat
 // gatewayParamsProblem says why spec.infrastructure.parametersRef does not
 // resolve.
 func (idx *Index) gatewayParamsProblem(gw *gatewayv1.Gateway) string {
-	if gw.Spec.Infrastructure == nil || gw.Spec.Infrastructure.ParametersRef == nil {
-		return ""
-	}
-	ref := gw.Spec.Infrastructure.ParametersRef
-	if string(ref.Group) != groupShardgate || string(ref.Kind) != kindGatewayParam {
-		return fmt.Sprintf("parametersRef must be %s/%s, not %s/%s", groupShardgate, kindGatewayParam, ref.Group, ref.Kind)
-	}
-	if _, ok := idx.params[nn(gw.Namespace, ref.Name)]; !ok {
-		return fmt.Sprintf("GatewayParameters %s/%s not found", gw.Namespace, ref.Name)
+	if _, err := params.ResolveGateway(gw, idx.paramsByKey); err != nil {
+		return err.Error()
 	}
 	return ""
 }

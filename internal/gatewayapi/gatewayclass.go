@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/gateway-api/pkg/features"
+
+	"github.com/shardgate/shardgate/internal/params"
 )
 
 // SupportedFeatures are the Gateway API features the translator implements
@@ -109,23 +111,18 @@ func (idx *Index) classStatus(c *gatewayv1.GatewayClass) *classInfo {
 	return ci
 }
 
-// classParamsProblem says why a class's parametersRef does not resolve.
+// classParamsProblem says why a class's parametersRef does not resolve,
+// or may not configure a class.
 func (idx *Index) classParamsProblem(c *gatewayv1.GatewayClass) string {
-	ref := c.Spec.ParametersRef
-	if ref == nil {
+	p, err := params.ResolveClass(c, idx.paramsByKey)
+	if err != nil {
+		return err.Error()
+	}
+	if p == nil {
 		return ""
 	}
-	if string(ref.Group) != groupShardgate || string(ref.Kind) != kindGatewayParam {
-		return fmt.Sprintf("parametersRef must be %s/%s, not %s/%s", groupShardgate, kindGatewayParam, ref.Group, ref.Kind)
-	}
-	if ref.Namespace == nil || *ref.Namespace == "" {
-		return "parametersRef to GatewayParameters must set namespace"
-	}
-	if _, ok := idx.params[nn(string(*ref.Namespace), ref.Name)]; !ok {
-		return fmt.Sprintf("GatewayParameters %s/%s not found", *ref.Namespace, ref.Name)
-	}
-	if why, tenant := idx.tenantNS[string(*ref.Namespace)]; tenant {
-		return fmt.Sprintf("GatewayParameters %s/%s may not configure a class: %s", *ref.Namespace, ref.Name, why)
+	if why, tenant := idx.tenantNS[p.Namespace]; tenant {
+		return fmt.Sprintf("GatewayParameters %s/%s may not configure a class: %s", p.Namespace, p.Name, why)
 	}
 	return ""
 }

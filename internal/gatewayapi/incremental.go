@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
@@ -260,14 +259,13 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 	s := t.store
 	prev := t.last
 	out := &Output{
-		GatewayClasses:  prev.GatewayClasses,
-		GatewayStatus:   maps.Clone(prev.GatewayStatus),
-		HTTPRouteStatus: prev.HTTPRouteStatus,
-		GRPCRouteStatus: prev.GRPCRouteStatus,
-		TLSRouteStatus:  prev.TLSRouteStatus,
-		TCPRouteStatus:  prev.TCPRouteStatus,
+		GatewayClasses: prev.GatewayClasses,
+		GatewayStatus:  maps.Clone(prev.GatewayStatus),
 
 		ListenerSetStatus: prev.ListenerSetStatus,
+	}
+	for _, rk := range routeKinds {
+		*rk.status(out) = *rk.status(prev)
 	}
 	// ListenerSet statuses of the Gateways translated again: those of
 	// their previous results are dropped, then the new ones set (a
@@ -380,17 +378,11 @@ func (t *Translator) translateChanges(idx *Index, d dirtySet) *Output {
 				}
 			}
 		}
-		var m *RouteStatuses
-		switch k.Kind {
-		case kindHTTPRoute:
-			m = &out.HTTPRouteStatus
-		case kindGRPCRoute:
-			m = &out.GRPCRouteStatus
-		case kindTCPRoute:
-			m = &out.TCPRouteStatus
-		default:
-			m = &out.TLSRouteStatus
+		rk := routeKindNamed(k.Kind)
+		if rk == nil {
+			continue
 		}
+		m := rk.status(out)
 		out.StatusChanged = append(out.StatusChanged, k)
 		if len(entries) == 0 {
 			*m = m.Delete(k.NN)
@@ -457,7 +449,7 @@ func (t *Translator) attached(k RouteKey) bool {
 }
 
 // compile returns route k's compilation, from memory or compiled anew.
-func (t *Translator) compile(idx *Index, k RouteKey, obj client.Object) *compiledRoute {
+func (t *Translator) compile(idx *Index, k RouteKey, obj Object) *compiledRoute {
 	if cr := t.compiled[k]; cr != nil {
 		return cr
 	}
@@ -471,7 +463,7 @@ func (t *Translator) compile(idx *Index, k RouteKey, obj client.Object) *compile
 // Gateway API kinds and of GatewayParameters (a change bumps
 // metadata.generation), the HTTPRoute annotations it honours, Service
 // ports, Secret types and data and Namespace labels; never status.
-func Relevant(oldObj, newObj client.Object) bool {
+func Relevant(oldObj, newObj Object) bool {
 	if oldObj == nil || newObj == nil {
 		return true
 	}
@@ -487,9 +479,11 @@ func Relevant(oldObj, newObj client.Object) bool {
 		!maps.Equal(oldObj.GetLabels(), newObj.GetLabels()) {
 		return true
 	}
+	if routeKindOf(newObj) != nil {
+		return oldObj.GetGeneration() != newObj.GetGeneration() || newObj.GetGeneration() == 0
+	}
 	switch n := newObj.(type) {
-	case *gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute,
-		*gatewayv1.TLSRoute, *gatewayv1.TCPRoute, *gatewayv1.ListenerSet, *gatewayv1beta1.ReferenceGrant, *shardgatev1alpha1.GatewayParameters,
+	case *gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.ListenerSet, *gatewayv1beta1.ReferenceGrant, *shardgatev1alpha1.GatewayParameters,
 		*gatewayv1.BackendTLSPolicy:
 		return oldObj.GetGeneration() != newObj.GetGeneration() || newObj.GetGeneration() == 0
 	case *corev1.Service:
@@ -498,7 +492,7 @@ func Relevant(oldObj, newObj client.Object) bool {
 	case *corev1.ConfigMap:
 		// Only a CA bundle is read.
 		o, ok := oldObj.(*corev1.ConfigMap)
-		return !ok || o.Data[caCertKey] != n.Data[caCertKey]
+		return !ok || o.Data[corev1.ServiceAccountRootCAKey] != n.Data[corev1.ServiceAccountRootCAKey]
 	case *corev1.Secret:
 		o, ok := oldObj.(*corev1.Secret)
 		return !ok || o.Type != n.Type || !equality.Semantic.DeepEqual(o.Data, n.Data)

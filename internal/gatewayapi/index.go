@@ -16,16 +16,14 @@ import (
 )
 
 const (
-	kindGateway      = "Gateway"
-	kindHTTPRoute    = "HTTPRoute"
-	kindGRPCRoute    = "GRPCRoute"
-	kindTLSRoute     = "TLSRoute"
-	kindTCPRoute     = "TCPRoute"
-	kindService      = "Service"
-	kindSecret       = "Secret"
-	kindGatewayParam = "GatewayParameters"
-	groupGateway     = gatewayv1.GroupName
-	groupShardgate   = "shardgate.io"
+	kindGateway   = "Gateway"
+	kindHTTPRoute = "HTTPRoute"
+	kindGRPCRoute = "GRPCRoute"
+	kindTLSRoute  = "TLSRoute"
+	kindTCPRoute  = "TCPRoute"
+	kindService   = "Service"
+	kindSecret    = "Secret"
+	groupGateway  = gatewayv1.GroupName
 )
 
 // Index is the snapshot arranged for lookups. Build it once per snapshot
@@ -59,16 +57,11 @@ type Index struct {
 	policyCache map[types.NamespacedName]*resolvedPolicy
 
 	// Routes by the Gateway their parentRefs name (NewIndex only; an
-	// Index over a Store finds them in the Store).
-	httpByGW map[types.NamespacedName][]*gatewayv1.HTTPRoute
-	grpcByGW map[types.NamespacedName][]*gatewayv1.GRPCRoute
-	tlsByGW  map[types.NamespacedName][]*gatewayv1.TLSRoute
-	tcpByGW  map[types.NamespacedName][]*gatewayv1.TCPRoute
+	// Index over a Store finds them in the Store), kind by kind in
+	// routeKinds order.
+	routesByGW map[types.NamespacedName][]Object
 	// Routes by the ListenerSet their parentRefs name (NewIndex only).
-	httpByLS map[types.NamespacedName][]*gatewayv1.HTTPRoute
-	grpcByLS map[types.NamespacedName][]*gatewayv1.GRPCRoute
-	tlsByLS  map[types.NamespacedName][]*gatewayv1.TLSRoute
-	tcpByLS  map[types.NamespacedName][]*gatewayv1.TCPRoute
+	routesByLS map[types.NamespacedName][]Object
 
 	// ListenerSets by the Gateway their parentRef names, in precedence
 	// order: lsByGW (NewIndex), or lsOf (over a Store).
@@ -199,59 +192,21 @@ func storeIndex(s *Store, f Facts) *Index {
 
 // indexRoutes arranges the routes by the Gateways they name.
 func (idx *Index) indexRoutes(in *Input) {
-	idx.httpByGW = map[types.NamespacedName][]*gatewayv1.HTTPRoute{}
-	idx.grpcByGW = map[types.NamespacedName][]*gatewayv1.GRPCRoute{}
-	idx.tlsByGW = map[types.NamespacedName][]*gatewayv1.TLSRoute{}
-	idx.tcpByGW = map[types.NamespacedName][]*gatewayv1.TCPRoute{}
 	// Routes by parent Gateway; a route naming the same Gateway twice is
 	// indexed once.
-	idx.httpByLS = map[types.NamespacedName][]*gatewayv1.HTTPRoute{}
-	idx.grpcByLS = map[types.NamespacedName][]*gatewayv1.GRPCRoute{}
-	idx.tlsByLS = map[types.NamespacedName][]*gatewayv1.TLSRoute{}
-	idx.tcpByLS = map[types.NamespacedName][]*gatewayv1.TCPRoute{}
-	for _, r := range in.HTTPRoutes {
-		if r == nil {
-			continue
-		}
-		for _, g := range parentGateways(r.Namespace, r.Spec.ParentRefs) {
-			idx.httpByGW[g] = append(idx.httpByGW[g], r)
-		}
-		for _, l := range parentListenerSets(r.Namespace, r.Spec.ParentRefs) {
-			idx.httpByLS[l] = append(idx.httpByLS[l], r)
-		}
-	}
-	for _, r := range in.GRPCRoutes {
-		if r == nil {
-			continue
-		}
-		for _, g := range parentGateways(r.Namespace, r.Spec.ParentRefs) {
-			idx.grpcByGW[g] = append(idx.grpcByGW[g], r)
-		}
-		for _, l := range parentListenerSets(r.Namespace, r.Spec.ParentRefs) {
-			idx.grpcByLS[l] = append(idx.grpcByLS[l], r)
-		}
-	}
-	for _, r := range in.TLSRoutes {
-		if r == nil {
-			continue
-		}
-		for _, g := range parentGateways(r.Namespace, r.Spec.ParentRefs) {
-			idx.tlsByGW[g] = append(idx.tlsByGW[g], r)
-		}
-		for _, l := range parentListenerSets(r.Namespace, r.Spec.ParentRefs) {
-			idx.tlsByLS[l] = append(idx.tlsByLS[l], r)
-		}
-	}
-	for _, r := range in.TCPRoutes {
-		if r == nil {
-			continue
-		}
-		for _, g := range parentGateways(r.Namespace, r.Spec.ParentRefs) {
-			idx.tcpByGW[g] = append(idx.tcpByGW[g], r)
-		}
-		for _, l := range parentListenerSets(r.Namespace, r.Spec.ParentRefs) {
-			idx.tcpByLS[l] = append(idx.tcpByLS[l], r)
-		}
+	idx.routesByGW = map[types.NamespacedName][]Object{}
+	idx.routesByLS = map[types.NamespacedName][]Object{}
+	for _, rk := range routeKinds {
+		rk.inputs(in, func(r Object) {
+			_, refs := rk.spec(r)
+			ns := r.GetNamespace()
+			for _, g := range parentGateways(ns, refs) {
+				idx.routesByGW[g] = append(idx.routesByGW[g], r)
+			}
+			for _, l := range parentListenerSets(ns, refs) {
+				idx.routesByLS[l] = append(idx.routesByLS[l], r)
+			}
+		})
 	}
 }
 

@@ -62,18 +62,8 @@ func (l *listenerState) served() bool {
 	return l.accepted && !l.certProblem
 }
 
-// supportedKinds for each protocol we serve.
-func kindsForProtocol(p ir.Protocol) []string {
-	switch p {
-	case ir.ProtocolHTTP, ir.ProtocolHTTPS:
-		return []string{kindHTTPRoute, kindGRPCRoute}
-	case ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate:
-		return []string{kindTLSRoute}
-	case ir.ProtocolTCP:
-		return []string{kindTCPRoute}
-	}
-	return nil
-}
+// kindsForProtocol are the route kinds a listener of protocol p takes.
+func kindsForProtocol(p ir.Protocol) []string { return kindsByProtocol[p] }
 
 // buildListeners validates every listener of gw: protocol, route kinds,
 // namespaces, certificates and conflicts. Secrets it accepts are added to

@@ -355,20 +355,10 @@ func setAttachedListenerSets(gw *gatewayv1.Gateway, st *gatewayv1.GatewayStatus,
 
 // listenerSetRoutes hands add the routes (NewIndex only) whose parentRefs
 // name a ListenerSet naming gw.
-func (idx *Index) listenerSetRoutes(gw types.NamespacedName, add func(RouteKey, any)) {
+func (idx *Index) listenerSetRoutes(gw types.NamespacedName, add func(Object)) {
 	for _, ls := range idx.listenerSetsOf(gw) {
-		k := nn(ls.Namespace, ls.Name)
-		for _, r := range idx.httpByLS[k] {
-			add(RouteKey{Kind: kindHTTPRoute, NN: nn(r.Namespace, r.Name)}, r)
-		}
-		for _, r := range idx.grpcByLS[k] {
-			add(RouteKey{Kind: kindGRPCRoute, NN: nn(r.Namespace, r.Name)}, r)
-		}
-		for _, r := range idx.tlsByLS[k] {
-			add(RouteKey{Kind: kindTLSRoute, NN: nn(r.Namespace, r.Name)}, r)
-		}
-		for _, r := range idx.tcpByLS[k] {
-			add(RouteKey{Kind: kindTCPRoute, NN: nn(r.Namespace, r.Name)}, r)
+		for _, r := range idx.routesByLS[nn(ls.Namespace, ls.Name)] {
+			add(r)
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
@@ -67,6 +66,9 @@ type Store struct {
 	grants     map[string][]*gatewayv1beta1.ReferenceGrant // by namespace
 	namespaces map[string]*corev1.Namespace
 	params     map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters
+
+	// backendBuf is routeDependencies' scratch space.
+	backendBuf []gatewayv1.BackendObjectReference
 
 	// Reverse indexes, and what each object was indexed under.
 	routeDeps      map[RouteKey]deps
@@ -228,7 +230,7 @@ func NewStore(controllerName string) *Store {
 	}
 }
 
-func key(o client.Object) types.NamespacedName { return nn(o.GetNamespace(), o.GetName()) }
+func key(o Object) types.NamespacedName { return nn(o.GetNamespace(), o.GetName()) }
 
 // Upsert stores a created or updated object (the informer's new version)
 // and marks what it affects. It reports whether the change can alter a
@@ -239,13 +241,16 @@ func key(o client.Object) types.NamespacedName { return nn(o.GetNamespace(), o.G
 // until a route (or Gateway, or policy) names it, which marks it again
 // (false). Objects of kinds the translator does not read are ignored
 // (false).
-func (s *Store) Upsert(obj client.Object) bool {
+func (s *Store) Upsert(obj Object) bool {
 	if obj == nil {
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := key(obj)
+	if rk := routeKindOf(obj); rk != nil {
+		return s.upsertRoute(RouteKey{Kind: rk.name, NN: k}, obj, rk.stored(s).put(k, obj))
+	}
 	switch o := obj.(type) {
 	case *gatewayv1.GatewayClass:
 		return s.upsertAll(o, s.classes.put(k, o))
@@ -262,14 +267,6 @@ func (s *Store) Upsert(obj client.Object) bool {
 		s.indexGateway(o)
 		s.dirty.Gateways.add(k)
 		return true
-	case *gatewayv1.HTTPRoute:
-		return s.upsertRoute(RouteKey{Kind: kindHTTPRoute, NN: k}, o, s.http.put(k, o))
-	case *gatewayv1.GRPCRoute:
-		return s.upsertRoute(RouteKey{Kind: kindGRPCRoute, NN: k}, o, s.grpc.put(k, o))
-	case *gatewayv1.TLSRoute:
-		return s.upsertRoute(RouteKey{Kind: kindTLSRoute, NN: k}, o, s.tls.put(k, o))
-	case *gatewayv1.TCPRoute:
-		return s.upsertRoute(RouteKey{Kind: kindTCPRoute, NN: k}, o, s.tcp.put(k, o))
 	case *gatewayv1.ListenerSet:
 		return s.upsertListenerSet(k, o)
 	case *gatewayv1beta1.ReferenceGrant:
@@ -328,13 +325,16 @@ func (s *Store) Upsert(obj client.Object) bool {
 
 // Delete removes an object and marks what it affected. It reports whether
 // the Store held it.
-func (s *Store) Delete(obj client.Object) bool {
+func (s *Store) Delete(obj Object) bool {
 	if obj == nil {
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := key(obj)
+	if rk := routeKindOf(obj); rk != nil {
+		return s.deleteRoute(RouteKey{Kind: rk.name, NN: k}, rk.stored(s).remove(k))
+	}
 	switch obj.(type) {
 	case *gatewayv1.GatewayClass:
 		if s.classes.remove(k, classKey) == nil {
@@ -353,14 +353,6 @@ func (s *Store) Delete(obj client.Object) bool {
 		}
 		s.unindexGateway(k)
 		s.dirty.Gateways.add(k)
-	case *gatewayv1.HTTPRoute:
-		return s.deleteRoute(RouteKey{Kind: kindHTTPRoute, NN: k}, s.http.remove(k, objKey[gatewayv1.HTTPRoute]) != nil)
-	case *gatewayv1.GRPCRoute:
-		return s.deleteRoute(RouteKey{Kind: kindGRPCRoute, NN: k}, s.grpc.remove(k, objKey[gatewayv1.GRPCRoute]) != nil)
-	case *gatewayv1.TLSRoute:
-		return s.deleteRoute(RouteKey{Kind: kindTLSRoute, NN: k}, s.tls.remove(k, objKey[gatewayv1.TLSRoute]) != nil)
-	case *gatewayv1.TCPRoute:
-		return s.deleteRoute(RouteKey{Kind: kindTCPRoute, NN: k}, s.tcp.remove(k, objKey[gatewayv1.TCPRoute]) != nil)
 	case *gatewayv1.ListenerSet:
 		return s.deleteListenerSet(k)
 	case *gatewayv1beta1.ReferenceGrant:
@@ -408,7 +400,7 @@ func (s *Store) Delete(obj client.Object) bool {
 
 func objKey[T any, PT interface {
 	*T
-	client.Object
+	Object
 }](o *T) types.NamespacedName {
 	return key(PT(o))
 }
@@ -417,7 +409,7 @@ func classKey(o *gatewayv1.GatewayClass) types.NamespacedName { return nn("", o.
 
 // relevant is Relevant against the stored version (nil: a new object).
 // Call with s.mu held.
-func (s *Store) relevant(old, obj client.Object) bool {
+func (s *Store) relevant(old, obj Object) bool {
 	if isNil(old) {
 		return true
 	}
@@ -425,21 +417,16 @@ func (s *Store) relevant(old, obj client.Object) bool {
 	return Relevant(old, obj)
 }
 
-func isNil(o client.Object) bool {
+func isNil(o Object) bool {
+	if rk := routeKindOf(o); rk != nil {
+		return rk.null(o)
+	}
 	switch o := o.(type) {
 	case nil:
 		return true
 	case *gatewayv1.GatewayClass:
 		return o == nil
 	case *gatewayv1.Gateway:
-		return o == nil
-	case *gatewayv1.HTTPRoute:
-		return o == nil
-	case *gatewayv1.GRPCRoute:
-		return o == nil
-	case *gatewayv1.TLSRoute:
-		return o == nil
-	case *gatewayv1.TCPRoute:
 		return o == nil
 	case *gatewayv1.ListenerSet:
 		return o == nil
@@ -461,7 +448,7 @@ func isNil(o client.Object) bool {
 	return false
 }
 
-func (s *Store) upsertAll(obj, old client.Object) bool {
+func (s *Store) upsertAll(obj, old Object) bool {
 	if !s.relevant(old, obj) {
 		return false
 	}
@@ -469,7 +456,7 @@ func (s *Store) upsertAll(obj, old client.Object) bool {
 	return true
 }
 
-func (s *Store) upsertRoute(k RouteKey, obj, old client.Object) bool {
+func (s *Store) upsertRoute(k RouteKey, obj, old Object) bool {
 	if !s.relevant(old, obj) {
 		return false
 	}
@@ -537,8 +524,9 @@ func (s *Store) setGrant(ns string, old, obj *gatewayv1beta1.ReferenceGrant) {
 }
 
 // indexRoute records what route k depends on. Call with s.mu held.
-func (s *Store) indexRoute(k RouteKey, obj client.Object) {
-	d := routeDependencies(k.NN.Namespace, obj)
+func (s *Store) indexRoute(k RouteKey, obj Object) {
+	var d deps
+	d, s.backendBuf = routeDependencies(k.NN.Namespace, obj, s.backendBuf)
 	for _, svc := range d.services {
 		addTo(s.routesBySvc, svc, k)
 	}
@@ -648,24 +636,9 @@ func (s *Store) takeDirty() dirtySet {
 }
 
 // route returns the stored route named by k, or nil.
-func (s *Store) route(k RouteKey) client.Object {
-	switch k.Kind {
-	case kindHTTPRoute:
-		if r := s.http.get(k.NN); r != nil {
-			return r
-		}
-	case kindGRPCRoute:
-		if r := s.grpc.get(k.NN); r != nil {
-			return r
-		}
-	case kindTLSRoute:
-		if r := s.tls.get(k.NN); r != nil {
-			return r
-		}
-	case kindTCPRoute:
-		if r := s.tcp.get(k.NN); r != nil {
-			return r
-		}
+func (s *Store) route(k RouteKey) Object {
+	if rk := routeKindNamed(k.Kind); rk != nil {
+		return rk.stored(s).get(k.NN)
 	}
 	return nil
 }
@@ -676,14 +649,10 @@ func (s *Store) route(k RouteKey) client.Object {
 func (s *Store) Input(f Facts) *Input {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return &Input{
+	in := &Input{
 		ControllerName:     s.controllerName,
 		GatewayClasses:     s.classes.snapshot(),
 		Gateways:           s.gateways.snapshot(),
-		HTTPRoutes:         s.http.snapshot(),
-		GRPCRoutes:         s.grpc.snapshot(),
-		TLSRoutes:          s.tls.snapshot(),
-		TCPRoutes:          s.tcp.snapshot(),
 		ListenerSets:       s.lsObjs.snapshot(),
 		ReferenceGrants:    s.grantObjs.snapshot(),
 		Services:           s.svcObjs.snapshot(),
@@ -699,10 +668,14 @@ func (s *Store) Input(f Facts) *Input {
 		TenantLimits:       f.TenantLimits,
 		RouteByKey:         s.Route,
 	}
+	for _, rk := range routeKinds {
+		rk.snapshot(s, in)
+	}
+	return in
 }
 
 // Route returns the stored route k, nil if there is none.
-func (s *Store) Route(k RouteKey) client.Object {
+func (s *Store) Route(k RouteKey) Object {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.route(k)
@@ -726,16 +699,15 @@ func (s *Store) Load(in *Input) {
 	loadKind(s, &s.secretObjs, in.Secrets)
 	loadKind(s, &s.cmObjs, in.ConfigMaps)
 	loadKind(s, &s.policyObjs, in.BackendTLSPolicies)
-	loadKind(s, &s.http, in.HTTPRoutes)
-	loadKind(s, &s.grpc, in.GRPCRoutes)
-	loadKind(s, &s.tls, in.TLSRoutes)
-	loadKind(s, &s.tcp, in.TCPRoutes)
+	for _, rk := range routeKinds {
+		rk.load(s, in)
+	}
 }
 
 func loadKind[T any, PT interface {
 	*T
-	client.Object
-}](s *Store, have *objects[T], want []PT) {
+	Object
+}](s *Store, have *objects[T], want []*T) {
 	s.mu.Lock()
 	current := make(map[types.NamespacedName]*T, len(have.list))
 	for _, o := range have.list {
@@ -747,10 +719,10 @@ func loadKind[T any, PT interface {
 		if o == nil {
 			continue
 		}
-		k := key(o)
+		k := key(PT(o))
 		seen[k] = true
-		if current[k] != (*T)(o) {
-			s.Upsert(o)
+		if current[k] != o {
+			s.Upsert(PT(o))
 		}
 	}
 	for k, o := range current {

@@ -8,7 +8,6 @@ import (
 	"iter"
 	"slices"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -105,7 +104,10 @@ func removeFrom[K, V comparable](m map[K]refs[V], k K, v V) {
 // Services its backendRefs and mirrors name (whatever their group and kind:
 // a superset is harmless), the namespaces it refers into (ReferenceGrants
 // there decide), the Gateways its parentRefs name and its namespace.
-func routeDependencies(ns string, obj client.Object) deps {
+//
+// buf is scratch space for the route's backend references, handed back
+// (emptied) for the next call.
+func routeDependencies(ns string, obj Object, buf []gatewayv1.BackendObjectReference) (deps, []gatewayv1.BackendObjectReference) {
 	d := deps{ns: ns}
 	ref := func(r gatewayv1.BackendObjectReference) {
 		rns := ns
@@ -117,60 +119,17 @@ func routeDependencies(ns string, obj client.Object) deps {
 			d.grantNS = appendUnique(d.grantNS, rns)
 		}
 	}
-	mirror := func(m *gatewayv1.HTTPRequestMirrorFilter) {
-		if m != nil {
-			ref(m.BackendRef)
+	if rk := routeKindOf(obj); rk != nil {
+		_, refs := rk.spec(obj)
+		d.gateways = parentGateways(ns, refs)
+		d.listenerSets = parentListenerSets(ns, refs)
+		buf = rk.backendRefs(obj, buf[:0])
+		for _, r := range buf {
+			ref(r)
 		}
+		clear(buf)
 	}
-	switch r := obj.(type) {
-	case *gatewayv1.HTTPRoute:
-		d.gateways = parentGateways(ns, r.Spec.ParentRefs)
-		d.listenerSets = parentListenerSets(ns, r.Spec.ParentRefs)
-		for i := range r.Spec.Rules {
-			rule := &r.Spec.Rules[i]
-			for _, f := range rule.Filters {
-				mirror(f.RequestMirror)
-			}
-			for _, br := range rule.BackendRefs {
-				ref(br.BackendObjectReference)
-				for _, f := range br.Filters {
-					mirror(f.RequestMirror)
-				}
-			}
-		}
-	case *gatewayv1.GRPCRoute:
-		d.gateways = parentGateways(ns, r.Spec.ParentRefs)
-		d.listenerSets = parentListenerSets(ns, r.Spec.ParentRefs)
-		for i := range r.Spec.Rules {
-			rule := &r.Spec.Rules[i]
-			for _, f := range rule.Filters {
-				mirror(f.RequestMirror)
-			}
-			for _, br := range rule.BackendRefs {
-				ref(br.BackendObjectReference)
-				for _, f := range br.Filters {
-					mirror(f.RequestMirror)
-				}
-			}
-		}
-	case *gatewayv1.TLSRoute:
-		d.gateways = parentGateways(ns, r.Spec.ParentRefs)
-		d.listenerSets = parentListenerSets(ns, r.Spec.ParentRefs)
-		for i := range r.Spec.Rules {
-			for _, br := range r.Spec.Rules[i].BackendRefs {
-				ref(br.BackendObjectReference)
-			}
-		}
-	case *gatewayv1.TCPRoute:
-		d.gateways = parentGateways(ns, r.Spec.ParentRefs)
-		d.listenerSets = parentListenerSets(ns, r.Spec.ParentRefs)
-		for i := range r.Spec.Rules {
-			for _, br := range r.Spec.Rules[i].BackendRefs {
-				ref(br.BackendObjectReference)
-			}
-		}
-	}
-	return d
+	return d, buf[:0]
 }
 
 func appendUnique[T comparable](list []T, v T) []T {

@@ -10,46 +10,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/ir"
 )
-
-// compileTCPRoute compiles a TCPRoute: the backends of its rules, merged
-// (a TCPRoute has no matches, so every rule serves the same connections).
-func (idx *Index) compileTCPRoute(r *gatewayv1.TCPRoute) *compiledRoute {
-	cr := &compiledRoute{
-		key:     RouteKey{Kind: kindTCPRoute, NN: nn(r.Namespace, r.Name)},
-		gen:     r.Generation,
-		created: r.CreationTimestamp,
-		refs:    r.Spec.ParentRefs,
-	}
-	for i := range r.Spec.Rules {
-		rule := &r.Spec.Rules[i]
-		c := compiledRule{index: i}
-		if rule.Name != nil {
-			c.name = string(*rule.Name)
-		}
-		for _, br := range rule.BackendRefs {
-			w := weight(br.Weight)
-			b := idx.resolveBackend(kindTCPRoute, r.Namespace, br.BackendObjectReference, false)
-			if b.cluster == "" {
-				cr.refsProblem(b.reason, b.msg)
-				c.tlsInvalidWeight += w
-				continue
-			}
-			if w == 0 {
-				continue
-			}
-			cr.backends = append(cr.backends, b)
-			c.tlsBackends = append(c.tlsBackends, ir.Backend{Cluster: b.cluster, Weight: w})
-		}
-		cr.rules = append(cr.rules, c)
-	}
-	cr.finish(len(r.Spec.Rules))
-	return cr
-}
 
 // tcpRoute picks the route a TCP port serves. A TCP listener has no
 // hostname or match to tell connections apart, so one route serves it:

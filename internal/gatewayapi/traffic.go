@@ -8,10 +8,12 @@ import (
 	"maps"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/internal/params"
 )
 
 // Traffic is the IR of a GatewayParameters spec.traffic: the defaults
@@ -58,20 +60,15 @@ func (idx *Index) gatewayTraffic(gw *gatewayv1.Gateway) *ir.Traffic {
 
 // gatewayParams is the GatewayParameters that apply to gw, or nil.
 func (idx *Index) gatewayParams(gw *gatewayv1.Gateway) *shardgatev1alpha1.GatewayParameters {
-	if inf := gw.Spec.Infrastructure; inf != nil && inf.ParametersRef != nil {
-		ref := inf.ParametersRef
-		if string(ref.Group) != groupShardgate || string(ref.Kind) != kindGatewayParam {
-			return nil
-		}
-		return idx.params[nn(gw.Namespace, ref.Name)]
+	var class *gatewayv1.GatewayClass
+	if ci := idx.classes[string(gw.Spec.GatewayClassName)]; ci != nil {
+		class = ci.class
 	}
-	ci := idx.classes[string(gw.Spec.GatewayClassName)]
-	if ci == nil || ci.class == nil || ci.class.Spec.ParametersRef == nil {
-		return nil
-	}
-	ref := ci.class.Spec.ParametersRef
-	if string(ref.Group) != groupShardgate || string(ref.Kind) != kindGatewayParam || ref.Namespace == nil {
-		return nil
-	}
-	return idx.params[nn(string(*ref.Namespace), ref.Name)]
+	p, _ := params.Resolve(gw, class, idx.paramsByKey)
+	return p
+}
+
+// paramsByKey looks up a GatewayParameters (params.Get).
+func (idx *Index) paramsByKey(k types.NamespacedName) *shardgatev1alpha1.GatewayParameters {
+	return idx.params[k]
 }

@@ -9,8 +9,9 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
@@ -67,7 +68,7 @@ type Input struct {
 	// RouteByKey, when set, returns a route of the snapshot (or a newer
 	// version of it) by key, nil if there is none, without walking the
 	// lists; the Store's snapshots set it.
-	RouteByKey func(RouteKey) client.Object `json:"-"`
+	RouteByKey func(RouteKey) Object `json:"-"`
 }
 
 // GatewayRuntime is what the rest of the controller knows about a Gateway's
@@ -148,7 +149,7 @@ func translateIndex(idx *Index) *Output {
 	}
 
 	routes := 0
-	for _, rs := range idx.httpByGW {
+	for _, rs := range idx.routesByGW {
 		routes += len(rs)
 	}
 	parents := make(map[RouteKey][]ParentEntry, routes)
@@ -192,24 +193,18 @@ func (o *Output) setRouteStatuses(parents map[RouteKey][]ParentEntry) {
 		}
 		m[k.NN] = MergeParents(entries)
 	}
-	o.HTTPRouteStatus = RouteStatusesOf(byKind[kindHTTPRoute])
-	o.GRPCRouteStatus = RouteStatusesOf(byKind[kindGRPCRoute])
-	o.TLSRouteStatus = RouteStatusesOf(byKind[kindTLSRoute])
-	o.TCPRouteStatus = RouteStatusesOf(byKind[kindTCPRoute])
+	for _, rk := range routeKinds {
+		*rk.status(o) = RouteStatusesOf(byKind[rk.name])
+	}
 }
 
-// RouteStatus returns the route statuses of a route kind.
+// RouteStatus returns the route statuses of a route kind (none for a kind
+// that is not one).
 func (o *Output) RouteStatus(kind string) RouteStatuses {
-	switch kind {
-	case kindHTTPRoute:
-		return o.HTTPRouteStatus
-	case kindGRPCRoute:
-		return o.GRPCRouteStatus
-	case kindTCPRoute:
-		return o.TCPRouteStatus
-	default:
-		return o.TLSRouteStatus
+	if rk := routeKindNamed(kind); rk != nil {
+		return *rk.status(o)
 	}
+	return RouteStatuses{}
 }
 
 // GatewayResult is the translation of one Gateway.
@@ -222,6 +217,15 @@ type GatewayResult struct {
 	ListenerSets map[types.NamespacedName]gatewayv1.ListenerSetStatus
 	// Routes are the status entries this Gateway contributes, per route.
 	Routes map[RouteKey][]ParentEntry
+}
+
+// Object is a Kubernetes object, as the Store and the translator take
+// them. It has the methods of controller-runtime's client.Object, so an
+// informer's objects are Objects, without this package importing
+// controller-runtime.
+type Object interface {
+	metav1.Object
+	runtime.Object
 }
 
 // RouteKey names a route of one kind (HTTPRoute, GRPCRoute, TLSRoute,

@@ -1,8 +1,8 @@
 // Package infra builds, as pure functions, the Envoy data plane that
 // shardgate provisions for each Gateway of its classes: the
 // objects, the Envoy bootstrap, and the decisions around them
-// (is an object up to date, is a client certificate due for reissue, which
-// GatewayParameters apply). It never talks to the apiserver: the infra
+// (is an object up to date, is a client certificate due for reissue;
+// which GatewayParameters apply is internal/params'). It never talks to the apiserver: the infra
 // controller (controllers/infra.go) reads, calls Build, and applies.
 //
 // # Objects (a public contract)

@@ -636,7 +636,7 @@ func cacheOptions() cache.Options {
 			&corev1.Secret{}: {Transform: func(in any) (any, error) {
 				if s, ok := in.(*corev1.Secret); ok && s.Type != corev1.SecretTypeTLS {
 					for k := range s.Data {
-						if k != caKey {
+						if k != pki.KeyCA {
 							s.Data[k] = nil
 						}
 					}
@@ -690,14 +690,11 @@ func slimEndpointSlice(s *discoveryv1.EndpointSlice) {
 	}
 }
 
-// caKey is the key of a ConfigMap or Secret that holds a CA bundle.
-const caKey = "ca.crt"
-
 // keepCAOnly drops everything of a ConfigMap the translator does not read:
 // every data key but ca.crt, binaryData and annotations.
 func keepCAOnly(c *corev1.ConfigMap) {
-	if ca, ok := c.Data[caKey]; ok {
-		c.Data = map[string]string{caKey: ca}
+	if ca, ok := c.Data[pki.KeyCA]; ok {
+		c.Data = map[string]string{pki.KeyCA: ca}
 	} else {
 		c.Data = nil
 	}

@@ -32,11 +32,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Secret keys, as in kubernetes.io/tls Secrets plus the CA.
+// Secret keys, as in kubernetes.io/tls Secrets plus the CA. KeyCA is
+// Kubernetes' own key for a CA bundle (ca.crt: kube-root-ca.crt
+// ConfigMaps, token Secrets, cert-manager's Secrets), the key every
+// ConfigMap or Secret shardgate reads a CA bundle from uses.
 const (
-	KeyCert = corev1.TLSCertKey       // tls.crt
-	KeyKey  = corev1.TLSPrivateKeyKey // tls.key
-	KeyCA   = "ca.crt"
+	KeyCert = corev1.TLSCertKey              // tls.crt
+	KeyKey  = corev1.TLSPrivateKeyKey        // tls.key
+	KeyCA   = corev1.ServiceAccountRootCAKey // ca.crt
 )
 
 // CA signs certificates.

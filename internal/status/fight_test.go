@@ -47,7 +47,7 @@ func TestRestoreDelays(t *testing.T) {
 	}
 
 	// The same desired status in a new translation keeps the back-off.
-	w.http = gatewayapi.RouteStatuses{}.Set(k.NamespacedName, []gatewayv1.RouteParentStatus{{ParentRef: gatewayv1.ParentReference{Name: "gw"}}})
+	w.routes = []gatewayapi.RouteStatuses{gatewayapi.RouteStatuses{}.Set(k.NamespacedName, []gatewayv1.RouteParentStatus{{ParentRef: gatewayv1.ParentReference{Name: "gw"}}})}
 	w.forgiveFights(&gatewayapi.Output{HTTPRouteStatus: gatewayapi.RouteStatuses{}.Set(k.NamespacedName, []gatewayv1.RouteParentStatus{{ParentRef: gatewayv1.ParentReference{Name: "gw"}}})})
 	if d := delay(false); d != maxRestoreBackoff {
 		t.Errorf("same desired status: delay %s, want the back-off kept", d)
@@ -130,7 +130,7 @@ func TestRecheckOfOurOwnWriteIsNoFight(t *testing.T) {
 		return r
 	}
 	w.submitted = true
-	w.http = gatewayapi.RouteStatuses{}.Set(nn, accepted("second"))
+	w.routes = []gatewayapi.RouteStatuses{gatewayapi.RouteStatuses{}.Set(nn, accepted("second"))}
 	w.recordWrite(k, "5") // our write of "first" made version 5
 
 	w.Recheck(route("5", "first"))

@@ -29,13 +29,17 @@ const (
 	KindGatewayClass Kind = "GatewayClass"
 	KindGateway      Kind = "Gateway"
 	KindListenerSet  Kind = "ListenerSet"
-	KindHTTPRoute    Kind = "HTTPRoute"
-	KindGRPCRoute    Kind = "GRPCRoute"
-	KindTLSRoute     Kind = "TLSRoute"
-	KindTCPRoute     Kind = "TCPRoute"
+	// The route kinds are gatewayapi.RouteKinds; these name them.
+	KindHTTPRoute Kind = "HTTPRoute"
+	KindGRPCRoute Kind = "GRPCRoute"
+	KindTLSRoute  Kind = "TLSRoute"
+	KindTCPRoute  Kind = "TCPRoute"
 	// KindBackendTLSPolicy: only our status.ancestors entries are written.
 	KindBackendTLSPolicy Kind = "BackendTLSPolicy"
 )
+
+// routeKinds are the kinds of route the translator serves.
+var routeKinds = gatewayapi.RouteKinds()
 
 // Key names one object.
 type Key struct {
@@ -67,7 +71,8 @@ type Writer struct {
 	listenerSets map[types.NamespacedName]gatewayv1.ListenerSetStatus
 	// Desired route status by kind: the translation's own immutable maps.
 	// A route absent from them has no entries of ours.
-	http, grpc, tls, tcp gatewayapi.RouteStatuses
+	// routes[i] is for routeKinds[i].
+	routes []gatewayapi.RouteStatuses
 	// policies: the desired ancestor entries of ours per BackendTLSPolicy.
 	policies gatewayapi.PolicyStatuses
 	// checked remembers, per route, the resourceVersion and the batch of
@@ -167,7 +172,12 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 	w.classes = out.GatewayClasses
 	w.gateways = out.GatewayStatus
 	w.listenerSets = out.ListenerSetStatus
-	w.http, w.grpc, w.tls, w.tcp = out.HTTPRouteStatus, out.GRPCRouteStatus, out.TLSRouteStatus, out.TCPRouteStatus
+	if w.routes == nil {
+		w.routes = make([]gatewayapi.RouteStatuses, len(routeKinds))
+	}
+	for i, kind := range routeKinds {
+		w.routes[i] = out.RouteStatus(kind)
+	}
 	w.policies = out.BackendTLSPolicyStatus
 	w.ownership = in.Ownership
 	w.batch++
@@ -230,24 +240,17 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 		}
 	}
 	if all {
-		for _, r := range in.HTTPRoutes {
-			route(r)
-		}
-		for _, r := range in.GRPCRoutes {
-			route(r)
-		}
-		for _, r := range in.TLSRoutes {
-			route(r)
-		}
-		for _, r := range in.TCPRoutes {
-			route(r)
+		for i, n := 0, in.NumRoutes(); i < n; i++ {
+			if _, r := in.RouteAt(i); r != nil {
+				route(r)
+			}
 		}
 		// A route that reached the store after in was listed but before
 		// the translation is in out and not in in, and no later
 		// translation names it changed: compare every route out has a
 		// status for (those compared above are skipped as checked).
 		if in.RouteByKey != nil {
-			for _, kind := range []string{string(KindHTTPRoute), string(KindGRPCRoute), string(KindTLSRoute), string(KindTCPRoute)} {
+			for _, kind := range routeKinds {
 				for nn := range out.RouteStatus(kind).All() {
 					if obj := in.RouteByKey(gatewayapi.RouteKey{Kind: kind, NN: nn}); obj != nil {
 						route(obj)
@@ -264,7 +267,7 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 			route(obj)
 		}
 	}
-	if routes := len(in.HTTPRoutes) + len(in.GRPCRoutes) + len(in.TLSRoutes) + len(in.TCPRoutes); len(w.written) > 2*routes+64 || len(w.checked) > routes+64 {
+	if routes := in.NumRoutes(); len(w.written) > 2*routes+64 || len(w.checked) > routes+64 {
 		w.forgetGone(in)
 	}
 	delays := w.restoreDelays(dirty, false)
@@ -372,7 +375,7 @@ func (w *Writer) forgiveFights(out *gatewayapi.Output) {
 // forgetGone drops what the writer remembers of objects no longer in the
 // snapshot. Call with w.mu held.
 func (w *Writer) forgetGone(in *gatewayapi.Input) {
-	live := make(map[Key]bool, len(in.HTTPRoutes)+len(in.GRPCRoutes)+len(in.TLSRoutes)+len(in.TCPRoutes)+len(in.Gateways)+len(in.GatewayClasses))
+	live := make(map[Key]bool, in.NumRoutes()+len(in.Gateways)+len(in.GatewayClasses))
 	for _, o := range in.GatewayClasses {
 		live[Key{Kind: KindGatewayClass, NamespacedName: types.NamespacedName{Name: o.Name}}] = true
 	}
@@ -382,18 +385,9 @@ func (w *Writer) forgetGone(in *gatewayapi.Input) {
 	for _, o := range in.ListenerSets {
 		live[Key{Kind: KindListenerSet, NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}] = true
 	}
-	for _, o := range in.HTTPRoutes {
-		live[Key{Kind: KindHTTPRoute, NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}] = true
-	}
-	for _, o := range in.GRPCRoutes {
-		live[Key{Kind: KindGRPCRoute, NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}] = true
-	}
-	for _, o := range in.TLSRoutes {
-		live[Key{Kind: KindTLSRoute, NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}] = true
-	}
-	for _, o := range in.TCPRoutes {
-		live[Key{Kind: KindTCPRoute, NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}] = true
-	}
+	in.EachRoute(func(kind string, o gatewayapi.Object) {
+		live[Key{Kind: Kind(kind), NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}] = true
+	})
 	for _, o := range in.BackendTLSPolicies {
 		live[Key{Kind: KindBackendTLSPolicy, NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}] = true
 	}
@@ -426,15 +420,10 @@ func (w *Writer) forgetGone(in *gatewayapi.Input) {
 
 // desiredRoute is the desired status.parents entries of ours for k.
 func (w *Writer) desiredRoute(k Key) []gatewayv1.RouteParentStatus {
-	switch k.Kind {
-	case KindHTTPRoute:
-		return w.http.At(k.NamespacedName)
-	case KindGRPCRoute:
-		return w.grpc.At(k.NamespacedName)
-	case KindTLSRoute:
-		return w.tls.At(k.NamespacedName)
-	case KindTCPRoute:
-		return w.tcp.At(k.NamespacedName)
+	for i, kind := range routeKinds {
+		if Kind(kind) == k.Kind && i < len(w.routes) {
+			return w.routes[i].At(k.NamespacedName)
+		}
 	}
 	return nil
 }
@@ -529,6 +518,10 @@ func (w *Writer) differs(obj client.Object, now time.Time, submitting bool) (Key
 		changed bool
 	)
 	nn := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	if kind, parents, ok := gatewayapi.RouteParents(obj); ok {
+		k = Key{Kind: Kind(kind), NamespacedName: nn}
+		return k, w.routeDiffers(k, obj, obj.GetResourceVersion(), *parents, now, submitting)
+	}
 	switch o := obj.(type) {
 	case *gatewayv1.GatewayClass:
 		k = Key{Kind: KindGatewayClass, NamespacedName: types.NamespacedName{Name: o.Name}}
@@ -551,18 +544,6 @@ func (w *Writer) differs(obj client.Object, now time.Time, submitting bool) (Key
 			return k, false
 		}
 		_, changed = MergeListenerSet(o.Status, desired, now)
-	case *gatewayv1.HTTPRoute:
-		k = Key{Kind: KindHTTPRoute, NamespacedName: nn}
-		changed = w.routeDiffers(k, o, o.ResourceVersion, o.Status.Parents, now, submitting)
-	case *gatewayv1.GRPCRoute:
-		k = Key{Kind: KindGRPCRoute, NamespacedName: nn}
-		changed = w.routeDiffers(k, o, o.ResourceVersion, o.Status.Parents, now, submitting)
-	case *gatewayv1.TLSRoute:
-		k = Key{Kind: KindTLSRoute, NamespacedName: nn}
-		changed = w.routeDiffers(k, o, o.ResourceVersion, o.Status.Parents, now, submitting)
-	case *gatewayv1.TCPRoute:
-		k = Key{Kind: KindTCPRoute, NamespacedName: nn}
-		changed = w.routeDiffers(k, o, o.ResourceVersion, o.Status.Parents, now, submitting)
 	case *gatewayv1.BackendTLSPolicy:
 		k = Key{Kind: KindBackendTLSPolicy, NamespacedName: nn}
 		changed = w.policyDiffers(k, o, now)
@@ -820,24 +801,11 @@ func (w *Writer) object(k Key) (client.Object, func(time.Time) bool) {
 		return w.policyObject(k)
 	}
 	desired := w.desiredRoute(k)
-	var obj client.Object
-	var parents *[]gatewayv1.RouteParentStatus
-	switch k.Kind {
-	case KindHTTPRoute:
-		r := &gatewayv1.HTTPRoute{}
-		obj, parents = r, &r.Status.Parents
-	case KindGRPCRoute:
-		r := &gatewayv1.GRPCRoute{}
-		obj, parents = r, &r.Status.Parents
-	case KindTLSRoute:
-		r := &gatewayv1.TLSRoute{}
-		obj, parents = r, &r.Status.Parents
-	case KindTCPRoute:
-		r := &gatewayv1.TCPRoute{}
-		obj, parents = r, &r.Status.Parents
-	default:
+	obj := gatewayapi.NewRoute(string(k.Kind))
+	if obj == nil {
 		return nil, nil
 	}
+	_, parents, _ := gatewayapi.RouteParents(obj)
 	return obj, func(now time.Time) (changed bool) {
 		*parents, changed = MergeParents(*parents, desired, w.controllerName, now)
 		if *parents == nil {
