@@ -34,6 +34,7 @@ import (
 	"github.com/shardgate/shardgate/internal/leasehosts"
 	"github.com/shardgate/shardgate/internal/status"
 	"github.com/shardgate/shardgate/internal/tenancy"
+	"github.com/shardgate/shardgate/internal/translatelimit"
 	"github.com/shardgate/shardgate/sharding"
 )
 
@@ -90,14 +91,7 @@ type GatewayAPIReconciler struct {
 	Status         *status.Writer
 	Publisher      Publisher     // may be nil
 	Runtime        RuntimeSource // may be nil
-	// HoldOff delays a translation after the first event of a burst, so
-	// that the burst is translated once (Contour holds 100 ms; we hold less).
-	HoldOff time.Duration
-	// MinInterval spaces translations, and so xDS pushes and status
-	// batches, under load (see translateLimiter); zero means
-	// DefaultMinInterval.
-	MinInterval time.Duration
-	Log         logr.Logger
+	Log            logr.Logger
 	// Tenancy says where shards may live (nil: the safe defaults); a
 	// Gateway with shard parameters elsewhere is not Accepted.
 	Tenancy *Tenancy
@@ -118,7 +112,9 @@ type GatewayAPIReconciler struct {
 
 	trigger chan event.GenericEvent
 	once    sync.Once
-	limit   *translateLimiter
+	// limit spaces translations, and so xDS pushes and status batches,
+	// under load only (internal/translatelimit).
+	limit *translatelimit.Limiter
 	// store holds the watched objects as the event handlers deliver them,
 	// and marks what each change affects; translator redoes only that.
 	store      *gatewayapi.Store
@@ -152,8 +148,8 @@ func (r *GatewayAPIReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.once.Do(func() { r.trigger = make(chan event.GenericEvent, 1) })
 	r.store = gatewayapi.NewStore(r.ControllerName)
 	r.translator = gatewayapi.NewTranslator(r.store)
-	r.limit = newTranslateLimiter(r.MinInterval, time.Now)
-	h := holdOffHandler{d: r.HoldOff, limit: r.limit, recheck: r.Status.RecheckUpdate}
+	r.limit = translatelimit.New(translatelimit.Interval, time.Now)
+	h := holdOffHandler{limit: r.limit, recheck: r.Status.RecheckUpdate}
 	sh := storeHandler{store: r.store, next: h}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("gatewayapi").
@@ -196,11 +192,11 @@ func (r *GatewayAPIReconciler) Trigger() {
 func (r *GatewayAPIReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	// Events that arrived during the last translation put the key back at
 	// once; the limiter decides whether it is time yet.
-	if wait := r.limit.take(); wait > 0 {
+	if wait := r.limit.Take(); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	start := time.Now()
-	defer func() { r.limit.done(time.Since(start)) }()
+	defer func() { r.limit.Done(time.Since(start)) }()
 	in, err := r.snapshot(ctx)
 	if err != nil {
 		return reconcile.Result{}, err

@@ -754,15 +754,6 @@ func ownedBy(o metav1.Object, uid types.UID) bool {
 	return ref != nil && ref.UID == uid
 }
 
-func findCondition(cs []metav1.Condition, t string) *metav1.Condition {
-	for i := range cs {
-		if cs[i].Type == t {
-			return &cs[i]
-		}
-	}
-	return nil
-}
-
 func ptrs[T any](items []T) []*T {
 	out := make([]*T, len(items))
 	for i := range items {
