@@ -6,6 +6,7 @@ import (
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	akashv1 "github.com/shardgate/shardgate/internal/akash/v2beta2"
+	"github.com/shardgate/shardgate/internal/leasehosts"
 )
 
 // HostRoute is the name of the route generated for ph: its normalised
@@ -63,3 +64,9 @@ func (c *Claims) Of(namespace string, phs []*akashv1.ProviderHost, routes []*gat
 	c.byUID = next
 	return out
 }
+
+// HostKind is the Kind of ProviderHosts in the hostname engine: the
+// provider's own objects (an unmarked lease namespace does not refuse
+// them), whose routes carry exactly the annotations of RouteAnnotations
+// that their settings ask for.
+var HostKind = leasehosts.Kind{Provider: true, RouteAnnotations: RouteAnnotations}
