@@ -186,7 +186,7 @@ func TestFactsRefusedShards(t *testing.T) {
 // generation and the delta): one more LeaseHost per operation.
 func BenchmarkFactsNewLeaseHost(b *testing.B) {
 	oin := benchOwnershipInput()
-	in := FactsInput{LeaseHosts: oin.LeaseHosts, Namespaces: oin.Namespaces, Shards: oin.Shards, Policy: oin.Policy, Now: time.Now()}
+	in := FactsInput{LeaseHosts: oin.LeaseHosts, Namespaces: oin.Namespaces, Shards: oin.Shards, Policy: oin.Policy, Blocked: oin.Blocked, Now: time.Now()}
 	f := NewFacts()
 	f.Next(in)
 	b.ReportAllocs()
