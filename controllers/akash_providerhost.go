@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
-	"sync"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -62,13 +59,10 @@ type ProviderHostReconciler struct {
 	// live reads the apiserver directly for object writes (see write).
 	live client.Reader
 
-	mu sync.Mutex
-	// objects: ProviderHost name → the UIDs of objects of that name with
-	// claims in the engine; owners: UID → name.
-	objects map[types.NamespacedName][]types.UID
-	owners  map[types.UID]types.NamespacedName
-	// routes: UID → the route it may have written, to delete on release.
-	routes map[types.UID]types.NamespacedName
+	// claims: the ProviderHosts' claims in the LeaseHost controller's
+	// engine, by name and UID, with the route each may have written, to
+	// delete on release (leasehosts.Claims).
+	claims *leasehosts.Claims
 
 	requeue
 	emitted shardgateevents.Memory
@@ -80,9 +74,7 @@ type ProviderHostReconciler struct {
 // controller's engine. Call it before the manager starts.
 func (r *ProviderHostReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.live = mgr.GetAPIReader()
-	r.objects = map[types.NamespacedName][]types.UID{}
-	r.owners = map[types.UID]types.NamespacedName{}
-	r.routes = map[types.UID]types.NamespacedName{}
+	r.claims = leasehosts.NewClaims(r.LeaseHosts.Engine, akash.HostKind)
 	r.LeaseHosts.ExtraClaimants = r.restoreClaimants
 	r.LeaseHosts.OtherChanges = r.enqueueChanged
 	idx := mgr.GetFieldIndexer()
@@ -146,12 +138,10 @@ func (r *ProviderHostReconciler) Reconcile(ctx context.Context, req reconcile.Re
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	r.mu.Lock()
-	previous, hadRoute := r.routes[ph.UID]
-	r.mu.Unlock()
-	decisions, changes := r.claim(&ph, plan)
+	previous, hadRoute := r.claims.Route(ph.UID)
+	decisions, changes := r.claims.Claim(req.NamespacedName, akash.AsLeaseHost(&ph, false), hostRoute(&ph), plan)
 	// The hostname was edited: the route of the old name goes.
-	if hadRoute && previous != r.routeOf(&ph) {
+	if hadRoute && previous != akash.HostRoute(&ph) {
 		if err := r.deleteRoute(ctx, previous); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -165,66 +155,21 @@ func (r *ProviderHostReconciler) Reconcile(ctx context.Context, req reconcile.Re
 }
 
 // plan is ph's plan, as a LeaseHost in the lease namespace. A ProviderHost
-// is written by the provider, not a tenant: an unmarked lease namespace is
-// allowed, but a lease namespace marked with another owner (Akash's
-// akash.network/lease.id.owner, or shardgate.io/owner) refuses it.
+// is written by the provider, not a tenant (akash.HostKind): an unmarked
+// lease namespace is allowed, but a lease namespace marked with another
+// owner (Akash's akash.network/lease.id.owner, or shardgate.io/owner)
+// refuses it.
 func (r *ProviderHostReconciler) plan(ctx context.Context, ph *akashv1.ProviderHost, shards []sharding.Shard) (leasehosts.Plan, error) {
-	lh := akash.AsLeaseHost(ph, false)
-	var ns corev1.Namespace
-	nsp := &ns
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: lh.Namespace}, &ns); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return leasehosts.Plan{}, fmt.Errorf("get namespace %s: %w", lh.Namespace, err)
-		}
-		nsp = nil
-	}
-	policy := r.LeaseHosts.ownerPolicy()
-	policy.RequireOwner = false
-	return leasehosts.PlanIn(lh, shards, nsp, policy), nil
+	return planClaim(ctx, r.Client, r.claims.Kind(), akash.AsLeaseHost(ph, false), shards, r.LeaseHosts.ownerPolicy())
 }
 
-// record notes that ph's UID has (or may get) claims in the engine.
-func (r *ProviderHostReconciler) record(ph *akashv1.ProviderHost) {
-	nn := types.NamespacedName{Namespace: ph.Namespace, Name: ph.Name}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !slices.Contains(r.objects[nn], ph.UID) {
-		r.objects[nn] = append(r.objects[nn], ph.UID)
+// hostRoute is the route ph writes, or the zero name (as recorded before)
+// when its hostname is not one.
+func hostRoute(ph *akashv1.ProviderHost) types.NamespacedName {
+	if _, err := hostnames.Normalise(ph.Spec.Hostname); err != nil {
+		return types.NamespacedName{}
 	}
-	r.owners[ph.UID] = nn
-	if h, err := hostnames.Normalise(ph.Spec.Hostname); err == nil {
-		r.routes[ph.UID] = types.NamespacedName{Namespace: akash.HostLease(ph).Namespace(), Name: akash.RouteName(h)}
-	}
-}
-
-// claim brings ph's claims in the engine in line with plan.
-func (r *ProviderHostReconciler) claim(ph *akashv1.ProviderHost, plan leasehosts.Plan) (map[string]hostnames.Decision, []hostnames.Change) {
-	uid := string(ph.UID)
-	r.record(ph)
-	claimed := plan.Hosts
-	if plan.Refusal != nil {
-		claimed = nil
-	}
-	wanted := map[string]bool{}
-	for _, h := range claimed {
-		wanted[leasehosts.ClaimUID(uid, h)] = true
-	}
-	var changes []hostnames.Change
-	for _, c := range r.LeaseHosts.Engine.ClaimsOf(uid) {
-		if !wanted[c.UID] {
-			changes = append(changes, r.LeaseHosts.Engine.Remove(c.UID)...)
-		}
-	}
-	if plan.Refusal != nil {
-		return plan.RefusedDecisions(), changes
-	}
-	decisions := map[string]hostnames.Decision{}
-	for _, c := range leasehosts.Claimants(akash.AsLeaseHost(ph, false), plan) {
-		d, ch := r.LeaseHosts.Engine.Upsert(c)
-		decisions[c.Host] = d
-		changes = append(changes, ch...)
-	}
-	return decisions, changes
+	return akash.HostRoute(ph)
 }
 
 // write makes ph's route match its decisions and emits the decision's
@@ -320,29 +265,8 @@ func (r *ProviderHostReconciler) event(ph *akashv1.ProviderHost, typ, reason, ac
 // release forgets the claims of the objects named nn other than keep ("":
 // all of them) and deletes the routes they wrote.
 func (r *ProviderHostReconciler) release(ctx context.Context, nn types.NamespacedName, keep types.UID) error {
-	r.mu.Lock()
-	var gone []types.UID
-	var routes []types.NamespacedName
-	for _, u := range r.objects[nn] {
-		if u == keep {
-			continue
-		}
-		gone = append(gone, u)
-		if rt, ok := r.routes[u]; ok {
-			routes = append(routes, rt)
-		}
-		delete(r.owners, u)
-		delete(r.routes, u)
-	}
-	r.objects[nn] = slices.DeleteFunc(r.objects[nn], func(u types.UID) bool { return u != keep })
-	if len(r.objects[nn]) == 0 {
-		delete(r.objects, nn)
-	}
-	r.mu.Unlock()
-	var changes []hostnames.Change
-	for _, u := range gone {
-		changes = append(changes, r.LeaseHosts.Engine.ReleaseObject(string(u))...)
-	}
+	gone, routes := r.claims.Drop(nn, keep)
+	changes := r.claims.Release(gone)
 	for _, rt := range routes {
 		if err := r.deleteRoute(ctx, rt); err != nil {
 			return err
@@ -363,36 +287,15 @@ func (r *ProviderHostReconciler) deleteRoute(ctx context.Context, rt types.Names
 		}
 		return fmt.Errorf("get route %s: %w", rt, err)
 	}
-	if route.Labels[akash.LabelManaged] != "true" || r.heldByLive(rt) {
+	// A live ProviderHost of the route's lease namespace may hold the
+	// route's name (another object of the same lease wrote it too).
+	if route.Labels[akash.LabelManaged] != "true" || r.claims.HoldsRoute(rt) {
 		return nil
 	}
 	if err := r.Client.Delete(ctx, &route, client.Preconditions{UID: &route.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete route %s: %w", rt, err)
 	}
 	return nil
-}
-
-// routeOf is the name of ph's route.
-func (r *ProviderHostReconciler) routeOf(ph *akashv1.ProviderHost) types.NamespacedName {
-	return types.NamespacedName{Namespace: akash.HostLease(ph).Namespace(), Name: akash.RouteName(normalisedOrRaw(ph.Spec.Hostname))}
-}
-
-// heldByLive: a live ProviderHost of the route's lease namespace holds the
-// route's name (another object of the same lease wrote it too).
-func (r *ProviderHostReconciler) heldByLive(rt types.NamespacedName) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for u, other := range r.routes {
-		if other != rt {
-			continue
-		}
-		for _, c := range r.LeaseHosts.Engine.ClaimsOf(string(u)) {
-			if d, ok := r.LeaseHosts.Engine.Decision(c.UID); ok && d.Reserved {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // propagate reconciles every claimant whose decision changed: ProviderHosts
@@ -411,17 +314,8 @@ func (r *ProviderHostReconciler) enqueueChanged(changes []hostnames.Change) {
 }
 
 func (r *ProviderHostReconciler) enqueueChangedExcept(changes []hostnames.Change, self types.NamespacedName) {
-	r.mu.Lock()
-	var out []types.NamespacedName
-	for _, c := range changes {
-		uid, _, _ := strings.Cut(c.UID, "/")
-		if nn, ok := r.owners[types.UID(uid)]; ok && nn != self && !slices.Contains(out, nn) {
-			out = append(out, nn)
-		}
-	}
-	r.mu.Unlock()
-	for _, nn := range out {
-		r.enqueue(nn)
+	for _, obj := range r.claims.Changed(changes, self) {
+		r.enqueue(obj.NamespacedName)
 	}
 }
 
@@ -441,24 +335,24 @@ func (r *ProviderHostReconciler) restoreClaimants(ctx context.Context, shards []
 		if ph.DeletionTimestamp != nil || akash.ValidateHost(ph) != nil {
 			continue
 		}
-		wanted[r.routeOf(ph)] = true
+		wanted[akash.HostRoute(ph)] = true
 		plan, err := r.plan(ctx, ph, shards)
 		if err != nil {
 			return nil, err
 		}
-		r.record(ph)
-		if plan.Refusal != nil {
-			continue
-		}
-		var route gatewayv1.HTTPRoute
+		// The hint: its generated route exists (read only for a claim
+		// that is not refused).
 		holding := false
-		nn := types.NamespacedName{Namespace: akash.HostLease(ph).Namespace(), Name: akash.RouteName(normalisedOrRaw(ph.Spec.Hostname))}
-		if err := r.Client.Get(ctx, nn, &route); err == nil {
-			holding = akash.IsGeneratedRoute(&route, ph)
-		} else if !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("get route %s: %w", nn, err)
+		if plan.Refusal == nil {
+			var route gatewayv1.HTTPRoute
+			nn := akash.HostRoute(ph)
+			if err := r.Client.Get(ctx, nn, &route); err == nil {
+				holding = akash.IsGeneratedRoute(&route, ph)
+			} else if !apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("get route %s: %w", nn, err)
+			}
 		}
-		out = append(out, leasehosts.Claimants(akash.AsLeaseHost(ph, holding), plan)...)
+		out = append(out, r.claims.Restored(types.NamespacedName{Namespace: ph.Namespace, Name: ph.Name}, akash.AsLeaseHost(ph, holding), hostRoute(ph), plan)...)
 	}
 	// With no ProviderHost at all, akash.namespace may simply be wrong:
 	// sweep nothing rather than every route of the provider.
@@ -544,26 +438,6 @@ func (r *ProviderHostReconciler) byNamespace(ctx context.Context, o client.Objec
 	return r.list(ctx, client.MatchingFields{providerHostLeaseNSIndex: o.GetName()})
 }
 
-// akashRouteUpToDate: applying desired would change nothing.
-func akashRouteUpToDate(existing, desired *gatewayv1.HTTPRoute) bool {
-	if !equality.Semantic.DeepEqual(existing.Spec, desired.Spec) {
-		return false
-	}
-	for k, v := range desired.Labels {
-		if existing.Labels[k] != v {
-			return false
-		}
-	}
-	for _, k := range akash.RouteAnnotations {
-		e, eOK := existing.Annotations[k]
-		d, dOK := desired.Annotations[k]
-		if e != d || eOK != dOK {
-			return false
-		}
-	}
-	return true
-}
-
 func servicePort(svc *corev1.Service, port int32) bool {
 	return slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Port == port })
 }
@@ -573,44 +447,4 @@ func normalisedOrRaw(h string) string {
 		return n
 	}
 	return h
-}
-
-// akashClaim is a ProviderHost's claim as the translation's ownership facts
-// see it: the LeaseHost-shaped claim and whether its generated route exists
-// (the cold-start hint, as in the ProviderHost controller).
-type akashClaim struct {
-	lh      *shardgatev1alpha1.LeaseHost
-	holding bool
-}
-
-// akashClaims are the claims of the valid ProviderHosts of the Akash
-// namespace, memoised by object (the informer's objects are immutable).
-func (r *GatewayAPIReconciler) akashClaims(ctx context.Context, routes []*gatewayv1.HTTPRoute) ([]*shardgatev1alpha1.LeaseHost, error) {
-	phs, err := storeList[akashv1.ProviderHost](ctx, r.Cache)
-	if err != nil {
-		return nil, err
-	}
-	byName := make(map[types.NamespacedName]*gatewayv1.HTTPRoute)
-	for _, rt := range routes {
-		if rt.Labels[akash.LabelManaged] == "true" {
-			byName[types.NamespacedName{Namespace: rt.Namespace, Name: rt.Name}] = rt
-		}
-	}
-	next := make(map[*akashv1.ProviderHost]akashClaim, len(phs))
-	out := make([]*shardgatev1alpha1.LeaseHost, 0, len(phs))
-	for _, ph := range phs {
-		if ph.Namespace != r.AkashNamespace || ph.DeletionTimestamp != nil || akash.ValidateHost(ph) != nil {
-			continue
-		}
-		rt := byName[types.NamespacedName{Namespace: akash.HostLease(ph).Namespace(), Name: akash.RouteName(normalisedOrRaw(ph.Spec.Hostname))}]
-		holding := akash.IsGeneratedRoute(rt, ph)
-		c, ok := r.akashHosts[ph]
-		if !ok || c.holding != holding {
-			c = akashClaim{lh: akash.AsLeaseHost(ph, holding), holding: holding}
-		}
-		next[ph] = c
-		out = append(out, c.lh)
-	}
-	r.akashHosts = next
-	return out, nil
 }

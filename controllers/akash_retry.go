@@ -114,7 +114,7 @@ func hasRetry(rt *gatewayv1.HTTPRoute) bool {
 // back as on a CRD without the field.
 func retryPruned(existing, desired *gatewayv1.HTTPRoute) bool {
 	return hasRetry(desired) && !hasRetry(existing) && existing.Annotations[shardgatev1alpha1.AnnotationRetry] == "" &&
-		akashRouteUpToDate(existing, akash.WithoutRetry(desired))
+		akash.HostKind.RouteUpToDate(existing, akash.WithoutRetry(desired))
 }
 
 // isRetrySchemaError: the apiserver refused a write because rules[].retry
@@ -134,7 +134,7 @@ func (r *ProviderHostReconciler) writeRoute(ctx context.Context, ph *akashv1.Pro
 	if err != nil {
 		return err
 	}
-	if existing != nil && akashRouteUpToDate(existing, form) {
+	if existing != nil && akash.HostKind.RouteUpToDate(existing, form) {
 		return nil
 	}
 	if existing != nil && form == desired && retryPruned(existing, desired) {
@@ -142,7 +142,7 @@ func (r *ProviderHostReconciler) writeRoute(ctx context.Context, ph *akashv1.Pro
 		if form, err = r.desiredRetryForm(ctx, ph, desired); err != nil {
 			return err
 		}
-		if akashRouteUpToDate(existing, form) {
+		if akash.HostKind.RouteUpToDate(existing, form) {
 			return nil
 		}
 	}

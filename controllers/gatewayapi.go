@@ -3,9 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"iter"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -28,6 +25,7 @@ import (
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/akash"
 	akashv1 "github.com/shardgate/shardgate/internal/akash/v2beta2"
 	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/hostnames"
@@ -35,6 +33,7 @@ import (
 	"github.com/shardgate/shardgate/internal/leasehosts"
 	"github.com/shardgate/shardgate/internal/status"
 	"github.com/shardgate/shardgate/internal/tenancy"
+	"github.com/shardgate/shardgate/internal/translatelimit"
 	"github.com/shardgate/shardgate/sharding"
 )
 
@@ -91,14 +90,7 @@ type GatewayAPIReconciler struct {
 	Status         *status.Writer
 	Publisher      Publisher     // may be nil
 	Runtime        RuntimeSource // may be nil
-	// HoldOff delays a translation after the first event of a burst, so
-	// that the burst is translated once (Contour holds 100 ms; we hold less).
-	HoldOff time.Duration
-	// MinInterval spaces translations, and so xDS pushes and status
-	// batches, under load (see translateLimiter); zero means
-	// DefaultMinInterval.
-	MinInterval time.Duration
-	Log         logr.Logger
+	Log            logr.Logger
 	// Tenancy says where shards may live (nil: the safe defaults); a
 	// Gateway with shard parameters elsewhere is not Accepted.
 	Tenancy *Tenancy
@@ -113,13 +105,11 @@ type GatewayAPIReconciler struct {
 	// shards serve the routes generated for them.
 	AkashNamespace string
 
-	// akashHosts memoises each ProviderHost's claim, so that unchanged
-	// ones keep their pointers (the tracker finds them by pointer).
-	akashHosts map[*akashv1.ProviderHost]akashClaim
-
 	trigger chan event.GenericEvent
 	once    sync.Once
-	limit   *translateLimiter
+	// limit spaces translations, and so xDS pushes and status batches,
+	// under load only (internal/translatelimit).
+	limit *translatelimit.Limiter
 	// prepared makes the store, translator, limiter and handlers once
 	// (prepare); events is the handler that asks for a translation.
 	prepared sync.Once
@@ -128,28 +118,11 @@ type GatewayAPIReconciler struct {
 	// and marks what each change affects; translator redoes only that.
 	store      *gatewayapi.Store
 	translator *gatewayapi.Translator
-	// ownership: the last translation's ownership facts, which the next
-	// one's handover reads; ownershipOf: what they were made of (see
-	// ownershipFor).
-	ownership   *gatewayapi.Ownership
-	ownershipOf ownershipInputs
-	// tracker keeps the hostname engine's decisions between changes
-	// (leasehosts.Tracker), so that a new LeaseHost costs its own names.
-	tracker *leasehosts.Tracker
-	// ownershipGen numbers the ownership facts (Ownership.Gen).
-	ownershipGen uint64
-	// deleted: the LeaseHosts seen deleted lately (Ownership.Deleted).
-	deleted deletedLeaseHosts
-}
-
-// ownershipInputs is what the last ownership facts were made of: the
-// tracker's result (base), with the refused shards and the deleted
-// LeaseHosts added (computed), and the routes its handover kept a name for.
-type ownershipInputs struct {
-	base     *gatewayapi.Ownership
-	refused  []types.NamespacedName
-	computed *gatewayapi.Ownership
-	kept     []types.NamespacedName
+	// facts keeps the ownership facts between translations, and says how
+	// each differs from the last (leasehosts.Facts); akash, the
+	// ProviderHosts' claims they read (akash.Claims).
+	facts *leasehosts.Facts
+	akash akash.Claims
 }
 
 // Informers is what the reconciler needs of the manager's cache: a kind's
@@ -172,8 +145,8 @@ func (r *GatewayAPIReconciler) prepare() {
 		r.once.Do(func() { r.trigger = make(chan event.GenericEvent, 1) })
 		r.store = gatewayapi.NewStore(r.ControllerName)
 		r.translator = gatewayapi.NewTranslator(r.store)
-		r.limit = newTranslateLimiter(r.MinInterval, time.Now)
-		r.events = holdOffHandler{d: r.HoldOff, limit: r.limit, recheck: r.Status.RecheckUpdate}
+		r.limit = translatelimit.New(translatelimit.Interval, time.Now)
+		r.events = holdOffHandler{limit: r.limit, recheck: r.Status.RecheckUpdate}
 	})
 }
 
@@ -239,11 +212,11 @@ func (r *GatewayAPIReconciler) Trigger() {
 func (r *GatewayAPIReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	// Events that arrived during the last translation put the key back at
 	// once; the limiter decides whether it is time yet.
-	if wait := r.limit.take(); wait > 0 {
+	if wait := r.limit.Take(); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	start := time.Now()
-	defer func() { r.limit.done(time.Since(start)) }()
+	defer func() { r.limit.Done(time.Since(start)) }()
 	in, err := r.snapshot(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -283,134 +256,25 @@ func (r *GatewayAPIReconciler) snapshot(ctx context.Context) (*gatewayapi.Input,
 	}
 	var providers []*shardgatev1alpha1.LeaseHost
 	if r.AkashNamespace != "" {
-		if providers, err = r.akashClaims(ctx, in.HTTPRoutes); err != nil {
+		phs, err := storeList[akashv1.ProviderHost](ctx, r.Cache)
+		if err != nil {
 			return nil, err
 		}
-	}
-	in.Ownership = r.ownershipFor(in, leaseHosts, providers, shards, problems)
-	return in, nil
-}
-
-// ownershipFor computes which routes the shards may serve: the hostname
-// engine run over the live LeaseHosts (leasehosts.Ownership), plus the
-// names kept through a same-owner handover (leasehosts.Handover). Every
-// Gateway that has a shard section counts as a shard here, even one that
-// Discover could not use (a bad selector, a duplicate name): such a
-// Gateway still allows routes from every namespace, and serves only what
-// the engine allows, in the strict Generated mode.
-//
-// The tracker decides again only the names of the LeaseHosts that changed
-// (a change of the shards, the block list or the policy: every name), and
-// reports the routes whose generated entry changed: the handover looks at
-// those, and at the routes it kept a name for last time, only. The
-// translator then redoes only the routes whose generated entry changed
-// (see gatewayapi.Translator).
-func (r *GatewayAPIReconciler) ownershipFor(in *gatewayapi.Input, leaseHosts, providers []*shardgatev1alpha1.LeaseHost, shards []sharding.Shard, problems []sharding.Problem) *gatewayapi.Ownership {
-	var refused []types.NamespacedName
-	for _, p := range problems {
-		if p.Reason != sharding.ReasonInvalidParameters && !slices.Contains(refused, p.Gateway) {
-			refused = append(refused, p.Gateway)
-		}
+		providers = r.akash.Of(r.AkashNamespace, phs, in.HTTPRoutes)
 	}
 	var blocked *hostnames.BlockList
 	if r.Blocked != nil {
 		blocked = r.Blocked()
 	}
-	if r.tracker == nil {
-		r.tracker = leasehosts.NewTracker()
+	if r.facts == nil {
+		r.facts = leasehosts.NewFacts()
 	}
-	base, ch := r.tracker.Update(leasehosts.OwnershipInput{
-		LeaseHosts: leaseHosts, Namespaces: in.Namespaces, Shards: shards, Policy: r.Tenancy.Policy(), Blocked: blocked,
-		ProviderHosts: providers,
+	in.Ownership = r.facts.Next(leasehosts.FactsInput{
+		LeaseHosts: leaseHosts, ProviderHosts: providers, Namespaces: in.Namespaces,
+		Shards: shards, Problems: problems, Policy: r.Tenancy.Policy(), Blocked: blocked,
+		Routes: in.HTTPRoutes, Now: time.Now(),
 	})
-	deleted, deletedChanged := r.deleted.update(ch.Gone, time.Now())
-	was := r.ownershipOf
-	next := was.computed
-	if next == nil || base != was.base || deletedChanged || !slices.Equal(refused, was.refused) {
-		// The tracker's result is shared with its next one: the
-		// additions go to a copy.
-		o := *base
-		o.Deleted = deleted
-		copied := false
-		for _, gw := range refused {
-			if _, ok := o.Shards[gw]; !ok {
-				if !copied {
-					o.Shards, copied = maps.Clone(o.Shards), true
-				}
-				o.Shards[gw] = gatewayapi.RoutesGenerated
-			}
-		}
-		next = &o
-	} else if len(was.kept) == 0 {
-		// The same facts as the last translation, which kept no name
-		// through a handover: nothing changes hands.
-		return r.ownership
-	}
-	// The routes whose generated entry may differ from the last facts':
-	// those the tracker changed, and those the last handover kept a name
-	// for (nil: every route).
-	var changed []types.NamespacedName
-	var candidates iter.Seq[types.NamespacedName]
-	if !ch.All && r.ownership != nil {
-		changed = slices.Concat(ch.Routes, was.kept)
-		candidates = slices.Values(changed)
-	}
-	out, kept := leasehosts.Handover(r.ownership, next, in.HTTPRoutes, r.tracker.Live, candidates)
-	// New facts, with a generation of their own, and what differs from
-	// the last (the translator redoes only that): the candidates (Handover
-	// keeps names only for them) and the owners. Other shards (a refusal)
-	// or everything decided again: no delta.
-	facts := *out
-	r.ownershipGen++
-	facts.Gen, facts.Delta = r.ownershipGen, nil
-	if candidates != nil && slices.Equal(refused, was.refused) {
-		facts.Delta = &gatewayapi.OwnershipDelta{Since: r.ownership.Gen, Routes: changed, Owners: ch.Owners}
-	}
-	r.ownership = &facts
-	r.ownershipOf = ownershipInputs{base: base, refused: refused, computed: next, kept: kept}
-	return r.ownership
-}
-
-// deletedLeaseHosts are the LeaseHosts seen deleted, with when: the
-// routes they controlled are being deleted (Ownership.Deleted), by the
-// LeaseHost controller and the garbage collector, which is done in
-// moments; deletedMemory later they are forgotten.
-type deletedLeaseHosts struct {
-	at  map[types.UID]time.Time
-	set map[types.UID]bool
-}
-
-const deletedMemory = 2 * time.Minute
-
-// update records the LeaseHosts gone as deleted at at, forgets those
-// deleted more than deletedMemory ago, and returns the rest (nil when
-// empty), a new set when it changed.
-func (d *deletedLeaseHosts) update(gone []types.UID, at time.Time) (map[types.UID]bool, bool) {
-	changed := false
-	for _, uid := range gone {
-		if d.at == nil {
-			d.at = map[types.UID]time.Time{}
-		}
-		d.at[uid] = at
-		changed = true
-	}
-	for uid, t := range d.at {
-		if at.Sub(t) > deletedMemory {
-			delete(d.at, uid)
-			changed = true
-		}
-	}
-	if !changed {
-		return d.set, false
-	}
-	d.set = nil
-	for uid := range d.at {
-		if d.set == nil {
-			d.set = map[types.UID]bool{}
-		}
-		d.set[uid] = true
-	}
-	return d.set, true
+	return in, nil
 }
 
 // tenantNamespaces are the namespaces that hold a Gateway, or a

@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/shardgate/shardgate/internal/translatelimit"
 )
 
 type clock struct {
@@ -20,233 +22,6 @@ type clock struct {
 func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
-// limiterSim drives a translateLimiter as the controller does, on a fake
-// clock: each change calls wait and puts the key in a delaying queue at the
-// earliest deadline; the one worker takes the key when it is due, calls
-// take (a wait puts the key back) and, once a translation has run for its
-// duration, done. A change during a translation leaves the key due at
-// once, as the workqueue does with a key that is being processed.
-type limiterSim struct {
-	c *clock
-	l *translateLimiter
-	// translate is how long each translation takes.
-	translate time.Duration
-
-	due     time.Time // when the key is due (zero: not queued)
-	endAt   time.Time // when the running translation ends (zero: none)
-	pending []time.Time
-
-	translations int
-	folded       int           // changes translated, over all translations
-	worst        time.Duration // longest from a change to its translation's start
-	waited       int           // changes whose translation did not start at once
-}
-
-const simStep = 100 * time.Microsecond
-
-func newLimiterSim(translate time.Duration) *limiterSim {
-	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	return &limiterSim{c: c, l: newTranslateLimiter(20*time.Millisecond, c.now), translate: translate}
-}
-
-// change records a change now, as the handler does.
-func (s *limiterSim) change() {
-	d := s.l.wait()
-	if at := s.c.now().Add(d); s.due.IsZero() || at.Before(s.due) {
-		s.due = at
-	}
-	s.pending = append(s.pending, s.c.now())
-}
-
-// run advances the clock by d, in simStep steps, running the worker.
-func (s *limiterSim) run(d time.Duration) {
-	for end := s.c.now().Add(d); s.c.now().Before(end); s.c.add(simStep) {
-		s.work()
-	}
-}
-
-func (s *limiterSim) work() {
-	now := s.c.now()
-	if !s.endAt.IsZero() {
-		if now.Before(s.endAt) {
-			return
-		}
-		s.l.done(s.translate)
-		s.endAt = time.Time{}
-	}
-	if s.due.IsZero() || now.Before(s.due) {
-		return
-	}
-	if d := s.l.take(); d > 0 {
-		s.due = now.Add(d)
-		return
-	}
-	s.due = time.Time{}
-	s.translations++
-	s.folded += len(s.pending)
-	for _, at := range s.pending {
-		s.worst = max(s.worst, now.Sub(at))
-		if now.After(at) {
-			s.waited++
-		}
-	}
-	s.pending = nil
-	s.endAt = now.Add(s.translate)
-	if s.translate == 0 {
-		s.l.done(0)
-		s.endAt = time.Time{}
-	}
-}
-
-// A change after a quiet spell is translated at once, and so is each of a
-// provider's new leases arriving one after the other, each as soon as the
-// one before was published, however long that lasts: one change at a time
-// is no load.
-func TestTranslateLimiterQuiet(t *testing.T) {
-	s := newLimiterSim(time.Millisecond)
-	s.change()
-	s.work()
-	if s.translations != 1 || s.waited != 0 {
-		t.Fatalf("first change: %d translations, %d waited, want 1 at once", s.translations, s.waited)
-	}
-	s.run(time.Second)
-	// Back to back: a translation of 1 ms, then the next change 2 ms
-	// after it ended (publish, the client's Create and its watch event),
-	// 1000 times: 333 changes a second, far above one per interval.
-	for i := range 1000 {
-		s.change()
-		s.work()
-		if s.waited != 0 {
-			t.Fatalf("change %d, back to back after its predecessor: waited %s", i+1, s.worst)
-		}
-		s.run(3 * time.Millisecond)
-	}
-	if s.translations != 1001 {
-		t.Errorf("%d translations for 1001 changes one at a time", s.translations)
-	}
-	// After a burst, a quiet spell: the next change goes at once.
-	for range 200 {
-		s.change()
-		s.run(100 * time.Microsecond)
-	}
-	s.run(time.Second)
-	s.waited = 0
-	s.change()
-	s.work()
-	if s.waited != 0 || s.due != (time.Time{}) {
-		t.Errorf("change after a quiet spell that followed a burst: not translated at once")
-	}
-	if (*translateLimiter)(nil).take() != 0 || (*translateLimiter)(nil).wait() != 0 {
-		t.Errorf("a nil limiter must never wait")
-	}
-	if newTranslateLimiter(0, s.c.now).interval != DefaultMinInterval {
-		t.Errorf("zero interval must mean DefaultMinInterval")
-	}
-}
-
-// A sustained burst (changes faster than translations) is translated at
-// most about once per interval, every change folded into one of them, and
-// none waiting much more than an interval.
-func TestTranslateLimiterBurst(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		translate time.Duration
-		every     time.Duration
-	}{
-		{"a change every ms, 2 ms translations", 2 * time.Millisecond, time.Millisecond},
-		{"a change every 200µs, instant translations", 0, 200 * time.Microsecond},
-		{"a change every ms, 5 ms translations", 5 * time.Millisecond, time.Millisecond},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := newLimiterSim(tc.translate)
-			changes := 0
-			for el := time.Duration(0); el < time.Second; el += tc.every {
-				s.change()
-				changes++
-				s.run(tc.every)
-			}
-			s.run(100 * time.Millisecond) // the last one's translation
-			// One second: 50 intervals, plus the burst at the start.
-			if s.translations > 50+translateBurst+1 {
-				t.Errorf("%d translations of %d changes in 1 s, want at most about one per 20 ms interval", s.translations, changes)
-			}
-			if s.translations < 40 {
-				t.Errorf("only %d translations in 1 s of changes: held too long", s.translations)
-			}
-			if s.folded != changes || len(s.pending) != 0 {
-				t.Errorf("%d of %d changes translated (%d pending)", s.folded, changes, len(s.pending))
-			}
-			if limit := 20*time.Millisecond + tc.translate + time.Millisecond; s.worst > limit {
-				t.Errorf("a change waited %s for its translation, want ≤ %s", s.worst, limit)
-			}
-		})
-	}
-}
-
-// A slow translation is paid for with a rest as long as it took (capped),
-// after its end: a change during the rest waits for its end; one that
-// arrives after a quiet spell longer than the rest does not wait at all.
-func TestTranslateLimiterDebt(t *testing.T) {
-	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	l := newTranslateLimiter(20*time.Millisecond, c.now)
-	if l.wait() != 0 || l.take() != 0 {
-		t.Fatal("first translation held")
-	}
-	c.add(50 * time.Millisecond)
-	l.done(50 * time.Millisecond)
-	c.add(10 * time.Millisecond)
-	if d := l.wait(); d != 40*time.Millisecond {
-		t.Errorf("change 10 ms after a 50 ms translation: wait %s, want the 40 ms left of its rest", d)
-	}
-	if d := l.take(); d != 40*time.Millisecond {
-		t.Errorf("take during the rest: wait %s, want 40ms", d)
-	}
-	c.add(40 * time.Millisecond)
-	if d := l.take(); d != 0 {
-		t.Fatalf("take after the rest: wait %s", d)
-	}
-	l.done(50 * time.Millisecond)
-	c.add(51 * time.Millisecond)
-	if d := l.wait(); d != 0 {
-		t.Errorf("change 51 ms after a 50 ms translation: wait %s, want 0", d)
-	}
-	if d := l.take(); d != 0 {
-		t.Fatalf("take after a quiet spell longer than the debt: wait %s", d)
-	}
-	// The rest is capped: a translation of a minute rests
-	// maxTranslateDebt intervals, after which a change goes at once.
-	l.done(time.Minute)
-	if d := l.wait(); d != maxTranslateDebt*20*time.Millisecond {
-		t.Errorf("after a one-minute translation: wait %s, want %d intervals", d, maxTranslateDebt)
-	}
-	c.add(maxTranslateDebt*20*time.Millisecond + time.Millisecond)
-	if d := l.take(); d != 0 {
-		t.Errorf("after the capped rest: wait %s, want 0", d)
-	}
-	l.done(0)
-	// Under sustained churn of 10 ms translations, the controller
-	// translates at most about half the time.
-	s := newLimiterSim(10 * time.Millisecond)
-	for range 1000 {
-		s.change()
-		s.run(time.Millisecond)
-	}
-	if busy := time.Duration(s.translations) * 10 * time.Millisecond; busy > 550*time.Millisecond {
-		t.Errorf("%s of 10 ms translations in 1 s of churn, want at most about half", busy)
-	}
-	// 25 ms translations, one change each arriving 30 ms after the last
-	// ended: each goes at once.
-	s = newLimiterSim(25 * time.Millisecond)
-	for i := range 100 {
-		s.change()
-		s.work()
-		if s.waited != 0 {
-			t.Fatalf("change %d, 30 ms after a 25 ms translation: waited", i+1)
-		}
-		s.run(55 * time.Millisecond)
-	}
-}
-
 // The handler queues the key at once when a translation may start, and
 // otherwise for when it may; a real delaying queue folds what comes in
 // between.
@@ -254,7 +29,7 @@ func TestHoldOffHandlerQueues(t *testing.T) {
 	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	// An interval long enough that the delayed add cannot come due while
 	// the test looks, however loaded the machine.
-	l := newTranslateLimiter(time.Hour, c.now)
+	l := translatelimit.New(time.Hour, c.now)
 	h := holdOffHandler{limit: l}
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
@@ -266,22 +41,30 @@ func TestHoldOffHandlerQueues(t *testing.T) {
 		t.Fatalf("first event after a quiet spell: queue length %d, want 1", q.Len())
 	}
 	key, _ := q.Get()
-	if l.take() != 0 {
+	if l.Take() != 0 {
 		t.Fatal("limiter refused the first translation")
 	}
-	// Under load with the burst spent: events during the translation
-	// are held for the next token.
-	l.tokens = 0
+	// Under load, the burst spent: translations asked for while one runs,
+	// each started once its rest is over, until none may start.
+	for range translatelimit.Burst {
+		l.Wait()
+		l.Done(0)
+		c.add(3 * time.Minute) // the least rest of an hour's interval
+		if l.Take() != 0 {
+			t.Fatal("limiter refused a translation of the burst")
+		}
+	}
+	// Events during the translation are held for the next token.
 	for range 10 {
 		h.Create(ctx, create, q)
 	}
-	l.done(0)
+	l.Done(0)
 	q.Done(key)
 	if q.Len() != 0 {
 		t.Errorf("events under load while the limiter has no token: queue length %d, want 0 (held for later)", q.Len())
 	}
-	if d := l.take(); d < 59*time.Minute {
-		t.Errorf("translation under load with no token: wait %s, want about an interval", d)
+	if d := l.Take(); d < 30*time.Minute {
+		t.Errorf("translation under load with no token: wait %s, want most of an interval", d)
 	}
 }
 
@@ -291,7 +74,7 @@ func TestHoldOffHandlerQueues(t *testing.T) {
 // a single client are no load.
 func TestHoldOffHandlerBackToBack(t *testing.T) {
 	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	l := newTranslateLimiter(20*time.Millisecond, c.now)
+	l := translatelimit.New(20*time.Millisecond, c.now)
 	h := holdOffHandler{limit: l}
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
@@ -303,11 +86,11 @@ func TestHoldOffHandlerBackToBack(t *testing.T) {
 			t.Fatalf("change %d, after its predecessor was translated: queue length %d, want 1 (queued at once)", i+1, q.Len())
 		}
 		key, _ := q.Get()
-		if d := l.take(); d != 0 {
+		if d := l.Take(); d != 0 {
 			t.Fatalf("change %d: translation held %s", i+1, d)
 		}
 		c.add(time.Millisecond)
-		l.done(time.Millisecond)
+		l.Done(time.Millisecond)
 		q.Done(key)
 		c.add(3 * time.Millisecond)
 	}

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -48,7 +49,7 @@ var _ = Describe("Tenant isolation: Gateways in tenant namespaces on the real Me
 		return func(g Gomega) string {
 			var got gatewayv1.Gateway
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(gw), &got)).To(Succeed())
-			cond := findCondition(got.Status.Conditions, "Accepted")
+			cond := meta.FindStatusCondition(got.Status.Conditions, "Accepted")
 			g.Expect(cond).NotTo(BeNil())
 			g.Expect(cond.ObservedGeneration).To(Equal(got.Generation))
 			return string(cond.Status) + "/" + cond.Reason
@@ -106,7 +107,7 @@ var _ = Describe("Tenant isolation: Gateways in tenant namespaces on the real Me
 		var got gatewayv1.Gateway
 		Expect(c.Get(ctx, client.ObjectKeyFromObject(gw), &got)).To(Succeed())
 		Expect(got.Status.Addresses).To(BeEmpty())
-		msg := findCondition(got.Status.Conditions, "Accepted").Message
+		msg := meta.FindStatusCondition(got.Status.Conditions, "Accepted").Message
 		Expect(msg).To(ContainSubstring("owner marking"))
 		Expect(msg).NotTo(ContainSubstring("akash1bob"), "the message names no owner")
 		var secrets corev1.SecretList
@@ -199,7 +200,7 @@ var _ = Describe("Tenant isolation: Gateways in tenant namespaces on the real Me
 		Eventually(func(g Gomega) string {
 			var got gatewayv1.GatewayClass
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(class), &got)).To(Succeed())
-			cond := findCondition(got.Status.Conditions, "Accepted")
+			cond := meta.FindStatusCondition(got.Status.Conditions, "Accepted")
 			g.Expect(cond).NotTo(BeNil())
 			g.Expect(cond.Message).To(ContainSubstring("owner marking"))
 			return string(cond.Status) + "/" + cond.Reason
@@ -211,15 +212,6 @@ var _ = Describe("Tenant isolation: Gateways in tenant namespaces on the real Me
 		}, "3s", "100ms").Should(Succeed())
 	})
 })
-
-func findCondition(cs []metav1.Condition, t string) *metav1.Condition {
-	for i := range cs {
-		if cs[i].Type == t {
-			return &cs[i]
-		}
-	}
-	return nil
-}
 
 // A config reload that adds an owner key makes a provider namespace that
 // carries it a tenant's: its Gateway loses what was provisioned for it.
@@ -258,7 +250,7 @@ var _ = Describe("Tenant isolation: Gateways after a config reload", Ordered, fu
 		Eventually(func(g Gomega) string {
 			var got gatewayv1.Gateway
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(gw), &got)).To(Succeed())
-			cond := findCondition(got.Status.Conditions, "Accepted")
+			cond := meta.FindStatusCondition(got.Status.Conditions, "Accepted")
 			g.Expect(cond).NotTo(BeNil())
 			return string(cond.Status) + "/" + cond.Reason
 		}).Should(Equal("False/" + shardgatev1alpha1.ReasonGatewayInTenantNamespace))

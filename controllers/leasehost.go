@@ -89,15 +89,10 @@ type LeaseHostReconciler struct {
 	mu      sync.Mutex
 	rmu     sync.Mutex // one rebuild at a time
 	rebuilt bool
-	// objects: LeaseHost name → the UIDs of the objects of that name that
-	// have claims in the engine: one, or two for as long as it takes to
-	// notice that a LeaseHost was deleted and re-created (both events can
-	// fold into one reconcile). What each UID claims is the engine's own
-	// record (Engine.ClaimsOf), so the claims of a replaced object are
-	// released by its UID, never under the new one's.
-	objects map[types.NamespacedName][]types.UID
-	// owners: LeaseHost UID → its name, to map engine changes back.
-	owners map[string]types.NamespacedName
+	// claims: the LeaseHosts' claims in the engine, by name and UID
+	// (leasehosts.Claims; both events of a LeaseHost deleted and created
+	// again can fold into one reconcile).
+	claims *leasehosts.Claims
 	// queue is the controller's own work queue, handed over when the
 	// controller starts (source.Func). LeaseHosts that no watch event
 	// names (block-list changes, failed follow-up writes) go straight into
@@ -125,9 +120,8 @@ const DefaultLeaseHostWorkers = 32
 
 // SetupWithManager registers the controller and its watches.
 func (r *LeaseHostReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.objects = map[types.NamespacedName][]types.UID{}
+	r.claims = leasehosts.NewClaims(r.Engine, leasehosts.LeaseHostKind)
 	r.blocked = r.Engine.BlockList()
-	r.owners = map[string]types.NamespacedName{}
 	r.handoff = map[types.NamespacedName]int{}
 	if r.Workers <= 0 {
 		r.Workers = DefaultLeaseHostWorkers
@@ -193,7 +187,7 @@ func (r *LeaseHostReconciler) SetBlockList(b *hostnames.BlockList) {
 // NamespaceOwnerMissing. Either way it claims no name (any it held is
 // released to the next waiter) and gets no route.
 func (r *LeaseHostReconciler) TenancyChanged() {
-	if r.owners == nil {
+	if r.claims == nil {
 		return
 	}
 	for _, req := range r.allLeaseHosts(context.Background(), nil) {
@@ -294,12 +288,9 @@ func (r *LeaseHostReconciler) ensureRebuilt(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		r.record(lh)
-		if plan.Refusal != nil {
-			continue
-		}
 		// The status hint (Holding) counts here, on a cold start, only.
-		claimants = append(claimants, leasehosts.Claimants(lh, plan)...)
+		nn := types.NamespacedName{Namespace: lh.Namespace, Name: lh.Name}
+		claimants = append(claimants, r.claims.Restored(nn, lh, nn, plan)...)
 	}
 	if r.ExtraClaimants != nil {
 		extra, err := r.ExtraClaimants(ctx, shards)
@@ -328,15 +319,22 @@ func (r *LeaseHostReconciler) plan(ctx context.Context, lh *shardgatev1alpha1.Le
 
 // planOn is plan with the shards already discovered.
 func (r *LeaseHostReconciler) planOn(ctx context.Context, lh *shardgatev1alpha1.LeaseHost, shards []sharding.Shard) (leasehosts.Plan, error) {
+	return planClaim(ctx, r.Client, r.claims.Kind(), lh, shards, r.ownerPolicy())
+}
+
+// planClaim is the plan of lh, the claim of an object of kind, on shards:
+// its namespace read through c (missing: nil), and the owner policy p as
+// kind follows it.
+func planClaim(ctx context.Context, c client.Reader, kind leasehosts.Kind, lh *shardgatev1alpha1.LeaseHost, shards []sharding.Shard, p tenancy.Policy) (leasehosts.Plan, error) {
 	var ns corev1.Namespace
 	nsp := &ns
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: lh.Namespace}, &ns); err != nil {
+	if err := c.Get(ctx, types.NamespacedName{Name: lh.Namespace}, &ns); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return leasehosts.Plan{}, fmt.Errorf("get namespace %s: %w", lh.Namespace, err)
 		}
 		nsp = nil
 	}
-	return leasehosts.PlanIn(lh, shards, nsp, r.ownerPolicy()), nil
+	return leasehosts.PlanIn(lh, shards, nsp, kind.Policy(p)), nil
 }
 
 func (r *LeaseHostReconciler) shards(ctx context.Context) ([]sharding.Shard, error) {
@@ -398,17 +396,6 @@ func (r *LeaseHostReconciler) reserveShardNames(shards []sharding.Shard) {
 	}
 }
 
-// record notes that lh's UID has (or may get) claims in the engine.
-func (r *LeaseHostReconciler) record(lh *shardgatev1alpha1.LeaseHost) {
-	nn := types.NamespacedName{Namespace: lh.Namespace, Name: lh.Name}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !slices.Contains(r.objects[nn], lh.UID) {
-		r.objects[nn] = append(r.objects[nn], lh.UID)
-	}
-	r.owners[string(lh.UID)] = nn
-}
-
 // claim brings the engine's claimants for lh in line with plan, and returns
 // lh's decisions by host and the other LeaseHosts whose decision changed
 // (with earlier, those of changes already made). Those are held back until
@@ -426,7 +413,7 @@ func (r *LeaseHostReconciler) claim(lh *shardgatev1alpha1.LeaseHost, plan leaseh
 		}
 		return nil, nil, true
 	}
-	decisions, changes := r.claimEngine(lh, plan)
+	decisions, changes := r.claims.Claim(nn, lh, nn, plan)
 	for _, obj := range r.changedLeaseHosts(append(earlier, changes...), nn) {
 		r.handoff[obj.NamespacedName]++
 		others = append(others, obj.NamespacedName)
@@ -448,52 +435,12 @@ func (r *LeaseHostReconciler) handedOver(others []types.NamespacedName) {
 	}
 }
 
-// claimEngine brings the engine's claimants for lh in line with plan, and
-// returns lh's decisions by host plus every other claimant's changed
-// decision. What lh claimed before is the engine's record for lh's UID.
-func (r *LeaseHostReconciler) claimEngine(lh *shardgatev1alpha1.LeaseHost, plan leasehosts.Plan) (map[string]hostnames.Decision, []hostnames.Change) {
-	uid := string(lh.UID)
-	claimed := plan.Hosts
-	if plan.Refusal != nil {
-		claimed = nil // refused before the engine: claim nothing, release all
-	}
-	r.record(lh)
-	wanted := make(map[string]bool, len(claimed))
-	for _, h := range claimed {
-		wanted[leasehosts.ClaimUID(uid, h)] = true
-	}
-	var changes []hostnames.Change
-	for _, c := range r.Engine.ClaimsOf(uid) {
-		if !wanted[c.UID] {
-			changes = append(changes, r.Engine.Remove(c.UID)...)
-		}
-	}
-	if plan.Refusal != nil {
-		return plan.RefusedDecisions(), changes
-	}
-	decisions := map[string]hostnames.Decision{}
-	for _, c := range leasehosts.Claimants(lh, plan) {
-		d, ch := r.Engine.Upsert(c)
-		decisions[c.Host] = d
-		changes = append(changes, ch...)
-	}
-	// Our own other claims may show up as changes (a LeaseHost's names on
-	// two shards are separate claimants); they are already in decisions.
-	return decisions, changes
-}
-
 // released forgets the claims of every object named nn (the LeaseHost was
 // deleted, or is being deleted), deletes its route at once (not waiting for
 // garbage collection: the name may have a new holder now), and writes the
 // LeaseHosts that were promoted.
 func (r *LeaseHostReconciler) released(ctx context.Context, nn types.NamespacedName) error {
-	r.mu.Lock()
-	uids := r.objects[nn]
-	delete(r.objects, nn)
-	for _, u := range uids {
-		delete(r.owners, string(u))
-	}
-	r.mu.Unlock()
+	uids, _ := r.claims.Drop(nn, "")
 	changes, err := r.release(ctx, nn, uids)
 	if err != nil {
 		return err
@@ -508,18 +455,7 @@ func (r *LeaseHostReconciler) released(ctx context.Context, nn types.NamespacedN
 // LeaseHost deleted and re-created under the same name, with both events
 // folded into this reconcile. Their route goes too; live writes its own.
 func (r *LeaseHostReconciler) replaced(ctx context.Context, nn types.NamespacedName, live types.UID) ([]hostnames.Change, error) {
-	r.mu.Lock()
-	var stale []types.UID
-	for _, u := range r.objects[nn] {
-		if u != live {
-			stale = append(stale, u)
-			delete(r.owners, string(u))
-		}
-	}
-	if len(stale) > 0 {
-		r.objects[nn] = slices.DeleteFunc(r.objects[nn], func(u types.UID) bool { return u != live })
-	}
-	r.mu.Unlock()
+	stale, _ := r.claims.Drop(nn, live)
 	if len(stale) == 0 {
 		return nil, nil
 	}
@@ -534,10 +470,7 @@ func (r *LeaseHostReconciler) release(ctx context.Context, nn types.NamespacedNa
 	if len(uids) == 0 {
 		return nil, nil
 	}
-	var changes []hostnames.Change
-	for _, u := range uids {
-		changes = append(changes, r.Engine.ReleaseObject(string(u))...)
-	}
+	changes := r.claims.Release(uids)
 	var route gatewayv1.HTTPRoute
 	err := r.Client.Get(ctx, nn, &route)
 	if err == nil && slices.ContainsFunc(uids, func(u types.UID) bool { return ownedBy(&route, u) }) {
@@ -583,25 +516,10 @@ func (r *LeaseHostReconciler) EnqueueChanged(changes []hostnames.Change) {
 	}
 }
 
-// changedObject is a LeaseHost whose decision changed: its name and UID.
-type changedObject struct {
-	types.NamespacedName
-	UID types.UID
-}
-
-func (r *LeaseHostReconciler) changedLeaseHosts(changes []hostnames.Change, self types.NamespacedName) []changedObject {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []changedObject
-	for _, c := range changes {
-		uid, _, _ := strings.Cut(c.UID, "/")
-		nn, ok := r.owners[uid]
-		obj := changedObject{NamespacedName: nn, UID: types.UID(uid)}
-		if ok && nn != self && !slices.Contains(out, obj) {
-			out = append(out, obj)
-		}
-	}
-	return out
+// changedLeaseHosts are the LeaseHosts other than self whose decision is
+// among changes.
+func (r *LeaseHostReconciler) changedLeaseHosts(changes []hostnames.Change, self types.NamespacedName) []leasehosts.Object {
+	return r.claims.Changed(changes, self)
 }
 
 // write makes the route and status of lh match its decisions. The route goes
@@ -635,7 +553,7 @@ func (r *LeaseHostReconciler) write(ctx context.Context, lh *shardgatev1alpha1.L
 			return err
 		}
 		observedRoute = nil
-	case !routeUpToDate(&existing, desired):
+	case !r.claims.Kind().RouteUpToDate(&existing, desired):
 		if err := write(ctx, r.Client, r.live, desired, &existing); err != nil {
 			return err
 		}
@@ -730,37 +648,9 @@ func requests(items []shardgatev1alpha1.LeaseHost) []reconcile.Request {
 	return out
 }
 
-// routeUpToDate: the stored route already has the desired spec, labels,
-// annotations and controller reference, so applying would change nothing.
-func routeUpToDate(existing, desired *gatewayv1.HTTPRoute) bool {
-	if !equality.Semantic.DeepEqual(existing.Spec, desired.Spec) {
-		return false
-	}
-	for k, v := range desired.Labels {
-		if existing.Labels[k] != v {
-			return false
-		}
-	}
-	for k, v := range desired.Annotations {
-		if e, ok := existing.Annotations[k]; !ok || e != v {
-			return false
-		}
-	}
-	return ownedBy(existing, desired.OwnerReferences[0].UID)
-}
-
 func ownedBy(o metav1.Object, uid types.UID) bool {
 	ref := metav1.GetControllerOf(o)
 	return ref != nil && ref.UID == uid
-}
-
-func findCondition(cs []metav1.Condition, t string) *metav1.Condition {
-	for i := range cs {
-		if cs[i].Type == t {
-			return &cs[i]
-		}
-	}
-	return nil
 }
 
 func ptrs[T any](items []T) []*T {

@@ -50,11 +50,6 @@ const (
 	LeaseDuration = 8 * time.Second
 	RenewDeadline = 6 * time.Second
 	RetryPeriod   = 1500 * time.Millisecond
-	// TranslationHoldOff delays a translation after the first event of a
-	// burst. Zero: a lone change is translated at once, and the events that
-	// arrive while a translation runs are folded into the next one (the
-	// work queue holds the key once), which batches a burst by itself.
-	TranslationHoldOff = 0
 )
 
 // Options are the process's settings after flags and the config file merged.
@@ -483,7 +478,6 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 		Cache:          mgr.GetCache(),
 		ControllerName: cfg.ControllerName,
 		Status:         writer,
-		HoldOff:        TranslationHoldOff,
 		Log:            log.WithName("gatewayapi"),
 		Tenancy:        &p.tenancy,
 		Blocked:        p.blocked.Load,

@@ -1,4 +1,4 @@
-package controllers
+package leasehosts
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,21 +16,20 @@ import (
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/gatewayapi"
-	"github.com/shardgate/shardgate/internal/leasehosts"
 	"github.com/shardgate/shardgate/internal/tenancy"
 	"github.com/shardgate/shardgate/sharding"
 )
 
-// TestOwnershipForDelta: LeaseHosts of two owners come, go, change names
+// TestFactsDelta: LeaseHosts of two owners come, go, change names
 // and take names over (same-owner handovers, which keep the old route
 // serving until the new holder's route carries the name); the generated
 // routes appear some steps after their LeaseHosts, as the LeaseHost
-// controller writes them. After every step the facts ownershipFor gives
+// controller writes them. After every step the facts Facts.Next gives
 // equal the reference (Ownership over the same objects, through a full
 // Handover from the last facts), and their Delta, when set, names every
 // route whose generated entry differs from the last facts', and says
 // whether the owners differ.
-func TestOwnershipForDelta(t *testing.T) {
+func TestFactsDelta(t *testing.T) {
 	shard := sharding.Shard{Name: "a", Gateway: types.NamespacedName{Namespace: "infra", Name: "a"}, Domain: "a.example.test"}
 	shards := []sharding.Shard{shard}
 	owners := []string{"akash1alice", "akash1bob"}
@@ -41,7 +41,7 @@ func TestOwnershipForDelta(t *testing.T) {
 	deltas, kept := 0, 0
 	for seed := range 40 {
 		r := rand.New(rand.NewPCG(uint64(seed), 5))
-		rec := &GatewayAPIReconciler{}
+		rec := NewFacts()
 		var lhs []*shardgatev1alpha1.LeaseHost
 		var routes []*gatewayv1.HTTPRoute
 		uid := 0
@@ -90,21 +90,21 @@ func TestOwnershipForDelta(t *testing.T) {
 					})
 				}
 			}
-			in := &gatewayapi.Input{Namespaces: nss, HTTPRoutes: routes}
-			prev := rec.ownership
-			got := rec.ownershipFor(in, lhs, nil, shards, nil)
+			prev := rec.Last()
+			got := rec.Next(FactsInput{LeaseHosts: lhs, Namespaces: nss, Shards: shards, Policy: tenancy.DefaultPolicy(), Routes: routes,
+				Now: time.Date(2026, 1, 1, 0, 0, step, 0, time.UTC)})
 
 			live := map[types.UID]bool{}
 			for _, lh := range lhs {
 				live[lh.UID] = true
 			}
-			want, _ := leasehosts.Handover(prev, leasehosts.Ownership(leasehosts.OwnershipInput{
+			want, _ := Handover(prev, Ownership(OwnershipInput{
 				LeaseHosts: lhs, Namespaces: nss, Shards: shards, Policy: tenancy.DefaultPolicy(),
 			}), routes, func(u types.UID) bool { return live[u] }, nil)
 			if !reflect.DeepEqual(facts(got), facts(want)) {
-				t.Fatalf("seed %d step %d: ownershipFor's facts differ from the reference:\n%+v\n%+v", seed, step, facts(got), facts(want))
+				t.Fatalf("seed %d step %d: Next's facts differ from the reference:\n%+v\n%+v", seed, step, facts(got), facts(want))
 			}
-			if len(rec.ownershipOf.kept) > 0 {
+			if len(rec.of.kept) > 0 {
 				kept++
 			}
 			if d := got.Delta; d != nil && got != prev {
@@ -144,4 +144,65 @@ func facts(o *gatewayapi.Ownership) gatewayapi.Ownership {
 	c := *o
 	c.Gen, c.Delta, c.Deleted = 0, nil, nil
 	return c
+}
+
+// TestFactsRefusedShards: a Gateway Discover refused (not for its
+// parameters) counts as a shard in the strict Generated mode; facts whose
+// refused shards changed carry no delta; unchanged input gives the very
+// same facts.
+func TestFactsRefusedShards(t *testing.T) {
+	shard := sharding.Shard{Name: "a", Gateway: types.NamespacedName{Namespace: "infra", Name: "a"}, Domain: "a.example.test"}
+	bad := types.NamespacedName{Namespace: "infra", Name: "bad"}
+	params := types.NamespacedName{Namespace: "infra", Name: "params"}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	in := FactsInput{Shards: []sharding.Shard{shard}, Policy: tenancy.DefaultPolicy(), Now: at}
+	f := NewFacts()
+	first := f.Next(in)
+	if len(first.Shards) != 1 || first.Gen == 0 {
+		t.Fatalf("one shard: facts %+v", first)
+	}
+	if again := f.Next(in); again != first {
+		t.Fatal("the same input made new facts")
+	}
+	in.Problems = []sharding.Problem{
+		{Gateway: bad, Reason: sharding.ReasonDuplicateShardName},
+		{Gateway: params, Reason: sharding.ReasonInvalidParameters},
+		{Gateway: bad, Reason: sharding.ReasonDuplicateShardName},
+	}
+	got := f.Next(in)
+	if got.Shards[bad] != gatewayapi.RoutesGenerated || len(got.Shards) != 2 {
+		t.Fatalf("refused shards: %v, want %s Generated beside %s (and not %s)", got.Shards, bad, shard.Gateway, params)
+	}
+	if got.Delta != nil || got.Gen <= first.Gen {
+		t.Fatalf("facts with a new refused shard: gen %d after %d, delta %+v, want a new generation without a delta", got.Gen, first.Gen, got.Delta)
+	}
+	if len(first.Shards) != 1 {
+		t.Fatal("the earlier facts were modified")
+	}
+}
+
+// BenchmarkFactsNewLeaseHost: BenchmarkTrackerNewLeaseHost's LeaseHosts,
+// through the facts the translator reads (the tracker, the handover, the
+// generation and the delta): one more LeaseHost per operation.
+func BenchmarkFactsNewLeaseHost(b *testing.B) {
+	oin := benchOwnershipInput()
+	in := FactsInput{LeaseHosts: oin.LeaseHosts, Namespaces: oin.Namespaces, Shards: oin.Shards, Policy: oin.Policy, Blocked: oin.Blocked, Now: time.Now()}
+	f := NewFacts()
+	f.Next(in)
+	b.ReportAllocs()
+	i := 0
+	var out *gatewayapi.Ownership
+	for b.Loop() {
+		i++
+		ns := fmt.Sprintf("lease-%d", i)
+		owner := fmt.Sprintf("akash1new%d", i)
+		in.Namespaces = append(in.Namespaces, ownedNS(ns, owner))
+		in.LeaseHosts = append(in.LeaseHosts, hostLH(ns, "web", fmt.Sprintf("uid-new-%d", i), owner, 1,
+			fmt.Sprintf("new%d.example.test", i), 20000+int64(i)))
+		out = f.Next(in)
+	}
+	nn := types.NamespacedName{Namespace: fmt.Sprintf("lease-%d", i), Name: "web"}
+	if _, ok := out.Generated[nn]; !ok || out.Delta == nil || !slices.Contains(out.Delta.Routes, nn) {
+		b.Fatalf("the new LeaseHost's route is not generated, or not in the delta %+v", out.Delta)
+	}
 }
