@@ -17,8 +17,13 @@ func TestOnlyTestsImportTheTestSupportPackages(t *testing.T) {
 	support := map[string]bool{
 		"github.com/shardgate/shardgate/internal/xdstest":  true,
 		"github.com/shardgate/shardgate/internal/testwait": true,
+		"github.com/shardgate/shardgate/internal/irtest":   true,
 	}
-	own := map[string]bool{filepath.Join(root, "internal", "xdstest"): true, filepath.Join(root, "internal", "testwait"): true}
+	own := map[string]bool{
+		filepath.Join(root, "internal", "xdstest"):  true,
+		filepath.Join(root, "internal", "testwait"): true,
+		filepath.Join(root, "internal", "irtest"):   true,
+	}
 	checked := 0
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

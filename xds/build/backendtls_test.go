@@ -11,26 +11,15 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/internal/irtest"
 	"github.com/shardgate/shardgate/xds/translate"
 )
-
-func tlsGateway(client string, secrets ...string) *ir.Gateway {
-	gw := &ir.Gateway{Namespace: "default", Name: "gw", Clusters: []*ir.Cluster{{
-		Name: "default/b/443", Protocol: ir.ClusterHTTP1,
-		Service: ir.ServicePort{Namespace: "default", Name: "b", Port: "https"},
-		TLS:     &ir.UpstreamTLS{SNI: "b.example.com", CACertificates: "-----BEGIN CERTIFICATE-----\n", ClientCertificate: client},
-	}}}
-	for _, s := range secrets {
-		gw.Secrets = append(gw.Secrets, ir.Secret{Name: s, Cert: []byte("c"), Key: []byte("k")})
-	}
-	return gw
-}
 
 // A cluster presenting a client certificate whose secret is not published
 // would make Envoy wait for it forever: the Checker refuses it, as
 // translate.Validate does.
 func TestUpstreamClientCertificateMustExist(t *testing.T) {
-	res, err := translate.Translate(tlsGateway("default/client"))
+	res, err := translate.Translate(irtest.TLSGateway("default/client"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +28,7 @@ func TestUpstreamClientCertificateMustExist(t *testing.T) {
 	if err := c.Check(res); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Checker: %v, want %q", err, want)
 	}
-	res, err = translate.Translate(tlsGateway("default/client", "default/client"))
+	res, err = translate.Translate(irtest.TLSGateway("default/client", "default/client"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,12 +42,12 @@ func TestUpstreamClientCertificateMustExist(t *testing.T) {
 // cluster's name and protocol).
 func TestMemoRebuildsClusterOnTLSChange(t *testing.T) {
 	var m Memo
-	gw := tlsGateway("")
+	gw := irtest.TLSGateway("")
 	first, err := m.Translate(gw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := tlsGateway("")
+	next := irtest.TLSGateway("")
 	next.Clusters[0].TLS.SNI = "other.example.com"
 	second, err := m.Translate(next)
 	if err != nil {
@@ -76,7 +65,7 @@ func TestMemoRebuildsClusterOnTLSChange(t *testing.T) {
 	}
 	// An invalid policy: no transport socket (and no endpoints:
 	// xds/endpoints gives it an empty load assignment).
-	bad := tlsGateway("")
+	bad := irtest.TLSGateway("")
 	bad.Clusters[0].TLS = &ir.UpstreamTLS{Invalid: true}
 	third, err := m.Translate(bad)
 	if err != nil {

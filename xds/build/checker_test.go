@@ -18,6 +18,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/shardgate/shardgate/xds/translate"
+
+	"github.com/shardgate/shardgate/internal/irtest"
 )
 
 func TestCheckerPassesGoldens(t *testing.T) {
@@ -27,7 +29,7 @@ func TestCheckerPassesGoldens(t *testing.T) {
 	}
 	var c Checker
 	for _, in := range ins {
-		res, err := translate.Translate(loadGateway(t, in))
+		res, err := translate.Translate(irtest.LoadGateway(t, in))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +107,7 @@ func assertWireEqual(t *testing.T, want, wire *routev3.RouteConfiguration) {
 // nothing; a one-route change validates one virtual host; and a resource
 // broken after it once passed is still refused.
 func TestCheckerValidatesOnlyChanges(t *testing.T) {
-	gw := largeGateway(2000)
+	gw := irtest.LargeGateway(2000)
 	res, err := translate.Translate(gw)
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +175,7 @@ func TestCheckerValidatesOnlyChanges(t *testing.T) {
 }
 
 func BenchmarkCheckOneRouteChange(b *testing.B) {
-	gw := largeGateway(10_000)
+	gw := irtest.LargeGateway(10_000)
 	var c Checker
 	res, err := translate.Translate(gw)
 	if err != nil {

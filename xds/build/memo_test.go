@@ -15,6 +15,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/internal/irtest"
 	"github.com/shardgate/shardgate/xds/translate"
 )
 
@@ -28,7 +29,7 @@ func TestMemoMatchesTranslate(t *testing.T) {
 	}
 	for _, in := range ins {
 		var m Memo
-		gw := loadGateway(t, in)
+		gw := irtest.LoadGateway(t, in)
 		for range 2 {
 			got, err := m.Translate(gw)
 			if err != nil {
@@ -44,7 +45,7 @@ func TestMemoMatchesTranslate(t *testing.T) {
 }
 
 func TestMemoRebuildsOnlyChanges(t *testing.T) {
-	gw := largeGateway(500)
+	gw := irtest.LargeGateway(500)
 	gw.Change = &ir.Change{Generation: 1}
 	var m Memo
 	first, err := m.Translate(gw)
@@ -194,7 +195,7 @@ func TestMemoRetainedOnlyWhereUsed(t *testing.T) {
 // of the Gateway's traffic settings rebuilds the listener and every route
 // action, equal to a fresh translation each time.
 func TestMemoKeepsHTTPListenersAndFollowsTraffic(t *testing.T) {
-	gw := largeGateway(50)
+	gw := irtest.LargeGateway(50)
 	var m Memo
 	first, err := m.Translate(gw)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/internal/irtest"
 )
 
 // apiGoldenDir holds the API listeners (what proxyless gRPC clients read)
@@ -46,7 +47,7 @@ func TestGoldenAPIListeners(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(in), ".in.yaml")
 		cases[name] = true
 		t.Run(name, func(t *testing.T) {
-			gw := loadGateway(t, in)
+			gw := irtest.LoadGateway(t, in)
 			res, err := Translate(gw)
 			if err != nil {
 				t.Fatal(err)
@@ -198,13 +199,13 @@ func TestAPIListenerDigest(t *testing.T) {
 	}
 	var all []made
 	for _, in := range ins {
-		gw := loadGateway(t, in)
+		gw := irtest.LoadGateway(t, in)
 		y, err := (&Resources{Listeners: APIListeners(gw)}).YAML()
 		if err != nil {
 			t.Fatal(err)
 		}
 		all = append(all, made{filepath.Base(in), APIListenerDigest(gw), y})
-		if APIListenerDigest(loadGateway(t, in)) != APIListenerDigest(gw) {
+		if APIListenerDigest(irtest.LoadGateway(t, in)) != APIListenerDigest(gw) {
 			t.Fatalf("%s: the digest is not deterministic", in)
 		}
 	}

@@ -7,13 +7,15 @@ package translate
 import (
 	"strings"
 	"testing"
+
+	"github.com/shardgate/shardgate/internal/irtest"
 )
 
 // A filter chain whose client validation names a secret that is not
 // published is refused before Envoy sees it.
 func TestClientValidationSecretMustExist(t *testing.T) {
 	for _, in := range []string{"testdata/https-client-validation.in.yaml", "testdata/https-client-validation-insecure-fallback.in.yaml"} {
-		gw := loadGateway(t, in)
+		gw := irtest.LoadGateway(t, in)
 		res, err := Translate(gw)
 		if err != nil {
 			t.Fatal(err)

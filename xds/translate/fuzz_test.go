@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/internal/irtest"
 )
 
 // fuzzBytes turns fuzz input into small decisions; past the end it
@@ -432,7 +433,7 @@ func TestWholenessCheck(t *testing.T) {
 		{"tls-passthrough-single", func(r *Resources) { r.Clusters = nil }},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
-			res, err := Translate(loadGateway(t, "testdata/"+tc.golden+".in.yaml"))
+			res, err := Translate(irtest.LoadGateway(t, "testdata/"+tc.golden+".in.yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}

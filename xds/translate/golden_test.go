@@ -16,10 +16,10 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 	"sigs.k8s.io/yaml"
 
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/internal/irtest"
 	"github.com/shardgate/shardgate/xds/endpoints"
 )
 
@@ -61,7 +61,7 @@ func TestGolden(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(in), ".in.yaml")
 		cases[name] = true
 		t.Run(name, func(t *testing.T) {
-			gw := loadGateway(t, in)
+			gw := irtest.LoadGateway(t, in)
 			res, err := Translate(gw)
 			if err != nil {
 				t.Fatalf("Translate: %v", err)
@@ -72,7 +72,7 @@ func TestGolden(t *testing.T) {
 			assertSorted(t, res)
 
 			// Determinism: a second translation is identical.
-			again, err := Translate(loadGateway(t, in))
+			again, err := Translate(irtest.LoadGateway(t, in))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,33 +168,6 @@ func goldenFiles(res *Resources) (map[string][]byte, error) {
 	return out, nil
 }
 
-// loadGateway reads a case's IR, without the endpoints its clusters list.
-func loadGateway(t testing.TB, path string) *ir.Gateway {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	clusters, _ := doc["clusters"].([]any)
-	for _, c := range clusters {
-		if m, ok := c.(map[string]any); ok {
-			delete(m, "endpoints")
-		}
-	}
-	if b, err = yaml.Marshal(doc); err != nil {
-		t.Fatal(err)
-	}
-	gw := &ir.Gateway{}
-	if err := yaml.UnmarshalStrict(b, gw); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return gw
-}
-
 // caseEndpoint is an endpoint a case's cluster lists: Ready false stands
 // for an endpoint an EndpointSlice lists as not ready, which xds/endpoints'
 // table leaves out.
@@ -288,18 +261,8 @@ func assertSorted(t *testing.T, r *Resources) {
 
 func assertEqualResources(t *testing.T, a, b *Resources) {
 	t.Helper()
-	eq := func(kind string, x, y []proto.Message) {
-		if len(x) != len(y) {
-			t.Fatalf("%s: %d vs %d resources", kind, len(x), len(y))
-		}
-		for i := range x {
-			if !proto.Equal(x[i], y[i]) {
-				t.Errorf("%s #%d differs between two translations", kind, i)
-			}
-		}
-	}
-	eq("listeners", messages(a.Listeners), messages(b.Listeners))
-	eq("routes", messages(a.Routes), messages(b.Routes))
-	eq("clusters", messages(a.Clusters), messages(b.Clusters))
-	eq("secrets", messages(a.Secrets), messages(b.Secrets))
+	irtest.AssertSameMessages(t, "listeners", a.Listeners, b.Listeners)
+	irtest.AssertSameMessages(t, "routes", a.Routes, b.Routes)
+	irtest.AssertSameMessages(t, "clusters", a.Clusters, b.Clusters)
+	irtest.AssertSameMessages(t, "secrets", a.Secrets, b.Secrets)
 }

@@ -8,13 +8,15 @@ import (
 	"testing"
 
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+
+	"github.com/shardgate/shardgate/internal/irtest"
 )
 
 // On a TLSMixed port, the chains of routes with certificates terminate TLS
 // with exactly those certificates, and the others have no transport socket
 // (the TLS stream is passed through); every chain matches its SNI.
 func TestTLSMixedChains(t *testing.T) {
-	gw := loadGateway(t, "testdata/tls-mixed.in.yaml")
+	gw := irtest.LoadGateway(t, "testdata/tls-mixed.in.yaml")
 	res, err := Translate(gw)
 	if err != nil {
 		t.Fatal(err)
