@@ -333,23 +333,7 @@ func (s *Server) serveProxyless(group string) {
 		return // not served yet (state() sets serve), or already serving
 	}
 	st.api.serve = true
-	go s.publishProxyless(st)
-}
-
-// publishProxyless builds a Gateway's last IR again, now with its API
-// listeners.
-func (s *Server) publishProxyless(st *gatewayState) {
-	s.build.Lock()
-	defer s.build.Unlock()
-	s.mu.Lock()
-	stopped := st.stopped
-	s.mu.Unlock()
-	if stopped || st.last == nil {
-		return // the first build makes them
-	}
-	before := s.PublishErrors()
-	s.publishGateway(st, st.last)
-	s.reportIfChanged(before)
+	go s.republish(st) // now with its API listeners
 }
 
 // versionInForce reports whether version of typeURL is of the config in

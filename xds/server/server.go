@@ -198,7 +198,10 @@ func (s *Server) reportIfChanged(before map[k8stypes.NamespacedName]string) {
 }
 
 // republish builds a Gateway's last IR again, when a retained cluster has
-// expired: no translation of the Gateway API objects is needed for it.
+// expired or its proxyless client starts asking for API listeners: no
+// translation of the Gateway API objects is needed for it. Before the
+// Gateway's first build, or once it is stopped, it does nothing (the first
+// build makes all).
 func (s *Server) republish(st *gatewayState) {
 	s.build.Lock()
 	defer s.build.Unlock()
