@@ -3,14 +3,12 @@ package xdstest
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"maps"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -20,7 +18,6 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -124,39 +121,21 @@ func RouteClusters(rc *routev3.RouteConfiguration) []string {
 // it holds with their versions, and records every route configuration
 // that referred to a cluster it did not hold when the route arrived.
 type Delta struct {
+	client[*DeltaResponse]
 	opts   DeltaOptions
 	stream discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesClient
-	cancel context.CancelFunc
-	cc     *grpc.ClientConn // closed by Close when DialDelta made it
-	n      notifier
 
-	mu sync.Mutex
-	// have: type → name → version; res: type → name → resource; of what
-	// the client holds.
-	have      map[string]map[string]string
-	res       map[string]map[string]proto.Message
-	responses []*DeltaResponse
-	read      int // Next's position in responses
-	dangling  []string
-	nacked    int
-	problems  []string
-	err       error
+	// Under client.mu. have: type → name → version; res: type → name →
+	// resource; of what the client holds.
+	have     map[string]map[string]string
+	res      map[string]map[string]proto.Message
+	dangling []string
 }
 
 // DialDelta connects to target with cfg and opens a client on its own
 // connection, which Close closes.
 func DialDelta(ctx context.Context, target string, cfg *tls.Config, o DeltaOptions, dial ...grpc.DialOption) (*Delta, error) {
-	cc, err := Dial(target, cfg, dial...)
-	if err != nil {
-		return nil, err
-	}
-	c, err := OpenDelta(ctx, cc, o)
-	if err != nil {
-		cc.Close()
-		return nil, err
-	}
-	c.cc = cc
-	return c, nil
+	return dialOwn(target, cfg, dial, func(cc grpc.ClientConnInterface) (*Delta, error) { return OpenDelta(ctx, cc, o) })
 }
 
 // OpenDelta opens a client on a stream of cc and subscribes to o.Types.
@@ -167,7 +146,7 @@ func OpenDelta(ctx context.Context, cc grpc.ClientConnInterface, o DeltaOptions)
 		cancel()
 		return nil, fmt.Errorf("open an incremental stream: %w", err)
 	}
-	c := &Delta{opts: o, stream: stream, cancel: cancel, n: newNotifier(),
+	c := &Delta{client: client[*DeltaResponse]{cancel: cancel, n: newNotifier(), node: o.Node}, opts: o, stream: stream,
 		have: map[string]map[string]string{}, res: map[string]map[string]proto.Message{}}
 	for _, typeURL := range DeltaTypes {
 		c.have[typeURL] = maps.Clone(o.Initial[typeURL])
@@ -194,7 +173,7 @@ func (c *Delta) Subscribe(typeURL string, names ...string) error {
 		c.have[typeURL] = map[string]string{}
 		c.res[typeURL] = map[string]proto.Message{}
 	}
-	req := &discovery.DeltaDiscoveryRequest{Node: c.opts.Node, TypeUrl: typeURL, ResourceNamesSubscribe: names,
+	req := &discovery.DeltaDiscoveryRequest{Node: c.node, TypeUrl: typeURL, ResourceNamesSubscribe: names,
 		InitialResourceVersions: c.opts.Initial[typeURL]}
 	c.mu.Unlock()
 	if err := c.stream.Send(req); err != nil {
@@ -203,27 +182,9 @@ func (c *Delta) Subscribe(typeURL string, names ...string) error {
 	return nil
 }
 
-// SetNode changes the node sent on the requests that follow (a proxy never
-// does; a test of identity does).
-func (c *Delta) SetNode(n *core.Node) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.opts.Node = n
-}
-
-// Node is the node sent on requests.
-func (c *Delta) Node() *core.Node {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.opts.Node
-}
-
 // Send sends req as it is: a test of the protocol's edges writes the
 // requests itself.
 func (c *Delta) Send(req *discovery.DeltaDiscoveryRequest) error { return c.stream.Send(req) }
-
-// Done is closed when the stream has ended (Err says why).
-func (c *Delta) Done() <-chan struct{} { return c.n.done }
 
 func (c *Delta) receive() {
 	defer close(c.n.done)
@@ -268,19 +229,12 @@ func (c *Delta) apply(resp *discovery.DeltaDiscoveryResponse) *status.Status {
 		r.Resources[x.GetName()] = m
 	}
 	slices.Sort(r.Added)
-	var refusal *status.Status
-	if c.opts.Reject != nil {
-		if msg := c.opts.Reject(r); msg != "" {
-			r.Nacked = true
-			refusal = &status.Status{Code: int32(codes.InvalidArgument), Message: msg}
-		}
-	}
+	refusal := refuse(c.opts.Reject, r)
+	r.Nacked = refusal != nil
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.problems = append(c.problems, problems...)
-	c.responses = append(c.responses, r)
+	c.record(r, r.Nacked, problems)
 	if r.Nacked {
-		c.nacked++
 		return refusal
 	}
 	if c.have[typeURL] == nil {
@@ -307,37 +261,6 @@ func (c *Delta) apply(resp *discovery.DeltaDiscoveryResponse) *status.Status {
 		}
 	}
 	return nil
-}
-
-func (c *Delta) fail(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err == nil {
-		c.err = err
-	}
-}
-
-// Next returns the first response that Next has not returned yet, waiting
-// up to timeout for it, or the error that ended the stream.
-func (c *Delta) Next(timeout time.Duration) (*DeltaResponse, error) {
-	var r *DeltaResponse
-	err := c.n.wait(&c.mu, &c.err, timeout, "a response", func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.read < len(c.responses) {
-			r = c.responses[c.read]
-			c.read++
-			return true
-		}
-		return false
-	})
-	if err != nil {
-		if serr := c.Err(); serr != nil {
-			return nil, serr
-		}
-		return nil, err
-	}
-	return r, nil
 }
 
 // Held returns a copy of what the client holds: type → name → version.
@@ -383,54 +306,4 @@ func (c *Delta) Dangling() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.dangling)
-}
-
-// Refused is how many responses the client NACKed.
-func (c *Delta) Refused() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.nacked
-}
-
-// Problems are the resources that did not decode.
-func (c *Delta) Problems() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.problems)
-}
-
-// Err is the error that ended the stream (nil while it is up).
-func (c *Delta) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
-
-// WaitFor returns nil once cond holds (checked now and after every
-// response), or an error saying what was awaited after timeout or once
-// the stream ended without it.
-func (c *Delta) WaitFor(timeout time.Duration, what string, cond func() bool) error {
-	if err := c.n.wait(&c.mu, &c.err, timeout, what, cond); err != nil {
-		return fmt.Errorf("node %s: %w (%d responses)", c.Node().GetId(), err, len(c.Log()))
-	}
-	return nil
-}
-
-// CloseStream ends the stream alone, and waits for the receive loop; the
-// connection stays until Close.
-func (c *Delta) CloseStream() {
-	c.cancel()
-	<-c.n.done
-	c.fail(errors.New("closed by the client"))
-}
-
-// Close ends the stream (and the connection DialDelta made) and waits for
-// the receive loop.
-func (c *Delta) Close() {
-	c.cancel()
-	if c.cc != nil {
-		c.cc.Close()
-	}
-	<-c.n.done
-	c.fail(errors.New("closed by the client"))
 }

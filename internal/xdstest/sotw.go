@@ -3,9 +3,7 @@ package xdstest
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -58,39 +56,22 @@ type Response struct {
 
 // Sotw is a state-of-the-world ADS client on one stream.
 type Sotw struct {
+	client[*Response]
 	opts   SotwOptions
 	stream discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient
-	cancel context.CancelFunc
-	cc     *grpc.ClientConn // closed by Close when DialSotw made it
-	n      notifier
 
-	mu        sync.Mutex
-	subs      map[string][]string
-	acked     map[string]string    // the last version accepted, per type
-	nonces    map[string]string    // the last nonce received, per type
-	held      map[string]*Response // the last response accepted, per type
-	texts     map[[2]string]string // Text's cache of the held resources
-	responses []*Response
-	read      int // Next's position in responses
-	nacked    int
-	problems  []string
-	err       error
+	// Under client.mu:
+	subs   map[string][]string
+	acked  map[string]string    // the last version accepted, per type
+	nonces map[string]string    // the last nonce received, per type
+	held   map[string]*Response // the last response accepted, per type
+	texts  map[[2]string]string // Text's cache of the held resources
 }
 
 // DialSotw connects to target with cfg and opens a client on its own
 // connection, which Close closes.
 func DialSotw(ctx context.Context, target string, cfg *tls.Config, o SotwOptions, dial ...grpc.DialOption) (*Sotw, error) {
-	cc, err := Dial(target, cfg, dial...)
-	if err != nil {
-		return nil, err
-	}
-	c, err := OpenSotw(ctx, cc, o)
-	if err != nil {
-		cc.Close()
-		return nil, err
-	}
-	c.cc = cc
-	return c, nil
+	return dialOwn(target, cfg, dial, func(cc grpc.ClientConnInterface) (*Sotw, error) { return OpenSotw(ctx, cc, o) })
 }
 
 // OpenSotw opens a client on a stream of cc and asks for o.Subscriptions.
@@ -101,7 +82,7 @@ func OpenSotw(ctx context.Context, cc grpc.ClientConnInterface, o SotwOptions) (
 		cancel()
 		return nil, fmt.Errorf("open a state-of-the-world stream: %w", err)
 	}
-	c := &Sotw{opts: o, stream: stream, cancel: cancel, n: newNotifier(),
+	c := &Sotw{client: client[*Response]{cancel: cancel, n: newNotifier(), node: o.Node}, opts: o, stream: stream,
 		subs: map[string][]string{}, acked: map[string]string{}, nonces: map[string]string{},
 		held: map[string]*Response{}, texts: map[[2]string]string{}}
 	for _, s := range o.Subscriptions {
@@ -124,7 +105,7 @@ func OpenSotw(ctx context.Context, cc grpc.ClientConnInterface, o SotwOptions) (
 func (c *Sotw) Request(typeURL string, names ...string) error {
 	c.mu.Lock()
 	c.subs[typeURL] = names
-	req := &discovery.DiscoveryRequest{Node: c.opts.Node, TypeUrl: typeURL, ResourceNames: names,
+	req := &discovery.DiscoveryRequest{Node: c.node, TypeUrl: typeURL, ResourceNames: names,
 		VersionInfo: c.acked[typeURL], ResponseNonce: c.nonces[typeURL]}
 	c.mu.Unlock()
 	if err := c.stream.Send(req); err != nil {
@@ -136,7 +117,7 @@ func (c *Sotw) Request(typeURL string, names ...string) error {
 // NACK refuses r with message, whatever the options say.
 func (c *Sotw) NACK(r *Response, message string) error {
 	c.mu.Lock()
-	req := &discovery.DiscoveryRequest{Node: c.opts.Node, TypeUrl: r.TypeURL, ResourceNames: c.subs[r.TypeURL],
+	req := &discovery.DiscoveryRequest{Node: c.node, TypeUrl: r.TypeURL, ResourceNames: c.subs[r.TypeURL],
 		VersionInfo: c.acked[r.TypeURL], ResponseNonce: r.Nonce,
 		ErrorDetail: &status.Status{Code: int32(codes.InvalidArgument), Message: message}}
 	c.mu.Unlock()
@@ -146,27 +127,9 @@ func (c *Sotw) NACK(r *Response, message string) error {
 	return nil
 }
 
-// SetNode changes the node sent on the requests that follow (a proxy never
-// does; a test of identity does).
-func (c *Sotw) SetNode(n *core.Node) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.opts.Node = n
-}
-
-// Node is the node sent on requests.
-func (c *Sotw) Node() *core.Node {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.opts.Node
-}
-
 // Send sends req as it is: a test of the protocol's edges writes the
 // requests itself.
 func (c *Sotw) Send(req *discovery.DiscoveryRequest) error { return c.stream.Send(req) }
-
-// Done is closed when the stream has ended (Err says why).
-func (c *Sotw) Done() <-chan struct{} { return c.n.done }
 
 func (c *Sotw) receive() {
 	defer close(c.n.done)
@@ -188,20 +151,12 @@ func (c *Sotw) receive() {
 			r.Names = append(r.Names, name)
 			r.Resources[name] = m
 		}
-		var refusal *status.Status
-		if c.opts.Reject != nil {
-			if msg := c.opts.Reject(r); msg != "" {
-				r.Nacked = true
-				refusal = &status.Status{Code: int32(codes.InvalidArgument), Message: msg}
-			}
-		}
+		refusal := refuse(c.opts.Reject, r)
+		r.Nacked = refusal != nil
 		c.mu.Lock()
-		c.problems = append(c.problems, problems...)
-		c.responses = append(c.responses, r)
+		c.record(r, r.Nacked, problems)
 		c.nonces[r.TypeURL] = r.Nonce
-		if r.Nacked {
-			c.nacked++
-		} else {
+		if !r.Nacked {
 			c.acked[r.TypeURL] = r.Version
 			c.held[r.TypeURL] = r
 			for k := range c.texts {
@@ -210,7 +165,7 @@ func (c *Sotw) receive() {
 				}
 			}
 		}
-		ack := &discovery.DiscoveryRequest{Node: c.opts.Node, TypeUrl: r.TypeURL, VersionInfo: c.acked[r.TypeURL],
+		ack := &discovery.DiscoveryRequest{Node: c.node, TypeUrl: r.TypeURL, VersionInfo: c.acked[r.TypeURL],
 			ResponseNonce: r.Nonce, ResourceNames: c.subs[r.TypeURL], ErrorDetail: refusal}
 		c.mu.Unlock()
 		c.n.notify()
@@ -222,37 +177,6 @@ func (c *Sotw) receive() {
 			return
 		}
 	}
-}
-
-func (c *Sotw) fail(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err == nil {
-		c.err = err
-	}
-}
-
-// Next returns the first response that Next has not returned yet, waiting
-// up to timeout for it, or the error that ended the stream.
-func (c *Sotw) Next(timeout time.Duration) (*Response, error) {
-	var r *Response
-	err := c.n.wait(&c.mu, &c.err, timeout, "a response", func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.read < len(c.responses) {
-			r = c.responses[c.read]
-			c.read++
-			return true
-		}
-		return false
-	})
-	if err != nil {
-		if serr := c.Err(); serr != nil {
-			return nil, serr
-		}
-		return nil, err
-	}
-	return r, nil
 }
 
 // Held is the last response of typeURL the client accepted (nil if none).
@@ -303,27 +227,6 @@ func (c *Sotw) Responses(typeURL string) []*Response {
 	return out
 }
 
-// Refused is how many responses the client NACKed.
-func (c *Sotw) Refused() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.nacked
-}
-
-// Problems are the resources that did not decode.
-func (c *Sotw) Problems() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.problems...)
-}
-
-// Err is the error that ended the stream (nil while it is up).
-func (c *Sotw) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
-
 // Alive reports whether the stream is still open (a NoRead stream is, until
 // Close).
 func (c *Sotw) Alive() bool {
@@ -336,33 +239,4 @@ func (c *Sotw) Alive() bool {
 	default:
 		return true
 	}
-}
-
-// WaitFor returns nil once cond holds (checked now and after every
-// response), or an error saying what was awaited after timeout or once
-// the stream ended without it.
-func (c *Sotw) WaitFor(timeout time.Duration, what string, cond func() bool) error {
-	if err := c.n.wait(&c.mu, &c.err, timeout, what, cond); err != nil {
-		return fmt.Errorf("node %s: %w (%d responses)", c.Node().GetId(), err, len(c.Responses("")))
-	}
-	return nil
-}
-
-// CloseStream ends the stream alone, and waits for the receive loop; the
-// connection stays until Close.
-func (c *Sotw) CloseStream() {
-	c.cancel()
-	<-c.n.done
-	c.fail(errors.New("closed by the client"))
-}
-
-// Close ends the stream (and the connection DialSotw made) and waits for the
-// receive loop.
-func (c *Sotw) Close() {
-	c.cancel()
-	if c.cc != nil {
-		c.cc.Close()
-	}
-	<-c.n.done
-	c.fail(errors.New("closed by the client"))
 }
