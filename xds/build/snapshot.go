@@ -160,16 +160,9 @@ func setVersionMap(snap *cachev3.Snapshot, byType map[string][]types.Resource, d
 			}
 		}
 		version := func(r types.Resource) (string, error) {
-			var d Digest
-			ok := false
-			if digests != nil {
-				d, ok = digests(r)
-			}
-			if !ok {
-				var err error
-				if d, err = DigestOf(r); err != nil {
-					return "", fmt.Errorf("version %s: %w", cachev3.GetResourceName(r), err)
-				}
+			d, err := digestOf(r, digests)
+			if err != nil {
+				return "", fmt.Errorf("version %s: %w", cachev3.GetResourceName(r), err)
 			}
 			return hex.EncodeToString(d[:]), nil
 		}
@@ -264,20 +257,24 @@ func contentVersion(items []types.Resource, digests func(proto.Message) (Digest,
 		return hex.EncodeToString(h.Sum(nil))[:16], nil
 	}
 	for _, r := range items {
-		var d Digest
-		ok := false
-		if digests != nil {
-			d, ok = digests(r)
-		}
-		if !ok {
-			var err error
-			if d, err = DigestOf(r); err != nil {
-				return "", fmt.Errorf("hash resource: %w", err)
-			}
+		d, err := digestOf(r, digests)
+		if err != nil {
+			return "", fmt.Errorf("hash resource: %w", err)
 		}
 		h.Write(d[:])
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// digestOf is m's digest as digests (may be nil) gives it where the checker
+// computed it, else computed now.
+func digestOf(m proto.Message, digests func(proto.Message) (Digest, bool)) (Digest, error) {
+	if digests != nil {
+		if d, ok := digests(m); ok {
+			return d, nil
+		}
+	}
+	return DigestOf(m)
 }
 
 func equalVersions(a, b map[string]string) bool {
