@@ -2,8 +2,6 @@ package featuretests
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -77,18 +75,7 @@ func setup(t *testing.T) *tier {
 		t.Fatal(err)
 	}
 	ft.ca = ca
-	load := func(context.Context, bool) (*tls.Certificate, *x509.CertPool, error) {
-		certPEM, keyPEM, err := ca.Issue("localhost", []string{"localhost"}, nil, time.Hour, true)
-		if err != nil {
-			return nil, nil, err
-		}
-		cert, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			return nil, nil, err
-		}
-		return &cert, ca.Pool(), nil
-	}
-	creds, err := xdsserver.NewCredentials(ctx, load, logr.Discard())
+	creds, err := xdsserver.NewCredentials(ctx, xdstest.ServerCertificates(ca), logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,9 @@
 package xdstest
 
 import (
+	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"sync"
 	"time"
@@ -39,6 +41,23 @@ func GatewayTLS(ca *pki.CA, gw types.NamespacedName) (*tls.Config, error) {
 		return nil, fmt.Errorf("client certificate for %s: %w", gw, err)
 	}
 	return &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// ServerCertificates is a load function for the xDS server's credentials:
+// each call issues a fresh server certificate for localhost from ca, and
+// trusts ca for the clients.
+func ServerCertificates(ca *pki.CA) func(context.Context, bool) (*tls.Certificate, *x509.CertPool, error) {
+	return func(context.Context, bool) (*tls.Certificate, *x509.CertPool, error) {
+		certPEM, keyPEM, err := ca.Issue("localhost", []string{"localhost"}, nil, time.Hour, true)
+		if err != nil {
+			return nil, nil, fmt.Errorf("issue a server certificate: %w", err)
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			return nil, nil, fmt.Errorf("server certificate: %w", err)
+		}
+		return &cert, ca.Pool(), nil
+	}
 }
 
 // Dial opens a client connection to target over TLS with cfg. A bare

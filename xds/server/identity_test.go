@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -58,18 +57,7 @@ type identityEnv struct {
 func startIdentityServer(t *testing.T, configure ...func(*Options)) *identityEnv {
 	t.Helper()
 	ca := mustCA(t, "xds CA")
-	load := func(context.Context, bool) (*tls.Certificate, *x509.CertPool, error) {
-		certPEM, keyPEM, err := ca.Issue("localhost", []string{"localhost"}, nil, time.Hour, true)
-		if err != nil {
-			return nil, nil, err
-		}
-		cert, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			return nil, nil, err
-		}
-		return &cert, ca.Pool(), nil
-	}
-	creds, err := NewCredentials(context.Background(), load, logr.Discard())
+	creds, err := NewCredentials(context.Background(), xdstest.ServerCertificates(ca), logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
