@@ -116,8 +116,15 @@ func pipeline(b *testing.B, n int) (*gatewayapi.Input, []*discoveryv1.EndpointSl
 // (serialized-B/op: by the checker, plus the tables' own fields in the
 // response) and the bytes of the responses (response-B/op, the virtual
 // hosts among them copied, not serialized). Target: ≤ 2 ms per change.
-func BenchmarkPipelineOneRouteChange(b *testing.B) {
+func BenchmarkPipelineOneRouteChange(b *testing.B) { pipelineOneRouteChange(b, nil) }
+
+// pipelineOneRouteChange runs BenchmarkPipelineOneRouteChange, after
+// connect (when not nil) has connected a client to the pipeline's server.
+func pipelineOneRouteChange(b *testing.B, connect func(*testing.B, *Server)) {
 	in, _, st, tr, facts, s, m := pipeline(b, 10_000)
+	if connect != nil {
+		connect(b, s)
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	i := 0
@@ -194,8 +201,15 @@ func BenchmarkPipelineOneEndpointChange(b *testing.B) {
 // the Gateway API store, as the controller's handlers hand them over) and
 // goes through everything a change costs before it is sent, as
 // BenchmarkPipelineOneRouteChange.
-func BenchmarkPipelineTenantFlow(b *testing.B) {
+func BenchmarkPipelineTenantFlow(b *testing.B) { pipelineTenantFlow(b, nil) }
+
+// pipelineTenantFlow runs BenchmarkPipelineTenantFlow, after connect (when
+// not nil) has connected a client to the pipeline's server.
+func pipelineTenantFlow(b *testing.B, connect func(*testing.B, *Server)) {
 	_, _, st, tr, facts, s, m := pipeline(b, 10_000)
+	if connect != nil {
+		connect(b, s)
+	}
 	rv := 1_000_000
 	meta := func(ns, name string) metav1.ObjectMeta {
 		rv++

@@ -21,9 +21,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/shardgate/shardgate/internal/ir"
 	"github.com/shardgate/shardgate/xds/translate"
@@ -451,28 +449,7 @@ func twoPhaseCount(outcome string) float64 {
 // "<host>:80"), reusing the unchanged ones, and sets its proxyless
 // snapshot. (The meter's watches are an Envoy's.)
 func BenchmarkPipelineOneRouteChangeProxyless(b *testing.B) {
-	in, _, st, tr, facts, s, m := pipeline(b, 10_000)
-	connectProxyless(b, s)
-	b.ReportAllocs()
-	b.ResetTimer()
-	i := 0
-	for b.Loop() {
-		i++
-		k := i % len(in.HTTPRoutes)
-		r := in.HTTPRoutes[k].DeepCopy()
-		r.Generation++
-		path, prefix := fmt.Sprintf("/v%d", i), gatewayv1.PathMatchPathPrefix
-		r.Spec.Rules[0].Matches = []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: &prefix, Value: &path}}}
-		in.HTTPRoutes[k] = r
-		st.Upsert(r)
-		s.Publish(tr.Translate(facts).Gateways)
-		m.respond()
-	}
-	b.StopTimer()
-	if errs := s.PublishErrors(); len(errs) > 0 {
-		b.Fatal(errs)
-	}
-	m.report()
+	pipelineOneRouteChange(b, connectProxyless)
 }
 
 // connectProxyless connects a proxyless client to the pipeline's Gateway
@@ -502,30 +479,4 @@ func connectProxyless(b *testing.B, s *Server) {
 // BenchmarkPipelineTenantFlowProxyless is BenchmarkPipelineTenantFlow with
 // a proxyless gRPC client of the Gateway connected: each new lease's host
 // also adds two API listeners to the Gateway's 20k.
-func BenchmarkPipelineTenantFlowProxyless(b *testing.B) {
-	_, _, st, tr, facts, s, m := pipeline(b, 10_000)
-	connectProxyless(b, s)
-	rv := 1_000_000
-	meta := func(ns, name string) metav1.ObjectMeta {
-		rv++
-		return metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: fmt.Sprint(rv), UID: k8stypes.UID(fmt.Sprint(rv)), Generation: 1,
-			CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC).Add(time.Duration(rv) * time.Second))}
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	i := 10_000
-	for b.Loop() {
-		svc, es, rt := pipelineLease(i, meta)
-		st.Upsert(svc)
-		s.UpdateEndpointSlice(nil, es)
-		st.Upsert(rt)
-		i++
-		s.Publish(tr.Translate(facts).Gateways)
-		m.respond()
-	}
-	b.StopTimer()
-	if errs := s.PublishErrors(); len(errs) > 0 {
-		b.Fatal(errs)
-	}
-	m.report()
-}
+func BenchmarkPipelineTenantFlowProxyless(b *testing.B) { pipelineTenantFlow(b, connectProxyless) }
