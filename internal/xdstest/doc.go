@@ -6,6 +6,9 @@
 // holds. Unlike grpc-go's xDS client it lets a test hold, stall, refuse or
 // drop a stream at will.
 //
+// It also issues the certificates both ends use in tests: a proxy's
+// (GatewayTLS) and the xDS server's (ServerCertificates).
+//
 // It is support for tests only: nothing but _test.go files imports it. It
 // does not import the xDS server, so the server's own tests can use it.
 package xdstest
