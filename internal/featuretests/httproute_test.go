@@ -63,6 +63,18 @@ func TestHTTPRouteIsServedToTheGatewaysProxy(t *testing.T) {
 	ft := setup(t)
 	world(ft)
 	p := ft.delta(gw)
+	// The proxy holds the Gateway's config before the route is written,
+	// so the route's cluster and route table arrive as one change after
+	// it. The server sends a change in order (clusters first) to a proxy
+	// that has acknowledged the config before it; a config that follows
+	// the last one faster than the proxy acknowledges finds no cluster
+	// watch open, and go-control-plane answers the watches that are.
+	waitFor(t, p, func() error {
+		if p.Resource(resourcev3.RouteType, httpTable) == nil {
+			return fmt.Errorf("no route table %s yet", httpTable)
+		}
+		return nil
+	})
 	ft.Apply(httpRoute("app", "web", gw, "web.example.test", "/api", "web", 80))
 
 	waitFor(t, p, goesTo(p, "web.example.test", "/api/items", "app/web/80"))
