@@ -103,6 +103,13 @@ func (a EDSClusters) same(b EDSClusters) bool {
 	})
 }
 
+// SameNumber reports whether a and b are known by their number alone to
+// need the same load assignments (configs of one Builder); false says
+// nothing.
+func (a EDSClusters) SameNumber(b EDSClusters) bool {
+	return a.gen != 0 && a.gen == b.gen
+}
+
 // Unchanged reports whether c publishes what prev did: the same versions
 // of every type and the same load assignments.
 func (c *Config) Unchanged(prev *Config) bool {

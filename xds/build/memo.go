@@ -211,14 +211,20 @@ type memoRun struct {
 	change irChange
 }
 
-// vhostChanged: the IR's change names virtual host name of the TLS server
-// of listener (or every one changed).
-func (t *memoRun) vhostChanged(listener, server, name string) bool {
+// changedIn returns the change's virtual hosts in the route table of
+// listener and TLS server (sorted by name, a part of the change's own
+// list), or all when the change names every virtual host.
+func (t *memoRun) changedIn(listener, server string) (refs []ir.VirtualHostRef, all bool) {
 	if t.change.all {
-		return true
+		return nil, true
 	}
-	_, found := slices.BinarySearchFunc(t.change.vhosts, ir.VirtualHostRef{Listener: listener, Server: server, Name: name}, ir.CompareVirtualHostRefs)
-	return found
+	vs := t.change.vhosts
+	lo, _ := slices.BinarySearchFunc(vs, ir.VirtualHostRef{Listener: listener, Server: server}, ir.CompareVirtualHostRefs)
+	hi := lo
+	for hi < len(vs) && vs[hi].Listener == listener && vs[hi].Server == server {
+		hi++
+	}
+	return vs[lo:hi], false
 }
 
 // clusterChanged: the IR's change names cluster name (or every one
@@ -303,9 +309,17 @@ func (t *memoRun) routeConfigurationMemo(listener string, rt translate.RouteTabl
 	}
 	rc := translate.RouteConfigurationShell(name, len(vhosts))
 	rc.VirtualHosts = rc.VirtualHosts[:len(vhosts)]
+	// changed is the table's part of the IR's change; both it and vhosts
+	// are sorted by name, so k walks it once alongside.
+	changed, all := t.changedIn(listener, rt.Server)
+	k := 0
 	j := 0
 	for i, v := range vhosts {
-		if j < len(prev) && prev[j].name == v.Name && prev[j].scheme == scheme && !t.vhostChanged(listener, rt.Server, v.Name) &&
+		for k < len(changed) && changed[k].Name < v.Name {
+			k++
+		}
+		named := all || (k < len(changed) && changed[k].Name == v.Name)
+		if j < len(prev) && prev[j].name == v.Name && prev[j].scheme == scheme && !named &&
 			t.stillRetained(prev[j].carried) {
 			rc.VirtualHosts[i] = prev[j].vh
 			if !inPlace {

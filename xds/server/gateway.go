@@ -30,6 +30,12 @@ type gatewayState struct {
 	pending   *pendingPublish // phase two of a two-phase publish (twophase.go)
 	stopped   bool            // the Gateway is no longer served
 	api       proxylessState  // API listeners for proxyless clients (proxyless.go)
+	// eds is the cluster set last handed to xds/endpoints (served says
+	// one was); while edsLeaving, the load assignments of the clusters
+	// that left it are still served.
+	eds        build.EDSClusters
+	edsServed  bool
+	edsLeaving bool
 }
 
 // built is a config ready to publish: the Builder's, with the API listeners
@@ -132,7 +138,14 @@ func (s *Server) publishBuilt(st *gatewayState, b *built, err error) {
 // proxyless snapshot (proxyless.go), with api, follows Envoy's; with no api
 // (phase one), the API listeners in force that name its route tables.
 func (s *Server) setSnapshot(st *gatewayState, c *build.Config, api *apiListeners, keepLeaving bool) {
-	removeLeaving := s.eds.Serve(st.group, c.EDS.IR, c.EDS.Retained)
+	// A config that needs the very load assignments served (by the
+	// Builder's number) is not walked again: xds/endpoints keeps them
+	// current.
+	removeLeaving := func() {}
+	if !st.edsServed || st.edsLeaving || !st.eds.SameNumber(c.EDS) {
+		removeLeaving = s.eds.Serve(st.group, c.EDS.IR, c.EDS.Retained)
+	}
+	st.eds, st.edsServed, st.edsLeaving = c.EDS, true, true
 	if err := s.cache.SetSnapshot(context.Background(), st.group, c.Snapshot); err != nil {
 		st.refused = fmt.Sprintf("set snapshot: %v", err)
 		return
@@ -141,6 +154,7 @@ func (s *Server) setSnapshot(st *gatewayState, c *build.Config, api *apiListener
 	s.setProxyless(st, c.Snapshot, versions, api)
 	if !keepLeaving {
 		removeLeaving()
+		st.edsLeaving = false
 	}
 	st.published = &published{Config: c, versions: versions, at: time.Now()}
 }
