@@ -24,6 +24,7 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/internal/testwait"
 	"github.com/shardgate/shardgate/xds/translate"
 )
 
@@ -463,16 +464,10 @@ func connectProxyless(b *testing.B, s *Server) {
 	s.streams[sotwStream(1<<40)] = &streamState{identity: NodeGroup(nn), group: NodeGroup(nn)}
 	s.mu.Unlock()
 	s.observeRequest(sotwStream(1<<40), &discovery.DiscoveryRequest{Node: grpcNode("g", nn), TypeUrl: resourcev3.ListenerType})
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if p, err := s.ProxylessSnapshot(nn); err == nil && len(p.GetResources(resourcev3.ListenerType)) == 20_000 {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("no proxyless snapshot of 20k API listeners")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(b, "a proxyless snapshot of 20k API listeners", func() bool {
+		p, err := s.ProxylessSnapshot(nn)
+		return err == nil && len(p.GetResources(resourcev3.ListenerType)) == 20_000
+	})
 	runtime.GC()
 }
 
