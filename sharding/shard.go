@@ -37,6 +37,9 @@ type Shard struct {
 	// Routes says which routes the shard serves (GatewayParameters
 	// shard.routes); "" is the default, Generated.
 	Routes shardgatev1alpha1.ShardRoutes
+	// TLS is the shard's automatic HTTPS (GatewayParameters shard.tls);
+	// nil: off. Shared with the parameters: read-only.
+	TLS *shardgatev1alpha1.ShardTLS
 }
 
 // Problem is a Gateway of our class that Discover could not make a shard of,
@@ -221,6 +224,7 @@ func Discover(controllerName string, classes []*gatewayv1.GatewayClass, gateways
 			LeaseSelector:     leaseSel,
 			NamespaceSelector: nsSel,
 			Routes:            spec.Routes,
+			TLS:               spec.TLS,
 		}})
 	}
 	// One shard per name: the oldest Gateway keeps it.

@@ -23,6 +23,11 @@ const (
 	// ConditionAllocated on a LeasedIP says whether an IP is assigned.
 	ConditionAllocated = "Allocated"
 
+	// ConditionCertificateReady on a LeaseHost shard entry says whether the
+	// shard serves the name over HTTPS with a certificate for it (shards
+	// with automatic HTTPS, GatewayParameters spec.shard.tls).
+	ConditionCertificateReady = "CertificateReady"
+
 	// ConditionValid on a GatewayParameters says whether the controller can
 	// use it; a Gateway referencing an invalid one is not programmed from it.
 	ConditionValid = "Valid"
@@ -232,4 +237,37 @@ const (
 	// ReasonConfigPublished: the Gateway's config is published and no
 	// proxy rejects it, after a refusal or a NACK.
 	ReasonConfigPublished = "ConfigPublished"
+)
+
+// CertificateReady reasons (automatic HTTPS, GatewayParameters
+// spec.shard.tls), in a LeaseHost shard entry's CertificateReady condition
+// and in the Events on the LeaseHost or Akash ProviderHost. A False that
+// cert-manager explains carries cert-manager's own reason instead (the
+// Certificate's Ready condition), with its message.
+const (
+	// ReasonCertificateIssued (True): the shard serves the name on 443 with
+	// the certificate cert-manager issued for it.
+	ReasonCertificateIssued = "Issued"
+
+	// ReasonShardCertificate (True): the name is under the shard's domain
+	// and is served with the shard's own certificate; none is issued.
+	ReasonShardCertificate = "ShardCertificate"
+
+	// ReasonCertificateQueued (False): the name waits for its turn under
+	// the issuer's rate limits (orders per account, certificates per
+	// registered domain); the message says which limit and until when.
+	ReasonCertificateQueued = "Queued"
+
+	// ReasonCertificateIssuing (False): the Certificate is written and
+	// cert-manager is issuing it.
+	ReasonCertificateIssuing = "Issuing"
+
+	// ReasonCertificateBackoff (False): issuance failed; the next attempt
+	// waits, and is queued behind names that never failed. The message has
+	// cert-manager's failure and the time of the next attempt.
+	ReasonCertificateBackoff = "Backoff"
+
+	// ReasonCertManagerNotInstalled (False): the cluster serves no
+	// cert-manager.io/v1 Certificate: nothing can be issued.
+	ReasonCertManagerNotInstalled = "CertManagerNotInstalled"
 )

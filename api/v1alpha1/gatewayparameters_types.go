@@ -57,6 +57,55 @@ type ShardSpec struct {
 	// +optional
 	// +kubebuilder:default=Generated
 	Routes ShardRoutes `json:"routes,omitempty"`
+
+	// tls turns on automatic HTTPS: every name the shard admits that is not
+	// under its domain is served on port 443 with a certificate for exactly
+	// that name, issued by cert-manager from issuerRef (HTTP-01) into a
+	// Secret of the lease's namespace, and only while the name is held.
+	// Names under the domain keep the shard's own certificate (its HTTPS
+	// listener's) and are never issued one. Each shard entry of a LeaseHost
+	// reports the CertificateReady condition.
+	// +optional
+	TLS *ShardTLS `json:"tls,omitempty"`
+}
+
+// ShardTLS is a shard's automatic HTTPS.
+type ShardTLS struct {
+	// issuerRef is the cert-manager issuer that signs the names' certificates.
+	// +required
+	IssuerRef IssuerReference `json:"issuerRef"`
+
+	// redirectHTTP answers plain HTTP requests for a name with a 301 to
+	// https:// once its certificate is served. Requests under
+	// /.well-known/acme-challenge/ are not redirected.
+	// +optional
+	RedirectHTTP bool `json:"redirectHTTP,omitempty"`
+}
+
+// IssuerReference names a cert-manager issuer, as a Certificate's
+// spec.issuerRef does.
+type IssuerReference struct {
+	// group is the issuer's API group: cert-manager.io for cert-manager's
+	// own issuers, another group for an external issuer.
+	// +optional
+	// +kubebuilder:default=cert-manager.io
+	// +kubebuilder:validation:MaxLength=253
+	Group string `json:"group,omitempty"`
+
+	// kind is the issuer's kind. ClusterIssuer (the default) serves every
+	// lease namespace; Issuer means an issuer of that name in each lease's
+	// own namespace.
+	// +optional
+	// +kubebuilder:default=ClusterIssuer
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind,omitempty"`
+
+	// name is the issuer's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // ShardRoutes says which routes a shard serves.
