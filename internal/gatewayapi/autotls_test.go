@@ -369,7 +369,7 @@ func itoa(i int32) string { return strconv.Itoa(int(i)) }
 func solverRoute(ns, name, host, token string) *gatewayv1.HTTPRoute {
 	return &gatewayv1.HTTPRoute{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1, CreationTimestamp: metav1.Unix(200, 0),
-			Labels: map[string]string{"acme.cert-manager.io/http01-solver": "true"},
+			Labels:          map[string]string{"acme.cert-manager.io/http01-solver": "true"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "acme.cert-manager.io/v1", Kind: "Challenge", Name: name, UID: "uid-challenge", Controller: ptrTo(true)}}},
 		Spec: gatewayv1.HTTPRouteSpec{
 			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{

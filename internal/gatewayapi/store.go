@@ -77,15 +77,15 @@ type Store struct {
 	backendBuf []gatewayv1.BackendObjectReference
 
 	// Reverse indexes, and what each object was indexed under.
-	routeDeps      map[RouteKey]deps
-	gatewayDeps    map[types.NamespacedName]deps
-	routesBySvc    map[types.NamespacedName]refs[RouteKey]
-	routesByGrant  map[string]refs[RouteKey]
-	routesByNS     map[string]refs[RouteKey]
-	routesByGW     map[types.NamespacedName]refs[RouteKey]
+	routeDeps     map[RouteKey]deps
+	gatewayDeps   map[types.NamespacedName]deps
+	routesBySvc   map[types.NamespacedName]refs[RouteKey]
+	routesByGrant map[string]refs[RouteKey]
+	routesByNS    map[string]refs[RouteKey]
+	routesByGW    map[types.NamespacedName]refs[RouteKey]
 	// solversByNS: the HTTPRoutes of the shape of an ACME solver route
 	// (acmeSolverShape), by namespace.
-	solversByNS map[string]refs[RouteKey]
+	solversByNS    map[string]refs[RouteKey]
 	gwsBySecret    map[types.NamespacedName]refs[types.NamespacedName]
 	gwsByConfigMap map[types.NamespacedName]refs[types.NamespacedName]
 	gwsByGrant     map[string]refs[types.NamespacedName]
