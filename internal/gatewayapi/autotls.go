@@ -291,7 +291,7 @@ func (r *autoRedirect) apply(vh *ir.VirtualHost, host string) {
 // /.well-known/acme-challenge/ (an Exact or PathPrefix match there).
 func underChallenge(p *ir.PathMatch) bool {
 	return p != nil && (p.Type == ir.MatchExact || p.Type == ir.MatchPathPrefix) &&
-		len(p.Value) > len(acmeChallengePrefix) && strings.HasPrefix(p.Value, acmeChallengePrefix)
+		strings.HasPrefix(p.Value, acmeChallengePrefix)
 }
 
 // acmeSolverShape says whether an HTTPRoute has the shape of cert-manager's

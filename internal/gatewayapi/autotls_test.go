@@ -11,7 +11,9 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"maps"
 	"math/big"
+	mrand "math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -423,5 +426,256 @@ func TestAutoTLSRedirectsHTTP(t *testing.T) {
 	}
 	if got, want := httpRoutesOf(Translate(autoTLSInput(t, RoutesGenerated, false)), shopHost), []string{"PathPrefix:/ tenant-a/shop"}; !slices.Equal(got, want) {
 		t.Fatalf("redirectHTTP false: port 80 %s: got %q, want %q", shopHost, got, want)
+	}
+}
+
+// TestShardAdmitsACMESolverRoutesOnly: cert-manager's HTTP-01 solver
+// routes are admitted on a shard, in either routes mode, for the names
+// generated routes of their own namespace hold there, and only for paths
+// under /.well-known/acme-challenge/; every forgery stays refused.
+func TestShardAdmitsACMESolverRoutesOnly(t *testing.T) {
+	notOwned := "False/" + shardgatev1alpha1.ReasonHostnameNotOwned
+	solver := func(mut func(*gatewayv1.HTTPRoute)) func(*Input) string {
+		return func(in *Input) string {
+			r := solverRoute(aliceNS, "cm-acme-http-solver-x", shopHost, "tok")
+			mut(r)
+			in.HTTPRoutes = append(in.HTTPRoutes, r)
+			return r.Namespace + "/" + r.Name
+		}
+	}
+	path := func(typ gatewayv1.PathMatchType, v string) func(*gatewayv1.HTTPRoute) {
+		return func(r *gatewayv1.HTTPRoute) {
+			r.Spec.Rules[0].Matches[0].Path = &gatewayv1.HTTPPathMatch{Type: &typ, Value: &v}
+		}
+	}
+	cases := []struct {
+		name      string
+		add       func(*Input) string
+		generated string // Accepted status on a Generated shard
+		owned     string // on an Owned shard
+	}{
+		{"cert-manager's solver route", solver(func(*gatewayv1.HTTPRoute) {}), "True/Accepted", "True/Accepted"},
+		{"PathPrefix under the challenge path", solver(path(gatewayv1.PathMatchPathPrefix, "/.well-known/acme-challenge/")), "True/Accepted", "True/Accepted"},
+		{"solver for a held name under the shard's domain", solver(func(r *gatewayv1.HTTPRoute) { r.Spec.Hostnames = []gatewayv1.Hostname{blogHost} }), "True/Accepted", "True/Accepted"},
+		{"forged for a name another tenant holds", func(in *Input) string {
+			r := solverRoute(bobNS, "forged", shopHost, "tok")
+			in.HTTPRoutes = append(in.HTTPRoutes, r)
+			return bobNS + "/forged"
+		}, notOwned, notOwned},
+		{"forged in an unmarked namespace", func(in *Input) string {
+			r := solverRoute("other", "forged", shopHost, "tok")
+			in.HTTPRoutes = append(in.HTTPRoutes, r)
+			return "other/forged"
+		}, notOwned, notOwned},
+		{"own name, Exact /", solver(path(gatewayv1.PathMatchExact, "/")), notOwned, "True/Accepted"},
+		{"own name, PathPrefix /", solver(path(gatewayv1.PathMatchPathPrefix, "/")), notOwned, "True/Accepted"},
+		{"own name, PathPrefix /.well-known/", solver(path(gatewayv1.PathMatchPathPrefix, "/.well-known/")), notOwned, "True/Accepted"},
+		{"own name, challenge path without its slash", solver(path(gatewayv1.PathMatchPathPrefix, "/.well-known/acme-challenge")), notOwned, "True/Accepted"},
+		{"own name, regular expression", solver(path(gatewayv1.PathMatchRegularExpression, "/.well-known/acme-challenge/.*")), notOwned, "True/Accepted"},
+		{"own name, a rule without matches", solver(func(r *gatewayv1.HTTPRoute) { r.Spec.Rules[0].Matches = nil }), notOwned, "True/Accepted"},
+		{"own name, a second rule for /", solver(func(r *gatewayv1.HTTPRoute) {
+			rule := *r.Spec.Rules[0].DeepCopy()
+			rule.Matches = []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: ptrTo(gatewayv1.PathMatchPathPrefix), Value: ptrTo("/")}}}
+			r.Spec.Rules = append(r.Spec.Rules, rule)
+		}), notOwned, "True/Accepted"},
+		{"own name, a filter", solver(func(r *gatewayv1.HTTPRoute) {
+			r.Spec.Rules[0].Filters = []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterRequestHeaderModifier,
+				RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{Set: []gatewayv1.HTTPHeader{{Name: "x", Value: "y"}}}}}
+		}), notOwned, "True/Accepted"},
+		{"own name, a backend filter", solver(func(r *gatewayv1.HTTPRoute) {
+			r.Spec.Rules[0].BackendRefs[0].Filters = []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterRequestHeaderModifier,
+				RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{Set: []gatewayv1.HTTPHeader{{Name: "x", Value: "y"}}}}}
+		}), notOwned, "True/Accepted"},
+		{"an extra hostname it does not hold", solver(func(r *gatewayv1.HTTPRoute) { r.Spec.Hostnames = append(r.Spec.Hostnames, bobHost) }), notOwned, notOwned},
+		{"no hostnames", solver(func(r *gatewayv1.HTTPRoute) { r.Spec.Hostnames = nil }), notOwned, notOwned},
+		{"a name held on another shard only", func(in *Input) string {
+			in.Ownership.Generated[nn(aliceNS, "shop")] = GeneratedRoute{LeaseHost: "uid-shop",
+				Hosts: map[types.NamespacedName][]string{{Namespace: "infra", Name: "other"}: {shopHost}}}
+			return solver(func(*gatewayv1.HTTPRoute) {})(in)
+		}, notOwned, "True/Accepted"},
+	}
+	for _, mode := range []ShardRoutes{RoutesGenerated, RoutesOwned} {
+		for _, c := range cases {
+			t.Run(string(mode)+"/"+c.name, func(t *testing.T) {
+				in := autoTLSInput(t, mode, false)
+				in.Services = append(in.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: aliceNS, Name: "cm-acme-http-solver-x"},
+					Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 8089}}}})
+				key := c.add(in)
+				ns, name, _ := strings.Cut(key, "/")
+				out := Translate(in)
+				want := c.generated
+				if mode == RoutesOwned {
+					want = c.owned
+				}
+				if got := parentOf(out, kindHTTPRoute, ns, name, autoGW); got != want {
+					t.Fatalf("%s on the %s shard: %s, want %s", key, mode, got, want)
+				}
+				servedHere := slices.ContainsFunc(served(out, autoGW), func(s string) bool { return strings.HasSuffix(s, " "+key) })
+				if servedHere != (want == "True/Accepted") {
+					t.Fatalf("%s served %v, want %v: %q", key, servedHere, want == "True/Accepted", served(out, autoGW))
+				}
+			})
+		}
+	}
+}
+
+// TestSolverRouteServedAheadOfTheGeneratedRoute: the real solver route's
+// Exact challenge path comes before the generated route's PathPrefix /
+// on the HTTP port, in Generated mode, without redirect.
+func TestSolverRouteServedAheadOfTheGeneratedRoute(t *testing.T) {
+	in := autoTLSInput(t, RoutesGenerated, false)
+	in.Secrets = nil // issuance pending: no certificate yet
+	in.HTTPRoutes = append(in.HTTPRoutes, solverRoute(aliceNS, "cm-acme-http-solver-shop", shopHost, "tok"))
+	in.Services = append(in.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: aliceNS, Name: "cm-acme-http-solver-x"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 8089}}}})
+	out := Translate(in)
+	if got, want := httpRoutesOf(out, shopHost), []string{
+		"Exact:/.well-known/acme-challenge/tok tenant-a/cm-acme-http-solver-shop",
+		"PathPrefix:/ tenant-a/shop",
+	}; !slices.Equal(got, want) {
+		t.Fatalf("port 80 %s:\n got %q\nwant %q", shopHost, got, want)
+	}
+	if https443(out) != nil {
+		t.Fatal("served on 443 without a certificate")
+	}
+}
+
+// TestTranslatorAutoTLSMatchesTranslate: the events automatic HTTPS
+// depends on (a certificate Secret appearing, renewed, broken, deleted;
+// spec.shard.tls and redirectHTTP changing; a name revoked and given
+// back, with and without an ownership delta; a new lease whose Secret is
+// there already; an edit of a served route; a solver route coming and
+// going) each leave the Translator's output equal to Translate's, and do
+// what they should to port 443.
+func TestTranslatorAutoTLSMatchesTranslate(t *testing.T) {
+	servers := func(out *Output) []string {
+		var got []string
+		if l := listenerOf(irOf(out, autoGW), 443); l != nil {
+			for _, s := range l.TLSServers {
+				got = append(got, s.Name)
+			}
+		}
+		return got
+	}
+	shop, bob := "auto-tls/"+shopHost, "auto-tls/"+bobHost
+	gen := uint64(1)
+	withParams := func(in *Input, f func(*shardgatev1alpha1.GatewayParameters)) {
+		p := in.GatewayParameters[0].DeepCopy()
+		p.Generation++
+		f(p)
+		in.GatewayParameters = []*shardgatev1alpha1.GatewayParameters{p}
+	}
+	// withSecret puts s in place of the Secret of its name (adds it);
+	// without s, deletes the Secret of host in ns.
+	withSecret := func(in *Input, ns, host string, s *corev1.Secret) {
+		in.Secrets = slices.DeleteFunc(slices.Clone(in.Secrets), func(o *corev1.Secret) bool {
+			return o.Namespace == ns && o.Name == autotls.SecretName(host)
+		})
+		if s != nil {
+			in.Secrets = append(in.Secrets, s)
+		}
+	}
+	withOwnership := func(in *Input, delta bool, f func(*Ownership)) {
+		o := *in.Ownership
+		o.Generated = maps.Clone(o.Generated)
+		f(&o)
+		o.Delta = nil
+		if delta {
+			o.Delta = &OwnershipDelta{Since: in.Ownership.Gen, Routes: []types.NamespacedName{{Namespace: aliceNS, Name: "shop"}}}
+		}
+		gen++
+		o.Gen = gen
+		in.Ownership = &o
+	}
+	revoke := func(o *Ownership) {
+		o.Generated[nn(aliceNS, "shop")] = GeneratedRoute{LeaseHost: "uid-shop", Hosts: map[types.NamespacedName][]string{}}
+	}
+	restore := func(o *Ownership) {
+		o.Generated[nn(aliceNS, "shop")] = GeneratedRoute{LeaseHost: "uid-shop", Hosts: map[types.NamespacedName][]string{autoGW: {shopHost}}}
+	}
+	steps := []struct {
+		name string
+		edit func(*Input)
+		want []string
+	}{
+		{"start: bob's certificate only", func(in *Input) { withSecret(in, aliceNS, shopHost, nil) }, []string{bob}},
+		{"shop's Secret appears", func(in *Input) { withSecret(in, aliceNS, shopHost, autoSecret(t, aliceNS, shopHost)) }, []string{bob, shop}},
+		{"shop's certificate renewed", func(in *Input) {
+			s := autoSecret(t, aliceNS, shopHost, shopHost, "renewed.example.test")
+			withSecret(in, aliceNS, shopHost, s)
+		}, []string{bob, shop}},
+		{"shop's Secret broken", func(in *Input) { withSecret(in, aliceNS, shopHost, autoSecret(t, aliceNS, shopHost, "www.example.test")) }, []string{bob}},
+		{"shop's Secret fixed", func(in *Input) { withSecret(in, aliceNS, shopHost, autoSecret(t, aliceNS, shopHost)) }, []string{bob, shop}},
+		{"redirectHTTP on", func(in *Input) {
+			withParams(in, func(p *shardgatev1alpha1.GatewayParameters) { p.Spec.Shard.TLS.RedirectHTTP = true })
+		}, []string{bob, shop}},
+		{"a solver route for shop", func(in *Input) {
+			in.HTTPRoutes = append(slices.Clone(in.HTTPRoutes), solverRoute(aliceNS, "cm-acme-http-solver-shop", shopHost, "tok"))
+		}, []string{bob, shop}},
+		{"shop revoked (delta)", func(in *Input) { withOwnership(in, true, revoke) }, []string{bob}},
+		{"shop held again (delta)", func(in *Input) { withOwnership(in, true, restore) }, []string{bob, shop}},
+		{"shop revoked (no delta)", func(in *Input) { withOwnership(in, false, revoke) }, []string{bob}},
+		{"shop held again (no delta)", func(in *Input) { withOwnership(in, false, restore) }, []string{bob, shop}},
+		{"shop's route edited", func(in *Input) {
+			in.HTTPRoutes = slices.Clone(in.HTTPRoutes)
+			r := in.HTTPRoutes[0].DeepCopy()
+			r.Generation++
+			r.Spec.Rules[0].Matches[0].Path.Value = ptrTo("/shop")
+			in.HTTPRoutes[0] = r
+		}, []string{bob, shop}},
+		{"the solver route goes", func(in *Input) { in.HTTPRoutes = in.HTTPRoutes[:len(in.HTTPRoutes)-1] }, []string{bob, shop}},
+		{"a new lease whose Secret is there", func(in *Input) {
+			in.Secrets = append(slices.Clone(in.Secrets), autoSecret(t, "tenant-c", "carol.example.test"))
+			in.Namespaces = append(slices.Clone(in.Namespaces), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-c"}})
+			in.Services = append(slices.Clone(in.Services), service("tenant-c", "web"))
+			in.HTTPRoutes = append(slices.Clone(in.HTTPRoutes), generatedRoute("tenant-c", "web", "uid-carol", "carol.example.test"))
+			withOwnership(in, false, func(o *Ownership) {
+				o.Generated[nn("tenant-c", "web")] = GeneratedRoute{LeaseHost: "uid-carol", Hosts: map[types.NamespacedName][]string{autoGW: {"carol.example.test"}}}
+			})
+		}, []string{bob, "auto-tls/carol.example.test", shop}},
+		{"redirectHTTP off", func(in *Input) {
+			withParams(in, func(p *shardgatev1alpha1.GatewayParameters) { p.Spec.Shard.TLS.RedirectHTTP = false })
+		}, []string{bob, "auto-tls/carol.example.test", shop}},
+		{"spec.shard.tls removed", func(in *Input) {
+			withParams(in, func(p *shardgatev1alpha1.GatewayParameters) { p.Spec.Shard.TLS = nil })
+		}, nil},
+		{"spec.shard.tls back", func(in *Input) {
+			withParams(in, func(p *shardgatev1alpha1.GatewayParameters) {
+				p.Spec.Shard.TLS = &shardgatev1alpha1.ShardTLS{IssuerRef: shardgatev1alpha1.IssuerReference{Name: "letsencrypt"}}
+			})
+		}, []string{bob, "auto-tls/carol.example.test", shop}},
+		{"bob's Secret deleted", func(in *Input) { withSecret(in, bobNS, bobHost, nil) }, []string{"auto-tls/carol.example.test", shop}},
+		// Issuance pending: no Secret, a solver route; revoking the name
+		// changes no listener (a patch), and the solver route goes too.
+		{"shop's Secret deleted", func(in *Input) { withSecret(in, aliceNS, shopHost, nil) }, []string{"auto-tls/carol.example.test"}},
+		{"a solver route for shop again", func(in *Input) {
+			in.HTTPRoutes = append(slices.Clone(in.HTTPRoutes), solverRoute(aliceNS, "cm-acme-http-solver-shop", shopHost, "tok2"))
+		}, []string{"auto-tls/carol.example.test"}},
+		{"shop revoked while pending (delta)", func(in *Input) { withOwnership(in, true, revoke) }, []string{"auto-tls/carol.example.test"}},
+		{"shop held again while pending (no delta)", func(in *Input) { withOwnership(in, false, restore) }, []string{"auto-tls/carol.example.test"}},
+		{"shop revoked while pending (no delta)", func(in *Input) { withOwnership(in, false, revoke) }, []string{"auto-tls/carol.example.test"}},
+	}
+	for seed := range 4 {
+		r := mrand.New(mrand.NewPCG(uint64(seed), 39))
+		in := autoTLSInput(t, []ShardRoutes{RoutesGenerated, RoutesOwned}[seed%2], false)
+		in.Services = append(in.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: aliceNS, Name: "cm-acme-http-solver-x"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 8089}}}})
+		in.Ownership.Gen = gen
+		st := NewStore(testController)
+		tr := NewTranslator(st)
+		prev := &Input{}
+		for i, s := range steps {
+			next := *in
+			s.edit(&next)
+			applyShuffled(r, st, prev, &next)
+			got, want := tr.Translate(FactsOf(&next)), Translate(&next)
+			if !sameOutput(got, want) {
+				t.Fatalf("seed %d step %d (%s): the Translator's output differs from Translate's:\n%s", seed, i, s.name, cmp.Diff(bare(want), bare(got)))
+			}
+			if g := servers(got); !slices.Equal(g, s.want) {
+				t.Fatalf("seed %d step %d (%s): 443 servers %q, want %q", seed, i, s.name, g, s.want)
+			}
+			prev, in = &next, &next
+		}
 	}
 }
