@@ -604,7 +604,9 @@ func TestTranslatorAutoTLSMatchesTranslate(t *testing.T) {
 			s := autoSecret(t, aliceNS, shopHost, shopHost, "renewed.example.test")
 			withSecret(in, aliceNS, shopHost, s)
 		}, []string{bob, shop}},
-		{"shop's Secret broken", func(in *Input) { withSecret(in, aliceNS, shopHost, autoSecret(t, aliceNS, shopHost, "www.example.test")) }, []string{bob}},
+		{"shop's Secret broken", func(in *Input) {
+			withSecret(in, aliceNS, shopHost, autoSecret(t, aliceNS, shopHost, "www.example.test"))
+		}, []string{bob}},
 		{"shop's Secret fixed", func(in *Input) { withSecret(in, aliceNS, shopHost, autoSecret(t, aliceNS, shopHost)) }, []string{bob, shop}},
 		{"redirectHTTP on", func(in *Input) {
 			withParams(in, func(p *shardgatev1alpha1.GatewayParameters) { p.Spec.Shard.TLS.RedirectHTTP = true })
