@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"net/http"
 	"slices"
+	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -178,6 +179,30 @@ func (idx *Index) autoTLSListeners(gw *gatewayv1.Gateway, real []*listenerState,
 			l.kinds = append(l.kinds, routeGroupKind(k))
 		}
 		out = append(out, l)
+	}
+	return out
+}
+
+// autoTLSNarrowed returns the listeners cr may match: when listeners end
+// with per-name listeners (sorted by name, as autoTLSListeners makes them)
+// and every hostname of cr is a plain name, the real listeners and the
+// per-name listeners of those names only, found by binary search; else
+// listeners. A per-name listener matches nothing else (its hostname is
+// exact), so the result is the same as walking them all, at the cost of
+// the route's names, not of the shard's.
+func autoTLSNarrowed(listeners []*listenerState, cr *compiledRoute) []*listenerState {
+	n := len(listeners)
+	if n == 0 || !listeners[n-1].auto || !specificHosts(cr) {
+		return listeners
+	}
+	first := sort.Search(n, func(i int) bool { return listeners[i].auto })
+	autos := listeners[first:]
+	out := listeners[:first:first]
+	for _, h := range cr.hostnames {
+		if i, ok := slices.BinarySearchFunc(autos, h, func(l *listenerState, h string) int { return strings.Compare(l.hostname, h) }); ok &&
+			!slices.Contains(out[first:], autos[i]) {
+			out = append(out, autos[i])
+		}
 	}
 	return out
 }
