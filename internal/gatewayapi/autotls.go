@@ -207,6 +207,19 @@ func autoTLSNarrowed(listeners []*listenerState, cr *compiledRoute) []*listenerS
 	return out
 }
 
+// realListenerAllows says whether a real (not per-name) listener among
+// listeners that routes may attach to allows cr's kind and namespace: a
+// per-name listener takes a route only then, so it never widens what the
+// provider's listeners admit (allowedRoutes).
+func (idx *Index) realListenerAllows(listeners []*listenerState, cr *compiledRoute) bool {
+	for _, l := range listeners {
+		if !l.auto && l.accepted && l.allowsKind(cr.key.Kind) && idx.allowsNamespace(l, cr.key.NN.Namespace) {
+			return true
+		}
+	}
+	return false
+}
+
 // autoTLSHostsIn lists the names of the per-name listeners among ls made
 // for route k, sorted.
 func autoTLSHostsIn(ls []*listenerState, k RouteKey) []string {

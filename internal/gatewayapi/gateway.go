@@ -349,7 +349,8 @@ func (idx *Index) matchParent(gw *gatewayv1.Gateway, listeners []*listenerState,
 	}
 	var allowed []*listenerState
 	for _, l := range candidates {
-		if l.accepted && l.allowsKind(cr.key.Kind) && idx.allowsNamespace(l, cr.key.NN.Namespace) {
+		if l.accepted && l.allowsKind(cr.key.Kind) && idx.allowsNamespace(l, cr.key.NN.Namespace) &&
+			(!l.auto || idx.realListenerAllows(listeners, cr)) {
 			allowed = append(allowed, l)
 		}
 	}
