@@ -144,7 +144,7 @@ func (c *Checker) Check(r *translate.Resources) error {
 	c.lastBuilt = nil
 	e := &checkRun{c: c, opts: proto.MarshalOptions{Deterministic: true}}
 	for _, l := range r.Listeners {
-		e.one("listener", l.GetName(), l)
+		e.listener(l)
 	}
 	// Clusters: only the messages that are not the last check's, at their
 	// place, are checked; the name checks run again only when the names
@@ -218,10 +218,18 @@ func (c *Checker) Check(r *translate.Resources) error {
 	kept := (clusterNames || sameClusters && len(removedClusters) == 0) && c.lastListeners != nil &&
 		noneRemoved(c.lastRouteNames, routes) && noneRemoved(c.lastSecrets, secrets)
 	for _, l := range r.Listeners {
-		if kept && c.lastListeners[l.GetName()] == l {
+		last := c.lastListeners[l.GetName()]
+		if kept && last == l {
 			continue
 		}
-		e.errs = append(e.errs, translate.ListenerReferences(l, c.clusterSet, routes, secrets)...)
+		var known func(*listenerv3.FilterChain) bool
+		if kept && last != nil && len(l.GetFilterChains()) >= chainwiseListener {
+			// The chains of the listener that passed last resolved
+			// then, and nothing they may name went.
+			old := chainSet(last)
+			known = func(fc *listenerv3.FilterChain) bool { return old[fc] }
+		}
+		e.errs = append(e.errs, translate.ListenerReferencesBut(l, c.clusterSet, routes, secrets, known)...)
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.sockets)) {
 		e.errs = append(e.errs, translate.SocketErrors(name, c.sockets[name], secrets)...)
@@ -490,6 +498,65 @@ func (c *Checker) reset() {
 		c.wire = map[proto.Message]proto.Message{}
 		c.facts = map[proto.Message]translate.ClusterFacts{}
 	}
+}
+
+// chainwiseListener is the number of filter chains from which a listener
+// is validated chain by chain (checkRun.listener).
+const chainwiseListener = 64
+
+func chainSet(l *listenerv3.Listener) map[*listenerv3.FilterChain]bool {
+	out := make(map[*listenerv3.FilterChain]bool, len(l.GetFilterChains()))
+	for _, fc := range l.GetFilterChains() {
+		out[fc] = true
+	}
+	return out
+}
+
+// listener checks a listener like one. A listener with many filter chains
+// (a shard with automatic HTTPS has one per name) whose previous version
+// passed the last check is validated chain by chain instead: its own
+// fields, and the chains that are not the very messages of the previous
+// version (a memo hands out unchanged chains again), so that a name coming
+// or going validates its own chain alone.
+func (e *checkRun) listener(l *listenerv3.Listener) {
+	c := e.c
+	name := l.GetName()
+	last := c.lastListeners[name]
+	if last == nil || last == l || len(l.GetFilterChains()) < chainwiseListener {
+		e.one("listener", name, l)
+		return
+	}
+	d, err := e.digest(l)
+	if err != nil {
+		e.fail("listener %q: serialize: %w", name, err)
+		return
+	}
+	if ep, ok := c.passed[d]; ok {
+		if ep != c.epoch {
+			c.passed[d] = c.epoch
+		}
+		return
+	}
+	c.Validated++
+	chains := l.FilterChains
+	l.FilterChains = nil
+	err = translate.ValidateMessage(l)
+	l.FilterChains = chains
+	if err != nil {
+		e.fail("listener %q: %w", name, err)
+		return
+	}
+	old := chainSet(last)
+	for _, fc := range chains {
+		if old[fc] {
+			continue
+		}
+		if err := translate.ValidateMessage(fc); err != nil {
+			e.fail("listener %q: filter chain %q: %w", name, fc.GetName(), err)
+			return
+		}
+	}
+	c.passed[d] = c.epoch
 }
 
 // noneRemoved: every name of was is in now.
