@@ -150,3 +150,34 @@ func BenchmarkAutoTLSNameChange10k(b *testing.B) {
 	b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
 	m.report()
 }
+
+// BenchmarkAutoTLSOneRouteChange10k: the same shard; each iteration
+// replaces one route (a patch, as in BenchmarkPipelineOneRouteChange): the
+// per-name TLS servers must not make a route change cost more than the
+// route's virtual hosts.
+func BenchmarkAutoTLSOneRouteChange10k(b *testing.B) {
+	in, st, tr, facts, s, m, _ := autoTLSPipeline(b, 10_000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		i++
+		k := i % len(in.HTTPRoutes)
+		r := in.HTTPRoutes[k].DeepCopy()
+		r.Generation++
+		path, prefix := fmt.Sprintf("/v%d", i), gatewayv1.PathMatchPathPrefix
+		r.Spec.Rules[0].Matches = []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: &prefix, Value: &path}}}
+		in.HTTPRoutes[k] = r
+		st.Upsert(r)
+		s.Publish(tr.Translate(facts).Gateways)
+		m.respond()
+	}
+	b.StopTimer()
+	if errs := s.PublishErrors(); len(errs) > 0 {
+		b.Fatal(errs)
+	}
+	if tr.Stats.Patched < b.N {
+		b.Fatalf("%d patches for %d changes (%+v)", tr.Stats.Patched, b.N, tr.Stats)
+	}
+	m.report()
+}
