@@ -394,7 +394,7 @@ func httpRoutesOf(out *Output, host string) []string {
 func itoa(i int32) string { return strconv.Itoa(int(i)) }
 
 // solverRoute is cert-manager's HTTP-01 solver route for host in ns, as
-// cert-manager writes it.
+// cert-manager v1.21 writes it (pkg/issuer/acme/http/httproute.go).
 func solverRoute(ns, name, host, token string) *gatewayv1.HTTPRoute {
 	return &gatewayv1.HTTPRoute{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1, CreationTimestamp: metav1.Unix(200, 0),
@@ -408,7 +408,8 @@ func solverRoute(ns, name, host, token string) *gatewayv1.HTTPRoute {
 			Rules: []gatewayv1.HTTPRouteRule{{
 				Matches: []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: ptrTo(gatewayv1.PathMatchExact), Value: ptrTo("/.well-known/acme-challenge/" + token)}}},
 				BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
-					Name: gatewayv1.ObjectName("cm-acme-http-solver-x"), Port: ptrTo(gatewayv1.PortNumber(8089))}}}},
+					Group: ptrTo(gatewayv1.Group("")), Kind: ptrTo(gatewayv1.Kind("Service")), Namespace: ptrTo(gatewayv1.Namespace(ns)),
+					Name: gatewayv1.ObjectName("cm-acme-http-solver-x"), Port: ptrTo(gatewayv1.PortNumber(8089))}, Weight: ptrTo(int32(1))}}},
 			}},
 		},
 	}
