@@ -708,3 +708,30 @@ func TestTranslatorAutoTLSMatchesTranslate(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoTLSServesOwnedTenantRoutes: on an Owned shard, a tenant's own
+// route for exactly a name it holds is served on that name's 443 server
+// beside the generated route; another tenant's route for the name is
+// refused and served nowhere.
+func TestAutoTLSServesOwnedTenantRoutes(t *testing.T) {
+	in := autoTLSInput(t, RoutesOwned, false)
+	own := tenantRoute(aliceNS, "extra", autoGW, shopHost)
+	own.Spec.ParentRefs[0].SectionName = nil
+	own.Spec.Rules[0].Matches = []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: ptrTo(gatewayv1.PathMatchPathPrefix), Value: ptrTo("/extra")}}}
+	own.CreationTimestamp = metav1.Unix(300, 0)
+	foreign := tenantRoute(bobNS, "steal", autoGW, shopHost)
+	foreign.Spec.ParentRefs[0].SectionName = nil
+	foreign.CreationTimestamp = metav1.Unix(1, 0)
+	in.HTTPRoutes = append(in.HTTPRoutes, own, foreign)
+	out := Translate(in)
+	want := []string{
+		"auto-tls/bob.example.test sni=bob.example.test cert=tenant-b/shardgate-tls.bob.example.test *=Gateway:infra/shard bob.example.test=HTTPRoute:tenant-b/web",
+		"auto-tls/shop.example.test sni=shop.example.test cert=tenant-a/shardgate-tls.shop.example.test *=Gateway:infra/shard shop.example.test=HTTPRoute:tenant-a/extra,HTTPRoute:tenant-a/shop",
+	}
+	if got := https443(out); !slices.Equal(got, want) {
+		t.Fatalf("port 443:\n got %q\nwant %q", got, want)
+	}
+	if got := parentOf(out, kindHTTPRoute, bobNS, "steal", autoGW); got != "False/"+shardgatev1alpha1.ReasonHostnameNotOwned {
+		t.Fatalf("bob's route for alice's name: %s", got)
+	}
+}
