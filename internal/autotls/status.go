@@ -14,12 +14,6 @@ import (
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 )
 
-// ReasonCertificateConflict (False): an object named SecretName(host)
-// that shardgate did not write (a Certificate, or a Secret, without
-// LabelManaged) is in the namespace; shardgate leaves it alone and
-// writes no Certificate for the name.
-const ReasonCertificateConflict = "CertificateConflict"
-
 // State is a name's CertificateReady condition, as the certificate
 // controller sees it.
 type State struct {
