@@ -22,6 +22,7 @@ import (
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/autotls"
+	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/manager"
 	"github.com/shardgate/shardgate/internal/testenv"
 )
@@ -64,22 +65,7 @@ var _ = Describe("automatic HTTPS: the certificate controller with cert-manager 
 	gone := func(get func() (*unstructured.Unstructured, error)) func() bool {
 		return func() bool { _, err := get(); return apierrors.IsNotFound(err) }
 	}
-	// certReady is the CertificateReady of the LeaseHost's entry for the
-	// shard: "status/reason", or "none".
-	certReady := func(name string) func(Gomega) string {
-		return func(g Gomega) string {
-			lh := f.get(ctx, name)
-			for _, e := range lh.Status.Shards {
-				if e.Name == "edge" {
-					if cond := meta.FindStatusCondition(e.Conditions, shardgatev1alpha1.ConditionCertificateReady); cond != nil {
-						return string(cond.Status) + "/" + cond.Reason
-					}
-					return "none"
-				}
-			}
-			return "no entry"
-		}
-	}
+	certReady := func(name string) func(Gomega) string { return shardCertReady(ctx, f, name, "edge") }
 	certReadyMessage := func(name string) string {
 		for _, e := range f.get(ctx, name).Status.Shards {
 			if cond := meta.FindStatusCondition(e.Conditions, shardgatev1alpha1.ConditionCertificateReady); cond != nil {
@@ -95,22 +81,7 @@ var _ = Describe("automatic HTTPS: the certificate controller with cert-manager 
 		Expect(err).NotTo(HaveOccurred())
 		c = env.Client
 		Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: infra}})).To(Succeed())
-		issuer := &unstructured.Unstructured{Object: map[string]any{
-			"metadata": map[string]any{"name": "pebble"},
-			"spec": map[string]any{"acme": map[string]any{
-				"server":              env.Pebble.DirectoryURL,
-				"caBundle":            base64.StdEncoding.EncodeToString(env.Pebble.CABundle),
-				"privateKeySecretRef": map[string]any{"name": "pebble-account"},
-				"solvers": []any{map[string]any{
-					"http01": map[string]any{"gatewayHTTPRoute": map[string]any{"parentRefs": []any{map[string]any{
-						"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": infra, "name": "edge", "sectionName": "http",
-					}}}},
-					"waitInsteadOfSelfCheck": "0s",
-				}},
-			}},
-		}}
-		issuer.SetGroupVersionKind(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "ClusterIssuer"})
-		Expect(c.Create(ctx, issuer)).To(Succeed())
+		pebbleIssuer(ctx, env, infra, "edge")
 		tlsShard(ctx, c, infra, "edge", domain, "pebble")
 		cfgFile = filepath.Join(GinkgoT().TempDir(), "config.yaml")
 		writeCfg()
@@ -211,6 +182,24 @@ var _ = Describe("automatic HTTPS: the certificate controller with cert-manager 
 		Eventually(eventsAbout(ctx, c, f.nsOf(queued), "LeaseHost", queued)).Should(HaveKey("Normal/Queued/Certify"))
 	})
 
+	It("keeps the issuer's budget across a restart: the windows are rebuilt from the Certificates' creation times", func() {
+		var queued string
+		for _, n := range []string{"one", "two"} {
+			if certReady(n)(Default) == "False/Queued" {
+				queued = n
+			}
+		}
+		Expect(queued).NotTo(BeEmpty())
+		Expect(stop()).To(Succeed())
+		stop = env.RunManager(manager.Options{ConfigPath: cfgFile, Log: GinkgoLogr})
+		// A new name after the restart: with the budget reset it and the
+		// queued name would both be written.
+		f.leaseHost(ctx, "three", "three.tenant-two.test", owner("akash1bob", 5))
+		Eventually(certReady("three")).Should(Equal("False/Queued"))
+		Expect(gone(certificate(f.nsOf(queued), queued+".tenant-two.test"))()).To(BeTrue())
+		Expect(gone(certificate(f.nsOf("three"), "three.tenant-two.test"))()).To(BeTrue())
+	})
+
 	It("deletes a blocked name's Certificate and Secret, and its CertificateReady goes", func() {
 		ns := f.nsOf("shop")
 		writeCfg("shop.tenant-one.test")
@@ -226,6 +215,105 @@ var _ = Describe("automatic HTTPS: the certificate controller with cert-manager 
 		Expect(err).NotTo(HaveOccurred())
 	})
 })
+
+// A name whose issuance fails (Pebble refuses it by policy, as an ACME
+// server refuses a name it will not issue for) backs off, and does not
+// keep another tenant's name from being issued.
+var _ = Describe("automatic HTTPS: a failing name backs off", Ordered, func() {
+	ctx := context.Background()
+	const infra = "certs-fail-infra"
+	var (
+		env  *testenv.Env
+		stop func() error
+		f    *fixture
+	)
+	BeforeAll(func() {
+		var err error
+		// Cluster mode: its garbage collector deletes a deleted
+		// Certificate's CertificateRequest and Order, as in any cluster,
+		// before the Certificate is written again under the same name.
+		env, err = testenv.Start(ctx, testenv.Options{Mode: testenv.Cluster, CertManager: &testenv.CertManagerOptions{
+			PebbleAlwaysValid: true, PebbleDomainBlocklist: []string{"refused.test"}}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: infra}})).To(Succeed())
+		pebbleIssuer(ctx, env, infra, "edge")
+		tlsShard(ctx, env.Client, infra, "edge", "edge.provider.test", "pebble")
+		cfg, err := config.Parse([]byte("certificates: {backoff: 2s, maxBackoff: 1h}\n"))
+		Expect(err).NotTo(HaveOccurred())
+		stop = env.RunManager(manager.Options{Config: cfg, Log: GinkgoLogr})
+		f = newFixture(ctx, env.Client, "certs-fail")
+		f.service(ctx, "web")
+	})
+	AfterAll(func() {
+		if stop != nil {
+			Expect(stop()).To(Succeed())
+		}
+		if env != nil {
+			Expect(env.Stop()).To(Succeed())
+		}
+	})
+
+	It("deletes the failed Certificate, reports Backoff, writes it again after the backoff, and issues the other tenant's name", func() {
+		f.leaseHost(ctx, "bad", "app.refused.test")
+		f.leaseHost(ctx, "good", "www.bob-shop.test", owner("akash1bob", 7))
+		Eventually(shardCertReady(ctx, f, "good", "edge"), 2*time.Minute).Should(Equal("True/Issued"))
+		Eventually(shardCertReady(ctx, f, "bad", "edge"), 2*time.Minute).Should(Equal("False/Backoff"))
+		message := func(g Gomega) string {
+			var lh shardgatev1alpha1.LeaseHost
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.nsOf("bad"), Name: "bad"}, &lh)).To(Succeed())
+			for _, e := range lh.Status.Shards {
+				if c := meta.FindStatusCondition(e.Conditions, shardgatev1alpha1.ConditionCertificateReady); c != nil {
+					return c.Message
+				}
+			}
+			return ""
+		}
+		Eventually(message).Should(SatisfyAll(ContainSubstring("issuance failed"), ContainSubstring("next attempt at")))
+		// Written again after 2 s, failing again: the backoff doubles.
+		Eventually(message, 2*time.Minute).Should(ContainSubstring("(2 attempts)"))
+		Eventually(eventsAbout(ctx, env.Client, f.nsOf("bad"), "LeaseHost", "bad")).Should(HaveKey("Warning/Backoff/Certify"))
+	})
+})
+
+// pebbleIssuer creates the ClusterIssuer "pebble": ACME from the harness's
+// Pebble, with an HTTP-01 solver routed through the shard Gateway
+// ns/gateway, and no self check (nothing serves the challenge here).
+func pebbleIssuer(ctx context.Context, env *testenv.Env, ns, gateway string) {
+	issuer := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "pebble"},
+		"spec": map[string]any{"acme": map[string]any{
+			"server":              env.Pebble.DirectoryURL,
+			"caBundle":            base64.StdEncoding.EncodeToString(env.Pebble.CABundle),
+			"privateKeySecretRef": map[string]any{"name": "pebble-account"},
+			"solvers": []any{map[string]any{
+				"http01": map[string]any{"gatewayHTTPRoute": map[string]any{"parentRefs": []any{map[string]any{
+					"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": ns, "name": gateway, "sectionName": "http",
+				}}}},
+				"waitInsteadOfSelfCheck": "0s",
+			}},
+		}},
+	}}
+	issuer.SetGroupVersionKind(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "ClusterIssuer"})
+	Expect(env.Client.Create(ctx, issuer)).To(Succeed())
+}
+
+// shardCertReady is the CertificateReady of the LeaseHost's entry for the
+// shard: "status/reason", or "none".
+func shardCertReady(ctx context.Context, f *fixture, name, shard string) func(Gomega) string {
+	return func(g Gomega) string {
+		var lh shardgatev1alpha1.LeaseHost
+		g.Expect(f.c.Get(ctx, client.ObjectKey{Namespace: f.nsOf(name), Name: name}, &lh)).To(Succeed())
+		for _, e := range lh.Status.Shards {
+			if e.Name == shard {
+				if cond := meta.FindStatusCondition(e.Conditions, shardgatev1alpha1.ConditionCertificateReady); cond != nil {
+					return string(cond.Status) + "/" + cond.Reason
+				}
+				return "none"
+			}
+		}
+		return "no entry"
+	}
+}
 
 // tlsShard is shard with automatic HTTPS from the ClusterIssuer issuer, and
 // a listener for every name.
