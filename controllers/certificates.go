@@ -253,6 +253,21 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, _ reconcile.Reque
 		next[k] = st
 	}
 
+	for k := range r.created {
+		if desired.Wants[k] == nil {
+			delete(r.created, k)
+		}
+	}
+	live := map[types.UID]bool{}
+	for _, c := range certs {
+		live[c.GetUID()] = true
+	}
+	for uid := range r.failedSeen {
+		if !live[uid] {
+			delete(r.failedSeen, uid)
+		}
+	}
+
 	plan := r.pacer.Plan(now, pending)
 	for _, w := range plan.Admit {
 		if err := r.create(ctx, w, holders); err != nil {
@@ -552,7 +567,7 @@ func (r *CertificateReconciler) event(h client.Object, host, typ, reason, msg st
 func (r *CertificateReconciler) holders(ctx context.Context) (map[types.UID]client.Object, error) {
 	out := map[types.UID]client.Object{}
 	var lhs shardgatev1alpha1.LeaseHostList
-	if err := r.Cache.List(ctx, &lhs); err != nil {
+	if err := r.Cache.List(ctx, &lhs, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list LeaseHosts: %w", err)
 	}
 	for i := range lhs.Items {
@@ -560,7 +575,7 @@ func (r *CertificateReconciler) holders(ctx context.Context) (map[types.UID]clie
 	}
 	if r.AkashNamespace != "" {
 		var phs akashv1.ProviderHostList
-		if err := r.Cache.List(ctx, &phs, client.InNamespace(r.AkashNamespace)); err != nil {
+		if err := r.Cache.List(ctx, &phs, client.InNamespace(r.AkashNamespace), client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("list ProviderHosts: %w", err)
 		}
 		for i := range phs.Items {
@@ -575,7 +590,9 @@ func (r *CertificateReconciler) holders(ctx context.Context) (map[types.UID]clie
 func (r *CertificateReconciler) certificates(ctx context.Context) (map[types.NamespacedName]*unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(autotls.CertificateGVK.GroupVersion().WithKind(autotls.CertificateGVK.Kind + "List"))
-	if err := r.Cache.List(ctx, list); err != nil {
+	// The cache's own objects, not copies: nothing here modifies them (an
+	// update works on a copy).
+	if err := r.Cache.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list Certificates: %w", err)
 	}
 	out := map[types.NamespacedName]*unstructured.Unstructured{}
