@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
@@ -272,6 +273,54 @@ var _ = Describe("automatic HTTPS: a failing name backs off", Ordered, func() {
 		// Written again after 2 s, failing again: the backoff doubles.
 		Eventually(message, 2*time.Minute).Should(ContainSubstring("(2 attempts)"))
 		Eventually(eventsAbout(ctx, env.Client, f.nsOf("bad"), "LeaseHost", "bad")).Should(HaveKey("Warning/Backoff/Certify"))
+	})
+})
+
+// Without cert-manager's CRDs every name is CertManagerNotInstalled; once
+// they are installed the controller starts writing Certificates, with no
+// restart.
+var _ = Describe("automatic HTTPS: cert-manager installed after shardgate", Ordered, func() {
+	ctx := context.Background()
+	const infra = "certs-late-infra"
+	var (
+		env  *testenv.Env
+		stop func() error
+		f    *fixture
+	)
+	BeforeAll(func() {
+		var err error
+		env, err = testenv.Start(ctx, testenv.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: infra}})).To(Succeed())
+		tlsShard(ctx, env.Client, infra, "edge", "edge.provider.test", "letsencrypt")
+		stop = env.RunManager(manager.Options{Log: GinkgoLogr})
+		f = newFixture(ctx, env.Client, "certs-late")
+		f.service(ctx, "web")
+	})
+	AfterAll(func() {
+		if stop != nil {
+			Expect(stop()).To(Succeed())
+		}
+		if env != nil {
+			Expect(env.Stop()).To(Succeed())
+		}
+	})
+
+	It("reports CertManagerNotInstalled, then writes the Certificate once the CRDs are served", func() {
+		f.leaseHost(ctx, "shop", "shop.late.test")
+		Eventually(shardCertReady(ctx, f, "shop", "edge")).Should(Equal("False/CertManagerNotInstalled"))
+		root, err := testenv.Root()
+		Expect(err).NotTo(HaveOccurred())
+		_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{filepath.Join(root, "bin", "crds", "cert-manager")}, MaxTime: 2 * time.Minute})
+		Expect(err).NotTo(HaveOccurred())
+		// The controller looks again every CertManagerRecheck (30 s).
+		Eventually(func() error {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(autotls.CertificateGVK)
+			return env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: autotls.SecretName("shop.late.test")}, u)
+		}, 2*time.Minute).Should(Succeed())
+		// No cert-manager controller runs: the Certificate stays Issuing.
+		Eventually(shardCertReady(ctx, f, "shop", "edge")).Should(Equal("False/Issuing"))
 	})
 })
 
