@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -327,7 +326,7 @@ func (r *CertificateReconciler) reconcileExisting(ctx context.Context, w *autotl
 		r.pacer.Succeeded(w.Key)
 	}
 	desired := r.certificate(w, holders)
-	if !specEqual(existing, desired) {
+	if !autotls.SpecEqual(existing, desired) {
 		patch := existing.DeepCopy()
 		patch.Object["spec"] = desired.Object["spec"]
 		if err := r.Client.Update(ctx, patch); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
@@ -400,104 +399,33 @@ func (r *CertificateReconciler) create(ctx context.Context, w *autotls.Want, hol
 	return nil
 }
 
-// certificate is the Certificate shardgate writes for w: named and stored
-// in the Secret autotls.SecretName(host), for exactly the name, labelled
-// and annotated as shardgate's (the Secret too, through secretTemplate),
-// with the lease's labels and, for a LeaseHost, owned by it.
+// certificate is the Certificate shardgate writes for w
+// (autotls.CertificateFor), with its holder's lease labels and, for a
+// LeaseHost, owned by it.
 func (r *CertificateReconciler) certificate(w *autotls.Want, holders map[types.UID]client.Object) *unstructured.Unstructured {
-	name := autotls.SecretName(w.Host)
-	labels := map[string]string{autotls.LabelManaged: "true"}
-	var owners []metav1.OwnerReference
+	var labels map[string]string
+	var owner *metav1.OwnerReference
 	switch h := holders[w.Holder].(type) {
 	case *shardgatev1alpha1.LeaseHost:
-		maps.Copy(labels, leasehosts.LeaseLabels(h.Spec.Lease))
+		labels = leasehosts.LeaseLabels(h.Spec.Lease)
 		if !w.Unowned {
-			owners = []metav1.OwnerReference{{APIVersion: shardgatev1alpha1.GroupVersion.String(), Kind: "LeaseHost",
-				Name: h.Name, UID: h.UID, Controller: new(true), BlockOwnerDeletion: new(false)}}
+			owner = &metav1.OwnerReference{APIVersion: shardgatev1alpha1.GroupVersion.String(), Kind: "LeaseHost",
+				Name: h.Name, UID: h.UID, Controller: new(true), BlockOwnerDeletion: new(false)}
 		}
 	case *akashv1.ProviderHost:
-		maps.Copy(labels, leasehosts.LeaseLabels(shardgatev1alpha1.LeaseRef{Owner: h.Spec.Owner, DSeq: h.Spec.Dseq,
-			GSeq: h.Spec.Gseq, OSeq: h.Spec.Oseq, Provider: h.Spec.Provider}))
+		labels = leasehosts.LeaseLabels(shardgatev1alpha1.LeaseRef{Owner: h.Spec.Owner, DSeq: h.Spec.Dseq,
+			GSeq: h.Spec.Gseq, OSeq: h.Spec.Oseq, Provider: h.Spec.Provider})
 	}
-	issuer := map[string]any{"name": w.Issuer.Name, "kind": w.Issuer.Kind, "group": w.Issuer.Group}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"spec": map[string]any{
-			"secretName": name,
-			"dnsNames":   []any{w.Host},
-			"issuerRef":  issuer,
-			"secretTemplate": map[string]any{
-				"labels":      map[string]any{autotls.LabelManaged: "true"},
-				"annotations": map[string]any{autotls.AnnotationHostname: w.Host},
-			},
-		},
-	}}
-	u.SetGroupVersionKind(autotls.CertificateGVK)
-	u.SetNamespace(w.Namespace)
-	u.SetName(name)
-	u.SetLabels(labels)
-	u.SetAnnotations(map[string]string{autotls.AnnotationHostname: w.Host})
-	u.SetOwnerReferences(owners)
-	return u
-}
-
-// specEqual: the Certificate asks for what shardgate would write.
-func specEqual(existing, desired *unstructured.Unstructured) bool {
-	for _, f := range [][]string{{"spec", "secretName"}, {"spec", "dnsNames"}, {"spec", "issuerRef"}, {"spec", "secretTemplate"}} {
-		a, _, _ := unstructured.NestedFieldNoCopy(existing.Object, f...)
-		b, _, _ := unstructured.NestedFieldNoCopy(desired.Object, f...)
-		if !equalJSON(a, b) {
-			return false
-		}
-	}
-	return true
-}
-
-func equalJSON(a, b any) bool {
-	return fmt.Sprint(runtime.DeepCopyJSONValue(normalJSON(a))) == fmt.Sprint(runtime.DeepCopyJSONValue(normalJSON(b)))
-}
-
-// normalJSON drops empty strings from maps (an issuerRef group cert-manager
-// defaults) so that a defaulted field does not read as a change.
-func normalJSON(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		out := map[string]any{}
-		for k, x := range t {
-			if s, ok := x.(string); ok && s == "" {
-				continue
-			}
-			out[k] = normalJSON(x)
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, x := range t {
-			out[i] = normalJSON(x)
-		}
-		return out
-	case []string:
-		out := make([]any, len(t))
-		for i, x := range t {
-			out[i] = x
-		}
-		return out
-	}
-	return v
+	return autotls.CertificateFor(w, labels, owner)
 }
 
 // rebuild counts the managed Certificates in the pacer's windows by their
 // creationTimestamp, so that a restart does not reset the budgets.
 func (r *CertificateReconciler) rebuild(certs map[types.NamespacedName]*unstructured.Unstructured) {
 	for _, c := range certs {
-		if !managed(c) {
-			continue
+		if rec, ok := autotls.RecordOf(c); ok {
+			r.pacer.Record(rec.Issuer, rec.Host, rec.Owner, rec.Created)
 		}
-		group, _, _ := unstructured.NestedString(c.Object, "spec", "issuerRef", "group")
-		kind, _, _ := unstructured.NestedString(c.Object, "spec", "issuerRef", "kind")
-		name, _, _ := unstructured.NestedString(c.Object, "spec", "issuerRef", "name")
-		issuer := autotls.IssuerKey(shardgatev1alpha1.IssuerReference{Group: group, Kind: kind, Name: name}, c.GetNamespace())
-		owner := c.GetLabels()[shardgatev1alpha1.LabelLeaseOwner]
-		r.pacer.Record(issuer, c.GetAnnotations()[autotls.AnnotationHostname], owner, c.GetCreationTimestamp().Time)
 	}
 }
 
@@ -623,7 +551,7 @@ func conflictState(kind, name string) autotls.State {
 		Message: fmt.Sprintf("a %s named %s that shardgate did not write is in the namespace; it is left alone and no certificate is requested for the name", kind, name)}
 }
 
-func managed(o metav1.Object) bool { return o.GetLabels()[autotls.LabelManaged] == "true" }
+func managed(o metav1.Object) bool { return autotls.Managed(o) }
 
 // holderOf is the Certificate's LeaseHost, or (Akash) the ProviderHost of
 // its name.
