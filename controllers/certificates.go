@@ -247,7 +247,9 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, _ reconcile.Reque
 		}
 		st, err := r.reconcileExisting(ctx, w, existing, holders, now)
 		if err != nil {
+			// Retried with the error; meanwhile what cert-manager says.
 			errs = append(errs, err)
+			st = autotls.StateOf(autotls.ReadStatus(existing), name)
 		}
 		next[k] = st
 	}
