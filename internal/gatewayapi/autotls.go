@@ -312,17 +312,25 @@ func (idx *Index) autoRedirectOf(gw *gatewayv1.Gateway, listeners []*listenerSta
 }
 
 // apply makes vh, the virtual host of a redirected name on an HTTP port,
-// answer 301 to https://<host><path> for every request but the ACME
-// HTTP-01 challenges: the routes whose path match lies under
-// /.well-known/acme-challenge/ are kept, ahead of a catch-all redirect.
+// answer 301 to https://<host><path> for every request but those under
+// /.well-known/acme-challenge/, which are answered as without the
+// redirect: the routes whose path match lies under that prefix (the ACME
+// HTTP-01 solver routes) are kept first, then each route whose
+// PathPrefix covers the prefix is kept once more, matching only under it
+// (challengeCopy), and a catch-all redirect comes last.
 func (r *autoRedirect) apply(vh *ir.VirtualHost, host string) {
 	if r == nil || !r.hosts[host] {
 		return
 	}
-	kept := make([]ir.Route, 0, 1)
+	kept := make([]ir.Route, 0, 2)
 	for i := range vh.Routes {
 		if underChallenge(vh.Routes[i].Match.Path) {
 			kept = append(kept, vh.Routes[i])
+		}
+	}
+	for i := range vh.Routes {
+		if c, ok := challengeCopy(&vh.Routes[i]); ok {
+			kept = append(kept, c)
 		}
 	}
 	vh.Routes = append(kept, ir.Route{
@@ -331,6 +339,35 @@ func (r *autoRedirect) apply(vh *ir.VirtualHost, host string) {
 		Redirect: &ir.Redirect{Scheme: "https", Port: autoTLSPort, StatusCode: http.StatusMovedPermanently},
 		Source:   ir.Source{Kind: kindGateway, Namespace: r.gw.Namespace, Name: r.gw.Name},
 	})
+}
+
+// challengeCopy is rt narrowed to the paths under
+// /.well-known/acme-challenge/, when rt is not already under it and its
+// PathPrefix match covers the whole prefix ("/", "/.well-known", ...), so
+// that the challenge paths keep reaching what they reached without the
+// redirect. A route that rewrites or redirects its matched prefix
+// (ReplacePrefixMatch) is not copied: narrowing the match would change
+// what it does, so those paths are redirected instead.
+func challengeCopy(rt *ir.Route) (ir.Route, bool) {
+	p := rt.Match.Path
+	if p == nil || p.Type != ir.MatchPathPrefix || underChallenge(p) || !prefixCovers(p.Value, acmeChallengePrefix) {
+		return ir.Route{}, false
+	}
+	if (rt.Rewrite != nil && rt.Rewrite.Path != nil && rt.Rewrite.Path.Type == ir.ReplacePrefixMatch) ||
+		(rt.Redirect != nil && rt.Redirect.Path != nil && rt.Redirect.Path.Type == ir.ReplacePrefixMatch) {
+		return ir.Route{}, false
+	}
+	c := *rt
+	c.Name = rt.Name + "/acme-challenge"
+	c.Match.Path = &ir.PathMatch{Type: ir.MatchPathPrefix, Value: acmeChallengePrefix}
+	return c, true
+}
+
+// prefixCovers: a PathPrefix match of value v matches every path under
+// prefix (which ends in '/'): v is "/" or a whole-segment prefix of it.
+func prefixCovers(v, prefix string) bool {
+	v = strings.TrimSuffix(v, "/")
+	return v == "" || (strings.HasPrefix(prefix, v) && prefix[len(v)] == '/')
 }
 
 // underChallenge: the path match p matches only paths under

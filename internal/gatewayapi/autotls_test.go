@@ -423,11 +423,14 @@ func TestAutoTLSRedirectsHTTP(t *testing.T) {
 	out := Translate(in)
 	if got, want := httpRoutesOf(out, shopHost), []string{
 		"Exact:/.well-known/acme-challenge/tok tenant-a/cm-acme-http-solver-shop",
+		// A challenge path the solver does not serve reaches what it
+		// reached without the redirect.
+		"PathPrefix:/.well-known/acme-challenge/ tenant-a/shop",
 		"PathPrefix:/ redirect https:443 301",
 	}; !slices.Equal(got, want) {
 		t.Fatalf("port 80 %s:\n got %q\nwant %q", shopHost, got, want)
 	}
-	if got, want := httpRoutesOf(out, bobHost), []string{"PathPrefix:/ redirect https:443 301"}; !slices.Equal(got, want) {
+	if got, want := httpRoutesOf(out, bobHost), []string{"PathPrefix:/.well-known/acme-challenge/ tenant-b/web", "PathPrefix:/ redirect https:443 301"}; !slices.Equal(got, want) {
 		t.Fatalf("port 80 %s: got %q, want %q", bobHost, got, want)
 	}
 	// The name under the domain has no per-name server: not redirected.
@@ -733,5 +736,37 @@ func TestAutoTLSServesOwnedTenantRoutes(t *testing.T) {
 	}
 	if got := parentOf(out, kindHTTPRoute, bobNS, "steal", autoGW); got != "False/"+shardgatev1alpha1.ReasonHostnameNotOwned {
 		t.Fatalf("bob's route for alice's name: %s", got)
+	}
+}
+
+func TestChallengeCopy(t *testing.T) {
+	prefix := func(v string) *ir.PathMatch { return &ir.PathMatch{Type: ir.MatchPathPrefix, Value: v} }
+	for _, tc := range []struct {
+		name string
+		rt   ir.Route
+		copy bool
+	}{
+		{"root prefix", ir.Route{Match: ir.Match{Path: prefix("/")}}, true},
+		{"well-known prefix", ir.Route{Match: ir.Match{Path: prefix("/.well-known")}}, true},
+		{"well-known prefix with slash", ir.Route{Match: ir.Match{Path: prefix("/.well-known/")}}, true},
+		{"challenge prefix without slash", ir.Route{Match: ir.Match{Path: prefix("/.well-known/acme-challenge")}}, true},
+		{"a name sharing the first letters", ir.Route{Match: ir.Match{Path: prefix("/.well")}}, false},
+		{"another prefix", ir.Route{Match: ir.Match{Path: prefix("/api")}}, false},
+		{"already under the prefix", ir.Route{Match: ir.Match{Path: prefix("/.well-known/acme-challenge/x")}}, false},
+		{"exact", ir.Route{Match: ir.Match{Path: &ir.PathMatch{Type: ir.MatchExact, Value: "/"}}}, false},
+		{"regex", ir.Route{Match: ir.Match{Path: &ir.PathMatch{Type: ir.MatchRegularExpression, Value: "/.*"}}}, false},
+		{"prefix rewrite", ir.Route{Match: ir.Match{Path: prefix("/")}, Rewrite: &ir.Rewrite{Path: &ir.PathModifier{Type: ir.ReplacePrefixMatch, Value: "/app"}}}, false},
+		{"prefix redirect", ir.Route{Match: ir.Match{Path: prefix("/")}, Redirect: &ir.Redirect{Path: &ir.PathModifier{Type: ir.ReplacePrefixMatch, Value: "/app"}}}, false},
+		{"full path rewrite", ir.Route{Match: ir.Match{Path: prefix("/")}, Rewrite: &ir.Rewrite{Path: &ir.PathModifier{Type: ir.ReplaceFullPath, Value: "/app"}}}, true},
+	} {
+		tc.rt.Name = "r"
+		c, ok := challengeCopy(&tc.rt)
+		if ok != tc.copy {
+			t.Errorf("%s: copied %v, want %v", tc.name, ok, tc.copy)
+			continue
+		}
+		if ok && (c.Match.Path.Type != ir.MatchPathPrefix || c.Match.Path.Value != acmeChallengePrefix || c.Name != "r/acme-challenge" || tc.rt.Match.Path.Value == acmeChallengePrefix) {
+			t.Errorf("%s: copy %+v (match %+v)", tc.name, c, c.Match.Path)
+		}
 	}
 }
