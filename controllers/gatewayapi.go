@@ -104,6 +104,11 @@ type GatewayAPIReconciler struct {
 	// ProviderHosts: their names are claims in the ownership facts, so the
 	// shards serve the routes generated for them.
 	AkashNamespace string
+	// Certificates, when set, receives every translation's ownership
+	// facts and shards (automatic HTTPS); Submit must not block.
+	Certificates interface {
+		Submit(*gatewayapi.Ownership, []sharding.Shard)
+	}
 
 	trigger chan event.GenericEvent
 	once    sync.Once
@@ -123,6 +128,8 @@ type GatewayAPIReconciler struct {
 	// ProviderHosts' claims they read (akash.Claims).
 	facts *leasehosts.Facts
 	akash akash.Claims
+	// shards are the last snapshot's, for Certificates.
+	shards []sharding.Shard
 }
 
 // Informers is what the reconciler needs of the manager's cache: a kind's
@@ -232,6 +239,9 @@ func (r *GatewayAPIReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 		r.Publisher.Publish(out.Gateways)
 	}
 	r.Status.Submit(in, out)
+	if r.Certificates != nil {
+		r.Certificates.Submit(in.Ownership, r.shards)
+	}
 	return reconcile.Result{}, nil
 }
 
@@ -249,6 +259,7 @@ func (r *GatewayAPIReconciler) snapshot(ctx context.Context) (*gatewayapi.Input,
 	}
 	placement := r.Tenancy.Placement(in.Namespaces)
 	shards, problems := sharding.Discover(r.ControllerName, in.GatewayClasses, in.Gateways, in.GatewayParameters, placement)
+	r.shards = shards
 	in.ShardRefusals = shardRefusals(problems)
 	in.TenantNamespaces = tenantNamespaces(placement.Policy, placement.Namespaces, in.Gateways, in.GatewayClasses)
 	if r.TenantLimits != nil {

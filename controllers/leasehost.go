@@ -26,6 +26,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/autotls"
 	shardgateevents "github.com/shardgate/shardgate/internal/events"
 	"github.com/shardgate/shardgate/internal/hostnames"
 	"github.com/shardgate/shardgate/internal/leasehosts"
@@ -110,6 +111,21 @@ type LeaseHostReconciler struct {
 	// change, to pick its own claimants' out.
 	ExtraClaimants func(ctx context.Context, shards []sharding.Shard) ([]hostnames.Claimant, error)
 	OtherChanges   func(changes []hostnames.Change)
+
+	// Certificates, when set, is the certificate controller's state of
+	// each name (automatic HTTPS), reported as the CertificateReady of the
+	// shard entries; it calls CertificatesChanged when it changes.
+	Certificates interface {
+		CertificateReady(namespace, host string) (autotls.State, bool)
+	}
+}
+
+// CertificatesChanged reconciles the LeaseHosts whose certificate state
+// changed.
+func (r *LeaseHostReconciler) CertificatesChanged(nns []types.NamespacedName) {
+	for _, nn := range nns {
+		r.enqueue(nn)
+	}
 }
 
 // DefaultLeaseHostWorkers is LeaseHostReconciler.Workers' default: enough
@@ -569,6 +585,7 @@ func (r *LeaseHostReconciler) write(ctx context.Context, lh *shardgatev1alpha1.L
 		RouteConflict:  conflict,
 		ServiceExists:  svcErr == nil,
 		ControllerName: r.ControllerName,
+		Certificate:    r.certificateReady(),
 	})
 	if equality.Semantic.DeepEqual(next, lh.Status) {
 		return nil
@@ -576,6 +593,14 @@ func (r *LeaseHostReconciler) write(ctx context.Context, lh *shardgatev1alpha1.L
 	r.recordEvents(lh, &next)
 	r.status.Write(lh, func(stored *shardgatev1alpha1.LeaseHost) { stored.Status = *next.DeepCopy() })
 	return nil
+}
+
+// certificateReady is the certificate controller's state reader, or nil.
+func (r *LeaseHostReconciler) certificateReady() func(namespace, host string) (autotls.State, bool) {
+	if r.Certificates == nil {
+		return nil
+	}
+	return r.Certificates.CertificateReady
 }
 
 // recordEvents emits the Events internal/events derives from the status

@@ -270,4 +270,16 @@ const (
 	// ReasonCertManagerNotInstalled (False): the cluster serves no
 	// cert-manager.io/v1 Certificate: nothing can be issued.
 	ReasonCertManagerNotInstalled = "CertManagerNotInstalled"
+
+	// ReasonCertificateConflict (False): a Certificate, or a Secret, named
+	// like the one shardgate would write for the name (shardgate-tls.<host>)
+	// is in the namespace and was not written by shardgate (no
+	// shardgate.io/auto-tls label); shardgate leaves it alone and writes no
+	// Certificate for the name.
+	ReasonCertificateConflict = "CertificateConflict"
+
+	// ReasonCertificateRevoked (an Event only): the name is no longer held
+	// on a shard with automatic HTTPS; shardgate deleted its Certificate and
+	// Secret.
+	ReasonCertificateRevoked = "CertificateRevoked"
 )

@@ -272,3 +272,46 @@ func TestXDSLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestCertificatesValues: config.certificates reaches the controller's
+// config (absent: Let's Encrypt's limits); the schema refuses what the
+// controller would.
+func TestCertificatesValues(t *testing.T) {
+	configOf := func(values map[string]any) (config.Config, error) {
+		rel, err := render("shardgate", "shardgate-system", values)
+		if err != nil {
+			return config.Config{}, err
+		}
+		for _, o := range rel.objects {
+			if data, ok, _ := unstructuredString(o.Object, "data", "config.yaml"); ok {
+				return config.Parse([]byte(data))
+			}
+		}
+		return config.Config{}, fmt.Errorf("no config.yaml rendered")
+	}
+	cfg, err := configOf(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Certificates != config.Default().Certificates {
+		t.Fatalf("default %+v, want %+v", cfg.Certificates, config.Default().Certificates)
+	}
+	cfg, err = configOf(map[string]any{"config": map[string]any{"certificates": map[string]any{"ordersPerIssuer": 20, "domainWindow": "24h"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Default().Certificates
+	want.OrdersPerIssuer, want.DomainWindow = 20, "24h"
+	if cfg.Certificates != want {
+		t.Fatalf("certificates %+v, want %+v", cfg.Certificates, want)
+	}
+	for _, bad := range []map[string]any{
+		{"ordersPerAccount": 3},
+		{"ordersPerIssuer": 0},
+		{"backoff": "an hour"},
+	} {
+		if _, err := configOf(map[string]any{"config": map[string]any{"certificates": bad}}); err == nil {
+			t.Errorf("certificates %v rendered", bad)
+		}
+	}
+}

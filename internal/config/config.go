@@ -8,9 +8,11 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/shardgate/shardgate/internal/autotls"
 	"github.com/shardgate/shardgate/internal/tenancy"
 )
 
@@ -72,6 +74,58 @@ type Config struct {
 	// Shards configures every shard (a Gateway whose GatewayParameters
 	// have a shard section).
 	Shards ShardsConfig `json:"shards"`
+	// Certificates paces the cert-manager Certificates shardgate writes
+	// for shards with automatic HTTPS (GatewayParameters shard.tls).
+	Certificates CertificatesConfig `json:"certificates"`
+}
+
+// CertificatesConfig are the ACME rate limits shardgate keeps to when it
+// writes Certificates, and the backoff of names whose issuance failed.
+// Absent, 0 or "" takes the default; negative values are invalid. Read at
+// start.
+type CertificatesConfig struct {
+	// OrdersPerIssuer is the most new Certificates written per issuer
+	// (ACME account) within OrdersWindow. Default 300 (Let's Encrypt's new
+	// orders per account per 3 hours).
+	OrdersPerIssuer int `json:"ordersPerIssuer,omitempty"`
+	// OrdersWindow is a Go duration. Default "3h".
+	OrdersWindow string `json:"ordersWindow,omitempty"`
+	// CertificatesPerDomain is the most new Certificates written per
+	// registered domain (public suffix plus one label) within DomainWindow.
+	// Default 50 (Let's Encrypt's certificates per registered domain per
+	// week).
+	CertificatesPerDomain int `json:"certificatesPerDomain,omitempty"`
+	// DomainWindow is a Go duration. Default "168h".
+	DomainWindow string `json:"domainWindow,omitempty"`
+	// Backoff is how long a name whose issuance failed waits before its
+	// Certificate is written again, doubling with each further failure up
+	// to MaxBackoff. Defaults "1h" and "24h".
+	Backoff    string `json:"backoff,omitempty"`
+	MaxBackoff string `json:"maxBackoff,omitempty"`
+}
+
+// Defaults of CertificatesConfig (autotls.DefaultLimits).
+const (
+	DefaultCertificateOrdersPerIssuer       = autotls.DefaultOrders
+	DefaultCertificateOrdersWindow          = "3h"
+	DefaultCertificateCertificatesPerDomain = autotls.DefaultDomainCertificates
+	DefaultCertificateDomainWindow          = "168h"
+	DefaultCertificateBackoff               = "1h"
+	DefaultCertificateMaxBackoff            = "24h"
+)
+
+// Limits are c as the certificate controller's pacing limits. c must be
+// valid (Parse validates it); a bad duration takes the default.
+func (c CertificatesConfig) Limits() autotls.Limits {
+	dur := func(s string) time.Duration {
+		d, _ := time.ParseDuration(s)
+		return d
+	}
+	return autotls.Limits{
+		Orders: c.OrdersPerIssuer, OrdersWindow: dur(c.OrdersWindow),
+		DomainCertificates: c.CertificatesPerDomain, DomainWindow: dur(c.DomainWindow),
+		BackoffInitial: dur(c.Backoff), BackoffMax: dur(c.MaxBackoff),
+	}
 }
 
 // Defaults of shards.tenantLimits: sized for a legitimate tenant with room
@@ -252,6 +306,9 @@ func Default() Config {
 		Akash: AkashConfig{Namespace: DefaultAkashNamespace, APIAddress: DefaultAkashAPIAddress, MetalLBPool: DefaultAkashMetalLBPool},
 		Shards: ShardsConfig{TenantLimits: TenantLimitsConfig{Routes: DefaultTenantRoutes, Rules: DefaultTenantRules,
 			Matches: DefaultTenantMatches, RegularExpressions: DefaultTenantRegularExpressions}},
+		Certificates: CertificatesConfig{OrdersPerIssuer: DefaultCertificateOrdersPerIssuer, OrdersWindow: DefaultCertificateOrdersWindow,
+			CertificatesPerDomain: DefaultCertificateCertificatesPerDomain, DomainWindow: DefaultCertificateDomainWindow,
+			Backoff: DefaultCertificateBackoff, MaxBackoff: DefaultCertificateMaxBackoff},
 	}
 }
 
@@ -361,6 +418,13 @@ func (c *Config) applyDefaults() {
 		{&l.Matches, dl.Matches}, {&l.RegularExpressions, dl.RegularExpressions}} {
 		setIntDefault(f.v, f.def)
 	}
+	cc, dc := &c.Certificates, d.Certificates
+	setIntDefault(&cc.OrdersPerIssuer, dc.OrdersPerIssuer)
+	setIntDefault(&cc.CertificatesPerDomain, dc.CertificatesPerDomain)
+	setDefault(&cc.OrdersWindow, dc.OrdersWindow)
+	setDefault(&cc.DomainWindow, dc.DomainWindow)
+	setDefault(&cc.Backoff, dc.Backoff)
+	setDefault(&cc.MaxBackoff, dc.MaxBackoff)
 }
 
 func setIntDefault(n *int, def int) {

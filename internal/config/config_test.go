@@ -8,8 +8,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/shardgate/shardgate/internal/autotls"
 )
 
 func TestDefault(t *testing.T) {
@@ -29,6 +32,8 @@ func TestDefault(t *testing.T) {
 		},
 		Akash:  AkashConfig{Enabled: false, Namespace: "lease", APIAddress: ":8086", MetalLBPool: "default"},
 		Shards: ShardsConfig{TenantLimits: TenantLimitsConfig{Routes: 500, Rules: 1000, Matches: 2000, RegularExpressions: 100}},
+		Certificates: CertificatesConfig{OrdersPerIssuer: 300, OrdersWindow: "3h", CertificatesPerDomain: 50, DomainWindow: "168h",
+			Backoff: "1h", MaxBackoff: "24h"},
 	}
 	if got := Default(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Default() = %+v, want %+v", got, want)
@@ -99,6 +104,13 @@ shards:
     rules: 200
     matches: 400
     regularExpressions: 10
+certificates:
+  ordersPerIssuer: 20
+  ordersWindow: 1h
+  certificatesPerDomain: 5
+  domainWindow: 24h
+  backoff: 10m
+  maxBackoff: " 2h "
 `
 
 var fullConfig = Config{
@@ -121,6 +133,8 @@ var fullConfig = Config{
 	ShardNamespaces:          []string{"edge-shards", "shardgate-system"},
 	Akash:                    AkashConfig{Enabled: true, Namespace: "akash-manifests", APIAddress: "127.0.0.1:18086", MetalLBPool: "leased-ips"},
 	Shards:                   ShardsConfig{TenantLimits: TenantLimitsConfig{Routes: 20, Rules: 200, Matches: 400, RegularExpressions: 10}},
+	Certificates: CertificatesConfig{OrdersPerIssuer: 20, OrdersWindow: "1h", CertificatesPerDomain: 5, DomainWindow: "24h",
+		Backoff: "10m", MaxBackoff: "2h"},
 }
 
 func TestParseEveryKey(t *testing.T) {
@@ -456,6 +470,36 @@ func TestTenantLimits(t *testing.T) {
 		"shards: {tenantLimits: {matches: 1.5}}":              "shards.tenantLimits.matches: expected an integer, got number 1.5",
 		"shards: {tenantLimits: {regularExpressions: \"9\"}}": "shards.tenantLimits.regularExpressions: expected an integer, got string",
 		"shards: {tenantLimit: {}}":                           `unknown key "shards.tenantLimit"`,
+	} {
+		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: error %v, want %q", doc, err, msg)
+		}
+	}
+}
+
+// TestCertificatesConfig: absent keys take Let's Encrypt's limits; bad
+// counts and durations are errors naming their key; Limits hands the
+// values to the pacer.
+func TestCertificatesConfig(t *testing.T) {
+	got, err := Parse([]byte("certificates:\n  ordersPerIssuer: 7\n  backoff: 30m\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := got.Certificates.Limits()
+	if l.Orders != 7 || l.OrdersWindow != 3*time.Hour || l.DomainCertificates != 50 || l.DomainWindow != 168*time.Hour ||
+		l.BackoffInitial != 30*time.Minute || l.BackoffMax != 24*time.Hour {
+		t.Fatalf("limits = %+v", l)
+	}
+	if d := Default().Certificates.Limits(); d != autotls.DefaultLimits() {
+		t.Fatalf("default limits %+v, want %+v", d, autotls.DefaultLimits())
+	}
+	for doc, msg := range map[string]string{
+		"certificates: {ordersPerIssuer: -1}":           "certificates.ordersPerIssuer: -1 must be positive",
+		"certificates: {domainWindow: week}":            `certificates.domainWindow: "week" is not a duration`,
+		"certificates: {ordersWindow: -3h}":             `certificates.ordersWindow: "-3h" must be positive`,
+		"certificates: {backoff: 2h, maxBackoff: 1h}":   `certificates.maxBackoff: "1h" is shorter than certificates.backoff "2h"`,
+		"certificates: {certificatesPerDomain: \"50\"}": "certificates.certificatesPerDomain: expected an integer",
+		"certificates: {orderWindow: 1h}":               `unknown key "certificates.orderWindow"`,
 	} {
 		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%s: error %v, want %q", doc, err, msg)

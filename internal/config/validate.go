@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // normalizeAndValidate normalises c in place and returns every invalid value,
@@ -92,6 +93,8 @@ func (c *Config) normalizeAndValidate() Errors {
 			errs = append(errs, fmt.Errorf("shards.tenantLimits.%s: %d must not be negative (0 or absent: the default)", f.key, f.v))
 		}
 	}
+
+	errs = append(errs, c.Certificates.validate()...)
 
 	var shardNS []string
 	for i, ns := range c.ShardNamespaces {
@@ -251,4 +254,35 @@ func isQualifiedName(s string) bool {
 
 func isSpace(r rune) bool {
 	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\v' || r == '\f'
+}
+
+func (c *CertificatesConfig) validate() Errors {
+	var errs Errors
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"ordersPerIssuer", c.OrdersPerIssuer}, {"certificatesPerDomain", c.CertificatesPerDomain}} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("certificates.%s: %d must be positive (0 or absent takes the default)", f.key, f.v))
+		}
+	}
+	durations := map[string]time.Duration{}
+	for _, f := range []struct {
+		key string
+		v   *string
+	}{{"ordersWindow", &c.OrdersWindow}, {"domainWindow", &c.DomainWindow}, {"backoff", &c.Backoff}, {"maxBackoff", &c.MaxBackoff}} {
+		*f.v = strings.TrimSpace(*f.v)
+		d, err := time.ParseDuration(*f.v)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("certificates.%s: %q is not a duration such as \"3h\"", f.key, *f.v))
+		case d <= 0:
+			errs = append(errs, fmt.Errorf("certificates.%s: %q must be positive", f.key, *f.v))
+		}
+		durations[f.key] = d
+	}
+	if b, m := durations["backoff"], durations["maxBackoff"]; b > 0 && m > 0 && m < b {
+		errs = append(errs, fmt.Errorf("certificates.maxBackoff: %q is shorter than certificates.backoff %q", c.MaxBackoff, c.Backoff))
+	}
+	return errs
 }

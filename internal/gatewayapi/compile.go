@@ -29,6 +29,9 @@ type compiledRoute struct {
 	// controller is the UID of the route's controller ownerReference
 	// ("" when none): shards tell the routes shardgate generates by it.
 	controller types.UID
+	// acmeSolver: an HTTPRoute of the shape of an ACME HTTP-01 solver
+	// route (acmeSolverShape).
+	acmeSolver bool
 
 	rules []compiledRule // valid rules only, in spec order
 

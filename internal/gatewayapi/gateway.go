@@ -90,6 +90,12 @@ func assembleGateway(idx *Index, gw *gatewayv1.Gateway, crs []*compiledRoute) (*
 	for _, s := range sets {
 		all = append(all[:len(all):len(all)], s.listeners...)
 	}
+	// Automatic HTTPS: the per-name listeners come last, after every real
+	// one, and routes naming the Gateway attach to them too.
+	if auto := idx.autoTLSListeners(gw, all, crs, secrets); len(auto) > 0 {
+		listeners = append(listeners[:len(listeners):len(listeners)], auto...)
+		all = append(all[:len(all):len(all)], auto...)
+	}
 
 	var acceptReason, acceptMsg string
 	switch {
@@ -161,6 +167,9 @@ func (idx *Index) gatewayStatus(gw *gatewayv1.Gateway, listeners []*listenerStat
 	key := nn(gw.Namespace, gw.Name)
 	var served, invalid []string
 	for _, l := range listeners {
+		if l.auto {
+			continue // no listener of the Gateway's (autotls.go)
+		}
 		if l.served() {
 			served = append(served, l.name)
 		} else {
@@ -169,7 +178,7 @@ func (idx *Index) gatewayStatus(gw *gatewayv1.Gateway, listeners []*listenerStat
 	}
 	anyAccepted := false
 	for _, l := range listeners {
-		if l.accepted {
+		if l.accepted && !l.auto {
 			anyAccepted = true
 		}
 	}
@@ -214,6 +223,9 @@ func (idx *Index) gatewayStatus(gw *gatewayv1.Gateway, listeners []*listenerStat
 		st.Addresses = append(st.Addresses, *a.DeepCopy())
 	}
 	for _, l := range listeners {
+		if l.auto {
+			continue
+		}
 		pendingReason, pendingMsg := string(gatewayv1.ListenerReasonPending), "Gateway is not programmed: "+programmed.Message
 		if !gwAccepted {
 			pendingReason, pendingMsg = string(gatewayv1.ListenerReasonInvalid), "Gateway is not accepted: "+accepted.Message
@@ -467,6 +479,7 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 		byPort[l.port] = append(byPort[l.port], l)
 	}
 	sort.Slice(ports, func(i, j int) bool { return ports[i] < ports[j] })
+	redirect := idx.autoRedirectOf(gw, listeners)
 
 	attached := 0
 	for _, l := range listeners {
@@ -492,7 +505,7 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 		sort.Strings(il.Sources)
 		switch proto {
 		case ir.ProtocolHTTP:
-			g := newVhostGroup(ls, ls, p, emitted)
+			g := newVhostGroupRedirecting(ls, ls, p, emitted, redirect)
 			g.listener, g.server = len(out.Listeners), -1
 			build.groups = append(build.groups, g)
 			il.VirtualHosts = g.hosts
@@ -610,16 +623,24 @@ type vhostGroup struct {
 	// where the hosts go in the IR: Listeners[listener], and its
 	// TLSServers[server] unless server is -1.
 	listener, server int
+	// redirect: the hosts an HTTP port redirects to HTTPS (nil: none).
+	redirect *autoRedirect
 }
 
 func newVhostGroup(port, from []*listenerState, portNum int32, emitted map[RouteKey]bool) *vhostGroup {
+	return newVhostGroupRedirecting(port, from, portNum, emitted, nil)
+}
+
+// newVhostGroupRedirecting is newVhostGroup for an HTTP port whose hosts
+// served on HTTPS by automatic HTTPS redirect there (redirect, may be nil).
+func newVhostGroupRedirecting(port, from []*listenerState, portNum int32, emitted map[RouteKey]bool, redirect *autoRedirect) *vhostGroup {
 	n := 0
 	for _, l := range from {
 		n += len(l.attached)
 	}
 	g := &vhostGroup{port: port, from: from, portNum: portNum,
 		entries: make(map[string][]*routeEntry, n+len(from)), owners: make(map[string]*listenerState, n+len(from)),
-		listenerHn: map[string]bool{}, byRoute: make(map[RouteKey][]string, n)}
+		listenerHn: map[string]bool{}, byRoute: make(map[RouteKey][]string, n), redirect: redirect}
 	for _, l := range from {
 		if _, ok := g.entries[l.hostname]; !ok {
 			g.entries[l.hostname] = nil
@@ -681,6 +702,13 @@ func (g *vhostGroup) addRoute(l *listenerState, k RouteKey, a *attachment) bool 
 
 // assemble builds the virtual host for h from the entries.
 func (g *vhostGroup) assemble(h string) *ir.VirtualHost {
+	vh := g.assembleRoutes(h)
+	g.redirect.apply(vh, h)
+	return vh
+}
+
+// assembleRoutes builds the virtual host for h from the entries.
+func (g *vhostGroup) assembleRoutes(h string) *ir.VirtualHost {
 	es := g.entries[h]
 	merged := false
 	if h != "" {

@@ -149,6 +149,7 @@ func (t *Translator) ownershipChanges(a, b *Ownership, d *dirtySet) (all bool) {
 	if dl := b.Delta; dl != nil && a.Gen != 0 && dl.Since == a.Gen {
 		for _, k := range dl.Routes {
 			d.Routes.add(RouteKey{Kind: kindHTTPRoute, NN: k})
+			t.store.markNamespaceRoutes(k.Namespace, d)
 		}
 		if dl.Owners {
 			for _, gw := range t.ownerReaders(b) {
@@ -164,11 +165,13 @@ func (t *Translator) ownershipChanges(a, b *Ownership, d *dirtySet) (all bool) {
 	for k, ga := range a.Generated {
 		if gb, ok := b.Generated[k]; !ok || !ga.Equal(gb) {
 			d.Routes.add(RouteKey{Kind: kindHTTPRoute, NN: k})
+			t.store.markNamespaceRoutes(k.Namespace, d)
 		}
 	}
 	for k := range b.Generated {
 		if _, ok := a.Generated[k]; !ok {
 			d.Routes.add(RouteKey{Kind: kindHTTPRoute, NN: k})
+			t.store.markNamespaceRoutes(k.Namespace, d)
 		}
 	}
 	if !maps.Equal(a.NamespaceOwners, b.NamespaceOwners) {

@@ -55,6 +55,9 @@ type Index struct {
 	// translations; the Translator drops an entry when the policy or a
 	// ConfigMap it names changes.
 	policyCache map[types.NamespacedName]*resolvedPolicy
+	// certs keeps the certificate checks of automatic HTTPS Secrets
+	// (certFor); over a Store, the Store's, across translations.
+	certs map[types.NamespacedName]*certEntry
 
 	// Routes by the Gateway their parentRefs name (NewIndex only; an
 	// Index over a Store finds them in the Store), kind by kind in
@@ -185,6 +188,7 @@ func storeIndex(s *Store, f Facts) *Index {
 		tenantLimits:   f.TenantLimits,
 		policies:       s.policyObjs.list,
 		lsOf:           s.listenerSetsOf,
+		certs:          s.certs,
 	}
 	idx.addClassesAndGateways(s.classes.list, s.gateways.list)
 	return idx

@@ -49,6 +49,13 @@ type listenerState struct {
 
 	// attached routes, by route; hostnames are the intersection.
 	attached map[RouteKey]*attachment
+
+	// auto: a per-name HTTPS listener of automatic HTTPS (autotls.go),
+	// made for the generated route autoFor. It is served like any
+	// listener but is no listener of the Gateway's: it has no spec and no
+	// status.
+	auto    bool
+	autoFor RouteKey
 }
 
 type attachment struct {

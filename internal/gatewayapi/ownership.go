@@ -205,6 +205,9 @@ func (o *Ownership) shardAdmits(gw types.NamespacedName, cr *compiledRoute, host
 			return reasonNotOwned(fmt.Sprintf("the generated route's LeaseHost does not hold %s on this shard", strings.Join(foreign, ", ")))
 		}
 	}
+	if o.admitsSolver(gw, cr) {
+		return "", "" // an ACME HTTP-01 solver route for names of its namespace (autotls.go)
+	}
 	if mode != RoutesOwned {
 		return reasonNotOwned("this shard serves only the routes shardgate generates for LeaseHosts (GatewayParameters shard.routes: Generated)")
 	}

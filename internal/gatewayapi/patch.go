@@ -194,6 +194,14 @@ func patchGateway(idx *Index, st *gwState, gw *gatewayv1.Gateway, changed []Rout
 			return nil, false
 		}
 	}
+	// Automatic HTTPS: a change that adds or removes a per-name HTTPS
+	// listener (the route holds, or no longer holds, a name with a
+	// certificate) changes the Gateway's listeners: assembled in full.
+	for _, k := range changed {
+		if !slices.Equal(autoTLSHostsIn(st.listeners, k), idx.autoTLSHostsOf(gw, newCRs[k])) {
+			return nil, false
+		}
+	}
 
 	// From here on the state changes.
 	commitBook()

@@ -327,6 +327,9 @@ func compileRouteOf(idx *Index, rk *routeKind, obj Object) *compiledRoute {
 		refs:       refs,
 		controller: controllerUID(obj),
 	}
+	if hr, ok := obj.(*gatewayv1.HTTPRoute); ok {
+		cr.acmeSolver = acmeSolverShape(hr)
+	}
 	cr.finish(rk.compile(idx, rk, cr, obj))
 	return cr
 }

@@ -14,6 +14,8 @@ import (
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/autotls"
+	"github.com/shardgate/shardgate/internal/params"
 )
 
 // Store holds every object the translator reads, as the event handlers
@@ -67,16 +69,23 @@ type Store struct {
 	namespaces map[string]*corev1.Namespace
 	params     map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters
 
+	// certs: the certificate checks of automatic HTTPS Secrets, which
+	// the Translator's Indexes keep here across translations (certFor).
+	certs map[types.NamespacedName]*certEntry
+
 	// backendBuf is routeDependencies' scratch space.
 	backendBuf []gatewayv1.BackendObjectReference
 
 	// Reverse indexes, and what each object was indexed under.
-	routeDeps      map[RouteKey]deps
-	gatewayDeps    map[types.NamespacedName]deps
-	routesBySvc    map[types.NamespacedName]refs[RouteKey]
-	routesByGrant  map[string]refs[RouteKey]
-	routesByNS     map[string]refs[RouteKey]
-	routesByGW     map[types.NamespacedName]refs[RouteKey]
+	routeDeps     map[RouteKey]deps
+	gatewayDeps   map[types.NamespacedName]deps
+	routesBySvc   map[types.NamespacedName]refs[RouteKey]
+	routesByGrant map[string]refs[RouteKey]
+	routesByNS    map[string]refs[RouteKey]
+	routesByGW    map[types.NamespacedName]refs[RouteKey]
+	// solversByNS: the HTTPRoutes of the shape of an ACME solver route
+	// (acmeSolverShape), by namespace.
+	solversByNS    map[string]refs[RouteKey]
 	gwsBySecret    map[types.NamespacedName]refs[types.NamespacedName]
 	gwsByConfigMap map[types.NamespacedName]refs[types.NamespacedName]
 	gwsByGrant     map[string]refs[types.NamespacedName]
@@ -123,6 +132,8 @@ type deps struct {
 	// listenerSets its parentRefs name (routes only)
 	listenerSets []types.NamespacedName
 	ns           string
+	// solver: an HTTPRoute of the shape of an ACME solver route.
+	solver bool
 }
 
 // objects is one kind's objects by name, plus a list to hand out snapshots
@@ -212,6 +223,7 @@ func NewStore(controllerName string) *Store {
 		grants:         map[string][]*gatewayv1beta1.ReferenceGrant{},
 		namespaces:     map[string]*corev1.Namespace{},
 		params:         map[types.NamespacedName]*shardgatev1alpha1.GatewayParameters{},
+		certs:          map[types.NamespacedName]*certEntry{},
 		policyDeps:     map[types.NamespacedName]policyDeps{},
 		policiesByCM:   map[types.NamespacedName]refs[types.NamespacedName]{},
 		routeDeps:      map[RouteKey]deps{},
@@ -220,6 +232,7 @@ func NewStore(controllerName string) *Store {
 		routesByGrant:  map[string]refs[RouteKey]{},
 		routesByNS:     map[string]refs[RouteKey]{},
 		routesByGW:     map[types.NamespacedName]refs[RouteKey]{},
+		solversByNS:    map[string]refs[RouteKey]{},
 		gwsBySecret:    map[types.NamespacedName]refs[types.NamespacedName]{},
 		gwsByConfigMap: map[types.NamespacedName]refs[types.NamespacedName]{},
 		gwsByGrant:     map[string]refs[types.NamespacedName]{},
@@ -295,6 +308,7 @@ func (s *Store) Upsert(obj Object) bool {
 		}
 		s.markGateways(s.gwsBySecret[k])
 		s.markListenerSets(s.lsBySecret[k])
+		s.autoTLSSecretChanged(k)
 		return true
 	case *corev1.ConfigMap:
 		old := s.cmObjs.put(k, o)
@@ -375,6 +389,7 @@ func (s *Store) Delete(obj Object) bool {
 		delete(s.secrets, k)
 		s.markGateways(s.gwsBySecret[k])
 		s.markListenerSets(s.lsBySecret[k])
+		s.autoTLSSecretChanged(k)
 	case *corev1.ConfigMap:
 		if s.cmObjs.remove(k, objKey[corev1.ConfigMap]) == nil {
 			return false
@@ -498,6 +513,34 @@ func (s *Store) namespaceChanged(ns string) {
 	s.markListenerSets(s.lsByNS[ns])
 }
 
+// autoTLSSecretChanged marks, when k may be the Secret of a name served
+// by automatic HTTPS (autotls.SecretName), every Gateway whose
+// GatewayParameters turn it on, and forgets k's certificate check. Such
+// Secrets change rarely (issuance, renewal, revocation), so the whole
+// shard is translated again.
+func (s *Store) autoTLSSecretChanged(k types.NamespacedName) {
+	if !autotls.IsSecretName(k.Name) {
+		return
+	}
+	delete(s.certs, k)
+	for _, gw := range s.gateways.list {
+		class := s.classes.get(nn("", string(gw.Spec.GatewayClassName)))
+		p, _ := params.Resolve(gw, class, func(k types.NamespacedName) *shardgatev1alpha1.GatewayParameters { return s.params[k] })
+		if p != nil && p.Spec.Shard != nil && p.Spec.Shard.TLS != nil {
+			s.dirty.Gateways.add(nn(gw.Namespace, gw.Name))
+		}
+	}
+}
+
+// markNamespaceRoutes marks the routes of namespace ns that have the shape
+// of an ACME solver route in d: their admission reads the names the
+// generated routes of their namespace hold (Ownership.admitsSolver).
+func (s *Store) markNamespaceRoutes(ns string, d *dirtySet) {
+	for r := range s.solversByNS[ns].all() {
+		d.Routes.add(r)
+	}
+}
+
 func (s *Store) markGateways(gws refs[types.NamespacedName]) {
 	for g := range gws.all() {
 		s.dirty.Gateways.add(g)
@@ -540,6 +583,10 @@ func (s *Store) indexRoute(k RouteKey, obj Object) {
 		addTo(s.routesByLS, ls, k)
 	}
 	addTo(s.routesByNS, d.ns, k)
+	if hr, ok := obj.(*gatewayv1.HTTPRoute); ok && acmeSolverShape(hr) {
+		d.solver = true
+		addTo(s.solversByNS, d.ns, k)
+	}
 	s.routeDeps[k] = d
 }
 
@@ -561,6 +608,9 @@ func (s *Store) unindexRoute(k RouteKey) {
 		removeFrom(s.routesByLS, ls, k)
 	}
 	removeFrom(s.routesByNS, d.ns, k)
+	if d.solver {
+		removeFrom(s.solversByNS, d.ns, k)
+	}
 	delete(s.routeDeps, k)
 }
 

@@ -9,7 +9,9 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/autotls"
 	"github.com/shardgate/shardgate/internal/hostnames"
+	"github.com/shardgate/shardgate/sharding"
 )
 
 // Observed are the facts from the cluster that the status reports.
@@ -23,6 +25,10 @@ type Observed struct {
 	ServiceExists bool
 	// ControllerName is ours: only our status.parents entries are read.
 	ControllerName string
+	// Certificate is the certificate controller's CertificateReady of a
+	// name in the LeaseHost's namespace (false: not decided yet); nil
+	// when automatic HTTPS does not run.
+	Certificate func(namespace, host string) (autotls.State, bool)
 }
 
 // StatusFor computes lh's status. It starts from the stored status so that
@@ -68,6 +74,7 @@ func StatusFor(lh *shardgatev1alpha1.LeaseHost, p Plan, decisions map[string]hos
 			refused = append(refused, fmt.Sprintf("%s (%s)", sh.Shard.Name, c.Reason))
 		}
 		meta.SetStatusCondition(&entry.Conditions, c)
+		setCertificateReady(&entry, lh, sh, decisions[normalised(sh.Host)], obs, gen)
 		st.Shards = append(st.Shards, entry)
 	}
 
@@ -197,4 +204,30 @@ func parentStatus(obs Observed, routeNamespace, gwNamespace, gwName string) *gat
 		}
 	}
 	return nil
+}
+
+// setCertificateReady sets the entry's CertificateReady on a shard with
+// automatic HTTPS, for a held name: True ShardCertificate under the
+// shard's domain, else the certificate controller's state (Unknown
+// Pending until it has one). A name not held, or a shard without tls, has
+// none: Admitted says why.
+func setCertificateReady(entry *shardgatev1alpha1.ShardStatus, lh *shardgatev1alpha1.LeaseHost, sh sharding.ShardHost, d hostnames.Decision, obs Observed, gen int64) {
+	if sh.Shard.TLS == nil || sh.Err != nil || !d.Reserved || obs.RouteConflict {
+		meta.RemoveStatusCondition(&entry.Conditions, shardgatev1alpha1.ConditionCertificateReady)
+		return
+	}
+	host := normalised(sh.Host)
+	if autotls.Covered(&sh.Shard, host) {
+		meta.SetStatusCondition(&entry.Conditions, autotls.ShardCertificateState(sh.Shard.Domain).Condition(gen))
+		return
+	}
+	if obs.Certificate != nil {
+		if s, ok := obs.Certificate(lh.Namespace, host); ok {
+			meta.SetStatusCondition(&entry.Conditions, s.Condition(gen))
+			return
+		}
+	}
+	meta.SetStatusCondition(&entry.Conditions, metav1.Condition{Type: shardgatev1alpha1.ConditionCertificateReady,
+		Status: metav1.ConditionUnknown, Reason: shardgatev1alpha1.ReasonPending, ObservedGeneration: gen,
+		Message: "waiting for the certificate controller"})
 }

@@ -486,6 +486,21 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 	if cfg.Akash.Enabled {
 		gatewayAPI.AkashNamespace = cfg.Akash.Namespace
 	}
+	certificates := &controllers.CertificateReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: countingRecorder{EventRecorder: mgr.GetEventRecorder("shardgate"), lead: p.lead},
+		Limits:   cfg.Certificates.Limits(),
+		Log:      log.WithName("certificates"),
+		Changed:  leaseHosts.CertificatesChanged,
+	}
+	if cfg.Akash.Enabled {
+		certificates.AkashNamespace = cfg.Akash.Namespace
+	}
+	if err := certificates.SetupWithManager(mgr); err != nil {
+		return false, fmt.Errorf("set up certificate controller: %w", err)
+	}
+	leaseHosts.Certificates = certificates
+	gatewayAPI.Certificates = certificates
 	trigger := gatewayAPI.Trigger
 	p.trigger.Store(&trigger)
 	gatewayRuntime := &controllers.GatewayRuntimeSource{
