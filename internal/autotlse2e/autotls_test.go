@@ -18,6 +18,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,6 +94,7 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 		subHost  = "site." + domain
 		appCert  = autotls.SecretName(appHost)
 		tokenFor string // the HTTP-01 challenge path cert-manager's solver route served for appHost
+		solverOf string // the name of that solver route (envtest has no garbage collector: it stays)
 	)
 
 	leaseHost := func(ns, name, host, sub, owner string) {
@@ -130,6 +132,20 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 				}
 			}
 			return ""
+		}
+	}
+	// eventReasons lists "type/reason" of the Events about a LeaseHost.
+	eventReasons := func(ns, name string) func(Gomega) []string {
+		return func(g Gomega) []string {
+			var list eventsv1.EventList
+			g.Expect(c.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+			var out []string
+			for _, ev := range list.Items {
+				if ev.Regarding.Kind == "LeaseHost" && ev.Regarding.Name == name {
+					out = append(out, ev.Type+"/"+ev.Reason)
+				}
+			}
+			return out
 		}
 	}
 	// routeAccepted is the Accepted condition shardgate wrote for shard-a
@@ -379,7 +395,7 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 		Expect(acceptedOnce).To(BeTrue(), "the solver route %s was never Accepted on %s", solver.Name, shardGW)
 		Expect(solver.Spec.Hostnames).To(Equal([]gatewayv1.Hostname{appHost}))
 		Expect(solver.Spec.Rules).To(HaveLen(1))
-		tokenFor = *solver.Spec.Rules[0].Matches[0].Path.Value
+		tokenFor, solverOf = *solver.Spec.Rules[0].Matches[0].Path.Value, solver.Name
 		Expect(tokenFor).To(HavePrefix(challengePrefix))
 		solverSvc := string(solver.Spec.Rules[0].BackendRefs[0].Name)
 		// ... and the shard's proxies were sent a route for exactly that
@@ -395,6 +411,9 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 			}
 		})
 		Expect(servedChallenge).To(BeTrue(), "the shard was never served %s for %s to %s", tokenFor, appHost, solverSvc)
+
+		By("telling the tenant in an Event on the LeaseHost")
+		Eventually(eventReasons(tenantA, "app")).Should(ContainElement("Normal/" + shardgatev1alpha1.ReasonCertificateIssued))
 
 		By("showing it in `shardgate status`")
 		var out bytes.Buffer
@@ -420,14 +439,20 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 				g.Expect(rd.GetSchemeRedirect() == "https" || rd.GetHttpsRedirect()).To(BeTrue(), "%s: %s", p, xdstest.Text(r))
 				g.Expect(rd.GetResponseCode()).To(Equal(routev3.RedirectAction_MOVED_PERMANENTLY), "%s: %s", p, xdstest.Text(r))
 			}
-			for _, p := range []string{tokenFor, challengePrefix + "another-token"} {
-				if r := firstRoute(vh, p); r != nil {
-					g.Expect(r.GetRedirect()).To(BeNil(), "the challenge path %s is redirected:\n%s", p, routeText(vh))
-				}
-			}
-			// The live challenge still reaches the solver.
-			g.Expect(firstRoute(vh, tokenFor).GetRoute()).NotTo(BeNil(), "%s:\n%s", tokenFor, routeText(vh))
+			g.Expect(firstRoute(vh, tokenFor).GetRedirect()).To(BeNil(), "the challenge path %s is redirected:\n%s", tokenFor, routeText(vh))
+			// The challenge's own path is still the solver route's (its
+			// Service is gone once the challenge is valid, and the route
+			// then answers 500, as Gateway API says for a missing backend).
+			g.Expect(firstRoute(vh, tokenFor).GetName()).To(ContainSubstring(tenantA+"/cm-acme-http-solver-"), "%s:\n%s", tokenFor, routeText(vh))
 		}).Should(Succeed())
+		// Every path under the challenge prefix is exempt, not only those
+		// of a live solver route: a request for one the solver does not
+		// serve is answered as without redirectHTTP, never with a 301.
+		vh := held(proxy).vhost(80, appHost)
+		p := challengePrefix + "another-token"
+		if r := firstRoute(vh, p); r != nil {
+			Expect(r.GetRedirect()).To(BeNil(), "the challenge path %s is redirected:\n%s", p, routeText(vh))
+		}
 	})
 
 	It("gives a name under the shard's domain the shard's own certificate and issues none", func() {
@@ -470,9 +495,10 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 		chains := s.chainsFor(443, appHost)
 		Expect(chains).To(HaveLen(1))
 		Expect(certChain(s.secrets[sdsNames(chains[0])[0]])).NotTo(Equal(forgedCrt))
-		for _, k := range certs.keys() {
-			Expect(k).NotTo(HavePrefix(tenantB+"/"), "a Certificate in tenant B's namespace")
-		}
+		// B's own name gets its Certificate; A's name never gets one in
+		// B's namespace.
+		Eventually(func() []string { return certs.keys() }).Should(ContainElement(tenantB + "/" + autotls.SecretName(bobHost)))
+		Expect(certs.keys()).NotTo(ContainElement(tenantB+"/"+appCert), "a Certificate for %s in tenant B's namespace", appHost)
 	})
 
 	It("refuses solver-shaped routes for names the tenant does not hold, and only admits the challenge path of a held one", func() {
@@ -535,14 +561,18 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 		}).Should(BeTrue(), "the Secret is still there")
 		Expect(certs.wasDeleted(tenantA + "/" + appCert)).To(BeTrue())
 		Eventually(func() bool { return secrets.wasDeleted(tenantA + "/" + appCert) }).Should(BeTrue())
+		Eventually(eventReasons(tenantA, "app")).Should(ContainElement(HaveSuffix("/" + shardgatev1alpha1.ReasonCertificateRevoked)))
 		// Tenant B's forged Secret is not shardgate's to delete.
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: tenantB, Name: appCert}, &corev1.Secret{})).To(Succeed())
 		// Nothing is served for the name any more, the leftover solver
 		// route included.
 		Eventually(func(g Gomega) { g.Expect(held(proxy).vhost(80, appHost)).To(BeNil()) }).Should(Succeed())
+		if solverOf != "" {
+			Eventually(accepted(tenantA, solverOf)).Should(Equal("False/" + shardgatev1alpha1.ReasonHostnameNotOwned))
+		}
 	})
 
-	It("created Certificates only for the one name that was held outside the shard's domain", func() {
-		Expect(certs.keys()).To(ConsistOf(tenantA + "/" + appCert))
+	It("created Certificates only for the names held outside the shard's domain, each in its holder's namespace", func() {
+		Expect(certs.keys()).To(ConsistOf(tenantA+"/"+appCert, tenantB+"/"+autotls.SecretName(bobHost)))
 	})
 })
