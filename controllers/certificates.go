@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -253,6 +252,21 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, _ reconcile.Reque
 		next[k] = st
 	}
 
+	for k := range r.created {
+		if desired.Wants[k] == nil {
+			delete(r.created, k)
+		}
+	}
+	live := map[types.UID]bool{}
+	for _, c := range certs {
+		live[c.GetUID()] = true
+	}
+	for uid := range r.failedSeen {
+		if !live[uid] {
+			delete(r.failedSeen, uid)
+		}
+	}
+
 	plan := r.pacer.Plan(now, pending)
 	for _, w := range plan.Admit {
 		if err := r.create(ctx, w, holders); err != nil {
@@ -312,7 +326,7 @@ func (r *CertificateReconciler) reconcileExisting(ctx context.Context, w *autotl
 		r.pacer.Succeeded(w.Key)
 	}
 	desired := r.certificate(w, holders)
-	if !specEqual(existing, desired) {
+	if !autotls.SpecEqual(existing, desired) {
 		patch := existing.DeepCopy()
 		patch.Object["spec"] = desired.Object["spec"]
 		if err := r.Client.Update(ctx, patch); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
@@ -385,104 +399,33 @@ func (r *CertificateReconciler) create(ctx context.Context, w *autotls.Want, hol
 	return nil
 }
 
-// certificate is the Certificate shardgate writes for w: named and stored
-// in the Secret autotls.SecretName(host), for exactly the name, labelled
-// and annotated as shardgate's (the Secret too, through secretTemplate),
-// with the lease's labels and, for a LeaseHost, owned by it.
+// certificate is the Certificate shardgate writes for w
+// (autotls.CertificateFor), with its holder's lease labels and, for a
+// LeaseHost, owned by it.
 func (r *CertificateReconciler) certificate(w *autotls.Want, holders map[types.UID]client.Object) *unstructured.Unstructured {
-	name := autotls.SecretName(w.Host)
-	labels := map[string]string{autotls.LabelManaged: "true"}
-	var owners []metav1.OwnerReference
+	var labels map[string]string
+	var owner *metav1.OwnerReference
 	switch h := holders[w.Holder].(type) {
 	case *shardgatev1alpha1.LeaseHost:
-		maps.Copy(labels, leasehosts.LeaseLabels(h.Spec.Lease))
+		labels = leasehosts.LeaseLabels(h.Spec.Lease)
 		if !w.Unowned {
-			owners = []metav1.OwnerReference{{APIVersion: shardgatev1alpha1.GroupVersion.String(), Kind: "LeaseHost",
-				Name: h.Name, UID: h.UID, Controller: new(true), BlockOwnerDeletion: new(false)}}
+			owner = &metav1.OwnerReference{APIVersion: shardgatev1alpha1.GroupVersion.String(), Kind: "LeaseHost",
+				Name: h.Name, UID: h.UID, Controller: new(true), BlockOwnerDeletion: new(false)}
 		}
 	case *akashv1.ProviderHost:
-		maps.Copy(labels, leasehosts.LeaseLabels(shardgatev1alpha1.LeaseRef{Owner: h.Spec.Owner, DSeq: h.Spec.Dseq,
-			GSeq: h.Spec.Gseq, OSeq: h.Spec.Oseq, Provider: h.Spec.Provider}))
+		labels = leasehosts.LeaseLabels(shardgatev1alpha1.LeaseRef{Owner: h.Spec.Owner, DSeq: h.Spec.Dseq,
+			GSeq: h.Spec.Gseq, OSeq: h.Spec.Oseq, Provider: h.Spec.Provider})
 	}
-	issuer := map[string]any{"name": w.Issuer.Name, "kind": w.Issuer.Kind, "group": w.Issuer.Group}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"spec": map[string]any{
-			"secretName": name,
-			"dnsNames":   []any{w.Host},
-			"issuerRef":  issuer,
-			"secretTemplate": map[string]any{
-				"labels":      map[string]any{autotls.LabelManaged: "true"},
-				"annotations": map[string]any{autotls.AnnotationHostname: w.Host},
-			},
-		},
-	}}
-	u.SetGroupVersionKind(autotls.CertificateGVK)
-	u.SetNamespace(w.Namespace)
-	u.SetName(name)
-	u.SetLabels(labels)
-	u.SetAnnotations(map[string]string{autotls.AnnotationHostname: w.Host})
-	u.SetOwnerReferences(owners)
-	return u
-}
-
-// specEqual: the Certificate asks for what shardgate would write.
-func specEqual(existing, desired *unstructured.Unstructured) bool {
-	for _, f := range [][]string{{"spec", "secretName"}, {"spec", "dnsNames"}, {"spec", "issuerRef"}, {"spec", "secretTemplate"}} {
-		a, _, _ := unstructured.NestedFieldNoCopy(existing.Object, f...)
-		b, _, _ := unstructured.NestedFieldNoCopy(desired.Object, f...)
-		if !equalJSON(a, b) {
-			return false
-		}
-	}
-	return true
-}
-
-func equalJSON(a, b any) bool {
-	return fmt.Sprint(runtime.DeepCopyJSONValue(normalJSON(a))) == fmt.Sprint(runtime.DeepCopyJSONValue(normalJSON(b)))
-}
-
-// normalJSON drops empty strings from maps (an issuerRef group cert-manager
-// defaults) so that a defaulted field does not read as a change.
-func normalJSON(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		out := map[string]any{}
-		for k, x := range t {
-			if s, ok := x.(string); ok && s == "" {
-				continue
-			}
-			out[k] = normalJSON(x)
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, x := range t {
-			out[i] = normalJSON(x)
-		}
-		return out
-	case []string:
-		out := make([]any, len(t))
-		for i, x := range t {
-			out[i] = x
-		}
-		return out
-	}
-	return v
+	return autotls.CertificateFor(w, labels, owner)
 }
 
 // rebuild counts the managed Certificates in the pacer's windows by their
 // creationTimestamp, so that a restart does not reset the budgets.
 func (r *CertificateReconciler) rebuild(certs map[types.NamespacedName]*unstructured.Unstructured) {
 	for _, c := range certs {
-		if !managed(c) {
-			continue
+		if rec, ok := autotls.RecordOf(c); ok {
+			r.pacer.Record(rec.Issuer, rec.Host, rec.Owner, rec.Created)
 		}
-		group, _, _ := unstructured.NestedString(c.Object, "spec", "issuerRef", "group")
-		kind, _, _ := unstructured.NestedString(c.Object, "spec", "issuerRef", "kind")
-		name, _, _ := unstructured.NestedString(c.Object, "spec", "issuerRef", "name")
-		issuer := autotls.IssuerKey(shardgatev1alpha1.IssuerReference{Group: group, Kind: kind, Name: name}, c.GetNamespace())
-		owner := c.GetLabels()[shardgatev1alpha1.LabelLeaseOwner]
-		r.pacer.Record(issuer, c.GetAnnotations()[autotls.AnnotationHostname], owner, c.GetCreationTimestamp().Time)
 	}
 }
 
@@ -552,7 +495,7 @@ func (r *CertificateReconciler) event(h client.Object, host, typ, reason, msg st
 func (r *CertificateReconciler) holders(ctx context.Context) (map[types.UID]client.Object, error) {
 	out := map[types.UID]client.Object{}
 	var lhs shardgatev1alpha1.LeaseHostList
-	if err := r.Cache.List(ctx, &lhs); err != nil {
+	if err := r.Cache.List(ctx, &lhs, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list LeaseHosts: %w", err)
 	}
 	for i := range lhs.Items {
@@ -560,7 +503,7 @@ func (r *CertificateReconciler) holders(ctx context.Context) (map[types.UID]clie
 	}
 	if r.AkashNamespace != "" {
 		var phs akashv1.ProviderHostList
-		if err := r.Cache.List(ctx, &phs, client.InNamespace(r.AkashNamespace)); err != nil {
+		if err := r.Cache.List(ctx, &phs, client.InNamespace(r.AkashNamespace), client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("list ProviderHosts: %w", err)
 		}
 		for i := range phs.Items {
@@ -575,7 +518,9 @@ func (r *CertificateReconciler) holders(ctx context.Context) (map[types.UID]clie
 func (r *CertificateReconciler) certificates(ctx context.Context) (map[types.NamespacedName]*unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(autotls.CertificateGVK.GroupVersion().WithKind(autotls.CertificateGVK.Kind + "List"))
-	if err := r.Cache.List(ctx, list); err != nil {
+	// The cache's own objects, not copies: nothing here modifies them (an
+	// update works on a copy).
+	if err := r.Cache.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list Certificates: %w", err)
 	}
 	out := map[types.NamespacedName]*unstructured.Unstructured{}
@@ -606,7 +551,7 @@ func conflictState(kind, name string) autotls.State {
 		Message: fmt.Sprintf("a %s named %s that shardgate did not write is in the namespace; it is left alone and no certificate is requested for the name", kind, name)}
 }
 
-func managed(o metav1.Object) bool { return o.GetLabels()[autotls.LabelManaged] == "true" }
+func managed(o metav1.Object) bool { return autotls.Managed(o) }
 
 // holderOf is the Certificate's LeaseHost, or (Akash) the ProviderHost of
 // its name.

@@ -20,9 +20,16 @@
 //     parameters are valid (sharding); GatewayRuntimeSource reads the
 //     Envoy Services' addresses back, and AkashAPI serves the Akash
 //     operators' HTTP API from the cache.
+//   - CertificateReconciler (automatic HTTPS) receives each translation's
+//     ownership facts and shards, and writes and deletes the cert-manager
+//     Certificates (and revoked names' Secrets) that internal/autotls
+//     decides, paced by its Pacer; the LeaseHost controller reports its
+//     per-name state as CertificateReady.
 //
 // State kept here is what a controller needs between reconciles: its
-// work queue hand-over, the Events already emitted, and the handoff of
+// work queue hand-over, the Events already emitted, the handoff of
 // names between LeaseHosts (a name that moves is served by its new holder
-// before the old holder's route drops it).
+// before the old holder's route drops it), and the certificate
+// controller's pacer and per-name states (rebuilt from the Certificates
+// at start).
 package controllers

@@ -41,6 +41,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/autotls"
 	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/configdump"
 	"github.com/shardgate/shardgate/internal/infra"
@@ -103,7 +104,11 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 	BeforeAll(func() {
 		ctx = context.Background()
 		var err error
-		env, err = testenv.Start(ctx, testenv.Options{})
+		root, err := testenv.Root()
+		Expect(err).NotTo(HaveOccurred())
+		// cert-manager's CRDs (not its controller): the certificate
+		// controller's Certificates are written under the chart's RBAC.
+		env, err = testenv.Start(ctx, testenv.Options{ExtraCRDPaths: []string{filepath.Join(root, "bin", "crds", "cert-manager")}})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
 		for _, n := range []string{ns, "sg-other", tenant, infraN} {
@@ -323,7 +328,8 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 		domain := "shard-a.example.net"
 		Expect(c.Create(ctx, &shardgatev1alpha1.GatewayParameters{
 			ObjectMeta: metav1.ObjectMeta{Name: "shard-a", Namespace: infraN},
-			Spec:       shardgatev1alpha1.GatewayParametersSpec{Shard: &shardgatev1alpha1.ShardSpec{Domain: domain}},
+			Spec: shardgatev1alpha1.GatewayParametersSpec{Shard: &shardgatev1alpha1.ShardSpec{Domain: domain,
+				TLS: &shardgatev1alpha1.ShardTLS{IssuerRef: shardgatev1alpha1.IssuerReference{Name: "le"}}}},
 		})).To(Succeed())
 		all := &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: new(gatewayv1.NamespacesFromAll)}}
 		gw := &gatewayv1.Gateway{
@@ -435,6 +441,40 @@ var _ = Describe("the chart on the harness apiserver", Ordered, func() {
 			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: route}, &r)).To(Succeed())
 			g.Expect(r.Spec.Hostnames).To(ConsistOf(gatewayv1.Hostname("app." + domain)))
 			g.Expect(ourParent(r.Status.Parents)).To(BeTrue(), "HTTPRoute status: %+v", r.Status)
+		}).Should(Succeed())
+
+		By("automatic HTTPS: a held name's Certificate written, updated with the shard's issuer, then deleted with its Secret")
+		certKey := client.ObjectKey{Namespace: tenant, Name: autotls.SecretName("shop.example.org")}
+		getCert := func(g Gomega) *unstructured.Unstructured {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(autotls.CertificateGVK)
+			g.Expect(c.Get(ctx, certKey, u)).To(Succeed())
+			return u
+		}
+		Expect(c.Create(ctx, &shardgatev1alpha1.LeaseHost{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: tenant},
+			Spec: shardgatev1alpha1.LeaseHostSpec{Lease: lease, Hostname: "shop.example.org", Service: shardgatev1alpha1.ServiceRef{Name: "web", Port: 80}, Path: "/"}})).To(Succeed())
+		eventually(func(g Gomega) {
+			name, _, _ := unstructured.NestedString(getCert(g).Object, "spec", "issuerRef", "name")
+			g.Expect(name).To(Equal("le"))
+		}).Should(Succeed())
+		// The Secret cert-manager would store the certificate in.
+		Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: certKey.Name,
+			Labels: map[string]string{autotls.LabelManaged: "true"}}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{corev1.TLSCertKey: nil, corev1.TLSPrivateKeyKey: nil}})).To(Succeed())
+		shardParams := &shardgatev1alpha1.GatewayParameters{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: infraN, Name: "shard-a"}, shardParams)).To(Succeed())
+		shardParams.Spec.Shard.TLS.IssuerRef.Name = "le-2"
+		Expect(c.Update(ctx, shardParams)).To(Succeed())
+		eventually(func(g Gomega) {
+			name, _, _ := unstructured.NestedString(getCert(g).Object, "spec", "issuerRef", "name")
+			g.Expect(name).To(Equal("le-2"))
+		}).Should(Succeed())
+		Expect(c.Delete(ctx, &shardgatev1alpha1.LeaseHost{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "shop"}})).To(Succeed())
+		eventually(func(g Gomega) {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(autotls.CertificateGVK)
+			g.Expect(apierrors.IsNotFound(c.Get(ctx, certKey, u))).To(BeTrue())
+			g.Expect(apierrors.IsNotFound(c.Get(ctx, certKey, &corev1.Secret{}))).To(BeTrue())
 		}).Should(Succeed())
 
 		By("the status writer writes GatewayClass, Gateway, ListenerSet, route and BackendTLSPolicy status")

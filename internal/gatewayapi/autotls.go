@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"net/http"
 	"slices"
+	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -180,6 +181,43 @@ func (idx *Index) autoTLSListeners(gw *gatewayv1.Gateway, real []*listenerState,
 		out = append(out, l)
 	}
 	return out
+}
+
+// autoTLSNarrowed returns the listeners cr may match: when listeners end
+// with per-name listeners (sorted by name, as autoTLSListeners makes them)
+// and every hostname of cr is a plain name, the real listeners and the
+// per-name listeners of those names only, found by binary search; else
+// listeners. A per-name listener matches nothing else (its hostname is
+// exact), so the result is the same as walking them all, at the cost of
+// the route's names, not of the shard's.
+func autoTLSNarrowed(listeners []*listenerState, cr *compiledRoute) []*listenerState {
+	n := len(listeners)
+	if n == 0 || !listeners[n-1].auto || !specificHosts(cr) {
+		return listeners
+	}
+	first := sort.Search(n, func(i int) bool { return listeners[i].auto })
+	autos := listeners[first:]
+	out := listeners[:first:first]
+	for _, h := range cr.hostnames {
+		if i, ok := slices.BinarySearchFunc(autos, h, func(l *listenerState, h string) int { return strings.Compare(l.hostname, h) }); ok &&
+			!slices.Contains(out[first:], autos[i]) {
+			out = append(out, autos[i])
+		}
+	}
+	return out
+}
+
+// realListenerAllows says whether a real (not per-name) listener among
+// listeners that routes may attach to allows cr's kind and namespace: a
+// per-name listener takes a route only then, so it never widens what the
+// provider's listeners admit (allowedRoutes).
+func (idx *Index) realListenerAllows(listeners []*listenerState, cr *compiledRoute) bool {
+	for _, l := range listeners {
+		if !l.auto && l.accepted && l.allowsKind(cr.key.Kind) && idx.allowsNamespace(l, cr.key.NN.Namespace) {
+			return true
+		}
+	}
+	return false
 }
 
 // autoTLSHostsIn lists the names of the per-name listeners among ls made

@@ -314,6 +314,32 @@ func TestAutoTLSServesOnlyValidCertificatesOfHeldNames(t *testing.T) {
 	}
 }
 
+// TestAutoTLSKeepsTheListenersAllowedRoutes: a per-name listener takes
+// only the routes a listener of the Gateway allows: with the HTTP
+// listener open to bob's namespace alone, alice's name keeps its server
+// but serves no route of hers (404, and 421 for other hosts).
+func TestAutoTLSKeepsTheListenersAllowedRoutes(t *testing.T) {
+	in := autoTLSInput(t, RoutesGenerated, false)
+	in.Gateways[0].Spec.Listeners[0].AllowedRoutes = &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptrTo(gatewayv1.NamespacesFromSelector),
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "bob"}}}}
+	for _, ns := range in.Namespaces {
+		if ns.Name == bobNS {
+			ns.Labels = map[string]string{"team": "bob"}
+		}
+	}
+	want := []string{
+		"auto-tls/bob.example.test sni=bob.example.test cert=tenant-b/shardgate-tls.bob.example.test *=Gateway:infra/shard bob.example.test=HTTPRoute:tenant-b/web",
+		"auto-tls/shop.example.test sni=shop.example.test cert=tenant-a/shardgate-tls.shop.example.test *=Gateway:infra/shard shop.example.test=",
+	}
+	out := Translate(in)
+	if got := https443(out); !slices.Equal(got, want) {
+		t.Fatalf("port 443:\n got %q\nwant %q", got, want)
+	}
+	if got := parentOf(out, kindHTTPRoute, aliceNS, "shop", autoGW); got != "False/"+string(gatewayv1.RouteReasonNotAllowedByListeners) {
+		t.Fatalf("alice's route: %s", got)
+	}
+}
+
 // TestAutoTLSJoinsTheShardsHTTPSListener: with the provider's wildcard
 // HTTPS listener on 443, the per-name servers join its port; the
 // wildcard listener keeps its status and its own server.

@@ -169,6 +169,31 @@ Copyright The shardgate Authors.
 //     below it), and it is not blocked; a listener without hostname never
 //     is. Otherwise it is Accepted=False HostnameNotOwned and serves
 //     nothing. Routes on an admitted listener still pass the route rule.
+//   - Automatic HTTPS on shards (GatewayParameters spec.shard.tls,
+//     autotls.go): each name a generated route holds on the shard
+//     (Ownership.Generated), lists, and that is not the shard's domain or
+//     under it, is served on port 443 by an internal HTTPS listener of its
+//     own ("auto-tls/<host>", SNI the name) once the Secret
+//     autotls.SecretName(host) in the route's namespace is a valid TLS
+//     Secret whose certificate lists exactly that name (a wildcard does
+//     not count). These listeners take part in route attachment, listener
+//     isolation, misdirected requests and the IR, but never in the
+//     Gateway's status, and take only routes a listener of the Gateway
+//     allows (kind and namespace). They join an HTTPS listener on 443, or make the
+//     port; a listener of another protocol on 443 means none is made, and
+//     a name an HTTPS listener on 443 has as its hostname is left to it.
+//     Two generated routes holding one name: the first by route key wins.
+//     With redirectHTTP, each such name's virtual host on the HTTP ports
+//     keeps its routes under /.well-known/acme-challenge/ and redirects
+//     everything else (301) to https. An HTTPRoute of the shape of an
+//     ACME HTTP-01 solver route (hostnames, every match an Exact or
+//     PathPrefix path under /.well-known/acme-challenge/, no filters) is
+//     admitted on a shard, in either routes mode, when every hostname is
+//     held on it by a generated route of its own namespace. A Secret of
+//     that name changing marks every Gateway with spec.shard.tls; a
+//     change of a route's Generated entry marks the solver-shaped routes
+//     of its namespace; a patch that would add or remove a per-name
+//     listener assembles the Gateway in full instead.
 //
 // Translate is made of pure functions: compileRoute turns one route into
 // IR templates given the Services and ReferenceGrants it names (one

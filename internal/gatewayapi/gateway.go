@@ -333,6 +333,7 @@ func (idx *Index) finishParents(pending []*pendingParent, res *GatewayResult) {
 // matchParent attaches cr to the listeners ref selects and returns the
 // Accepted reason ("" = accepted).
 func (idx *Index) matchParent(gw *gatewayv1.Gateway, listeners []*listenerState, cr *compiledRoute, ref gatewayv1.ParentReference) (string, string, []*listenerState) {
+	listeners = autoTLSNarrowed(listeners, cr)
 	var candidates []*listenerState
 	for _, l := range listeners {
 		if ref.SectionName != nil && string(*ref.SectionName) != l.name {
@@ -348,7 +349,8 @@ func (idx *Index) matchParent(gw *gatewayv1.Gateway, listeners []*listenerState,
 	}
 	var allowed []*listenerState
 	for _, l := range candidates {
-		if l.accepted && l.allowsKind(cr.key.Kind) && idx.allowsNamespace(l, cr.key.NN.Namespace) {
+		if l.accepted && l.allowsKind(cr.key.Kind) && idx.allowsNamespace(l, cr.key.NN.Namespace) &&
+			(!l.auto || idx.realListenerAllows(listeners, cr)) {
 			allowed = append(allowed, l)
 		}
 	}
@@ -584,8 +586,18 @@ func routeKeyLess(a, b RouteKey) bool {
 // owner is the listener on a port that serves hostname h: the most specific
 // listener hostname covering it (port listeners are sorted that way). This
 // is listener isolation: a request matches at most one listener.
+//
+// The exact listener hostnames come first, sorted by name: an exact h is
+// looked up among them (a shard with automatic HTTPS has one per name),
+// and only the wildcards and the catch-all after them are walked.
 func owner(port []*listenerState, h string) *listenerState {
-	for _, l := range port {
+	exact := sort.Search(len(port), func(i int) bool { return hostnameRank(port[i].hostname) != 0 })
+	if hostnameRank(h) == 0 {
+		if i, ok := slices.BinarySearchFunc(port[:exact], h, func(l *listenerState, h string) int { return strings.Compare(l.hostname, h) }); ok {
+			return port[i]
+		}
+	}
+	for _, l := range port[exact:] {
 		if hostnameCovers(l.hostname, h) {
 			return l
 		}

@@ -37,6 +37,12 @@ import (
 // with a virtual host of l's routes: those are hostnames l owns.
 func withMisdirected(hosts []*ir.VirtualHost, gw types.NamespacedName, port []*listenerState, l *listenerState) []*ir.VirtualHost {
 	var names []string
+	if hostnameRank(l.hostname) == 0 {
+		// An exact hostname covers only itself: only "any other host"
+		// (below). A shard with automatic HTTPS has one such listener
+		// per name on its port.
+		port = nil
+	}
 	for _, o := range port {
 		if o == l || o.hostname == l.hostname || !hostnameCovers(l.hostname, o.hostname) {
 			continue

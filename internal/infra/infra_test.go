@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -500,5 +501,47 @@ func TestUpToDate(t *testing.T) {
 	}
 	if UpToDate(nil, desired.Service) {
 		t.Error("a missing object is not up to date")
+	}
+}
+
+// TestAutoTLSPort: a shard with automatic HTTPS serves its names on 443
+// whether or not a listener is there: without one, its Service and, with
+// host ports, its container get port 443; with one, nothing changes; a
+// shard without spec.shard.tls gets nothing.
+func TestAutoTLSPort(t *testing.T) {
+	httpOnly := testGateway()
+	httpOnly.Spec.Listeners = httpOnly.Spec.Listeners[1:2] // http on 80
+	shard := func(tls bool, envoy *shardgatev1alpha1.EnvoySpec) *shardgatev1alpha1.GatewayParameters {
+		p := &shardgatev1alpha1.GatewayParameters{Spec: shardgatev1alpha1.GatewayParametersSpec{Shard: &shardgatev1alpha1.ShardSpec{Domain: "a.example.com"}, Envoy: envoy}}
+		if tls {
+			p.Spec.Shard.TLS = &shardgatev1alpha1.ShardTLS{IssuerRef: shardgatev1alpha1.IssuerReference{Name: "letsencrypt"}}
+		}
+		return p
+	}
+	svcPorts := func(gw *gatewayv1.Gateway, p *shardgatev1alpha1.GatewayParameters) []string {
+		var got []string
+		for _, sp := range mustBuild(t, gw, p, Options{}).Service.Spec.Ports {
+			got = append(got, sp.Name+"/"+sp.TargetPort.String())
+		}
+		return got
+	}
+	if got, want := svcPorts(httpOnly, shard(true, nil)), []string{"http-80/80", "https-443/443"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("automatic HTTPS, no listener on 443: Service ports %v, want %v", got, want)
+	}
+	if got, want := svcPorts(httpOnly, shard(false, nil)), []string{"http-80/80"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("no automatic HTTPS: Service ports %v, want %v", got, want)
+	}
+	if got, want := svcPorts(testGateway(), shard(true, nil)), []string{"http-80/80", "https-443/443", "tls-8443/8443"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("automatic HTTPS with a listener on 443: Service ports %v, want %v", got, want)
+	}
+	o := mustBuild(t, httpOnly, shard(true, &shardgatev1alpha1.EnvoySpec{Kind: shardgatev1alpha1.EnvoyKindDaemonSet, HostPorts: true}), Options{})
+	var host []string
+	for _, c := range o.DaemonSet.Spec.Template.Spec.Containers[0].Ports {
+		if c.HostPort != 0 {
+			host = append(host, c.Name+"/"+strconv.Itoa(int(c.HostPort)))
+		}
+	}
+	if want := []string{"http-80/80", "https-443/443"}; !reflect.DeepEqual(host, want) {
+		t.Errorf("host ports %v, want %v", host, want)
 	}
 }

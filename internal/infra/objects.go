@@ -263,6 +263,28 @@ func ServicePorts(gw *gatewayv1.Gateway) []ServicePort {
 	return out
 }
 
+// ServicePortsFor are ServicePorts(gw), and, for a shard with automatic
+// HTTPS (params spec.shard.tls) without a listener on 443, port 443
+// ("https-443"), where the shard serves each name it admits: the per-name
+// HTTPS servers are made by the translator, not by listeners.
+func ServicePortsFor(gw *gatewayv1.Gateway, params *shardgatev1alpha1.GatewayParameters) []ServicePort {
+	out := ServicePorts(gw)
+	if params == nil || params.Spec.Shard == nil || params.Spec.Shard.TLS == nil {
+		return out
+	}
+	for _, p := range out {
+		if p.Port == AutoTLSPort {
+			return out
+		}
+	}
+	out = append(out, ServicePort{Name: PortName(gatewayv1.HTTPSProtocolType, AutoTLSPort), Port: AutoTLSPort, Protocol: gatewayv1.HTTPSProtocolType})
+	sort.Slice(out, func(i, j int) bool { return out[i].Port < out[j].Port })
+	return out
+}
+
+// AutoTLSPort is the port a shard with automatic HTTPS serves names on.
+const AutoTLSPort = 443
+
 // PortName is "<protocol lowercased>-<port>", made a valid IANA service
 // name (at most 15 characters of [a-z0-9-], no leading, trailing or double
 // '-'): characters outside [a-z0-9] become '-', and the protocol part is cut
@@ -309,7 +331,7 @@ func service(gw *gatewayv1.Gateway, params *shardgatev1alpha1.GatewayParameters)
 			svc.Annotations[k] = v
 		}
 	}
-	for _, p := range ServicePorts(gw) {
+	for _, p := range ServicePortsFor(gw, params) {
 		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
 			Name:       p.Name,
 			Protocol:   corev1.ProtocolTCP,

@@ -42,7 +42,7 @@ func podTemplate(gw *gatewayv1.Gateway, params *shardgatev1alpha1.GatewayParamet
 			Name:      "POD_NAME",
 			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}},
 		}},
-		Ports:     containerPorts(gw, hostPorts, hostNetwork),
+		Ports:     containerPorts(gw, params, hostPorts, hostNetwork),
 		Resources: resources,
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
@@ -154,13 +154,14 @@ func podTemplate(gw *gatewayv1.Gateway, params *shardgatev1alpha1.GatewayParamet
 }
 
 // containerPorts are the ports the Envoy container declares: readiness and
-// metrics always; with hostPorts, every listener port as the host port of
-// the same number; with hostNetwork, every port Envoy binds (admin,
-// readiness, metrics, listeners), which the API then requires to equal
-// their host ports. Declared host ports make the scheduler keep two pods
+// metrics always; with hostPorts, every listener port (ServicePortsFor: with
+// 443 for a shard with automatic HTTPS) as the host port of the same
+// number; with hostNetwork, every port Envoy binds (admin, readiness,
+// metrics, listeners), which the API then requires to equal their host
+// ports. Declared host ports make the scheduler keep two pods
 // that need one port off the same node. Without them, listener ports are
 // not declared: they come and go through LDS and must not roll the pods.
-func containerPorts(gw *gatewayv1.Gateway, hostPorts, hostNetwork bool) []corev1.ContainerPort {
+func containerPorts(gw *gatewayv1.Gateway, params *shardgatev1alpha1.GatewayParameters, hostPorts, hostNetwork bool) []corev1.ContainerPort {
 	ports := []corev1.ContainerPort{
 		{Name: "ready", ContainerPort: ReadyPort, Protocol: corev1.ProtocolTCP},
 		{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
@@ -177,7 +178,7 @@ func containerPorts(gw *gatewayv1.Gateway, hostPorts, hostNetwork bool) []corev1
 	default:
 		return ports
 	}
-	for _, p := range ServicePorts(gw) {
+	for _, p := range ServicePortsFor(gw, params) {
 		ports = append(ports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.Port, HostPort: p.Port, Protocol: corev1.ProtocolTCP})
 	}
 	return ports

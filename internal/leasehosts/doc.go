@@ -1,6 +1,7 @@
 // Package leasehosts owns what a LeaseHost produces, as pure functions: the
 // names it claims (one per selected shard, or its one explicit hostname), the
-// HTTPRoute generated for the names it holds, and its status; the
+// HTTPRoute generated for the names it holds, and its status (with each
+// tls shard's CertificateReady, from the certificate controller's state); the
 // namespace-owner rule (PlanIn, NamespaceOwnerRefusal), its claims in the
 // hostname engine (Claimants), and the translator's ownership facts
 // (Ownership), which run the engine over every LeaseHost.

@@ -65,6 +65,10 @@ type CertManagerOptions struct {
 	// for a test in which nothing can serve the challenge to Pebble (no
 	// data plane runs); such a test must say so.
 	PebbleAlwaysValid bool
+	// PebbleDomainBlocklist are names (and, each, every name under it)
+	// Pebble refuses to issue for: an order for one fails with
+	// rejectedIdentifier, a real issuance failure for a test to provoke.
+	PebbleDomainBlocklist []string
 }
 
 // Pebble is the running ACME test server.
@@ -118,13 +122,14 @@ type pebbleConfig struct {
 }
 
 type pebbleSettings struct {
-	ListenAddress           string `json:"listenAddress"`
-	ManagementListenAddress string `json:"managementListenAddress"`
-	Certificate             string `json:"certificate"`
-	PrivateKey              string `json:"privateKey"`
-	HTTPPort                int    `json:"httpPort"`
-	TLSPort                 int    `json:"tlsPort"`
-	KeyAlgorithm            string `json:"keyAlgorithm"`
+	ListenAddress           string   `json:"listenAddress"`
+	ManagementListenAddress string   `json:"managementListenAddress"`
+	Certificate             string   `json:"certificate"`
+	PrivateKey              string   `json:"privateKey"`
+	HTTPPort                int      `json:"httpPort"`
+	TLSPort                 int      `json:"tlsPort"`
+	KeyAlgorithm            string   `json:"keyAlgorithm"`
+	DomainBlocklist         []string `json:"domainBlocklist,omitempty"`
 	RetryAfter              struct {
 		Authz int `json:"authz"`
 		Order int `json:"order"`
@@ -204,6 +209,7 @@ func (e *Env) startPebble(ctx context.Context, opts CertManagerOptions) (*Pebble
 	s.KeyAlgorithm = "ecdsa"
 	// Retry-After hints to ACME clients polling authorizations and orders.
 	s.RetryAfter.Authz, s.RetryAfter.Order = 1, 1
+	s.DomainBlocklist = opts.PebbleDomainBlocklist
 	cfgJSON, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("testenv: pebble config: %w", err)

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/proto"
 
@@ -105,6 +106,14 @@ type Checker struct {
 	// lastBuilt: the virtual hosts the last check that passed serialized
 	// (see wireVhosts).
 	lastBuilt []builtVhost
+	// The listeners the last check that passed found referring to what
+	// exists, by name, and the route configuration and secret names it
+	// checked them against: a listener that is the same message again
+	// cannot refer to anything missing unless one of those names went (or
+	// a cluster). An HTTPS listener of a shard with automatic HTTPS has a
+	// filter chain per name, which a route change leaves alone.
+	lastListeners               map[string]*listenerv3.Listener
+	lastRouteNames, lastSecrets map[string]bool
 }
 
 type knownDigest struct {
@@ -206,7 +215,12 @@ func (c *Checker) Check(r *translate.Resources) error {
 	routes := translate.UniqueNames("route configuration", len(r.Routes), func(i int) string { return r.Routes[i].GetName() }, e.fail)
 	secrets := translate.UniqueNames("secret", len(r.Secrets), func(i int) string { return r.Secrets[i].GetName() }, e.fail)
 	translate.UniqueNames("listener", len(r.Listeners), func(i int) string { return r.Listeners[i].GetName() }, e.fail)
+	kept := (clusterNames || sameClusters && len(removedClusters) == 0) && c.lastListeners != nil &&
+		noneRemoved(c.lastRouteNames, routes) && noneRemoved(c.lastSecrets, secrets)
 	for _, l := range r.Listeners {
+		if kept && c.lastListeners[l.GetName()] == l {
+			continue
+		}
 		e.errs = append(e.errs, translate.ListenerReferences(l, c.clusterSet, routes, secrets)...)
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.sockets)) {
@@ -219,6 +233,11 @@ func (c *Checker) Check(r *translate.Resources) error {
 	}
 	copy(r.Routes, wires)
 	c.lastBuilt = e.built
+	c.lastListeners = make(map[string]*listenerv3.Listener, len(r.Listeners))
+	for _, l := range r.Listeners {
+		c.lastListeners[l.GetName()] = l
+	}
+	c.lastRouteNames, c.lastSecrets = routes, secrets
 	clusters := r.Clusters
 	if !SameList(clusters, c.lastClusters) || c.lastWireClusters == nil {
 		c.lastWireClusters, c.lastClusterDigests = wireList(c, clusters, c.lastClusters, c.lastWireClusters, c.lastClusterDigests, (*clusterv3.Cluster).GetName, true)
@@ -462,6 +481,7 @@ func (c *Checker) reset() {
 	c.tables, c.refs, c.clusterSet = map[string]*tableState{}, map[string]int{}, map[string]bool{}
 	c.sockets = map[string]translate.ClusterFacts{}
 	c.lastBuilt = nil
+	c.lastListeners, c.lastRouteNames, c.lastSecrets = nil, nil, nil
 	c.sortedClusters = false
 	c.wires = map[*routev3.RouteConfiguration]Digest{}
 	c.lastClusters = nil
@@ -470,6 +490,19 @@ func (c *Checker) reset() {
 		c.wire = map[proto.Message]proto.Message{}
 		c.facts = map[proto.Message]translate.ClusterFacts{}
 	}
+}
+
+// noneRemoved: every name of was is in now.
+func noneRemoved(was, now map[string]bool) bool {
+	if len(was) > len(now) {
+		return false
+	}
+	for n := range was {
+		if !now[n] {
+			return false
+		}
+	}
+	return true
 }
 
 // prune forgets, once the maps hold more than twice what this check used,

@@ -5,6 +5,7 @@ Copyright The shardgate Authors.
 package build
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -60,6 +61,14 @@ type Memo struct {
 	// httpListeners: per HTTP listener name, the message last built and
 	// what it was built from (listenerKey).
 	httpListeners map[string]memoListener
+	// httpsListeners: per HTTPS listener name, the message last built,
+	// the key it was built with, and its filter chains by TLS server.
+	httpsListeners map[string]memoHTTPS
+	// secrets: the IR secrets last translated and their messages, in IR
+	// order.
+	secrets []memoSecret
+	// rcs: per route table, the message last handed out.
+	rcs map[string]*routev3.RouteConfiguration
 	// newRefs: the virtual hosts of the last translation that now send to
 	// a cluster their previous version did not (see Introducing).
 	newRefs []vhostRefs
@@ -104,6 +113,52 @@ func listenerKey(l *ir.Listener, traffic *ir.Traffic) string {
 		}
 	}
 	return b.String()
+}
+
+// memoHTTPS is an HTTPS listener's message, the listenerKey it was built
+// with, and its filter chains by TLS server name. A shard with automatic
+// HTTPS has one TLS server per name it serves: a name coming or going
+// builds its own chain alone, and the others are the very messages built
+// before (so the proxy keeps their connections).
+type memoHTTPS struct {
+	key    string
+	msg    *listenerv3.Listener
+	chains map[string]memoChain
+}
+
+// memoChain is a TLS server's filter chain and the server it was built
+// from (serverKey).
+type memoChain struct {
+	key   string
+	chain *listenerv3.FilterChain
+}
+
+// serverKey says everything of a TLS server its filter chain is built
+// from, besides its listener's key: its name, SNI, certificates and
+// client validation.
+func serverKey(s *ir.TLSServer) string {
+	var b strings.Builder
+	b.WriteString(s.Name)
+	b.WriteByte(0)
+	for _, n := range s.SNI {
+		b.WriteString(n)
+		b.WriteByte(',')
+	}
+	b.WriteByte(0)
+	for _, c := range s.Certificates {
+		b.WriteString(c.Name)
+		b.WriteByte(',')
+	}
+	if cv := s.ClientValidation; cv != nil {
+		fmt.Fprintf(&b, "\x00%s|%t", cv.CA.Name, cv.InsecureFallback)
+	}
+	return b.String()
+}
+
+// memoSecret is an IR secret translated, and its message.
+type memoSecret struct {
+	ir  ir.Secret
+	msg *tlsv3.Secret
 }
 
 type memoVhost struct {
@@ -153,7 +208,8 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*translate.Resourc
 		kept[c] = true
 	}
 	m.newRefs = nil
-	t := memoRun{memo: m, sc: translate.NewScope(gw), retained: kept, next: map[string][]*memoVhost{}, nextListeners: map[string]memoListener{}}
+	t := memoRun{memo: m, sc: translate.NewScope(gw), retained: kept, next: map[string][]*memoVhost{}, nextListeners: map[string]memoListener{},
+		nextHTTPS: map[string]memoHTTPS{}, nextRCs: map[string]*routev3.RouteConfiguration{}}
 	t.change = m.changeOf(gw.Change)
 	m.generation = 0 // until this translation succeeds
 	res, err := t.translate(gw)
@@ -162,6 +218,9 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*translate.Resourc
 	}
 	m.tables = t.next
 	m.httpListeners = t.nextListeners
+	m.httpsListeners = t.nextHTTPS
+	m.secrets = t.nextSecrets
+	m.rcs = t.nextRCs
 	if gw.Change != nil {
 		m.generation = gw.Change.Generation
 	}
@@ -204,6 +263,9 @@ type memoRun struct {
 	// translation, nextListeners of the HTTP listeners.
 	next          map[string][]*memoVhost
 	nextListeners map[string]memoListener
+	nextHTTPS     map[string]memoHTTPS
+	nextSecrets   []memoSecret
+	nextRCs       map[string]*routev3.RouteConfiguration
 	// clustersKept: the cluster list is the memo's, as
 	// built and sorted before.
 	clustersKept bool
@@ -260,18 +322,20 @@ func (t *memoRun) translate(gw *ir.Gateway) (*translate.Resources, error) {
 		}
 	}
 	t.clustersMemo(gw, r)
-	for i := range gw.Secrets {
-		r.Secrets = append(r.Secrets, translate.Secret(&gw.Secrets[i]))
-	}
+	t.secretsMemo(gw, r)
 	r.Sort(t.clustersKept)
 	return r, nil
 }
 
 // listener is l's listener. An HTTP listener does not depend on its
 // virtual hosts: an unchanged one is the very message built before, so
-// that a route change costs no listener serialization. The others (few)
-// are built again.
+// that a route change costs no listener serialization. An HTTPS listener
+// is built from its TLS servers' filter chains (httpsListener). The others
+// (few) are built again.
 func (t *memoRun) listener(l *ir.Listener, traffic *ir.Traffic) (*listenerv3.Listener, error) {
+	if l.Protocol == ir.ProtocolHTTPS {
+		return t.httpsListener(l, traffic), nil
+	}
 	if l.Protocol != ir.ProtocolHTTP {
 		return t.sc.Listener(l)
 	}
@@ -288,6 +352,84 @@ func (t *memoRun) listener(l *ir.Listener, traffic *ir.Traffic) (*listenerv3.Lis
 	return lst, nil
 }
 
+// httpsListener is HTTPS listener l's message. When the IR changed only
+// in the virtual hosts and clusters its change names (ir.Change: its TLS
+// servers are those of the IR last translated), it is the message built
+// before. Otherwise each TLS server's filter chain is the one built before
+// for the same server (serverKey) under the same listener key, or built
+// anew; and when every chain is the previous one, in order, the listener
+// is the previous message too.
+func (t *memoRun) httpsListener(l *ir.Listener, traffic *ir.Traffic) *listenerv3.Listener {
+	key := listenerKey(l, traffic)
+	prev, had := t.memo.httpsListeners[l.Name]
+	had = had && prev.key == key
+	if had && !t.change.all {
+		t.nextHTTPS[l.Name] = prev
+		return prev.msg
+	}
+	next := memoHTTPS{key: key, chains: make(map[string]memoChain, len(l.TLSServers))}
+	chains := make([]*listenerv3.FilterChain, 0, len(l.TLSServers))
+	same := had && prev.msg != nil && len(prev.msg.GetFilterChains()) == len(l.TLSServers)
+	for i := range l.TLSServers {
+		s := &l.TLSServers[i]
+		sk := serverKey(s)
+		c, ok := prev.chains[s.Name]
+		if !had || !ok || c.key != sk {
+			c = memoChain{key: sk, chain: t.sc.HTTPSChain(l, s)}
+		}
+		next.chains[s.Name] = c
+		chains = append(chains, c.chain)
+		if same && prev.msg.FilterChains[i] != c.chain {
+			same = false
+		}
+	}
+	if same {
+		next.msg = prev.msg
+	} else {
+		next.msg = t.sc.HTTPSListener(l, chains)
+	}
+	t.nextHTTPS[l.Name] = next
+	return next.msg
+}
+
+// secretsMemo translates gw's secrets, reusing the message of every secret
+// whose IR is the one last translated at its place (its bytes the very
+// same, or equal).
+func (t *memoRun) secretsMemo(gw *ir.Gateway, r *translate.Resources) {
+	prev := t.memo.secrets
+	next := make([]memoSecret, 0, len(gw.Secrets))
+	j := 0
+	for i := range gw.Secrets {
+		s := &gw.Secrets[i]
+		// Both lists are sorted by name: skip what was removed.
+		for j < len(prev) && prev[j].ir.Name < s.Name {
+			j++
+		}
+		var e memoSecret
+		if j < len(prev) && sameSecret(&prev[j].ir, s) {
+			e = prev[j]
+			j++
+		} else {
+			e = memoSecret{ir: *s, msg: translate.Secret(s)}
+		}
+		next = append(next, e)
+		r.Secrets = append(r.Secrets, e.msg)
+	}
+	t.nextSecrets = next
+}
+
+// sameSecret: a and b are the same secret with the same bytes.
+func sameSecret(a, b *ir.Secret) bool {
+	return a.Name == b.Name && sameBytes(a.Cert, b.Cert) && sameBytes(a.Key, b.Key) && sameBytes(a.CA, b.CA)
+}
+
+func sameBytes(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0] || bytes.Equal(a, b)
+}
+
 // routeConfigurationMemo builds route table rt of listener, reusing the
 // remembered message of every virtual host the IR's change does not name.
 //
@@ -296,8 +438,42 @@ func (t *memoRun) listener(l *ir.Listener, traffic *ir.Traffic) (*listenerv3.Lis
 // host makes it a new list. (Each entry describes a real IR → message
 // mapping, so a translation that fails half-way leaves valid memory.)
 func (t *memoRun) routeConfigurationMemo(listener string, rt translate.RouteTable) (*routev3.RouteConfiguration, error) {
-	name, scheme, vhosts := rt.Name, rt.Scheme, rt.VirtualHosts
+	name, vhosts := rt.Name, rt.VirtualHosts
 	prev := t.memo.tables[name]
+	// A table the IR's change names no virtual host of is the table last
+	// handed out (ir.Change), unless a host of it carries a retained
+	// cluster that is no longer retained. A shard with automatic HTTPS
+	// has a table per name it serves: a route change walks none of the
+	// others.
+	if changed, all := t.changedIn(listener, rt.Server); !all && len(changed) == 0 {
+		if rc, ok := t.memo.rcs[name]; ok && len(prev) == len(vhosts) && t.allStillRetained(prev) {
+			t.next[name] = prev
+			t.nextRCs[name] = rc
+			return rc, nil
+		}
+	}
+	rc, err := t.buildRouteConfiguration(listener, rt, prev)
+	if err == nil {
+		t.nextRCs[name] = rc
+	}
+	return rc, err
+}
+
+// allStillRetained: every host of the table carries only clusters still
+// retained.
+func (t *memoRun) allStillRetained(hosts []*memoVhost) bool {
+	for _, e := range hosts {
+		if !t.stillRetained(e.carried) {
+			return false
+		}
+	}
+	return true
+}
+
+// buildRouteConfiguration is routeConfigurationMemo's table built from
+// the memory of its virtual hosts, prev.
+func (t *memoRun) buildRouteConfiguration(listener string, rt translate.RouteTable, prev []*memoVhost) (*routev3.RouteConfiguration, error) {
+	name, scheme, vhosts := rt.Name, rt.Scheme, rt.VirtualHosts
 	var cur []*memoVhost
 	// While inPlace, the new list so far is prev[:i], and j == i.
 	inPlace := true

@@ -87,18 +87,11 @@ func (t *translator) listenerChains(l *ir.Listener) (*listenerv3.Listener, error
 		return listener(l.Name, l.Port, nil, chain), nil
 
 	case ir.ProtocolHTTPS:
-		var chains []*listenerv3.FilterChain
+		chains := make([]*listenerv3.FilterChain, 0, len(l.TLSServers))
 		for i := range l.TLSServers {
-			s := &l.TLSServers[i]
-			chains = append(chains, filterChain(s.Name,
-				matchSNI(s.SNI),
-				downstreamTLSValidating(s.Certificates, alpnHTTP, s.ClientValidation),
-				httpConnectionManager(l.Name, httpsRouteTable(l, s), traffic)))
+			chains = append(chains, httpsChain(l, &l.TLSServers[i], traffic))
 		}
-		if len(chains) == 0 {
-			return nil, nil
-		}
-		return listener(l.Name, l.Port, tlsInspector(), chains...), nil
+		return httpsListener(l, chains), nil
 
 	case ir.ProtocolTLSPassthrough, ir.ProtocolTLSTerminate, ir.ProtocolTLSMixed:
 		// One filter chain per SNI. A terminating chain (every chain of a
@@ -140,6 +133,39 @@ func (t *translator) listenerChains(l *ir.Listener) (*listenerv3.Listener, error
 		return listener(l.Name, l.Port, nil, chain), nil
 	}
 	return nil, fmt.Errorf("unknown protocol %q", l.Protocol)
+}
+
+// HTTPSChain is the filter chain of TLS server srv of HTTPS listener l:
+// SNI srv.SNI, its certificates, and an HTTP connection manager on its
+// route table. It depends on nothing else of l but l's name, and on the
+// Scope's traffic settings.
+func (s *Scope) HTTPSChain(l *ir.Listener, srv *ir.TLSServer) *listenerv3.FilterChain {
+	return httpsChain(l, srv, ir.TrafficOf(s.t.gw))
+}
+
+// HTTPSListener is HTTPS listener l made of chains, its TLS servers'
+// (HTTPSChain, in order); nil when there are none. It is what Listener
+// returns for l, built from chains made before.
+func (s *Scope) HTTPSListener(l *ir.Listener, chains []*listenerv3.FilterChain) *listenerv3.Listener {
+	lst := httpsListener(l, chains)
+	if lst != nil && ir.TrafficOf(s.t.gw).ProxyProtocol {
+		lst.ListenerFilters = append([]*listenerv3.ListenerFilter{proxyProtocol()}, lst.ListenerFilters...)
+	}
+	return lst
+}
+
+func httpsChain(l *ir.Listener, s *ir.TLSServer, traffic *ir.Traffic) *listenerv3.FilterChain {
+	return filterChain(s.Name,
+		matchSNI(s.SNI),
+		downstreamTLSValidating(s.Certificates, alpnHTTP, s.ClientValidation),
+		httpConnectionManager(l.Name, httpsRouteTable(l, s), traffic))
+}
+
+func httpsListener(l *ir.Listener, chains []*listenerv3.FilterChain) *listenerv3.Listener {
+	if len(chains) == 0 {
+		return nil
+	}
+	return listener(l.Name, l.Port, tlsInspector(), chains...)
 }
 
 // listener binds port with the given listener filter (may be nil) and chains.
