@@ -29,6 +29,8 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/akash"
+	akashv1 "github.com/shardgate/shardgate/internal/akash/v2beta2"
 	"github.com/shardgate/shardgate/internal/autotls"
 	"github.com/shardgate/shardgate/internal/manager"
 	"github.com/shardgate/shardgate/internal/pki"
@@ -57,11 +59,21 @@ const (
 	// blockedHost is under a block list entry from the start.
 	blockedHost = "evil.blocked.example"
 
+	// phHost is held by an Akash ProviderHost of a third tenant.
+	phHost = "ph.tenant-c.example"
+	// akashNS is the provider's manifest namespace, of the ProviderHosts.
+	akashNS = "lease"
+
 	solverLabel     = "acme.cert-manager.io/http01-solver"
 	challengePrefix = "/.well-known/acme-challenge/"
 )
 
 var (
+	// carolLease is tenant C's lease; Akash's operators take only bech32
+	// account addresses ("akash" prefix, 20 bytes).
+	carolLease = akash.Lease{Owner: "akash1vfhkyqqqqqqqqqqqqqqqqqqqqqqqqqqqmzrs9e", DSeq: 7, GSeq: 1, OSeq: 1,
+		Provider: "akash1wpex7anfv3jhyqqqqqqqqqqqqqqqqqqqg92yhj"}
+
 	clusterIssuerGVK = metav1.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "ClusterIssuer"}
 	certificateGVK   = metav1.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}
 )
@@ -134,20 +146,21 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 			return ""
 		}
 	}
-	// eventReasons lists "type/reason" of the Events about a LeaseHost.
-	eventReasons := func(ns, name string) func(Gomega) []string {
+	// eventsAbout lists "type/reason" of the Events about an object.
+	eventsAbout := func(kind, ns, name string) func(Gomega) []string {
 		return func(g Gomega) []string {
 			var list eventsv1.EventList
 			g.Expect(c.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
 			var out []string
 			for _, ev := range list.Items {
-				if ev.Regarding.Kind == "LeaseHost" && ev.Regarding.Name == name {
+				if ev.Regarding.Kind == kind && ev.Regarding.Name == name {
 					out = append(out, ev.Type+"/"+ev.Reason)
 				}
 			}
 			return out
 		}
 	}
+	eventReasons := func(ns, name string) func(Gomega) []string { return eventsAbout("LeaseHost", ns, name) }
 	// routeAccepted is the Accepted condition shardgate wrote for shard-a
 	// in a version of an HTTPRoute, "" when it wrote none.
 	routeAccepted := func(r *gatewayv1.HTTPRoute) string {
@@ -214,7 +227,10 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 		// validation (PEBBLE_VA_ALWAYS_VALID), the ClusterIssuer below
 		// skips cert-manager's self check, and the tests assert the
 		// solver route in the xDS the shard serves instead.
-		env, err = testenv.Start(ctx, testenv.Options{CertManager: &testenv.CertManagerOptions{PebbleAlwaysValid: true}})
+		root, err := testenv.Root()
+		Expect(err).NotTo(HaveOccurred())
+		env, err = testenv.Start(ctx, testenv.Options{CertManager: &testenv.CertManagerOptions{PebbleAlwaysValid: true},
+			ExtraCRDPaths: []string{filepath.Join(root, "crds", "akash")}})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
 		c = env.Client
@@ -240,6 +256,17 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 				Annotations: map[string]string{tenancy.OwnerKey: owner}}})).To(Succeed())
 			service(ns, "web", 80)
 		}
+		// Akash: the provider's manifest namespace holds the ProviderHosts;
+		// the lease namespace the workload.
+		Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: akashNS}})).To(Succeed())
+		leaseNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: carolLease.Namespace(), Labels: carolLease.Labels()}}
+		leaseNS.Labels[akash.LabelManaged] = "true"
+		Expect(c.Create(ctx, leaseNS)).To(Succeed())
+		Expect(c.Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: leaseNS.Name},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{akash.LabelManifestService: "web"},
+				Ports: []corev1.ServicePort{{Port: 80}}},
+		})).To(Succeed())
 		service(tenantB, "forged-solver", 8089)
 		service(tenantB, "bob-solver", 8089)
 
@@ -541,6 +568,47 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 		})
 	})
 
+	It("does the same for an Akash ProviderHost: its Certificate in the lease namespace, served on 443, Events on it, shown by `shardgate status`", func() {
+		Expect(c.Create(ctx, &akashv1.ProviderHost{
+			ObjectMeta: metav1.ObjectMeta{Namespace: akashNS, Name: "ph"},
+			Spec: akashv1.ProviderHostSpec{Owner: carolLease.Owner, Provider: carolLease.Provider, Hostname: phHost,
+				Dseq: carolLease.DSeq, Gseq: carolLease.GSeq, Oseq: carolLease.OSeq, ServiceName: "web", ExternalPort: 80},
+		})).To(Succeed())
+		ns := carolLease.Namespace()
+		Eventually(accepted(ns, akash.RouteName(phHost))).Should(Equal("True/Accepted"), "events: %v", eventsAbout("ProviderHost", akashNS, "ph")(Default))
+		Eventually(func(g Gomega) {
+			u := unstructuredOf(certificateGVK)
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: autotls.SecretName(phHost)}, u)).To(Succeed())
+			g.Expect(condition(u, "Ready", "status", "conditions")).To(HavePrefix("True/"))
+		}).Should(Succeed(), "events: %v", eventsAbout("ProviderHost", akashNS, "ph")(Default))
+		var secret corev1.Secret
+		Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: autotls.SecretName(phHost)}, &secret)).To(Succeed())
+			g.Expect(secret.Data[corev1.TLSCertKey]).NotTo(BeEmpty())
+		}).Should(Succeed())
+		Expect(leaf(secret.Data[corev1.TLSCertKey]).DNSNames).To(Equal([]string{phHost}))
+		Eventually(func(g Gomega) {
+			s := held(proxy)
+			chains := s.chainsFor(443, phHost)
+			g.Expect(chains).To(HaveLen(1))
+			names := sdsNames(chains[0])
+			g.Expect(names).To(HaveLen(1))
+			g.Expect(certChain(s.secrets[names[0]])).To(Equal(secret.Data[corev1.TLSCertKey]))
+		}).Should(Succeed())
+		Eventually(eventsAbout("ProviderHost", akashNS, "ph")).Should(ContainElement("Normal/" + shardgatev1alpha1.ReasonCertificateIssued))
+		// A ProviderHost has no status: `shardgate status` reads its Events.
+		Eventually(func(g Gomega) {
+			var out bytes.Buffer
+			_, err := statuscli.Run(ctx, c, statuscli.Options{Namespace: akashNS, Format: statuscli.FormatJSON}, &out)
+			g.Expect(err).NotTo(HaveOccurred())
+			var doc statuscli.Document
+			g.Expect(json.Unmarshal(out.Bytes(), &doc)).To(Succeed())
+			g.Expect(doc.Items).To(ContainElement(SatisfyAll(
+				HaveField("Source", statuscli.SourceProviderHost), HaveField("LeaseHost", "ph"), HaveField("Shard", shardGW),
+				HaveField("Certificate", "True"), HaveField("CertificateReason", shardgatev1alpha1.ReasonCertificateIssued))))
+		}).Should(Succeed())
+	})
+
 	It("never attempts a certificate for a blocked name", func() {
 		leaseHost(tenantB, "evil", blockedHost, "", bob)
 		Eventually(reserved(tenantB, "evil")).Should(Equal("False/" + shardgatev1alpha1.ReasonBlocked))
@@ -573,6 +641,7 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 	})
 
 	It("created Certificates only for the names held outside the shard's domain, each in its holder's namespace", func() {
-		Expect(certs.keys()).To(ConsistOf(tenantA+"/"+appCert, tenantB+"/"+autotls.SecretName(bobHost)))
+		Expect(certs.keys()).To(ConsistOf(tenantA+"/"+appCert, tenantB+"/"+autotls.SecretName(bobHost),
+			carolLease.Namespace()+"/"+autotls.SecretName(phHost)))
 	})
 })

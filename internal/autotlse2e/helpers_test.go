@@ -344,11 +344,14 @@ func leaf(chain []byte) *x509.Certificate {
 	return c
 }
 
-// writeConfig writes the controller config with a block list; the manager
-// picks a change up without a restart.
+// writeConfig writes the controller config with a block list and Akash
+// mode on; the manager picks a change of the block list up without a
+// restart.
 func writeConfig(path string, blocked ...string) {
 	GinkgoHelper()
 	var b bytes.Buffer
+	// Akash mode too: ProviderHosts are the other kind of holder.
+	b.WriteString("akash:\n  enabled: true\n  apiAddress: \"0\"\n")
 	b.WriteString("blockedHostnames:\n")
 	for _, h := range blocked {
 		fmt.Fprintf(&b, "  - %q\n", h)

@@ -19,9 +19,12 @@ Columns:
                         the tenant must fix; otherwise the Admitted reason
   CERT                  the shard entry's CertificateReady condition
                         (automatic HTTPS): True, False, Unknown, or "-" when
-                        the shard has no automatic HTTPS for the name (and
-                        for a ProviderHost, which has no status: its Events
-                        say); -o wide has its reason in CERT-REASON
+                        the shard has no automatic HTTPS for the name; -o
+                        wide has its reason in CERT-REASON. A ProviderHost
+                        has no status: its rows show what its latest
+                        Certify Event says (Issued or ShardCertificate:
+                        True; Queued, Issuing, Backoff, ...: False), on
+                        each of its shard rows alike
   -o wide adds, where kubectl puts them:
   SOURCE                LeaseHost, or ProviderHost for an Akash ProviderHost
                         (Akash mode; it has no status: a name it holds is

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
@@ -383,6 +384,29 @@ func TestHelpNamesEveryJSONField(t *testing.T) {
 		}
 		if !strings.Contains(Help, f) {
 			t.Errorf("the help does not document JSON field %q", f)
+		}
+	}
+}
+
+// TestCertificateFromEvent: a ProviderHost's CertificateReady as its latest
+// Certify Event tells it.
+func TestCertificateFromEvent(t *testing.T) {
+	for _, tc := range []struct{ reason, status string }{
+		{shardgatev1alpha1.ReasonCertificateIssued, "True"},
+		{shardgatev1alpha1.ReasonShardCertificate, "True"},
+		{shardgatev1alpha1.ReasonCertificateIssuing, "False"},
+		{shardgatev1alpha1.ReasonCertificateQueued, "False"},
+		{shardgatev1alpha1.ReasonCertificateBackoff, "False"},
+		{"Failed", "False"}, // cert-manager's own
+		{shardgatev1alpha1.ReasonCertificateRevoked, ""},
+	} {
+		status, reason, msg := certificateFromEvent(eventsv1.Event{Reason: tc.reason, Note: "note"})
+		wantReason, wantMsg := tc.reason, "note"
+		if tc.status == "" {
+			wantReason, wantMsg = "", ""
+		}
+		if status != tc.status || reason != wantReason || msg != wantMsg {
+			t.Errorf("%s: got %q %q %q, want %q %q %q", tc.reason, status, reason, msg, tc.status, wantReason, wantMsg)
 		}
 	}
 }
