@@ -40,6 +40,13 @@ import (
 // for cert-manager's Certificate API while the cluster does not serve it.
 const CertManagerRecheck = 30 * time.Second
 
+// CertificateSpacing is the least time between two certificate reconciles:
+// each reads every name and Certificate, and translations can come many
+// times a second under churn, so a burst costs one pass a second at most.
+// A name's Certificate goes (or comes) at most this much later than its
+// route's change.
+const CertificateSpacing = time.Second
+
 // ActionCertify is the action of the certificate controller's Events.
 const ActionCertify = "Certify"
 
@@ -83,6 +90,7 @@ type CertificateReconciler struct {
 	states map[autotls.Key]autotls.State
 
 	// Reconcile's own (one at a time).
+	last      time.Time
 	ctrl      controller.Controller
 	watching  bool
 	rebuilt   bool
@@ -186,6 +194,10 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, _ reconcile.Reque
 		return reconcile.Result{}, nil // no translation yet
 	}
 	now := r.Now()
+	if wait := CertificateSpacing - now.Sub(r.last); !r.last.IsZero() && wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	r.last = now
 	desired := autotls.DesiredFrom(heldOf(own), own.Holders, shards)
 	holders, err := r.holders(ctx)
 	if err != nil {
@@ -247,7 +259,9 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, _ reconcile.Reque
 		}
 		st, err := r.reconcileExisting(ctx, w, existing, holders, now)
 		if err != nil {
+			// Retried with the error; meanwhile what cert-manager says.
 			errs = append(errs, err)
+			st = autotls.StateOf(autotls.ReadStatus(existing), name)
 		}
 		next[k] = st
 	}

@@ -17,11 +17,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/akash"
+	akashv1 "github.com/shardgate/shardgate/internal/akash/v2beta2"
 	"github.com/shardgate/shardgate/internal/autotls"
 	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/manager"
@@ -321,6 +324,65 @@ var _ = Describe("automatic HTTPS: cert-manager installed after shardgate", Orde
 		}, 2*time.Minute).Should(Succeed())
 		// No cert-manager controller runs: the Certificate stays Issuing.
 		Eventually(shardCertReady(ctx, f, "shop", "edge")).Should(Equal("False/Issuing"))
+	})
+})
+
+// Akash mode: a ProviderHost's name gets its Certificate in the lease
+// namespace, with no owner (the ProviderHost lives in the provider's
+// namespace), and the Events go to the ProviderHost.
+var _ = Describe("automatic HTTPS in Akash drop-in mode", Ordered, func() {
+	ctx := context.Background()
+	const infra = "certs-akash-infra"
+	var (
+		env  *testenv.Env
+		stop func() error
+	)
+	BeforeAll(func() {
+		root, err := testenv.Root()
+		Expect(err).NotTo(HaveOccurred())
+		env, err = testenv.Start(ctx, testenv.Options{ExtraCRDPaths: []string{filepath.Join(root, "crds", "akash"), filepath.Join(root, "bin", "crds", "cert-manager")}})
+		Expect(err).NotTo(HaveOccurred())
+		for _, ns := range []string{infra, "lease"} {
+			Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		}
+		tlsShard(ctx, env.Client, infra, "edge", "edge.provider.test", "letsencrypt")
+		cfg, err := config.Parse([]byte("akash:\n  enabled: true\n  apiAddress: \"0\"\n"))
+		Expect(err).NotTo(HaveOccurred())
+		stop = env.RunManager(manager.Options{Config: cfg, Log: GinkgoLogr})
+	})
+	AfterAll(func() {
+		if stop != nil {
+			Expect(stop()).To(Succeed())
+		}
+		if env != nil {
+			Expect(env.Stop()).To(Succeed())
+		}
+	})
+
+	It("writes the Certificate in the lease namespace without an owner, with the lease's labels, and reports on the ProviderHost", func() {
+		c := env.Client
+		l := akash.Lease{Owner: akashAlice, DSeq: 31, GSeq: 1, OSeq: 1, Provider: akashProvider}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: l.Namespace(), Labels: l.Labels()}}
+		ns.Labels[akash.LabelManaged] = "true"
+		Expect(c.Create(ctx, ns)).To(Succeed())
+		dumps.Add(c, ns.Name)
+		Expect(c.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns.Name},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{akash.LabelManifestService: "web"},
+				Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}})).To(Succeed())
+		Expect(c.Create(ctx, &akashv1.ProviderHost{
+			ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "lease"},
+			Spec: akashv1.ProviderHostSpec{Owner: l.Owner, Provider: l.Provider, Hostname: "shop.akash-tenant.test",
+				Dseq: l.DSeq, Gseq: l.GSeq, Oseq: l.OSeq, ServiceName: "web", ExternalPort: 80},
+		})).To(Succeed())
+		cert := &unstructured.Unstructured{}
+		cert.SetGroupVersionKind(autotls.CertificateGVK)
+		Eventually(func() error {
+			return c.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: autotls.SecretName("shop.akash-tenant.test")}, cert)
+		}).Should(Succeed())
+		Expect(cert.GetOwnerReferences()).To(BeEmpty())
+		Expect(cert.GetLabels()).To(SatisfyAll(HaveKeyWithValue(autotls.LabelManaged, "true"),
+			HaveKeyWithValue(shardgatev1alpha1.LabelLeaseOwner, akashAlice), HaveKeyWithValue(shardgatev1alpha1.LabelLeaseDSeq, "31")))
+		Eventually(eventsAbout(ctx, c, "lease", "ProviderHost", "shop")).Should(HaveKey("Normal/Issuing/Certify"))
 	})
 })
 

@@ -59,11 +59,11 @@ type Desired struct {
 }
 
 // Covered says whether the shard's own certificate covers host: host is
-// under the shard's domain (any depth; the shard's HTTPS listener is the
-// provider's, for its domain). The apex itself is the provider's and is
-// never a tenant's name.
+// the shard's domain or a name under it (any depth; the shard's own HTTPS
+// listener serves them, as the translator decides).
 func Covered(s *sharding.Shard, host string) bool {
-	return s.Domain != "" && strings.HasSuffix(strings.ToLower(host), "."+s.Domain)
+	host = strings.ToLower(host)
+	return s.Domain != "" && (host == s.Domain || strings.HasSuffix(host, "."+s.Domain))
 }
 
 // Held is one name a generated route holds on one shard: an entry of the

@@ -65,7 +65,7 @@ func TestDesiredFrom(t *testing.T) {
 
 func TestCovered(t *testing.T) {
 	s := &sharding.Shard{Domain: "a.example"}
-	for host, want := range map[string]bool{"x.a.example": true, "y.x.a.example": true, "a.example": false, "xa.example": false, "X.A.Example": true} {
+	for host, want := range map[string]bool{"x.a.example": true, "y.x.a.example": true, "a.example": true, "xa.example": false, "a.example.org": false, "X.A.Example": true} {
 		if got := Covered(s, host); got != want {
 			t.Errorf("Covered(%q) = %v", host, got)
 		}

@@ -17,7 +17,10 @@ Copyright The shardgate Authors.
 //     registered domain), tenants served round-robin, names whose
 //     issuance failed backing off behind those that never failed;
 //   - StateOf and friends: a name's CertificateReady condition from its
-//     Certificate's status or its place in the queue.
+//     Certificate's status or its place in the queue;
+//   - CertificateFor, SpecEqual, RecordOf: the Certificate shardgate
+//     writes for a name, whether a stored one still asks for it, and what
+//     the Pacer counts of it after a restart.
 //
 // Nothing here talks to the apiserver; time comes from the callers.
 package autotls

@@ -205,22 +205,35 @@ func (p *Pacer) Plan(now time.Time, pending []*Want) Plan {
 		}
 		fresh = append(fresh, w)
 	}
+	// A full issuer or domain stays full for the rest of the plan: its
+	// Wait is made once.
+	full := map[string]Wait{}
 	for _, tier := range [][]*Want{fresh, retry} {
 		for _, w := range p.roundRobin(tier) {
 			issuer := IssuerKey(w.Issuer, w.Namespace)
-			domain := RegisteredDomain(w.Host)
+			if wt, ok := full["i\x00"+issuer]; ok {
+				out.Wait[w.Key] = wt
+				continue
+			}
 			if ts := p.orders[issuer]; len(ts) >= p.limits.Orders {
 				until := ts[len(ts)-p.limits.Orders].Add(p.limits.OrdersWindow)
-				out.Wait[w.Key] = Wait{Reason: shardgatev1alpha1.ReasonCertificateQueued, Until: until,
+				wt := Wait{Reason: shardgatev1alpha1.ReasonCertificateQueued, Until: until,
 					Message: fmt.Sprintf("issuer %s/%s allows %d new certificates per %s; queued until %s", w.Issuer.Kind, w.Issuer.Name,
 						p.limits.Orders, p.limits.OrdersWindow, until.UTC().Format(time.RFC3339))}
+				full["i\x00"+issuer], out.Wait[w.Key] = wt, wt
+				continue
+			}
+			domain := RegisteredDomain(w.Host)
+			if wt, ok := full["d\x00"+domain]; ok {
+				out.Wait[w.Key] = wt
 				continue
 			}
 			if ts := p.domains[domain]; len(ts) >= p.limits.DomainCertificates {
 				until := ts[len(ts)-p.limits.DomainCertificates].Add(p.limits.DomainWindow)
-				out.Wait[w.Key] = Wait{Reason: shardgatev1alpha1.ReasonCertificateQueued, Until: until,
+				wt := Wait{Reason: shardgatev1alpha1.ReasonCertificateQueued, Until: until,
 					Message: fmt.Sprintf("registered domain %s allows %d new certificates per %s; queued until %s", domain,
 						p.limits.DomainCertificates, p.limits.DomainWindow, until.UTC().Format(time.RFC3339))}
+				full["d\x00"+domain], out.Wait[w.Key] = wt, wt
 				continue
 			}
 			p.Record(issuer, w.Host, w.Owner, now)

@@ -611,6 +611,7 @@ func FuzzTranslate(f *testing.F) {
 	f.Add([]byte("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := fuzzInput(data, cert, key)
+		addAutoTLS(&choices{b: interleaved(data)}, in, cert, key)
 		a := Translate(in)
 		b := Translate(in)
 		if !reflect.DeepEqual(bare(a), bare(b)) {

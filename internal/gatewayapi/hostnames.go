@@ -5,6 +5,7 @@ Copyright The shardgate Authors.
 package gatewayapi
 
 import (
+	"slices"
 	"sort"
 	"strings"
 )
@@ -133,4 +134,60 @@ func hostnameRank(h string) int {
 		return 1
 	}
 	return 0
+}
+
+// owner is the listener on a port that serves hostname h: the most specific
+// listener hostname covering it (port listeners are sorted that way). This
+// is listener isolation: a request matches at most one listener.
+//
+// The exact listener hostnames come first, sorted by name: an exact h is
+// looked up among them (a shard with automatic HTTPS has one per name),
+// and only the wildcards and the catch-all after them are walked.
+func owner(port []*listenerState, h string) *listenerState {
+	exact := sort.Search(len(port), func(i int) bool { return hostnameRank(port[i].hostname) != 0 })
+	if hostnameRank(h) == 0 {
+		if i, ok := slices.BinarySearchFunc(port[:exact], h, func(l *listenerState, h string) int { return strings.Compare(l.hostname, h) }); ok {
+			return port[i]
+		}
+	}
+	for _, l := range port[exact:] {
+		if hostnameCovers(l.hostname, h) {
+			return l
+		}
+	}
+	return nil
+}
+
+func domain(h string) string {
+	if h == "" {
+		return "*"
+	}
+	return h
+}
+
+// coverStart and coverNext walk the wildcards that cover a hostname h, most
+// specific first: for a.b.c, "*.b.c" then "*.c".
+//
+//	var buf [256]byte
+//	for c, rest, ok := coverNext(coverStart(h), buf[:0]); ok; c, rest, ok = coverNext(rest, buf[:0]) {
+//		... m[string(c)] ...
+//	}
+//
+// Every non-empty hostname is also covered by "" (any), which the walk does
+// not yield. Each wildcard is built in buf, valid until the next step, so a
+// map lookup with string(c) allocates nothing.
+func coverStart(h string) string {
+	if isWildcard(h) {
+		return h[2:]
+	}
+	return h
+}
+
+func coverNext(rest string, buf []byte) (wildcard []byte, next string, ok bool) {
+	i := strings.IndexByte(rest, '.')
+	if i < 0 {
+		return nil, "", false
+	}
+	next = rest[i+1:]
+	return append(append(buf, '*', '.'), next...), next, true
 }

@@ -20,8 +20,10 @@ import (
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -315,5 +317,90 @@ func TestCheckerRechecksAnUnchangedListenerWhenItsReferencesGo(t *testing.T) {
 	})
 	if err := c.Check(noSecret); err == nil || !strings.Contains(err.Error(), "shardgate-tls.example.com") {
 		t.Fatalf("a listener referring to a secret that went passed: %v", err)
+	}
+}
+
+// TestCheckerValidatesNewChainsOfALargeListener: a listener of many
+// filter chains whose previous version passed is validated chain by chain;
+// a new chain that Envoy would refuse still fails the check, and the
+// previous config's chains with a valid new one pass.
+func TestCheckerValidatesNewChainsOfALargeListener(t *testing.T) {
+	_, tr, facts, _, _ := autoTLSShard(t, chainwiseListener+6)
+	res, err := translate.Translate(tr.Translate(facts).Gateways[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(chains []*listenerv3.FilterChain) *translate.Resources {
+		out := *res
+		out.Listeners, out.Routes, out.Clusters, out.Secrets = slices.Clone(res.Listeners), slices.Clone(res.Routes), slices.Clone(res.Clusters), slices.Clone(res.Secrets)
+		for i, l := range out.Listeners {
+			if l.GetName() == "https-443" {
+				out.Listeners[i] = &listenerv3.Listener{Name: l.Name, Address: l.Address, ListenerFilters: l.ListenerFilters, FilterChains: chains}
+			}
+		}
+		return &out
+	}
+	var l *listenerv3.Listener
+	for _, x := range res.Listeners {
+		if x.GetName() == "https-443" {
+			l = x
+		}
+	}
+	c := &Checker{}
+	if err := c.Check(with(l.FilterChains)); err != nil {
+		t.Fatal(err)
+	}
+	// A new chain for another name, its connection manager without a
+	// stat prefix (Envoy refuses it).
+	bad := proto.Clone(l.FilterChains[0]).(*listenerv3.FilterChain)
+	bad.Name = "auto-tls/bad.example.org"
+	bad.FilterChainMatch.ServerNames = []string{"bad.example.org"}
+	hcm := &hcmv3.HttpConnectionManager{}
+	if err := bad.Filters[0].GetTypedConfig().UnmarshalTo(hcm); err != nil {
+		t.Fatal(err)
+	}
+	hcm.StatPrefix = ""
+	a, err := anypb.New(hcm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad.Filters[0].ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: a}
+	if err := c.Check(with(append(slices.Clone(l.FilterChains), bad))); err == nil || !strings.Contains(err.Error(), "bad.example.org") {
+		t.Fatalf("a listener with an invalid new chain passed: %v", err)
+	}
+	// After a good check, a valid new chain passes.
+	if err := c.Check(with(l.FilterChains)); err != nil {
+		t.Fatal(err)
+	}
+	good := proto.Clone(l.FilterChains[0]).(*listenerv3.FilterChain)
+	good.Name = "auto-tls/good.example.org"
+	good.FilterChainMatch.ServerNames = []string{"good.example.org"}
+	if err := c.Check(with(append(slices.Clone(l.FilterChains), good))); err != nil {
+		t.Fatalf("a listener with a valid new chain failed: %v", err)
+	}
+	// A valid new chain whose route table does not exist is refused.
+	dangling := proto.Clone(good).(*listenerv3.FilterChain)
+	dangling.Name = "auto-tls/dangling.example.org"
+	dangling.FilterChainMatch.ServerNames = []string{"dangling.example.org"}
+	hcm = &hcmv3.HttpConnectionManager{}
+	if err := dangling.Filters[0].GetTypedConfig().UnmarshalTo(hcm); err != nil {
+		t.Fatal(err)
+	}
+	hcm.GetRds().RouteConfigName = "https-443/auto-tls/dangling.example.org"
+	if a, err = anypb.New(hcm); err != nil {
+		t.Fatal(err)
+	}
+	dangling.Filters[0].ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: a}
+	if err := c.Check(with(append(slices.Clone(l.FilterChains), dangling))); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("a new chain naming a missing route table passed: %v", err)
+	}
+	if err := c.Check(with(l.FilterChains)); err != nil {
+		t.Fatal(err)
+	}
+	// Two chains for one name are refused even among known chains.
+	dup := proto.Clone(l.FilterChains[1]).(*listenerv3.FilterChain)
+	dup.Name = "auto-tls/dup"
+	if err := c.Check(with(append(slices.Clone(l.FilterChains), dup))); err == nil || !strings.Contains(err.Error(), "both match server name") {
+		t.Fatalf("two chains for one server name passed: %v", err)
 	}
 }

@@ -144,7 +144,7 @@ func (c *Checker) Check(r *translate.Resources) error {
 	c.lastBuilt = nil
 	e := &checkRun{c: c, opts: proto.MarshalOptions{Deterministic: true}}
 	for _, l := range r.Listeners {
-		e.one("listener", l.GetName(), l)
+		e.listener(l)
 	}
 	// Clusters: only the messages that are not the last check's, at their
 	// place, are checked; the name checks run again only when the names
@@ -218,10 +218,18 @@ func (c *Checker) Check(r *translate.Resources) error {
 	kept := (clusterNames || sameClusters && len(removedClusters) == 0) && c.lastListeners != nil &&
 		noneRemoved(c.lastRouteNames, routes) && noneRemoved(c.lastSecrets, secrets)
 	for _, l := range r.Listeners {
-		if kept && c.lastListeners[l.GetName()] == l {
+		last := c.lastListeners[l.GetName()]
+		if kept && last == l {
 			continue
 		}
-		e.errs = append(e.errs, translate.ListenerReferences(l, c.clusterSet, routes, secrets)...)
+		var known func(*listenerv3.FilterChain) bool
+		if kept && last != nil && len(l.GetFilterChains()) >= chainwiseListener {
+			// The chains of the listener that passed last resolved
+			// then, and nothing they may name went.
+			old := chainSet(last)
+			known = func(fc *listenerv3.FilterChain) bool { return old[fc] }
+		}
+		e.errs = append(e.errs, translate.ListenerReferencesBut(l, c.clusterSet, routes, secrets, known)...)
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.sockets)) {
 		e.errs = append(e.errs, translate.SocketErrors(name, c.sockets[name], secrets)...)
@@ -490,19 +498,6 @@ func (c *Checker) reset() {
 		c.wire = map[proto.Message]proto.Message{}
 		c.facts = map[proto.Message]translate.ClusterFacts{}
 	}
-}
-
-// noneRemoved: every name of was is in now.
-func noneRemoved(was, now map[string]bool) bool {
-	if len(was) > len(now) {
-		return false
-	}
-	for n := range was {
-		if !now[n] {
-			return false
-		}
-	}
-	return true
 }
 
 // prune forgets, once the maps hold more than twice what this check used,

@@ -9,8 +9,10 @@ Copyright The shardgate Authors.
 // everything that remembers across publishes:
 //
 //   - Memo (memo.go) remembers, per route table and virtual host, per HTTP
-//     listener and per cluster, the messages it built, and hands out the
-//     very same message for a unit that did not change.
+//     listener, per HTTPS listener and filter chain (TLS server), per
+//     cluster and per secret, the messages it built, and hands out the
+//     very same message for a unit that did not change (a whole route
+//     table, or HTTPS listener, when the IR's change names none of it).
 //   - Builder (builder.go), one per Gateway, is what the xDS server calls:
 //     Build takes the Gateway's IR and returns a Config, a validated
 //     go-control-plane snapshot with its versions and what else the
@@ -20,7 +22,9 @@ Copyright The shardgate Authors.
 //     indexed and versioned again).
 //   - Checker (checker.go) validates what changed (go-control-plane's
 //     ValidateAll and the referential checks of translate) and keeps the
-//     checked serializations; wire.go publishes a route table as the
+//     checked serializations (a table or listener handed out again is not
+//     walked again; a listener of many filter chains is validated chain by
+//     chain, its new chains only); wire.go publishes a route table as the
 //     concatenation of its virtual hosts' checked bytes, so the bytes sent
 //     are the bytes checked.
 //

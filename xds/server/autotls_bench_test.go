@@ -119,10 +119,14 @@ func httpsListenerSize(b *testing.B, s *Server) (int, int) {
 // change costs before it is sent, as BenchmarkPipelineOneRouteChange:
 // Gateway API translation (the shard's listeners change: a full assembly),
 // xDS translation, validation, versioning and the responses. It reports
-// the published listener's size (listener-B) and filter chains.
+// the published listener's size (listener-B) and filter chains, and the
+// live heap once it is set up (heap-MiB: every object, the translator's
+// and the server's state; BenchmarkAutoTLSOneRouteChange10k's shard
+// without automatic HTTPS is BenchmarkPipelineOneRouteChange's).
 func BenchmarkAutoTLSNameChange10k(b *testing.B) {
 	_, st, tr, facts, s, m, secrets := autoTLSPipeline(b, 10_000)
 	size, chains := httpsListenerSize(b, s)
+	heap := heapInUse()
 	b.ReportAllocs()
 	b.ResetTimer()
 	i := 0
@@ -143,6 +147,7 @@ func BenchmarkAutoTLSNameChange10k(b *testing.B) {
 	}
 	b.ReportMetric(float64(size), "listener-B")
 	b.ReportMetric(float64(chains), "filter-chains")
+	b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
 	m.report()
 }
 

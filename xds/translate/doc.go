@@ -23,7 +23,9 @@ Copyright The shardgate Authors.
 // calls for the units that changed only:
 //
 //   - Scope.Listener: one IR listener (a port), and RouteTables, the route
-//     configurations its filter chains reference;
+//     configurations its filter chains reference; for an HTTPS listener,
+//     Scope.HTTPSChain (one TLS server's filter chain) and
+//     Scope.HTTPSListener (the listener made of its chains);
 //   - Scope.VirtualHost: one virtual host of a route table, and
 //     RouteConfigurationShell, a table without its hosts
 //     (Scope.RouteConfiguration is a whole table);
@@ -55,7 +57,9 @@ Copyright The shardgate Authors.
 //     lowest plain HTTP port serving H, else the first TLS server serving
 //     it) and "H:<port>"; none for wildcard hosts and "*". Its
 //     api_listener is the HttpConnectionManager of that table's listener.
-//   - Filter chain: "<gateway listener name>" (HTTPS) or the IR TLS route name
+//   - Filter chain: "<gateway listener name>" (HTTPS; a name a shard serves
+//     by automatic HTTPS is the IR TLS server "auto-tls/<host>", its table
+//     "https-443/auto-tls/<host>") or the IR TLS route name
 //     (TLS passthrough/terminate), or the IR TCP route name (TCP: one
 //     chain without a match, a tcp_proxy to the route's weighted clusters;
 //     a TCP port without a route has no listener, so connections are

@@ -265,6 +265,13 @@ func clusterSecretReferences(clusters []*clusterv3.Cluster, secrets map[string]b
 }
 
 func ListenerReferences(l *listenerv3.Listener, clusters, routes, secrets map[string]bool) []error {
+	return ListenerReferencesBut(l, clusters, routes, secrets, nil)
+}
+
+// ListenerReferencesBut is ListenerReferences that takes the references of
+// the filter chains known says are known to resolve as resolved (it still
+// checks that no two chains match one server name). known may be nil.
+func ListenerReferencesBut(l *listenerv3.Listener, clusters, routes, secrets map[string]bool, known func(*listenerv3.FilterChain) bool) []error {
 	var errs []error
 	fail := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("listener %q: "+format, append([]any{l.GetName()}, args...)...))
@@ -302,6 +309,9 @@ func ListenerReferences(l *listenerv3.Listener, clusters, routes, secrets map[st
 				continue
 			}
 			matched[key] = chain
+		}
+		if known != nil && known(fc) {
+			continue
 		}
 		if ts := fc.GetTransportSocket(); ts != nil {
 			msg, err := ts.GetTypedConfig().UnmarshalNew()
