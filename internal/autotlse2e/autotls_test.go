@@ -17,6 +17,7 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -569,6 +570,16 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 	})
 
 	It("does the same for an Akash ProviderHost: its Certificate in the lease namespace, served on 443, Events on it, shown by `shardgate status`", func() {
+		// The other names' chains on 443, before: adding a name must leave
+		// them exactly as they are, so that Envoy drains none of their
+		// connections.
+		before := held(proxy)
+		others := map[string]*listenerv3.FilterChain{}
+		for _, h := range []string{appHost, "*." + domain} {
+			chains := before.chainsFor(443, h)
+			Expect(chains).To(HaveLen(1), "the chain of %s", h)
+			others[h] = chains[0]
+		}
 		Expect(c.Create(ctx, &akashv1.ProviderHost{
 			ObjectMeta: metav1.ObjectMeta{Namespace: akashNS, Name: "ph"},
 			Spec: akashv1.ProviderHostSpec{Owner: carolLease.Owner, Provider: carolLease.Provider, Hostname: phHost,
@@ -595,6 +606,12 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 			g.Expect(names).To(HaveLen(1))
 			g.Expect(certChain(s.secrets[names[0]])).To(Equal(secret.Data[corev1.TLSCertKey]))
 		}).Should(Succeed())
+		after := held(proxy)
+		for h, fc := range others {
+			chains := after.chainsFor(443, h)
+			Expect(chains).To(HaveLen(1))
+			Expect(proto.Equal(chains[0], fc)).To(BeTrue(), "the chain of %s changed when %s was added:\nbefore %s\nafter %s", h, phHost, xdstest.Text(fc), xdstest.Text(chains[0]))
+		}
 		Eventually(eventsAbout("ProviderHost", akashNS, "ph")).Should(ContainElement("Normal/" + shardgatev1alpha1.ReasonCertificateIssued))
 		// A ProviderHost has no status: `shardgate status` reads its Events.
 		Eventually(func(g Gomega) {
@@ -616,11 +633,17 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 	})
 
 	It("takes the name's listener, Certificate and Secret away when the name is revoked", func() {
+		phChains := held(proxy).chainsFor(443, phHost)
+		Expect(phChains).To(HaveLen(1))
 		writeConfig(cfgPath, ".blocked.example", appHost)
 		Eventually(reserved(tenantA, "app")).Should(Equal("False/" + shardgatev1alpha1.ReasonBlocked))
 		Eventually(func(g Gomega) {
 			g.Expect(held(proxy).chainsFor(443, appHost)).To(BeEmpty())
 		}).Should(Succeed())
+		// Another name's chain is untouched by the removal.
+		now := held(proxy).chainsFor(443, phHost)
+		Expect(now).To(HaveLen(1))
+		Expect(proto.Equal(now[0], phChains[0])).To(BeTrue(), "the chain of %s changed when %s was revoked", phHost, appHost)
 		Eventually(func() bool {
 			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: tenantA, Name: appCert}, unstructuredOf(certificateGVK)))
 		}).Should(BeTrue(), "the Certificate is still there")
