@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -94,20 +95,21 @@ func unstructuredOf(gvk metav1.GroupVersionKind) *unstructured.Unstructured {
 var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, ContinueOnFailure, func() {
 	ctx := context.Background()
 	var (
-		env      *testenv.Env
-		c        client.Client
-		cfgPath  string
-		certs    *recorder // cert-manager Certificates, every namespace, the whole run
-		routes   *recorder // HTTPRoutes, every namespace, the whole run
-		secrets  *recorder // Secrets, every namespace, the whole run
-		proxy    *xdstest.Delta
-		srvMu    sync.Mutex
-		srv      *xdsserver.Server
-		gwKey    = types.NamespacedName{Namespace: shardNS, Name: shardGW}
-		subHost  = "site." + domain
-		appCert  = autotls.SecretName(appHost)
-		tokenFor string // the HTTP-01 challenge path cert-manager's solver route served for appHost
-		solverOf string // the name of that solver route (envtest has no garbage collector: it stays)
+		env       *testenv.Env
+		c         client.Client
+		cfgPath   string
+		certs     *recorder // cert-manager Certificates, every namespace, the whole run
+		routes    *recorder // HTTPRoutes, every namespace, the whole run
+		secrets   *recorder // Secrets, every namespace, the whole run
+		proxy     *xdstest.Delta
+		srvMu     sync.Mutex
+		srv       *xdsserver.Server
+		gwKey     = types.NamespacedName{Namespace: shardNS, Name: shardGW}
+		subHost   = "site." + domain
+		appCert   = autotls.SecretName(appHost)
+		tokenFor  string // the HTTP-01 challenge path cert-manager's solver route served for appHost
+		solverOf  string // the name of that solver route (envtest has no garbage collector: it stays)
+		forgedCrt []byte // tenant B's self-signed certificate for appHost, in B's Secret named for it
 	)
 
 	leaseHost := func(ns, name, host, sub, owner string) {
@@ -219,6 +221,40 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 		for _, k := range certs.keys() {
 			Expect(k).NotTo(HaveSuffix("/"+autotls.SecretName(host)), "a Certificate for %s was created", host)
 		}
+	}
+
+	// neverServedForged: of everything the shard was ever sent, no Secret
+	// is tenant B's forged certificate for A's name (or its Secret), and
+	// no filter chain for A's name presents a certificate of B's
+	// namespace. (B's own name's chain presents B's own certificate.)
+	neverServedForged := func() {
+		GinkgoHelper()
+		everSecret(proxy, func(name string, s *tlsv3.Secret) {
+			Expect(len(forgedCrt) > 0 && bytes.Equal(certChain(s), forgedCrt)).To(BeFalse(), "tenant B's forged certificate was served as %s", name)
+			Expect(name).NotTo(Equal(tenantB+"/"+appCert), "tenant B's Secret for %s was served", appHost)
+		})
+		everListener(proxy, func(l *listenerv3.Listener) {
+			for _, fc := range l.GetFilterChains() {
+				for _, n := range sdsNames(fc) {
+					Expect(n).NotTo(Equal(tenantB+"/"+appCert), "listener %s serves tenant B's Secret for %s", l.GetName(), appHost)
+					if slices.Contains(fc.GetFilterChainMatch().GetServerNames(), appHost) {
+						Expect(n).NotTo(HavePrefix(tenantB+"/"), "the chain of %s serves a certificate of tenant B's namespace", appHost)
+					}
+				}
+			}
+		})
+	}
+	// neverRoutedForged: of everything the shard was ever sent, no route
+	// goes to the forged solver's Service, and nothing serves the name
+	// nobody holds.
+	neverRoutedForged := func() {
+		GinkgoHelper()
+		everRouteConfig(proxy, func(rc *routev3.RouteConfiguration) {
+			for _, vh := range rc.GetVirtualHosts() {
+				Expect(clustersOf(vh)).NotTo(ContainElement(ContainSubstring("forged-solver")), "virtual host %v", vh.GetDomains())
+			}
+			Expect(vhostsFor(rc, "nobody.example")).To(BeEmpty())
+		})
 	}
 
 	BeforeAll(func() {
@@ -499,7 +535,8 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 		Eventually(reserved(tenantB, "steal")).Should(Equal("False/" + shardgatev1alpha1.ReasonHostnameInUse))
 		// Tenant B also writes the Secret the name's certificate would be
 		// stored in, in its own namespace, valid for exactly that name.
-		forgedCrt, forgedKey := selfSigned(appHost)
+		var forgedKey []byte
+		forgedCrt, forgedKey = selfSigned(appHost)
 		Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantB, Name: appCert}, Type: corev1.SecretTypeTLS,
 			Data: map[string][]byte{corev1.TLSCertKey: forgedCrt, corev1.TLSPrivateKeyKey: forgedKey}})).To(Succeed())
 		// A later change B is entitled to, seen in xDS: everything
@@ -507,17 +544,7 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 		leaseHost(tenantB, "bob", bobHost, "", bob)
 		Eventually(func(g Gomega) { g.Expect(held(proxy).vhost(80, bobHost)).NotTo(BeNil()) }).Should(Succeed())
 
-		everSecret(proxy, func(name string, s *tlsv3.Secret) {
-			Expect(bytes.Equal(certChain(s), forgedCrt)).To(BeFalse(), "tenant B's forged certificate was served as %s", name)
-			Expect(name).NotTo(HavePrefix(tenantB+"/"), "a Secret of tenant B's namespace was served")
-		})
-		everListener(proxy, func(l *listenerv3.Listener) {
-			for _, fc := range l.GetFilterChains() {
-				for _, n := range sdsNames(fc) {
-					Expect(n).NotTo(HavePrefix(tenantB+"/"), "listener %s serves a certificate of tenant B's namespace", l.GetName())
-				}
-			}
-		})
+		neverServedForged()
 		// A's chain still serves A's certificate.
 		s := held(proxy)
 		chains := s.chainsFor(443, appHost)
@@ -559,14 +586,7 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 			g.Expect(r.GetRoute().GetCluster()).To(ContainSubstring("bob-solver"), "%s", routeText(vh))
 		}).Should(Succeed())
 
-		// Everything the shard was ever sent: no route to the forged
-		// solver, and nothing for the name nobody holds.
-		everRouteConfig(proxy, func(rc *routev3.RouteConfiguration) {
-			for _, vh := range rc.GetVirtualHosts() {
-				Expect(clustersOf(vh)).NotTo(ContainElement(ContainSubstring("forged-solver")), "virtual host %v", vh.GetDomains())
-			}
-			Expect(vhostsFor(rc, "nobody.example")).To(BeEmpty())
-		})
+		neverRoutedForged()
 	})
 
 	It("does the same for an Akash ProviderHost: its Certificate in the lease namespace, served on 443, Events on it, shown by `shardgate status`", func() {
@@ -661,6 +681,12 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 		if solverOf != "" {
 			Eventually(accepted(tenantA, solverOf)).Should(Equal("False/" + shardgatev1alpha1.ReasonHostnameNotOwned))
 		}
+	})
+
+	It("never served tenant B's forged certificate or solver routes, over the whole run", func() {
+		Expect(forgedCrt).NotTo(BeEmpty(), "needs the spec that forges them")
+		neverServedForged()
+		neverRoutedForged()
 	})
 
 	It("created Certificates only for the names held outside the shard's domain, each in its holder's namespace", func() {
