@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net"
 	"path/filepath"
 	"slices"
@@ -600,6 +601,18 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 			Expect(chains).To(HaveLen(1), "the chain of %s", h)
 			others[h] = chains[0]
 		}
+		// `shardgate status --watch`, from before the ProviderHost exists:
+		// its row must follow the Certify Events too.
+		wctx, cancel := context.WithCancel(ctx)
+		watched := &lockedBuffer{}
+		done := make(chan error, 1)
+		go func() {
+			done <- statuscli.Execute(wctx, statuscli.Config{Kubeconfig: env.Kubeconfig, Namespace: akashNS, Watch: true, Output: "wide"}, watched, io.Discard)
+		}()
+		defer func() {
+			cancel()
+			Eventually(done).Should(Receive(BeNil()))
+		}()
 		Expect(c.Create(ctx, &akashv1.ProviderHost{
 			ObjectMeta: metav1.ObjectMeta{Namespace: akashNS, Name: "ph"},
 			Spec: akashv1.ProviderHostSpec{Owner: carolLease.Owner, Provider: carolLease.Provider, Hostname: phHost,
@@ -644,6 +657,16 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 				HaveField("Source", statuscli.SourceProviderHost), HaveField("LeaseHost", "ph"), HaveField("Shard", shardGW),
 				HaveField("Certificate", "True"), HaveField("CertificateReason", shardgatev1alpha1.ReasonCertificateIssued))))
 		}).Should(Succeed())
+		Eventually(func() []string {
+			for _, l := range strings.Split(watched.String(), "\n") {
+				if f := strings.Fields(l); len(f) > 3 && f[0] == statuscli.SourceProviderHost && f[2] == "ph" {
+					if f[len(f)-2] == "True" && f[len(f)-1] == shardgatev1alpha1.ReasonCertificateIssued {
+						return nil
+					}
+				}
+			}
+			return strings.Split(watched.String(), "\n")
+		}).Should(BeEmpty(), "no watched row of ph ends in CERT True, CERT-REASON Issued")
 	})
 
 	It("never attempts a certificate for a blocked name", func() {

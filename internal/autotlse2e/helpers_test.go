@@ -95,6 +95,24 @@ func (r *recorder) wasDeleted(key string) bool {
 	return r.deleted[key]
 }
 
+// lockedBuffer is a bytes.Buffer one goroutine writes and another reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // ------------------------------------------------------------ what the shard is served
 
 // served is what the xDS client holds at one moment.
