@@ -221,16 +221,24 @@ func (idx *Index) realListenerAllows(listeners []*listenerState, cr *compiledRou
 }
 
 // autoTLSHostsIn lists the names of the per-name listeners among ls made
-// for route k, sorted.
-func autoTLSHostsIn(ls []*listenerState, k RouteKey) []string {
+// for route cr (its last compilation; nil: none), sorted. Such a listener
+// has one of cr's hostnames, and ls ends with the per-name listeners sorted
+// by name: each is found by binary search.
+func autoTLSHostsIn(ls []*listenerState, cr *compiledRoute) []string {
+	n := len(ls)
+	if cr == nil || n == 0 || !ls[n-1].auto {
+		return nil
+	}
+	autos := ls[sort.Search(n, func(i int) bool { return ls[i].auto }):]
 	var out []string
-	for _, l := range ls {
-		if l.auto && l.autoFor == k {
-			out = append(out, l.hostname)
+	for _, h := range cr.hostnames {
+		if i, ok := slices.BinarySearchFunc(autos, h, func(l *listenerState, h string) int { return strings.Compare(l.hostname, h) }); ok &&
+			autos[i].autoFor == cr.key {
+			out = append(out, h)
 		}
 	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 // certEntry is a Secret's certificate check: whether it is a valid TLS

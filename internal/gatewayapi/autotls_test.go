@@ -394,7 +394,7 @@ func httpRoutesOf(out *Output, host string) []string {
 func itoa(i int32) string { return strconv.Itoa(int(i)) }
 
 // solverRoute is cert-manager's HTTP-01 solver route for host in ns, as
-// cert-manager writes it.
+// cert-manager v1.21 writes it (pkg/issuer/acme/http/httproute.go).
 func solverRoute(ns, name, host, token string) *gatewayv1.HTTPRoute {
 	return &gatewayv1.HTTPRoute{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1, CreationTimestamp: metav1.Unix(200, 0),
@@ -408,7 +408,8 @@ func solverRoute(ns, name, host, token string) *gatewayv1.HTTPRoute {
 			Rules: []gatewayv1.HTTPRouteRule{{
 				Matches: []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: ptrTo(gatewayv1.PathMatchExact), Value: ptrTo("/.well-known/acme-challenge/" + token)}}},
 				BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
-					Name: gatewayv1.ObjectName("cm-acme-http-solver-x"), Port: ptrTo(gatewayv1.PortNumber(8089))}}}},
+					Group: ptrTo(gatewayv1.Group("")), Kind: ptrTo(gatewayv1.Kind("Service")), Namespace: ptrTo(gatewayv1.Namespace(ns)),
+					Name: gatewayv1.ObjectName("cm-acme-http-solver-x"), Port: ptrTo(gatewayv1.PortNumber(8089))}, Weight: ptrTo(int32(1))}}},
 			}},
 		},
 	}
@@ -705,5 +706,32 @@ func TestTranslatorAutoTLSMatchesTranslate(t *testing.T) {
 			}
 			prev, in = &next, &next
 		}
+	}
+}
+
+// TestAutoTLSServesOwnedTenantRoutes: on an Owned shard, a tenant's own
+// route for exactly a name it holds is served on that name's 443 server
+// beside the generated route; another tenant's route for the name is
+// refused and served nowhere.
+func TestAutoTLSServesOwnedTenantRoutes(t *testing.T) {
+	in := autoTLSInput(t, RoutesOwned, false)
+	own := tenantRoute(aliceNS, "extra", autoGW, shopHost)
+	own.Spec.ParentRefs[0].SectionName = nil
+	own.Spec.Rules[0].Matches = []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: ptrTo(gatewayv1.PathMatchPathPrefix), Value: ptrTo("/extra")}}}
+	own.CreationTimestamp = metav1.Unix(300, 0)
+	foreign := tenantRoute(bobNS, "steal", autoGW, shopHost)
+	foreign.Spec.ParentRefs[0].SectionName = nil
+	foreign.CreationTimestamp = metav1.Unix(1, 0)
+	in.HTTPRoutes = append(in.HTTPRoutes, own, foreign)
+	out := Translate(in)
+	want := []string{
+		"auto-tls/bob.example.test sni=bob.example.test cert=tenant-b/shardgate-tls.bob.example.test *=Gateway:infra/shard bob.example.test=HTTPRoute:tenant-b/web",
+		"auto-tls/shop.example.test sni=shop.example.test cert=tenant-a/shardgate-tls.shop.example.test *=Gateway:infra/shard shop.example.test=HTTPRoute:tenant-a/extra,HTTPRoute:tenant-a/shop",
+	}
+	if got := https443(out); !slices.Equal(got, want) {
+		t.Fatalf("port 443:\n got %q\nwant %q", got, want)
+	}
+	if got := parentOf(out, kindHTTPRoute, bobNS, "steal", autoGW); got != "False/"+shardgatev1alpha1.ReasonHostnameNotOwned {
+		t.Fatalf("bob's route for alice's name: %s", got)
 	}
 }

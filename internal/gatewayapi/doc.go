@@ -178,8 +178,9 @@ Copyright The shardgate Authors.
 //     Secret whose certificate lists exactly that name (a wildcard does
 //     not count). These listeners take part in route attachment, listener
 //     isolation, misdirected requests and the IR, but never in the
-//     Gateway's status, and take only routes a listener of the Gateway
-//     allows (kind and namespace). They join an HTTPS listener on 443, or make the
+//     Gateway's status, take only routes a listener of the Gateway
+//     allows (kind and namespace), and get no spec.tls.frontend client
+//     validation. They join an HTTPS listener on 443, or make the
 //     port; a listener of another protocol on 443 means none is made, and
 //     a name an HTTPS listener on 443 has as its hostname is left to it.
 //     Two generated routes holding one name: the first by route key wins.

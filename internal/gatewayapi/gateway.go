@@ -461,6 +461,19 @@ type irBuild struct {
 	ir      *ir.Gateway
 	groups  []*vhostGroup
 	emitted map[RouteKey]bool
+	// groupsOf: the groups each listener is in (among their from).
+	groupsOf map[*listenerState][]*vhostGroup
+}
+
+// addGroup records g, built from g.from.
+func (b *irBuild) addGroup(g *vhostGroup) {
+	b.groups = append(b.groups, g)
+	if b.groupsOf == nil {
+		b.groupsOf = map[*listenerState][]*vhostGroup{}
+	}
+	for _, l := range g.from {
+		b.groupsOf[l] = append(b.groupsOf[l], g)
+	}
 }
 
 func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, secrets map[string]*ir.Secret) *irBuild {
@@ -509,7 +522,7 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 		case ir.ProtocolHTTP:
 			g := newVhostGroupRedirecting(ls, ls, p, emitted, redirect)
 			g.listener, g.server = len(out.Listeners), -1
-			build.groups = append(build.groups, g)
+			build.addGroup(g)
 			il.VirtualHosts = g.hosts
 		case ir.ProtocolHTTPS:
 			for _, l := range ls {
@@ -520,7 +533,7 @@ func (idx *Index) buildIR(gw *gatewayv1.Gateway, listeners []*listenerState, sec
 				g := newVhostGroup(ls, []*listenerState{l}, p, emitted)
 				g.hosts = withMisdirected(g.hosts, nn(gw.Namespace, gw.Name), ls, l)
 				g.listener, g.server = len(out.Listeners), len(il.TLSServers)
-				build.groups = append(build.groups, g)
+				build.addGroup(g)
 				srv.VirtualHosts = g.hosts
 				il.TLSServers = append(il.TLSServers, srv)
 			}

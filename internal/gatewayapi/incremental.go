@@ -33,8 +33,10 @@ import (
 //     namespace it refers into, or its Namespace changed);
 //   - each Gateway's last assembly, until the Store marks the Gateway dirty
 //     (the Gateway, a Secret it names, a ReferenceGrant it relies on, its
-//     Namespace changed) or any GatewayClass, GatewayParameters or Facts
-//     change; dirty routes are patched into it when they can be.
+//     Namespace changed, or for a shard with automatic HTTPS a certificate
+//     Secret) or any GatewayClass, GatewayParameters or Facts change;
+//     dirty routes are patched into it when they can be (not when the
+//     patch would add or remove a per-name HTTPS listener).
 //
 // EndpointSlices are not among its inputs: a cluster names its Service
 // port, and the xDS side gives it that port's endpoints (xds/endpoints).
@@ -124,7 +126,8 @@ func sameRuntime(a, b Facts) bool {
 //
 //   - other shards, or a shard in another routes mode: everything;
 //   - a route's Generated entry (a LeaseHost's route, the names it holds
-//     on each shard): that route, which is admitted again on its shards;
+//     on each shard): that route, which is admitted again on its shards,
+//     and the ACME solver-shaped routes of its namespace;
 //   - the holders, the namespace owners or the block list: the shards
 //     that read them, those in Owned mode (every route's names are checked
 //     against the holders) and those with ListenerSets (their listeners'

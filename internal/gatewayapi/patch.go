@@ -198,7 +198,7 @@ func patchGateway(idx *Index, st *gwState, gw *gatewayv1.Gateway, changed []Rout
 	// listener (the route holds, or no longer holds, a name with a
 	// certificate) changes the Gateway's listeners: assembled in full.
 	for _, k := range changed {
-		if !slices.Equal(autoTLSHostsIn(st.listeners, k), idx.autoTLSHostsOf(gw, newCRs[k])) {
+		if !slices.Equal(autoTLSHostsIn(st.listeners, st.crs[k]), idx.autoTLSHostsOf(gw, newCRs[k])) {
 			return nil, false
 		}
 	}
@@ -226,11 +226,15 @@ func patchGateway(idx *Index, st *gwState, gw *gatewayv1.Gateway, changed []Rout
 	}
 	for _, k := range changed {
 		if old := st.crs[k]; old != nil {
-			for _, l := range st.listeners {
+			// The route is attached only to listeners its parent entries
+			// matched, and has entries only in their groups (a shard with
+			// automatic HTTPS has a listener and a group per name).
+			was := attachedTo(st.pending[k])
+			for _, l := range was {
 				delete(l.attached, k)
 			}
 			if st.build != nil {
-				for _, g := range st.build.groups {
+				for _, g := range st.build.groupsFor(was) {
 					hosts := g.byRoute[k]
 					mark(g, hosts)
 					for _, h := range hosts {
@@ -265,7 +269,7 @@ func patchGateway(idx *Index, st *gwState, gw *gatewayv1.Gateway, changed []Rout
 		for _, k := range sortedKeys(newCRs) {
 			cr := newCRs[k]
 			emitted := false
-			for _, g := range st.build.groups {
+			for _, g := range st.build.groupsFor(attachedTo(st.pending[k])) {
 				for _, l := range g.from {
 					if a := l.attached[k]; a != nil && g.addRoute(l, k, a) {
 						emitted = true
@@ -292,6 +296,40 @@ func patchGateway(idx *Index, st *gwState, gw *gatewayv1.Gateway, changed []Rout
 	}
 	st.result = res
 	return res, true
+}
+
+// attachedTo lists the listeners the parent entries ps attached to, each
+// once.
+func attachedTo(ps []*pendingParent) []*listenerState {
+	var out []*listenerState
+	for _, p := range ps {
+		for _, l := range p.listeners {
+			if !slices.Contains(out, l) {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
+}
+
+// groupsFor lists the virtual host groups built from the listeners ls,
+// each once, in build order.
+func (b *irBuild) groupsFor(ls []*listenerState) []*vhostGroup {
+	var out []*vhostGroup
+	for _, l := range ls {
+		for _, g := range b.groupsOf[l] {
+			if !slices.Contains(out, g) {
+				out = append(out, g)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b *vhostGroup) int {
+		if a.listener != b.listener {
+			return a.listener - b.listener
+		}
+		return a.server - b.server
+	})
+	return out
 }
 
 // removeEntries drops route k's entries under host h.

@@ -34,7 +34,13 @@ import (
 //     whose parentRef names it;
 //   - ListenerSet → the routes whose parentRefs name it; Secret,
 //     ReferenceGrant (by namespace) and Namespace → the ListenerSets that
-//     read them, whose Gateways a change marks (see storels.go).
+//     read them, whose Gateways a change marks (see storels.go);
+//   - a Secret named like an automatic HTTPS certificate
+//     (autotls.SecretName) → every Gateway whose GatewayParameters set
+//     spec.shard.tls (such Secrets change rarely);
+//   - Namespace → the HTTPRoutes in it of the shape of an ACME solver
+//     route, which the Translator marks when a generated route's names
+//     there change (markNamespaceRoutes).
 //
 // A change marks exactly those routes and Gateways dirty, once; a
 // Translator built on the Store redoes only them. GatewayClasses and

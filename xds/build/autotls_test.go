@@ -187,6 +187,26 @@ func TestAutoTLSFilterChainPerName(t *testing.T) {
 		if !proto.Equal(got, want) {
 			t.Fatal("the built https-443 listener differs from a translation from scratch")
 		}
+		// Every route table and secret too (the memo hands out unchanged
+		// tables and secrets again).
+		if len(c.Resources.Routes) != len(fresh.Routes) || len(c.Resources.Secrets) != len(fresh.Secrets) {
+			t.Fatalf("%d tables and %d secrets, a translation from scratch has %d and %d",
+				len(c.Resources.Routes), len(c.Resources.Secrets), len(fresh.Routes), len(fresh.Secrets))
+		}
+		for i, rc := range c.Resources.Routes {
+			m, err := translate.Decode(rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(m, fresh.Routes[i]) {
+				t.Fatalf("route table %s differs from a translation from scratch", rc.GetName())
+			}
+		}
+		for i, sec := range c.Resources.Secrets {
+			if !proto.Equal(sec, fresh.Secrets[i]) {
+				t.Fatalf("secret %s differs from a translation from scratch", sec.GetName())
+			}
+		}
 		return c, out.Gateways[0]
 	}
 	c1, _ := build(nil)

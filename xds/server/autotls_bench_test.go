@@ -51,13 +51,12 @@ func autoTLSCert(tb testing.TB, host string) *corev1.Secret {
 	}}
 }
 
-// autoTLSPipeline is pipeline's Gateway made a shard with automatic HTTPS:
-// each of its n routes is the generated route of a name held on it (an
-// Akash-style route, without controller), each with its own Service and
-// its certificate Secret, so each name is served on 443 in a TLS server of
-// its own. It returns the Secrets by route.
-func autoTLSPipeline(b *testing.B, n int) (*gatewayapi.Input, *gatewayapi.Store, *gatewayapi.Translator, gatewayapi.Facts, *Server, *changeMeter, []*corev1.Secret) {
-	in, eslices := pipelineInput(n)
+// autoTLSShardInput makes pipelineInput's Gateway a shard with automatic
+// HTTPS (redirectHTTP on): each route the generated route of a name held
+// on it (an Akash-style route, without controller), each with its
+// certificate Secret, which it returns by route.
+func autoTLSShardInput(tb testing.TB, in *gatewayapi.Input) []*corev1.Secret {
+	n := len(in.HTTPRoutes)
 	gwNN := types.NamespacedName{Namespace: "default", Name: "gw"}
 	in.Gateways[0].Spec.Infrastructure = &gatewayv1.GatewayInfrastructure{ParametersRef: &gatewayv1.LocalParametersReference{
 		Group: "shardgate.io", Kind: "GatewayParameters", Name: "gw"}}
@@ -75,12 +74,24 @@ func autoTLSPipeline(b *testing.B, n int) (*gatewayapi.Input, *gatewayapi.Store,
 		o.Generated[types.NamespacedName{Namespace: rt.Namespace, Name: rt.Name}] = gatewayapi.GeneratedRoute{
 			LeaseHost: types.UID("lh-" + rt.Name), Unowned: true, Hosts: map[types.NamespacedName][]string{gwNN: {h}}}
 		o.Holders[h] = "owner"
-		s := autoTLSCert(b, h)
+		s := autoTLSCert(tb, h)
 		s.Namespace, s.Name, s.ResourceVersion = rt.Namespace, autotls.SecretName(h), fmt.Sprint(i+1)
 		secrets[i] = s
 	}
 	in.Secrets = secrets
 	in.Ownership = o
+	return secrets
+}
+
+// autoTLSPipeline is pipeline's Gateway made a shard with automatic HTTPS:
+// each of its n routes is the generated route of a name held on it (an
+// Akash-style route, without controller), each with its own Service and
+// its certificate Secret, so each name is served on 443 in a TLS server of
+// its own. It returns the Secrets by route.
+func autoTLSPipeline(b *testing.B, n int) (*gatewayapi.Input, *gatewayapi.Store, *gatewayapi.Translator, gatewayapi.Facts, *Server, *changeMeter, []*corev1.Secret) {
+	in, eslices := pipelineInput(n)
+	gwNN := types.NamespacedName{Namespace: "default", Name: "gw"}
+	secrets := autoTLSShardInput(b, in)
 	st := gatewayapi.NewStore(in.ControllerName)
 	st.Load(in)
 	tr := gatewayapi.NewTranslator(st)
