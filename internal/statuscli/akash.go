@@ -30,7 +30,9 @@ const (
 // status: a name it holds is one whose generated route exists in the lease
 // namespace (one row per shard in the route's status.parents[], admitted
 // when Accepted and ResolvedRefs are True); otherwise the row carries the
-// reason and message of the latest Reserve Event on the ProviderHost.
+// reason and message of the latest Reserve Event on the ProviderHost. The
+// rows of a held name carry the CertificateReady its latest Certify Event
+// tells (certificateFromEvent), on every shard row alike.
 func providerHostRows(ctx context.Context, c client.Client, opts Options) ([]Row, error) {
 	rows, _, err := listProviderHostRows(ctx, c, opts)
 	return rows, err
@@ -51,7 +53,7 @@ func listProviderHostRows(ctx context.Context, c client.Client, opts Options) (_
 	if len(items) == 0 {
 		return nil, true, nil
 	}
-	latest, err := reserveEvents(ctx, c, opts.Namespace)
+	latest, certify, err := providerHostEvents(ctx, c, opts.Namespace)
 	if err != nil {
 		return nil, true, err
 	}
@@ -86,6 +88,9 @@ func listProviderHostRows(ctx context.Context, c client.Client, opts Options) (_
 			continue
 		}
 		base.Reserved, base.Route, base.Host = string(metav1.ConditionTrue), route.Name, host
+		if ev, ok := certify[ph.UID]; ok {
+			base.Certificate, base.CertificateReason, base.CertificateMessage = certificateFromEvent(ev)
+		}
 		if len(route.Status.Parents) == 0 {
 			r := base
 			r.Reason, r.Message = shardgatev1alpha1.ReasonReserved, "the route is written; no shard has answered yet"
@@ -115,24 +120,50 @@ func listProviderHostRows(ctx context.Context, c client.Client, opts Options) (_
 	return rows, true, nil
 }
 
-// reserveEvents is the latest Reserve Event of each object, by UID.
-func reserveEvents(ctx context.Context, c client.Client, namespace string) (map[types.UID]eventsv1.Event, error) {
+// actionCertify is the action of the certificate controller's Events
+// (automatic HTTPS): the only place a ProviderHost's CertificateReady is
+// told, since it has no status.
+const actionCertify = "Certify"
+
+// certificateFromEvent is the CertificateReady status, reason and message
+// a ProviderHost's latest Certify Event tells: True for Issued and
+// ShardCertificate, none once its Certificate was revoked (the name no
+// longer wants one), False otherwise.
+func certificateFromEvent(ev eventsv1.Event) (status, reason, message string) {
+	switch ev.Reason {
+	case shardgatev1alpha1.ReasonCertificateRevoked:
+		return "", "", ""
+	case shardgatev1alpha1.ReasonCertificateIssued, shardgatev1alpha1.ReasonShardCertificate:
+		return string(metav1.ConditionTrue), ev.Reason, ev.Note
+	}
+	return string(metav1.ConditionFalse), ev.Reason, ev.Note
+}
+
+// providerHostEvents are the latest Reserve Event and the latest Certify
+// Event of each ProviderHost, by UID.
+func providerHostEvents(ctx context.Context, c client.Client, namespace string) (reserve, certify map[types.UID]eventsv1.Event, _ error) {
 	var list eventsv1.EventList
 	opts := []client.ListOption{}
 	if namespace != "" {
 		opts = append(opts, client.InNamespace(namespace))
 	}
 	if err := c.List(ctx, &list, opts...); err != nil {
-		return nil, fmt.Errorf("list Events: %w", err)
+		return nil, nil, fmt.Errorf("list Events: %w", err)
 	}
 	sort.SliceStable(list.Items, func(i, j int) bool { return eventTime(&list.Items[i]).Time.Before(eventTime(&list.Items[j]).Time) })
-	out := map[types.UID]eventsv1.Event{}
+	reserve, certify = map[types.UID]eventsv1.Event{}, map[types.UID]eventsv1.Event{}
 	for _, ev := range list.Items {
-		if ev.Action == "Reserve" && ev.Regarding.Kind == "ProviderHost" {
-			out[ev.Regarding.UID] = ev
+		if ev.Regarding.Kind != "ProviderHost" {
+			continue
+		}
+		switch ev.Action {
+		case "Reserve":
+			reserve[ev.Regarding.UID] = ev
+		case actionCertify:
+			certify[ev.Regarding.UID] = ev
 		}
 	}
-	return out, nil
+	return reserve, certify, nil
 }
 
 func eventTime(ev *eventsv1.Event) metav1.Time {

@@ -17,6 +17,14 @@ Columns:
                         False (Blocked, HostnameInUse, Withheld, ...), since
                         without the name nothing is served and that is what
                         the tenant must fix; otherwise the Admitted reason
+  CERT                  the shard entry's CertificateReady condition
+                        (automatic HTTPS): True, False, Unknown, or "-" when
+                        the shard has no automatic HTTPS for the name; -o
+                        wide has its reason in CERT-REASON. A ProviderHost
+                        has no status: its rows show what its latest
+                        Certify Event says (Issued or ShardCertificate:
+                        True; Queued, Issuing, Backoff, ...: False), on
+                        each of its shard rows alike
   -o wide adds, where kubectl puts them:
   SOURCE                LeaseHost, or ProviderHost for an Akash ProviderHost
                         (Akash mode; it has no status: a name it holds is
@@ -27,6 +35,10 @@ Columns:
   ROUTE                 the generated HTTPRoute
   GATEWAY               the shard's Gateway, namespace/name
   RESERVED              the LeaseHost's Reserved condition status
+  CERT-REASON           the CertificateReady reason: Issued,
+                        ShardCertificate (the shard's own wildcard
+                        certificate), Queued, Issuing, Backoff,
+                        CertManagerNotInstalled, or cert-manager's own
 
 Rows are sorted by namespace, LeaseHost and shard. A LeaseHost without shard
 entries shows its requested hostname (if any), ADMITTED False when its
@@ -47,6 +59,10 @@ present ("" means none). Tools may rely on them; fields are only ever added:
   admitted                   the Admitted condition status: "True", "False",
                              "Unknown" or ""; only "True" is admitted
   reason, message            as REASON above, with the condition's message
+  certificate                the CertificateReady condition status: "True",
+                             "False", "Unknown" or "" (no automatic HTTPS)
+  certificateReason, certificateMessage
+                             that condition's reason and message
 
 -o jsonpath=TEMPLATE applies a kubectl JSONPath template to that document
 ({.items[*].host}); -o custom-columns=NAME:PATH,... prints one column per

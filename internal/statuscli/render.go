@@ -22,10 +22,10 @@ type Format string
 
 const (
 	// FormatTable is the default: NAMESPACE, LEASEHOST, SHARD, HOST,
-	// ADMITTED, REASON.
+	// ADMITTED, REASON, CERT.
 	FormatTable Format = "table"
-	// FormatWide adds SOURCE, OWNER, DSEQ, CANONICAL, ROUTE, GATEWAY and
-	// RESERVED.
+	// FormatWide adds SOURCE, OWNER, DSEQ, CANONICAL, ROUTE, GATEWAY,
+	// RESERVED and CERT-REASON.
 	FormatWide Format = "wide"
 	// FormatJSON is Document as JSON.
 	FormatJSON Format = "json"
@@ -79,8 +79,8 @@ type Document struct {
 
 // tableColumns are the columns of the table formats, in order; the wide
 // ones only -o wide shows (kubectl's priority 1), where they are. The
-// default table stays under 100 columns for typical rows: an Akash owner
-// address alone is 44 characters.
+// default table stays under 108 columns for typical rows (100 without
+// CERT): an Akash owner address alone is 44 characters.
 var tableColumns = []struct {
 	name string
 	wide bool
@@ -88,6 +88,9 @@ var tableColumns = []struct {
 	{"SOURCE", true}, {"NAMESPACE", false}, {"LEASEHOST", false}, {"OWNER", true}, {"DSEQ", true},
 	{"SHARD", false}, {"HOST", false}, {"ADMITTED", false}, {"REASON", false},
 	{"CANONICAL", true}, {"ROUTE", true}, {"GATEWAY", true}, {"RESERVED", true},
+	// Added with automatic HTTPS, after every earlier column in both
+	// formats, so that no earlier column moves.
+	{"CERT", false}, {"CERT-REASON", true},
 }
 
 // watchWidths are the least widths (padding included) the columns of a
@@ -95,7 +98,7 @@ var tableColumns = []struct {
 // wider than those of the first listing, still line up with its header.
 var watchWidths = map[string]int{
 	"SOURCE": 15, "NAMESPACE": 20, "LEASEHOST": 20, "OWNER": 48, "DSEQ": 10, "SHARD": 14,
-	"HOST": 36, "ADMITTED": 11, "REASON": 18, "CANONICAL": 36, "ROUTE": 20, "GATEWAY": 24,
+	"HOST": 36, "ADMITTED": 11, "REASON": 18, "CERT": 10, "CERT-REASON": 20, "CANONICAL": 36, "ROUTE": 20, "GATEWAY": 24,
 }
 
 // Printer prints rows in one format. It keeps state between calls, as
@@ -319,7 +322,7 @@ func rowTable(rows []Row) *metav1.Table {
 	}
 	for _, r := range rows {
 		cells := []string{r.Source, r.Namespace, r.LeaseHost, r.Owner, strconv.FormatUint(r.DSeq, 10), r.Shard, r.Host, r.Admitted, r.Reason,
-			r.CanonicalHostname, r.Route, r.Gateway, r.Reserved}
+			r.CanonicalHostname, r.Route, r.Gateway, r.Reserved, r.Certificate, r.CertificateReason}
 		t.Rows = append(t.Rows, metav1.TableRow{Cells: cellValues(cells)})
 	}
 	return t

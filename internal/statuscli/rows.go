@@ -61,6 +61,17 @@ type Row struct {
 	// when Ready is False (NoShards, say) and Reserved is not.
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
+	// Certificate is the status of the shard entry's CertificateReady
+	// condition (automatic HTTPS, GatewayParameters spec.shard.tls):
+	// "True", "False", "Unknown", or "" when the shard has no automatic
+	// HTTPS for this name (no such condition), and for a LeaseHost without
+	// shard entries.
+	Certificate string `json:"certificate"`
+	// CertificateReason and CertificateMessage are that condition's reason
+	// (Issued, ShardCertificate, Queued, Issuing, Backoff, ... or
+	// cert-manager's own) and message; "" without the condition.
+	CertificateReason  string `json:"certificateReason"`
+	CertificateMessage string `json:"certificateMessage"`
 }
 
 // IsAdmitted reports whether the row's shard admitted the LeaseHost.
@@ -119,6 +130,9 @@ func RowsFor(items []shardgatev1alpha1.LeaseHost) []Row {
 			r.Shard, r.Gateway, r.Host, r.CanonicalHostname = s.Name, s.Gateway, s.Host, s.CanonicalHostname
 			if c := meta.FindStatusCondition(s.Conditions, shardgatev1alpha1.ConditionAdmitted); c != nil {
 				r.Admitted, r.Reason, r.Message = string(c.Status), c.Reason, c.Message
+			}
+			if c := meta.FindStatusCondition(s.Conditions, shardgatev1alpha1.ConditionCertificateReady); c != nil {
+				r.Certificate, r.CertificateReason, r.CertificateMessage = string(c.Status), c.Reason, c.Message
 			}
 			if refused {
 				r.Reason, r.Message = reserved.Reason, reserved.Message

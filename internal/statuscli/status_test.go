@@ -65,6 +65,13 @@ func (s shard) entry(host string, status metav1.ConditionStatus, reason, msg str
 	}
 }
 
+// withCert adds a CertificateReady condition to a shard entry, as the
+// certificate controller writes it on a shard with automatic HTTPS.
+func withCert(e shardgatev1alpha1.ShardStatus, status metav1.ConditionStatus, reason, msg string) shardgatev1alpha1.ShardStatus {
+	e.Conditions = append(e.Conditions, condition(shardgatev1alpha1.ConditionCertificateReady, status, reason, msg))
+	return e
+}
+
 func (s shard) sub(sub string) string { return sub + "." + s.domain }
 
 func condition(typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
@@ -84,10 +91,12 @@ func fixtures() []seeded {
 	return []seeded{
 		{"default", "demo", shardgatev1alpha1.LeaseRef{Owner: carol, DSeq: 7, GSeq: 1, OSeq: 1}, "demo.example.test", "",
 			&shardgatev1alpha1.LeaseHostStatus{Conditions: held, Route: "demo",
-				Shards: []shardgatev1alpha1.ShardStatus{admitted(shardA, "demo.example.test")}}},
+				Shards: []shardgatev1alpha1.ShardStatus{withCert(admitted(shardA, "demo.example.test"), metav1.ConditionTrue,
+					shardgatev1alpha1.ReasonCertificateIssued, "served on port 443 with the certificate in Secret shardgate-tls.demo.example.test")}}},
 		{"tenant-a", "web", shardgatev1alpha1.LeaseRef{Owner: alice, DSeq: 100, GSeq: 1, OSeq: 1}, "", "web",
 			&shardgatev1alpha1.LeaseHostStatus{Conditions: held, Route: "web",
-				Shards: []shardgatev1alpha1.ShardStatus{admitted(shardB, shardB.sub("web")), admitted(shardA, shardA.sub("web"))}}},
+				Shards: []shardgatev1alpha1.ShardStatus{admitted(shardB, shardB.sub("web")), withCert(admitted(shardA, shardA.sub("web")),
+					metav1.ConditionTrue, shardgatev1alpha1.ReasonShardCertificate, "served with the shard's own certificate")}}},
 		{"tenant-a", "shop", shardgatev1alpha1.LeaseRef{Owner: alice, DSeq: 101, GSeq: 1, OSeq: 2}, "", "shop",
 			&shardgatev1alpha1.LeaseHostStatus{Conditions: held, Route: "shop",
 				Shards: []shardgatev1alpha1.ShardStatus{
@@ -98,7 +107,8 @@ func fixtures() []seeded {
 		{"tenant-a", "api", shardgatev1alpha1.LeaseRef{Owner: alice, DSeq: 102, GSeq: 3, OSeq: 1}, "api.example.test", "",
 			&shardgatev1alpha1.LeaseHostStatus{Conditions: held, Route: "api",
 				Shards: []shardgatev1alpha1.ShardStatus{
-					admitted(shardA, "api.example.test"),
+					withCert(admitted(shardA, "api.example.test"), metav1.ConditionFalse, shardgatev1alpha1.ReasonCertificateBackoff,
+						"issuance failed: the HTTP-01 challenge got 404; next attempt at 2026-01-02T03:14:05Z"),
 					shardB.entry("api.example.test", metav1.ConditionUnknown, shardgatev1alpha1.ReasonPending, "waiting for Gateway infra/shard-b"),
 				}}},
 		{"tenant-a", "evil", shardgatev1alpha1.LeaseRef{Owner: alice, DSeq: 103}, "evil.blocked.test", "",
@@ -226,9 +236,11 @@ func TestStatus(t *testing.T) {
 				golden(t, tc.golden, out.Bytes())
 				if tc.opts.Format == "" {
 					// The default table fits a terminal; -o wide has the rest.
+					// 100 columns for the first six, and CERT's "False"
+					// adds 8.
 					for _, line := range strings.Split(out.String(), "\n") {
-						if len(line) > 100 {
-							t.Errorf("a default table line is %d columns wide, want at most 100:\n%s", len(line), line)
+						if len(line) > 108 {
+							t.Errorf("a default table line is %d columns wide, want at most 108:\n%s", len(line), line)
 						}
 					}
 				}

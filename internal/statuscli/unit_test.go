@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
@@ -68,6 +69,10 @@ func TestRowsFor(t *testing.T) {
 		{"a shard entry without an Admitted condition",
 			[]shardgatev1alpha1.LeaseHost{lh("a", "x", reservedTrue, shard("s1"))},
 			[]view{{"a", "x", "s1", "h.s1", "True", "", "", ""}}},
+		{"a shard entry with CertificateReady keeps Admitted as the reason",
+			[]shardgatev1alpha1.LeaseHost{lh("a", "x", reservedTrue,
+				shard("s1", cond("Admitted", "True", "Admitted", "ok"), cond("CertificateReady", "False", "Backoff", "404")))},
+			[]view{{"a", "x", "s1", "h.s1", "True", "True", "Admitted", "ok"}}},
 		{"sorted by namespace, then LeaseHost",
 			[]shardgatev1alpha1.LeaseHost{lh("b", "a", nil), lh("a", "z", nil), lh("a", "b", nil)},
 			[]view{
@@ -89,6 +94,43 @@ func TestRowsFor(t *testing.T) {
 				t.Errorf("rows:\n got %+v\nwant %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestRowsForCertificate: a shard entry's CertificateReady condition fills
+// the certificate fields; an entry without one, and a LeaseHost without
+// entries, leave them empty.
+func TestRowsForCertificate(t *testing.T) {
+	items := []shardgatev1alpha1.LeaseHost{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x"},
+		Status: shardgatev1alpha1.LeaseHostStatus{Shards: []shardgatev1alpha1.ShardStatus{
+			{Name: "s1", Conditions: []metav1.Condition{cond("Admitted", "True", "Admitted", "ok"), cond("CertificateReady", "False", "Backoff", "got 404")}},
+			{Name: "s2", Conditions: []metav1.Condition{cond("Admitted", "True", "Admitted", "ok"), cond("CertificateReady", "True", "ShardCertificate", "wildcard")}},
+			{Name: "s3", Conditions: []metav1.Condition{cond("Admitted", "True", "Admitted", "ok")}},
+		}},
+	}, {ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "y"}}}
+	type view struct{ shard, status, reason, message string }
+	var got []view
+	for _, r := range RowsFor(items) {
+		got = append(got, view{r.Shard, r.Certificate, r.CertificateReason, r.CertificateMessage})
+	}
+	want := []view{{"s1", "False", "Backoff", "got 404"}, {"s2", "True", "ShardCertificate", "wildcard"}, {"s3", "", "", ""}, {"", "", "", ""}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("certificate fields:\n got %+v\nwant %+v", got, want)
+	}
+	var table bytes.Buffer
+	if err := Render(RowsFor(items), FormatWide, &table); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(table.String()), "\n")
+	if h := strings.Fields(lines[0]); h[len(h)-2] != "CERT" || h[len(h)-1] != "CERT-REASON" {
+		t.Errorf("wide header does not end in CERT CERT-REASON: %q", lines[0])
+	}
+	for i, w := range [][2]string{{"False", "Backoff"}, {"True", "ShardCertificate"}, {"-", "-"}, {"-", "-"}} {
+		f := strings.Fields(lines[i+1])
+		if f[len(f)-2] != w[0] || f[len(f)-1] != w[1] {
+			t.Errorf("row %d ends %q, want %q", i, f[len(f)-2:], w)
+		}
 	}
 }
 
@@ -159,19 +201,20 @@ func TestRenderEmpty(t *testing.T) {
 
 func TestRenderTemplates(t *testing.T) {
 	rows := []Row{
-		{Source: "LeaseHost", Namespace: "t", LeaseHost: "web", Shard: "shard-a", Host: "web.a.test", Admitted: "True", Reason: "Admitted"},
+		{Source: "LeaseHost", Namespace: "t", LeaseHost: "web", Shard: "shard-a", Host: "web.a.test", Admitted: "True", Reason: "Admitted",
+			Certificate: "True", CertificateReason: "Issued"},
 		{Source: "ProviderHost", Namespace: "t", LeaseHost: "web", Shard: "shard-b", Host: "web.b.test", Admitted: "False", Reason: "HostnameInUse"},
 	}
 	for format, want := range map[Format]string{
 		JSONPathPrefix + `{range .items[*]}{.shard}={.admitted}{"\n"}{end}`: "shard-a=True\nshard-b=False\n",
 		JSONPathPrefix + "{.items[1].reason}":                               "HostnameInUse",
 		CustomColumnsPrefix + "SHARD:.shard,HOST:{.host},GW:gateway":        "SHARD     HOST         GW\nshard-a   web.a.test   -\nshard-b   web.b.test   -\n",
-		FormatTable: "NAMESPACE   LEASEHOST   SHARD     HOST         ADMITTED   REASON\n" +
-			"t           web         shard-a   web.a.test   True       Admitted\n" +
-			"t           web         shard-b   web.b.test   False      HostnameInUse\n",
-		FormatWide: "SOURCE         NAMESPACE   LEASEHOST   OWNER   DSEQ   SHARD     HOST         ADMITTED   REASON          CANONICAL   ROUTE   GATEWAY   RESERVED\n" +
-			"LeaseHost      t           web         -       0      shard-a   web.a.test   True       Admitted        -           -       -         -\n" +
-			"ProviderHost   t           web         -       0      shard-b   web.b.test   False      HostnameInUse   -           -       -         -\n",
+		FormatTable: "NAMESPACE   LEASEHOST   SHARD     HOST         ADMITTED   REASON          CERT\n" +
+			"t           web         shard-a   web.a.test   True       Admitted        True\n" +
+			"t           web         shard-b   web.b.test   False      HostnameInUse   -\n",
+		FormatWide: "SOURCE         NAMESPACE   LEASEHOST   OWNER   DSEQ   SHARD     HOST         ADMITTED   REASON          CANONICAL   ROUTE   GATEWAY   RESERVED   CERT   CERT-REASON\n" +
+			"LeaseHost      t           web         -       0      shard-a   web.a.test   True       Admitted        -           -       -         -          True   Issued\n" +
+			"ProviderHost   t           web         -       0      shard-b   web.b.test   False      HostnameInUse   -           -       -         -          -      -\n",
 	} {
 		if _, err := ParseFormat(string(format)); err != nil {
 			t.Fatalf("ParseFormat(%q): %v", format, err)
@@ -331,7 +374,7 @@ func TestHelpNamesEveryJSONField(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"source", "namespace", "leaseHost", "owner", "dseq", "gseq", "oseq", "shard", "gateway", "host",
-		"canonicalHostname", "route", "reserved", "admitted", "reason", "message"}
+		"canonicalHostname", "route", "reserved", "admitted", "reason", "message", "certificate", "certificateReason", "certificateMessage"}
 	if len(fields) != len(want) {
 		t.Errorf("Row has %d JSON fields, the contract %d: %v", len(fields), len(want), fields)
 	}
@@ -341,6 +384,29 @@ func TestHelpNamesEveryJSONField(t *testing.T) {
 		}
 		if !strings.Contains(Help, f) {
 			t.Errorf("the help does not document JSON field %q", f)
+		}
+	}
+}
+
+// TestCertificateFromEvent: a ProviderHost's CertificateReady as its latest
+// Certify Event tells it.
+func TestCertificateFromEvent(t *testing.T) {
+	for _, tc := range []struct{ reason, status string }{
+		{shardgatev1alpha1.ReasonCertificateIssued, "True"},
+		{shardgatev1alpha1.ReasonShardCertificate, "True"},
+		{shardgatev1alpha1.ReasonCertificateIssuing, "False"},
+		{shardgatev1alpha1.ReasonCertificateQueued, "False"},
+		{shardgatev1alpha1.ReasonCertificateBackoff, "False"},
+		{"Failed", "False"}, // cert-manager's own
+		{shardgatev1alpha1.ReasonCertificateRevoked, ""},
+	} {
+		status, reason, msg := certificateFromEvent(eventsv1.Event{Reason: tc.reason, Note: "note"})
+		wantReason, wantMsg := tc.reason, "note"
+		if tc.status == "" {
+			wantReason, wantMsg = "", ""
+		}
+		if status != tc.status || reason != wantReason || msg != wantMsg {
+			t.Errorf("%s: got %q %q %q, want %q %q %q", tc.reason, status, reason, msg, tc.status, wantReason, wantMsg)
 		}
 	}
 }

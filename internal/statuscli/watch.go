@@ -32,8 +32,8 @@ import (
 // meanwhile. Deleted objects print nothing.
 //
 // A ProviderHost has no status: its rows follow from the ProviderHost, its
-// generated route's status and its Reserve Events, so a change of any of
-// them recomputes the ProviderHost rows (changes that arrive while that
+// generated route's status and its Reserve and Certify Events, so a change
+// of any of them recomputes the ProviderHost rows (changes that arrive while that
 // runs are coalesced into one more pass).
 func Watch(ctx context.Context, c client.WithWatch, opts Options, w io.Writer) error {
 	p, err := NewPrinter(opts.Format)
@@ -224,8 +224,8 @@ func (v *watchView) followLeaseHosts(ctx context.Context, c client.WithWatch, op
 }
 
 // followProviderHosts recomputes the ProviderHost rows whenever a
-// ProviderHost, an Akash-labelled HTTPRoute or a Reserve Event about a
-// ProviderHost changes.
+// ProviderHost, an Akash-labelled HTTPRoute or a Reserve or Certify Event
+// about a ProviderHost changes.
 func (v *watchView) followProviderHosts(ctx context.Context, c client.WithWatch, opts Options) error {
 	kick := make(chan struct{}, 1)
 	poke := func() {
@@ -251,7 +251,7 @@ func (v *watchView) followProviderHosts(ctx context.Context, c client.WithWatch,
 			[]client.ListOption{client.MatchingLabels{akash.LabelManaged: "true"}}, nil},
 		{"Events", func() client.ObjectList { return &eventsv1.EventList{} }, inNS, func(o runtime.Object) bool {
 			ev, ok := o.(*eventsv1.Event)
-			return ok && ev.Action == "Reserve" && ev.Regarding.Kind == "ProviderHost"
+			return ok && (ev.Action == "Reserve" || ev.Action == actionCertify) && ev.Regarding.Kind == "ProviderHost"
 		}},
 	}
 	errs := make(chan error, len(watches))
