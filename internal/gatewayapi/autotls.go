@@ -414,23 +414,42 @@ func acmeSolverShape(r *gatewayv1.HTTPRoute) bool {
 // admitsSolver says whether cr, a route shardgate does not generate, is
 // an ACME HTTP-01 solver route the shard gw admits: of the solver's
 // shape (acmeSolverShape), and every hostname of it held on gw by a
-// generated route of cr's own namespace.
-func (o *Ownership) admitsSolver(gw types.NamespacedName, cr *compiledRoute) bool {
+// generated route of cr's own namespace (held answers that).
+func (o *Ownership) admitsSolver(gw types.NamespacedName, cr *compiledRoute, held func(heldKey) bool) bool {
 	if !cr.acmeSolver || len(cr.hostnames) == 0 {
 		return false
 	}
 	ns := cr.key.NN.Namespace
 	for _, h := range cr.hostnames {
-		held := false
-		for k, g := range o.Generated {
-			if k.Namespace == ns && slices.Contains(g.Hosts[gw], h) {
-				held = true
-				break
-			}
-		}
-		if !held {
+		if !held(heldKey{gw: gw, ns: ns, host: h}) {
 			return false
 		}
 	}
 	return true
+}
+
+// heldKey is a name held on a shard by a generated route of a namespace.
+type heldKey struct {
+	gw       types.NamespacedName
+	ns, host string
+}
+
+// heldIn says whether k's name is held on k's shard by a generated route
+// of k's namespace. The set is made from the ownership facts the first
+// time a translation asks (only solver-shaped routes do), at the cost of
+// every name held, so each question after it is one lookup.
+func (idx *Index) heldIn(k heldKey) bool {
+	if idx.held == nil {
+		idx.held = map[heldKey]bool{}
+		if idx.ownership != nil {
+			for r, g := range idx.ownership.Generated {
+				for gw, hosts := range g.Hosts {
+					for _, h := range hosts {
+						idx.held[heldKey{gw: gw, ns: r.Namespace, host: h}] = true
+					}
+				}
+			}
+		}
+	}
+	return idx.held[k]
 }

@@ -404,7 +404,7 @@ func (idx *Index) matchParent(gw *gatewayv1.Gateway, listeners []*listenerState,
 		for _, h := range hits {
 			hosts = append(hosts, h.hosts...)
 		}
-		if reason, msg := idx.ownership.shardAdmits(nn(gw.Namespace, gw.Name), cr, hosts); reason != "" {
+		if reason, msg := idx.ownership.shardAdmits(nn(gw.Namespace, gw.Name), cr, hosts, idx.heldIn); reason != "" {
 			return reason, msg, nil
 		}
 	}

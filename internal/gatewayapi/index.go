@@ -58,6 +58,9 @@ type Index struct {
 	// certs keeps the certificate checks of automatic HTTPS Secrets
 	// (certFor); over a Store, the Store's, across translations.
 	certs map[types.NamespacedName]*certEntry
+	// held are the names generated routes hold, by shard and namespace,
+	// made when first asked (heldIn).
+	held map[heldKey]bool
 
 	// Routes by the Gateway their parentRefs name (NewIndex only; an
 	// Index over a Store finds them in the Store), kind by kind in

@@ -185,7 +185,7 @@ func (g GeneratedRoute) heldElsewhere(gw types.NamespacedName, h string) bool {
 // serve on the shard gw) there; "" when it may. hosts may hold "" (any
 // hostname), which nobody owns. A generated route's names held elsewhere
 // (GeneratedRoute.heldElsewhere) are left out of hosts beforehand.
-func (o *Ownership) shardAdmits(gw types.NamespacedName, cr *compiledRoute, hosts []string) (reason, msg string) {
+func (o *Ownership) shardAdmits(gw types.NamespacedName, cr *compiledRoute, hosts []string, held func(heldKey) bool) (reason, msg string) {
 	mode, shard := o.Shards[gw]
 	if !shard {
 		return "", ""
@@ -205,7 +205,7 @@ func (o *Ownership) shardAdmits(gw types.NamespacedName, cr *compiledRoute, host
 			return reasonNotOwned(fmt.Sprintf("the generated route's LeaseHost does not hold %s on this shard", strings.Join(foreign, ", ")))
 		}
 	}
-	if o.admitsSolver(gw, cr) {
+	if o.admitsSolver(gw, cr, held) {
 		return "", "" // an ACME HTTP-01 solver route for names of its namespace (autotls.go)
 	}
 	if mode != RoutesOwned {
