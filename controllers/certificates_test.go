@@ -28,6 +28,7 @@ import (
 	"github.com/shardgate/shardgate/internal/autotls"
 	"github.com/shardgate/shardgate/internal/config"
 	"github.com/shardgate/shardgate/internal/manager"
+	"github.com/shardgate/shardgate/internal/pki"
 	"github.com/shardgate/shardgate/internal/testenv"
 )
 
@@ -140,6 +141,16 @@ var _ = Describe("automatic HTTPS: the certificate controller with cert-manager 
 		Expect(c.Create(ctx, lh)).To(Succeed())
 		Eventually(certReady("sub")).Should(Equal("True/ShardCertificate"))
 		Consistently(gone(certificate(f.ns, "sub."+domain)), 2*time.Second).Should(BeTrue())
+
+		// Two labels under the domain: the shard's *.<domain> certificate
+		// does not cover them, and none is issued either.
+		deep := lh.DeepCopy()
+		deep.ObjectMeta = metav1.ObjectMeta{Name: "deep", Namespace: f.ns}
+		deep.Spec.Lease.DSeq = 3
+		deep.Spec.Subdomain = "api.deep"
+		Expect(c.Create(ctx, deep)).To(Succeed())
+		Eventually(certReady("deep")).Should(Equal("False/" + shardgatev1alpha1.ReasonNoShardCertificate))
+		Expect(gone(certificate(f.ns, "api.deep."+domain))()).To(BeTrue())
 	})
 
 	It("leaves a tenant's own Certificate of the name alone and reports CertificateConflict", func() {
@@ -426,9 +437,16 @@ func shardCertReady(ctx context.Context, f *fixture, name, shard string) func(Go
 	}
 }
 
-// tlsShard is shard with automatic HTTPS from the ClusterIssuer issuer, and
-// a listener for every name.
+// tlsShard is shard with automatic HTTPS from the ClusterIssuer issuer, a
+// listener for every name on 80, and the provider's own HTTPS listener for
+// *.<domain> with a certificate for it.
 func tlsShard(ctx context.Context, c client.Client, ns, name, domain, issuer string) {
+	ca, err := pki.NewCA("provider")
+	Expect(err).NotTo(HaveOccurred())
+	crt, key, err := ca.Issue("*."+domain, []string{"*." + domain}, nil, time.Hour, true)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-wildcard", Namespace: ns}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key}})).To(Succeed())
 	class := &gatewayv1.GatewayClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "shardgate"},
 		Spec:       gatewayv1.GatewayClassSpec{ControllerName: shardgatev1alpha1.ControllerName},
@@ -451,6 +469,10 @@ func tlsShard(ctx context.Context, c client.Client, ns, name, domain, issuer str
 			Listeners: []gatewayv1.Listener{{
 				Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80,
 				AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: new(gatewayv1.NamespacesFromAll)}},
+			}, {
+				Name: "https", Protocol: gatewayv1.HTTPSProtocolType, Port: 443, Hostname: new(gatewayv1.Hostname("*." + domain)),
+				AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: new(gatewayv1.NamespacesFromAll)}},
+				TLS:           &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: gatewayv1.ObjectName(name + "-wildcard")}}},
 			}},
 		},
 	})).To(Succeed())

@@ -94,6 +94,10 @@ type LeaseHostReconciler struct {
 	// (leasehosts.Claims; both events of a LeaseHost deleted and created
 	// again can fold into one reconcile).
 	claims *leasehosts.Claims
+
+	// shardCerts reads the shards' own certificates (shardCertificate).
+	shardCertsMu sync.Mutex
+	shardCerts   *autotls.ShardCertificates
 	// queue is the controller's own work queue, handed over when the
 	// controller starts (source.Func). LeaseHosts that no watch event
 	// names (block-list changes, failed follow-up writes) go straight into
@@ -586,6 +590,8 @@ func (r *LeaseHostReconciler) write(ctx context.Context, lh *shardgatev1alpha1.L
 		ServiceExists:  svcErr == nil,
 		ControllerName: r.ControllerName,
 		Certificate:    r.certificateReady(),
+
+		ShardCertificate: r.shardCertificate(ctx),
 	})
 	if equality.Semantic.DeepEqual(next, lh.Status) {
 		return nil
@@ -593,6 +599,35 @@ func (r *LeaseHostReconciler) write(ctx context.Context, lh *shardgatev1alpha1.L
 	r.recordEvents(lh, &next)
 	r.status.Write(lh, func(stored *shardgatev1alpha1.LeaseHost) { stored.Status = *next.DeepCopy() })
 	return nil
+}
+
+// shardCertificate says, from the cache, whether a shard's own HTTPS
+// listeners present a certificate covering a name under its domain; nil
+// without the certificate controller (automatic HTTPS not running).
+func (r *LeaseHostReconciler) shardCertificate(ctx context.Context) func(sharding.Shard, string) autotls.State {
+	if r.Certificates == nil {
+		return nil
+	}
+	return func(s sharding.Shard, host string) autotls.State {
+		var gw *gatewayv1.Gateway
+		var stored gatewayv1.Gateway
+		if err := r.Client.Get(ctx, s.Gateway, &stored); err == nil {
+			gw = &stored
+		}
+		r.shardCertsMu.Lock()
+		defer r.shardCertsMu.Unlock()
+		if r.shardCerts == nil {
+			r.shardCerts = &autotls.ShardCertificates{}
+		}
+		r.shardCerts.Secret = func(k types.NamespacedName) *corev1.Secret {
+			var sec corev1.Secret
+			if err := r.Client.Get(ctx, k, &sec); err != nil {
+				return nil
+			}
+			return &sec
+		}
+		return r.shardCerts.ShardState(gw, s.Domain, host)
+	}
 }
 
 // certificateReady is the certificate controller's state reader, or nil.

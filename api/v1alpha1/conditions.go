@@ -253,6 +253,13 @@ const (
 	// and is served with the shard's own certificate; none is issued.
 	ReasonShardCertificate = "ShardCertificate"
 
+	// ReasonNoShardCertificate (False): the name is under the shard's
+	// domain, so none is issued for it, but no HTTPS listener of the
+	// shard's Gateway presents a certificate covering it (none matches the
+	// name, or its certificate's wildcard covers one label and the name
+	// has more under the domain).
+	ReasonNoShardCertificate = "NoShardCertificate"
+
 	// ReasonCertificateQueued (False): the name waits for its turn under
 	// the issuer's rate limits (orders per account, certificates per
 	// registered domain); the message says which limit and until when.

@@ -45,6 +45,21 @@ func TestStatusCertificateReady(t *testing.T) {
 	if c := certReady(st, "shard-b"); c != nil {
 		t.Fatalf("shard-b has no tls, yet %+v", c)
 	}
+	// What the shard's own listeners present decides it (Observed.
+	// ShardCertificate), when the controller says.
+	var asked []string
+	obs.ShardCertificate = func(s sharding.Shard, host string) autotls.State {
+		asked = append(asked, s.Name+" "+host)
+		return autotls.State{Status: metav1.ConditionFalse, Reason: shardgatev1alpha1.ReasonNoShardCertificate, Message: "none covers it"}
+	}
+	st = StatusFor(lh, p, map[string]hostnames.Decision{"web.a.example.test": held, "web.b.example.test": held}, obs)
+	if c := certReady(st, "shard-a"); c == nil || c.Status != metav1.ConditionFalse || c.Reason != shardgatev1alpha1.ReasonNoShardCertificate || c.Message != "none covers it" {
+		t.Fatalf("shard-a without a covering certificate: %+v", c)
+	}
+	if len(asked) != 1 || asked[0] != "shard-a web.a.example.test" {
+		t.Fatalf("asked %q", asked)
+	}
+	obs.ShardCertificate = nil
 
 	// Explicit hostname: the controller's state; unknown: Pending.
 	lh = subdomainLH("")

@@ -29,6 +29,12 @@ type Observed struct {
 	// name in the LeaseHost's namespace (false: not decided yet); nil
 	// when automatic HTTPS does not run.
 	Certificate func(namespace, host string) (autotls.State, bool)
+	// ShardCertificate is the CertificateReady of a name under a shard's
+	// domain, which the shard serves with its own certificate
+	// (autotls.ShardCertificates: whether one of its HTTPS listeners
+	// presents a certificate covering the name); nil reports
+	// ShardCertificate from the domain alone.
+	ShardCertificate func(shard sharding.Shard, host string) autotls.State
 }
 
 // StatusFor computes lh's status. It starts from the stored status so that
@@ -207,8 +213,8 @@ func parentStatus(obs Observed, routeNamespace, gwNamespace, gwName string) *gat
 }
 
 // setCertificateReady sets the entry's CertificateReady on a shard with
-// automatic HTTPS, for a held name: True ShardCertificate under the
-// shard's domain, else the certificate controller's state (Unknown
+// automatic HTTPS, for a held name: under the shard's domain, whether the
+// shard's own certificate covers it (Observed.ShardCertificate), else the certificate controller's state (Unknown
 // Pending until it has one). A name not held, or a shard without tls, has
 // none: Admitted says why.
 func setCertificateReady(entry *shardgatev1alpha1.ShardStatus, lh *shardgatev1alpha1.LeaseHost, sh sharding.ShardHost, d hostnames.Decision, obs Observed, gen int64) {
@@ -218,7 +224,11 @@ func setCertificateReady(entry *shardgatev1alpha1.ShardStatus, lh *shardgatev1al
 	}
 	host := normalised(sh.Host)
 	if autotls.Covered(&sh.Shard, host) {
-		meta.SetStatusCondition(&entry.Conditions, autotls.ShardCertificateState(sh.Shard.Domain).Condition(gen))
+		st := autotls.ShardCertificateState(sh.Shard.Domain)
+		if obs.ShardCertificate != nil {
+			st = obs.ShardCertificate(sh.Shard, host)
+		}
+		meta.SetStatusCondition(&entry.Conditions, st.Condition(gen))
 		return
 	}
 	if obs.Certificate != nil {
