@@ -13,6 +13,10 @@ Copyright The shardgate Authors.
 //     cluster and per secret, the messages it built, and hands out the
 //     very same message for a unit that did not change (a whole route
 //     table, or HTTPS listener, when the IR's change names none of it).
+//     It keeps the route table list it last handed out (memo_tables.go):
+//     an IR whose change names a few virtual hosts builds their tables
+//     again in that list, and looks at no other (a shard with automatic
+//     HTTPS has a table per name it serves).
 //   - Builder (builder.go), one per Gateway, is what the xDS server calls:
 //     Build takes the Gateway's IR and returns a Config, a validated
 //     go-control-plane snapshot with its versions and what else the
@@ -24,7 +28,10 @@ Copyright The shardgate Authors.
 //     ValidateAll and the referential checks of translate) and keeps the
 //     checked serializations (a table or listener handed out again is not
 //     walked again; a listener of many filter chains is validated chain by
-//     chain, its new chains only); wire.go publishes a route table as the
+//     chain, its new chains only; the route tables and secrets that are
+//     the last passed check's very messages are not looked at, and their
+//     name sets are updated, not rebuilt: checker_tables.go); wire.go
+//     publishes a route table as the
 //     concatenation of its virtual hosts' checked bytes, so the bytes sent
 //     are the bytes checked.
 //

@@ -78,6 +78,12 @@ type Memo struct {
 	unadopted bool
 	// vbuilt: the virtual hosts built since the last adoption.
 	vbuilt []*memoVhost
+	// list: the route table list last handed out (memo_tables.go);
+	// lastSecrets, the secret list.
+	list        memoTables
+	lastSecrets []*tlsv3.Secret
+	// visited counts the route tables the last translation looked at.
+	visited int
 }
 
 // vhostRefs names clusters of one virtual host of one route table.
@@ -153,6 +159,7 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*translate.Resourc
 	routeDefaults := routeDefaults{idle: tr.IdleTimeout.Duration, webSocketsAll: tr.WebSocketsAll}
 	if string(ws) != m.websocket || m.tables == nil || routeDefaults != m.routeDefaults {
 		m.tables = map[string][]*memoVhost{}
+		m.list = memoTables{}
 		m.websocket = string(ws)
 		m.routeDefaults = routeDefaults
 	}
@@ -160,7 +167,7 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*translate.Resourc
 	for _, c := range retained {
 		kept[c] = true
 	}
-	m.newRefs = nil
+	m.newRefs, m.visited = nil, 0
 	t := memoRun{memo: m, sc: translate.NewScope(gw), retained: kept, next: map[string][]*memoVhost{}, nextListeners: map[string]memoListener{},
 		nextHTTPS: map[string]memoHTTPS{}, nextRCs: map[string]*routev3.RouteConfiguration{}}
 	t.change = m.changeOf(gw.Change)
@@ -253,9 +260,18 @@ func (t *memoRun) clusterChanged(name string) bool {
 }
 
 // translate is translate.Translate, unit by unit, from memory where it can.
+//
+// An IR whose change names virtual hosts (and clusters) only builds the
+// tables of those hosts again, in the route table list last handed out
+// (translateChanged); any other walks every listener's tables.
 func (t *memoRun) translate(gw *ir.Gateway) (*translate.Resources, error) {
-	r := &translate.Resources{Secrets: make([]*tlsv3.Secret, 0, len(gw.Secrets))}
+	if todo, ok := t.tablesToBuild(gw); ok {
+		return t.translateChanged(gw, todo)
+	}
+	r := &translate.Resources{}
 	traffic := ir.TrafficOf(gw)
+	var tables []tablePlace
+	whole := true // every listener's tables are in the list
 	for i := range gw.Listeners {
 		l := &gw.Listeners[i]
 		listener, err := t.listener(l, traffic)
@@ -263,20 +279,26 @@ func (t *memoRun) translate(gw *ir.Gateway) (*translate.Resources, error) {
 			return nil, fmt.Errorf("listener %s: %w", l.Name, err)
 		}
 		if listener == nil {
+			whole = whole && tableCount(l) == 0
 			continue
 		}
 		r.Listeners = append(r.Listeners, listener)
-		for _, rt := range translate.RouteTables(l) {
+		for j, rt := range translate.RouteTables(l) {
 			rc, err := t.routeConfigurationMemo(l.Name, rt)
 			if err != nil {
 				return nil, fmt.Errorf("listener %s: %w", l.Name, err)
 			}
 			r.Routes = append(r.Routes, rc)
+			tables = append(tables, tablePlace{listener: i, table: j, name: rt.Name})
 		}
 	}
 	t.clustersMemo(gw, r)
 	t.secretsMemo(gw, r)
 	r.Sort(t.clustersKept)
+	t.memo.list = memoTables{}
+	if whole {
+		t.rememberTables(gw, r, tables)
+	}
 	return r, nil
 }
 
@@ -314,6 +336,7 @@ func (t *memoRun) listener(l *ir.Listener, traffic *ir.Traffic) (*listenerv3.Lis
 // mapping, so a translation that fails half-way leaves valid memory.)
 func (t *memoRun) routeConfigurationMemo(listener string, rt translate.RouteTable) (*routev3.RouteConfiguration, error) {
 	name, vhosts := rt.Name, rt.VirtualHosts
+	t.memo.visited++
 	prev := t.memo.tables[name]
 	// A table the IR's change names no virtual host of is the table last
 	// handed out (ir.Change), unless a host of it carries a retained
@@ -567,6 +590,7 @@ func (t *memoRun) clustersMemo(gw *ir.Gateway, r *translate.Resources) {
 // lists were not sorted by name. Call it after each check that passed; a
 // memo that is never adopted works as before.
 func (m *Memo) adopt(c *Checker) {
+	m.list.checked = m.list.list != nil
 	m.adoptVhosts(c)
 	// An unsorted IR list had the translation sort the memo's lists in
 	// place: their places no longer match m.clusters'.
