@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -90,6 +91,24 @@ func TestAutoTLSRouteChangeLooksAtItsTablesAlone(t *testing.T) {
 		}
 		if changed == 0 || changed > 2 {
 			t.Errorf("change %d: %d route tables published anew", i, changed)
+		}
+		// The route tables' version moves, with the changed tables'
+		// alone; the secrets' stays.
+		if c2.Versions[resourcev3.RouteType] == c1.Versions[resourcev3.RouteType] {
+			t.Errorf("change %d: the route tables' version did not move", i)
+		}
+		if c2.Versions[resourcev3.SecretType] != c1.Versions[resourcev3.SecretType] {
+			t.Errorf("change %d: the secrets' version moved", i)
+		}
+		v1, v2 := c1.Snapshot.VersionMap[resourcev3.RouteType], c2.Snapshot.VersionMap[resourcev3.RouteType]
+		moved := 0
+		for name, v := range v2 {
+			if v1[name] != v {
+				moved++
+			}
+		}
+		if len(v2) != len(v1) || moved != changed {
+			t.Errorf("change %d: %d of %d route table versions moved, want the %d published anew", i, moved, len(v2), changed)
 		}
 		if tr.Stats.Patched == 0 {
 			t.Fatalf("the route change was not a patch: %+v", tr.Stats)

@@ -121,7 +121,12 @@ type Checker struct {
 	// secrets that check was given.
 	lastRoutesIn, lastRoutesWire []*routev3.RouteConfiguration
 	routeSet                     map[string]bool
-	lastSecretList               []*tlsv3.Secret
+	// lastRouteDigests are the digests of lastRoutesWire, in order (nil
+	// when one is not known); routesSorted, whether their names strictly
+	// increase.
+	lastRouteDigests []Digest
+	routesSorted     bool
+	lastSecretList   []*tlsv3.Secret
 	// vhosts counts the virtual hosts of tables; looked, the route
 	// tables the last check looked at.
 	vhosts, looked int
@@ -231,7 +236,9 @@ func (c *Checker) Check(r *translate.Resources) error {
 		return errors.Join(e.errs...)
 	}
 	c.lastRoutesIn = append(c.lastRoutesIn[:0:0], r.Routes...)
+	c.lastRouteDigests = c.routeDigests(wires)
 	c.lastRoutesWire = wires
+	c.routesSorted = e.routesSorted
 	c.routeSet = routes
 	c.lastSecretList = r.Secrets
 	copy(r.Routes, wires)
@@ -486,6 +493,7 @@ func (c *Checker) reset() {
 	c.lastBuilt = nil
 	c.lastListeners, c.lastRouteNames, c.lastSecrets = nil, nil, nil
 	c.lastRoutesIn, c.lastRoutesWire, c.routeSet, c.lastSecretList = nil, nil, nil, nil
+	c.lastRouteDigests, c.routesSorted = nil, false
 	c.vhosts = 0
 	c.sortedClusters = false
 	c.wires = map[*routev3.RouteConfiguration]Digest{}
@@ -633,6 +641,9 @@ type checkRun struct {
 	newRefs []string
 	// built: the virtual hosts this check serialized, by table and place.
 	built []builtVhost
+	// routesSorted: the route tables' names were found to strictly
+	// increase (routeTables).
+	routesSorted bool
 }
 
 // builtVhost is a virtual host a check serialized: messages[i] of table

@@ -49,6 +49,7 @@ func (e *checkRun) routeTables(r *translate.Resources) (wires []*routev3.RouteCo
 				wires[j] = prevWire[i]
 				i++
 			}
+			e.routesSorted = true
 			return wires, c.routeSet, len(d.gone) > 0
 		}
 	}
@@ -67,6 +68,10 @@ func (e *checkRun) routeTables(r *translate.Resources) (wires []*routev3.RouteCo
 		}
 	}
 	names = translate.UniqueNames("route configuration", len(r.Routes), func(i int) string { return r.Routes[i].GetName() }, e.fail)
+	e.routesSorted = true
+	for i := 1; i < len(r.Routes) && e.routesSorted; i++ {
+		e.routesSorted = r.Routes[i-1].GetName() < r.Routes[i].GetName()
+	}
 	return wires, names, !noneRemoved(c.lastRouteNames, names)
 }
 
@@ -99,4 +104,45 @@ func (e *checkRun) secretList(r *translate.Resources) (names map[string]bool, sa
 		return c.lastSecrets, true
 	}
 	return translate.UniqueNames("secret", len(r.Secrets), func(i int) string { return r.Secrets[i].GetName() }, e.fail), false
+}
+
+// routeDigests returns the digests of wires, the wire forms of the route
+// tables of a check that passed, in order: those of the last check's list
+// where an entry is its very wire form at the same place, looked up for
+// the others; nil when one is not known.
+func (c *Checker) routeDigests(wires []*routev3.RouteConfiguration) []Digest {
+	prev, prevDigests := c.lastRoutesWire, c.lastRouteDigests
+	out := make([]Digest, len(wires))
+	same := len(prev) == len(wires) && len(prevDigests) == len(prev)
+	for i, w := range wires {
+		if same && prev[i] == w {
+			out[i] = prevDigests[i]
+			continue
+		}
+		d, ok := c.wires[w]
+		if !ok {
+			return nil
+		}
+		out[i] = d
+	}
+	return out
+}
+
+// RouteDigests returns the digests of the route tables of the last check
+// that passed, in order, when list is that check's list of tables (their
+// wire forms, as Check left them in Resources).
+func (c *Checker) RouteDigests(list []*routev3.RouteConfiguration) ([]Digest, bool) {
+	if c.lastRouteDigests == nil || !SameList(list, c.lastRoutesWire) {
+		return nil, false
+	}
+	return c.lastRouteDigests, true
+}
+
+// RoutesSorted reports, when list is the route table list of the last
+// check that passed (known), whether its names strictly increase.
+func (c *Checker) RoutesSorted(list []*routev3.RouteConfiguration) (sorted, known bool) {
+	if c.lastRoutesWire == nil || !SameList(list, c.lastRoutesWire) {
+		return false, false
+	}
+	return c.routesSorted, true
 }
