@@ -26,7 +26,7 @@ import (
 // from scratch.
 func TestAutoTLSRouteChangeLooksAtItsTablesAlone(t *testing.T) {
 	const n = 40
-	st, tr, facts, _, routes := autoTLSShard(t, n)
+	st, tr, facts, secrets, routes := autoTLSShard(t, n)
 	b := NewBuilder(Options{})
 	defer b.Stop()
 	build := func(prev *Config) *Config {
@@ -112,6 +112,26 @@ func TestAutoTLSRouteChangeLooksAtItsTablesAlone(t *testing.T) {
 		}
 		if tr.Stats.Patched == 0 {
 			t.Fatalf("the route change was not a patch: %+v", tr.Stats)
+		}
+		c1 = c2
+	}
+	// A name's certificate goes, then comes back (a full translation):
+	// no other host is built again, and every other table is the one
+	// published before.
+	for _, sec := range []func(){func() { st.Delete(secrets[9]) }, func() { st.Upsert(secrets[9]) }} {
+		sec()
+		c2 := build(c1)
+		if got := b.memo.rebuilt; got > 3 {
+			t.Errorf("a certificate coming or going built %d virtual hosts again, want at most the name's own (its table's two, its plain-HTTP host)", got)
+		}
+		prev := map[string]*routev3.RouteConfiguration{}
+		for _, rc := range c1.Resources.Routes {
+			prev[rc.GetName()] = rc
+		}
+		for _, rc := range c2.Resources.Routes {
+			if old := prev[rc.GetName()]; old != nil && old != rc && !strings.HasSuffix(rc.GetName(), "name-9.example.org") {
+				t.Errorf("route table %s was published anew", rc.GetName())
+			}
 		}
 		c1 = c2
 	}

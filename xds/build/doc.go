@@ -37,8 +37,10 @@ Copyright The shardgate Authors.
 //
 // What changed comes from the IR (ir.Gateway.Change): the virtual hosts and
 // clusters the Gateway API layer's patch named, relative to the IR the
-// Builder built last; an IR without such a change is built in full. The
-// IR's slices and pointers are never taken as a signal. Below the IR, the
+// Builder built last; an IR without such a change has each unit compared
+// with the IR it was last built from (virtual hosts by content), and
+// built again where it differs. Beyond that comparison, the IR's slices
+// and pointers are never taken as a signal. Below the IR, the
 // Checker and the snapshot assembly recognise the messages the memo hands
 // out again by identity: those are the Builder's own, never modified once
 // built, and a message seen before is one already checked and versioned.

@@ -7,6 +7,7 @@ package build
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -37,7 +38,11 @@ import (
 // host again, and its remembered message is handed out. An IR without a
 // Change relative to the one last translated (a first IR, a full
 // translation, an IR built by hand, or one after an IR the memo never saw)
-// has every virtual host built again. Clusters likewise: one the change
+// has every virtual host compared with the IR host the remembered message
+// was built from (by content: an IR is never modified once built, so the
+// very same host is an equal one), and built again
+// unless equal; a table all of whose hosts are the remembered ones is the
+// remembered message. Clusters likewise: one the change
 // does not name is the remembered message; one it names, or any when it
 // cannot tell, is compared with the IR remembered under its name.
 //
@@ -82,8 +87,9 @@ type Memo struct {
 	// lastSecrets, the secret list.
 	list        memoTables
 	lastSecrets []*tlsv3.Secret
-	// visited counts the route tables the last translation looked at.
-	visited int
+	// visited counts the route tables the last translation looked at,
+	// rebuilt the virtual hosts it built.
+	visited, rebuilt int
 }
 
 // vhostRefs names clusters of one virtual host of one route table.
@@ -123,7 +129,11 @@ func listenerKey(l *ir.Listener, traffic *ir.Traffic) string {
 type memoVhost struct {
 	name   string
 	scheme string
-	vh     *routev3.VirtualHost
+	// ir is the IR virtual host vh was built from (never modified once
+	// built): an IR without a change (a full one) hands out vh again for
+	// a host equal to it.
+	ir *ir.VirtualHost
+	vh *routev3.VirtualHost
 	// refs are the clusters the host's routes send to, and carried the
 	// retained clusters it has never-matching routes for; both sorted.
 	refs    []string
@@ -167,7 +177,7 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*translate.Resourc
 	for _, c := range retained {
 		kept[c] = true
 	}
-	m.newRefs, m.visited = nil, 0
+	m.newRefs, m.visited, m.rebuilt = nil, 0, 0
 	t := memoRun{memo: m, sc: translate.NewScope(gw), retained: kept, next: map[string][]*memoVhost{}, nextListeners: map[string]memoListener{},
 		nextHTTPS: map[string]memoHTTPS{}, nextRCs: map[string]*routev3.RouteConfiguration{}}
 	t.change = m.changeOf(gw.Change)
@@ -386,6 +396,10 @@ func (t *memoRun) buildRouteConfiguration(listener string, rt translate.RouteTab
 	// changed is the table's part of the IR's change; both it and vhosts
 	// are sorted by name, so k walks it once alongside.
 	changed, all := t.changedIn(listener, rt.Server)
+	// kept: every host so far is the one of the previous table at its
+	// place (and then the table's previous message can be handed out).
+	last, kept := t.memo.rcs[name], len(vhosts) == len(prev)
+	kept = kept && last != nil && len(last.VirtualHosts) == len(prev)
 	k := 0
 	j := 0
 	for i, v := range vhosts {
@@ -393,15 +407,20 @@ func (t *memoRun) buildRouteConfiguration(listener string, rt translate.RouteTab
 			k++
 		}
 		named := all || (k < len(changed) && changed[k].Name == v.Name)
-		if j < len(prev) && prev[j].name == v.Name && prev[j].scheme == scheme && !named &&
-			t.stillRetained(prev[j].carried) {
+		if j < len(prev) && prev[j].name == v.Name && prev[j].scheme == scheme && t.stillRetained(prev[j].carried) &&
+			(!named || t.change.all && sameVhostIR(prev[j].ir, v)) {
+			if t.change.all {
+				prev[j].ir = v // the same, in the IR now translated
+			}
 			rc.VirtualHosts[i] = prev[j].vh
+			kept = kept && inPlace && last.VirtualHosts[i] == prev[j].vh
 			if !inPlace {
 				cur = append(cur, prev[j])
 			}
 			j++
 			continue
 		}
+		kept = false
 		// Both lists are sorted by name: skip what was removed.
 		for j < len(prev) && prev[j].name < v.Name {
 			leave(i)
@@ -426,7 +445,8 @@ func (t *memoRun) buildRouteConfiguration(listener string, rt translate.RouteTab
 				t.memo.newRefs = append(t.memo.newRefs, vhostRefs{table: name, vhost: v.Name, clusters: added})
 			}
 		}
-		e := &memoVhost{name: v.Name, scheme: scheme, vh: vh, refs: refs, carried: carried}
+		t.memo.rebuilt++
+		e := &memoVhost{name: v.Name, scheme: scheme, ir: v, vh: vh, refs: refs, carried: carried}
 		t.memo.noteVhost(e)
 		if old != nil {
 			if inPlace {
@@ -446,7 +466,20 @@ func (t *memoRun) buildRouteConfiguration(listener string, rt translate.RouteTab
 	} else {
 		t.next[name] = cur
 	}
+	if kept && inPlace {
+		// Every host is the previous table's at its place: the table
+		// is the message handed out before (checked already).
+		return last, nil
+	}
 	return rc, nil
+}
+
+// sameVhostIR: the IR virtual host a (remembered) is equal to b, so the
+// message built from a is b's too (within a translation whose WebSocket
+// clusters and route defaults are those a was built with: otherwise the
+// memo forgot every host).
+func sameVhostIR(a, b *ir.VirtualHost) bool {
+	return a != nil && reflect.DeepEqual(a, b)
 }
 
 // stillRetained: every cluster in carried is still retained.
