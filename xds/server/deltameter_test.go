@@ -91,13 +91,6 @@ func (m *changeMeter) drainDelta(count bool) {
 		w.sub.SetReturnedResources(resp.GetNextVersionMap())
 		w.nonce = "n"
 		if count {
-			if debugDelta {
-				n := 0
-				for _, r := range out.GetResources() {
-					n += len(r.GetResource().GetValue())
-				}
-				m.b.Logf("%s: %d resources, %d bytes, %d removed", typ, len(out.GetResources()), n, len(out.GetRemovedResources()))
-			}
 			for _, r := range out.GetResources() {
 				m.response += len(r.GetResource().GetValue())
 				m.serialized += len(r.GetResource().GetValue())
@@ -112,5 +105,3 @@ func (m *changeMeter) drainDelta(count bool) {
 		m.deltaWatch(typ)
 	}
 }
-
-var debugDelta = false
