@@ -42,7 +42,7 @@ import (
 // held by a generated route of its own lease namespace, with its own
 // Service and certificate Secret. It returns the Store, a Translator over
 // it, the facts, and the Secrets and routes by name.
-func autoTLSShard(t *testing.T, n int) (*gatewayapi.Store, *gatewayapi.Translator, gatewayapi.Facts, []*corev1.Secret, []*gatewayv1.HTTPRoute) {
+func autoTLSShard(t testing.TB, n int) (*gatewayapi.Store, *gatewayapi.Translator, gatewayapi.Facts, []*corev1.Secret, []*gatewayv1.HTTPRoute) {
 	const controller = "shardgate.io/gateway-controller"
 	gw := types.NamespacedName{Namespace: "infra", Name: "shard"}
 	from := gatewayv1.NamespacesFromAll
@@ -93,7 +93,7 @@ func autoTLSShard(t *testing.T, n int) (*gatewayapi.Store, *gatewayapi.Translato
 	return st, gatewayapi.NewTranslator(st), gatewayapi.FactsOf(in), secrets, routes
 }
 
-func certSecret(t *testing.T, host string) *corev1.Secret {
+func certSecret(t testing.TB, host string) *corev1.Secret {
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/shardgate/shardgate/xds/translate"
@@ -114,6 +115,21 @@ type Checker struct {
 	// filter chain per name, which a route change leaves alone.
 	lastListeners               map[string]*listenerv3.Listener
 	lastRouteNames, lastSecrets map[string]bool
+	// The route tables the last check that passed was given, and their
+	// wire forms, in order; routeSet, their names (lastRouteNames),
+	// updated in place by the next check (checker_tables.go). The
+	// secrets that check was given.
+	lastRoutesIn, lastRoutesWire []*routev3.RouteConfiguration
+	routeSet                     map[string]bool
+	// lastRouteDigests are the digests of lastRoutesWire, in order (nil
+	// when one is not known); routesSorted, whether their names strictly
+	// increase.
+	lastRouteDigests []Digest
+	routesSorted     bool
+	lastSecretList   []*tlsv3.Secret
+	// vhosts counts the virtual hosts of tables; looked, the route
+	// tables the last check looked at.
+	vhosts, looked int
 }
 
 type knownDigest struct {
@@ -140,7 +156,7 @@ func (c *Checker) Check(r *translate.Resources) error {
 		c.reset()
 	}
 	c.epoch++
-	c.Validated, c.Encoded = 0, 0
+	c.Validated, c.Encoded, c.looked = 0, 0, 0
 	c.lastBuilt = nil
 	e := &checkRun{c: c, opts: proto.MarshalOptions{Deterministic: true}}
 	for _, l := range r.Listeners {
@@ -156,9 +172,7 @@ func (c *Checker) Check(r *translate.Resources) error {
 			c.indexSockets(cl)
 		})
 	}
-	for _, s := range r.Secrets {
-		e.one("secret", s.GetName(), s)
-	}
+	secrets, sameSecrets := e.secretList(r)
 	var removedClusters []string
 	sameClusters := clusterNames // the names routes refer to
 	if !clusterNames {
@@ -178,24 +192,8 @@ func (c *Checker) Check(r *translate.Resources) error {
 			c.sortedClusters = slices.IsSortedFunc(r.Clusters, func(a, b *clusterv3.Cluster) int { return strings.Compare(a.GetName(), b.GetName()) })
 		}
 	}
-	// Route tables, virtual host by virtual host.
-	wires := make([]*routev3.RouteConfiguration, len(r.Routes))
-	live := make(map[string]bool, len(r.Routes))
-	for i, rc := range r.Routes {
-		if live[rc.GetName()] {
-			continue // a duplicate name, reported below
-		}
-		live[rc.GetName()] = true
-		wires[i] = e.table(rc)
-	}
-	for name, ts := range c.tables {
-		if !live[name] {
-			for _, vs := range ts.vhosts {
-				c.unindex(ts, vs)
-			}
-			delete(c.tables, name)
-		}
-	}
+	// Route tables, virtual host by virtual host: those that changed.
+	wires, routes, routesRemoved := e.routeTables(r)
 	// Route references to clusters: every newly referenced name, or all
 	// of them when the clusters changed.
 	if !sameClusters {
@@ -212,11 +210,9 @@ func (c *Checker) Check(r *translate.Resources) error {
 		}
 	}
 	// Listeners, in full: they are few.
-	routes := translate.UniqueNames("route configuration", len(r.Routes), func(i int) string { return r.Routes[i].GetName() }, e.fail)
-	secrets := translate.UniqueNames("secret", len(r.Secrets), func(i int) string { return r.Secrets[i].GetName() }, e.fail)
 	translate.UniqueNames("listener", len(r.Listeners), func(i int) string { return r.Listeners[i].GetName() }, e.fail)
 	kept := (clusterNames || sameClusters && len(removedClusters) == 0) && c.lastListeners != nil &&
-		noneRemoved(c.lastRouteNames, routes) && noneRemoved(c.lastSecrets, secrets)
+		!routesRemoved && (sameSecrets || noneRemoved(c.lastSecrets, secrets))
 	for _, l := range r.Listeners {
 		last := c.lastListeners[l.GetName()]
 		if kept && last == l {
@@ -239,6 +235,12 @@ func (c *Checker) Check(r *translate.Resources) error {
 		c.reset()
 		return errors.Join(e.errs...)
 	}
+	c.lastRoutesIn = append(c.lastRoutesIn[:0:0], r.Routes...)
+	c.lastRouteDigests = c.routeDigests(wires)
+	c.lastRoutesWire = wires
+	c.routesSorted = e.routesSorted
+	c.routeSet = routes
+	c.lastSecretList = r.Secrets
 	copy(r.Routes, wires)
 	c.lastBuilt = e.built
 	c.lastListeners = make(map[string]*listenerv3.Listener, len(r.Listeners))
@@ -490,6 +492,9 @@ func (c *Checker) reset() {
 	c.sockets = map[string]translate.ClusterFacts{}
 	c.lastBuilt = nil
 	c.lastListeners, c.lastRouteNames, c.lastSecrets = nil, nil, nil
+	c.lastRoutesIn, c.lastRoutesWire, c.routeSet, c.lastSecretList = nil, nil, nil, nil
+	c.lastRouteDigests, c.routesSorted = nil, false
+	c.vhosts = 0
 	c.sortedClusters = false
 	c.wires = map[*routev3.RouteConfiguration]Digest{}
 	c.lastClusters = nil
@@ -504,14 +509,15 @@ func (c *Checker) reset() {
 // what this check did not see. (After a refusal too: what passed stays
 // known, and the caller sends the last good config or a fix next.)
 func (c *Checker) prune(r *translate.Resources, used int) {
-	for _, ts := range c.tables {
-		used += len(ts.vhosts)
-	}
+	used += c.vhosts
 	if len(c.known) > 2*used+1024 {
 		// The messages this check kept without looking at them are
 		// still in use: their digests stay.
 		for _, cl := range r.Clusters {
 			c.touch(cl)
+		}
+		for _, s := range r.Secrets {
+			c.touch(s)
 		}
 		for m, k := range c.known {
 			if k.epoch != c.epoch {
@@ -635,6 +641,9 @@ type checkRun struct {
 	newRefs []string
 	// built: the virtual hosts this check serialized, by table and place.
 	built []builtVhost
+	// routesSorted: the route tables' names were found to strictly
+	// increase (routeTables).
+	routesSorted bool
 }
 
 // builtVhost is a virtual host a check serialized: messages[i] of table

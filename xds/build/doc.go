@@ -13,6 +13,10 @@ Copyright The shardgate Authors.
 //     cluster and per secret, the messages it built, and hands out the
 //     very same message for a unit that did not change (a whole route
 //     table, or HTTPS listener, when the IR's change names none of it).
+//     It keeps the route table list it last handed out (memo_tables.go):
+//     an IR whose change names a few virtual hosts builds their tables
+//     again in that list, and looks at no other (a shard with automatic
+//     HTTPS has a table per name it serves).
 //   - Builder (builder.go), one per Gateway, is what the xDS server calls:
 //     Build takes the Gateway's IR and returns a Config, a validated
 //     go-control-plane snapshot with its versions and what else the
@@ -24,14 +28,19 @@ Copyright The shardgate Authors.
 //     ValidateAll and the referential checks of translate) and keeps the
 //     checked serializations (a table or listener handed out again is not
 //     walked again; a listener of many filter chains is validated chain by
-//     chain, its new chains only); wire.go publishes a route table as the
+//     chain, its new chains only; the route tables and secrets that are
+//     the last passed check's very messages are not looked at, and their
+//     name sets are updated, not rebuilt: checker_tables.go); wire.go
+//     publishes a route table as the
 //     concatenation of its virtual hosts' checked bytes, so the bytes sent
 //     are the bytes checked.
 //
 // What changed comes from the IR (ir.Gateway.Change): the virtual hosts and
 // clusters the Gateway API layer's patch named, relative to the IR the
-// Builder built last; an IR without such a change is built in full. The
-// IR's slices and pointers are never taken as a signal. Below the IR, the
+// Builder built last; an IR without such a change has each unit compared
+// with the IR it was last built from (virtual hosts by content), and
+// built again where it differs. Beyond that comparison, the IR's slices
+// and pointers are never taken as a signal. Below the IR, the
 // Checker and the snapshot assembly recognise the messages the memo hands
 // out again by identity: those are the Builder's own, never modified once
 // built, and a message seen before is one already checked and versioned.

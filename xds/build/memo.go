@@ -7,6 +7,7 @@ package build
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -37,7 +38,11 @@ import (
 // host again, and its remembered message is handed out. An IR without a
 // Change relative to the one last translated (a first IR, a full
 // translation, an IR built by hand, or one after an IR the memo never saw)
-// has every virtual host built again. Clusters likewise: one the change
+// has every virtual host compared with the IR host the remembered message
+// was built from (by content: an IR is never modified once built, so the
+// very same host is an equal one), and built again
+// unless equal; a table all of whose hosts are the remembered ones is the
+// remembered message. Clusters likewise: one the change
 // does not name is the remembered message; one it names, or any when it
 // cannot tell, is compared with the IR remembered under its name.
 //
@@ -78,6 +83,13 @@ type Memo struct {
 	unadopted bool
 	// vbuilt: the virtual hosts built since the last adoption.
 	vbuilt []*memoVhost
+	// list: the route table list last handed out (memo_tables.go);
+	// lastSecrets, the secret list.
+	list        memoTables
+	lastSecrets []*tlsv3.Secret
+	// visited counts the route tables the last translation looked at,
+	// rebuilt the virtual hosts it built.
+	visited, rebuilt int
 }
 
 // vhostRefs names clusters of one virtual host of one route table.
@@ -117,7 +129,11 @@ func listenerKey(l *ir.Listener, traffic *ir.Traffic) string {
 type memoVhost struct {
 	name   string
 	scheme string
-	vh     *routev3.VirtualHost
+	// ir is the IR virtual host vh was built from (never modified once
+	// built): an IR without a change (a full one) hands out vh again for
+	// a host equal to it.
+	ir *ir.VirtualHost
+	vh *routev3.VirtualHost
 	// refs are the clusters the host's routes send to, and carried the
 	// retained clusters it has never-matching routes for; both sorted.
 	refs    []string
@@ -153,6 +169,7 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*translate.Resourc
 	routeDefaults := routeDefaults{idle: tr.IdleTimeout.Duration, webSocketsAll: tr.WebSocketsAll}
 	if string(ws) != m.websocket || m.tables == nil || routeDefaults != m.routeDefaults {
 		m.tables = map[string][]*memoVhost{}
+		m.list = memoTables{}
 		m.websocket = string(ws)
 		m.routeDefaults = routeDefaults
 	}
@@ -160,7 +177,7 @@ func (m *Memo) Translate(gw *ir.Gateway, retained ...string) (*translate.Resourc
 	for _, c := range retained {
 		kept[c] = true
 	}
-	m.newRefs = nil
+	m.newRefs, m.visited, m.rebuilt = nil, 0, 0
 	t := memoRun{memo: m, sc: translate.NewScope(gw), retained: kept, next: map[string][]*memoVhost{}, nextListeners: map[string]memoListener{},
 		nextHTTPS: map[string]memoHTTPS{}, nextRCs: map[string]*routev3.RouteConfiguration{}}
 	t.change = m.changeOf(gw.Change)
@@ -253,9 +270,18 @@ func (t *memoRun) clusterChanged(name string) bool {
 }
 
 // translate is translate.Translate, unit by unit, from memory where it can.
+//
+// An IR whose change names virtual hosts (and clusters) only builds the
+// tables of those hosts again, in the route table list last handed out
+// (translateChanged); any other walks every listener's tables.
 func (t *memoRun) translate(gw *ir.Gateway) (*translate.Resources, error) {
-	r := &translate.Resources{Secrets: make([]*tlsv3.Secret, 0, len(gw.Secrets))}
+	if todo, ok := t.tablesToBuild(gw); ok {
+		return t.translateChanged(gw, todo)
+	}
+	r := &translate.Resources{}
 	traffic := ir.TrafficOf(gw)
+	var tables []tablePlace
+	whole := true // every listener's tables are in the list
 	for i := range gw.Listeners {
 		l := &gw.Listeners[i]
 		listener, err := t.listener(l, traffic)
@@ -263,20 +289,26 @@ func (t *memoRun) translate(gw *ir.Gateway) (*translate.Resources, error) {
 			return nil, fmt.Errorf("listener %s: %w", l.Name, err)
 		}
 		if listener == nil {
+			whole = whole && tableCount(l) == 0
 			continue
 		}
 		r.Listeners = append(r.Listeners, listener)
-		for _, rt := range translate.RouteTables(l) {
+		for j, rt := range translate.RouteTables(l) {
 			rc, err := t.routeConfigurationMemo(l.Name, rt)
 			if err != nil {
 				return nil, fmt.Errorf("listener %s: %w", l.Name, err)
 			}
 			r.Routes = append(r.Routes, rc)
+			tables = append(tables, tablePlace{listener: i, table: j, name: rt.Name})
 		}
 	}
 	t.clustersMemo(gw, r)
 	t.secretsMemo(gw, r)
 	r.Sort(t.clustersKept)
+	t.memo.list = memoTables{}
+	if whole {
+		t.rememberTables(gw, r, tables)
+	}
 	return r, nil
 }
 
@@ -314,6 +346,7 @@ func (t *memoRun) listener(l *ir.Listener, traffic *ir.Traffic) (*listenerv3.Lis
 // mapping, so a translation that fails half-way leaves valid memory.)
 func (t *memoRun) routeConfigurationMemo(listener string, rt translate.RouteTable) (*routev3.RouteConfiguration, error) {
 	name, vhosts := rt.Name, rt.VirtualHosts
+	t.memo.visited++
 	prev := t.memo.tables[name]
 	// A table the IR's change names no virtual host of is the table last
 	// handed out (ir.Change), unless a host of it carries a retained
@@ -363,6 +396,10 @@ func (t *memoRun) buildRouteConfiguration(listener string, rt translate.RouteTab
 	// changed is the table's part of the IR's change; both it and vhosts
 	// are sorted by name, so k walks it once alongside.
 	changed, all := t.changedIn(listener, rt.Server)
+	// kept: every host so far is the one of the previous table at its
+	// place (and then the table's previous message can be handed out).
+	last, kept := t.memo.rcs[name], len(vhosts) == len(prev)
+	kept = kept && last != nil && len(last.VirtualHosts) == len(prev)
 	k := 0
 	j := 0
 	for i, v := range vhosts {
@@ -370,15 +407,20 @@ func (t *memoRun) buildRouteConfiguration(listener string, rt translate.RouteTab
 			k++
 		}
 		named := all || (k < len(changed) && changed[k].Name == v.Name)
-		if j < len(prev) && prev[j].name == v.Name && prev[j].scheme == scheme && !named &&
-			t.stillRetained(prev[j].carried) {
+		if j < len(prev) && prev[j].name == v.Name && prev[j].scheme == scheme && t.stillRetained(prev[j].carried) &&
+			(!named || t.change.all && sameVhostIR(prev[j].ir, v)) {
+			if t.change.all {
+				prev[j].ir = v // the same, in the IR now translated
+			}
 			rc.VirtualHosts[i] = prev[j].vh
+			kept = kept && inPlace && last.VirtualHosts[i] == prev[j].vh
 			if !inPlace {
 				cur = append(cur, prev[j])
 			}
 			j++
 			continue
 		}
+		kept = false
 		// Both lists are sorted by name: skip what was removed.
 		for j < len(prev) && prev[j].name < v.Name {
 			leave(i)
@@ -403,7 +445,8 @@ func (t *memoRun) buildRouteConfiguration(listener string, rt translate.RouteTab
 				t.memo.newRefs = append(t.memo.newRefs, vhostRefs{table: name, vhost: v.Name, clusters: added})
 			}
 		}
-		e := &memoVhost{name: v.Name, scheme: scheme, vh: vh, refs: refs, carried: carried}
+		t.memo.rebuilt++
+		e := &memoVhost{name: v.Name, scheme: scheme, ir: v, vh: vh, refs: refs, carried: carried}
 		t.memo.noteVhost(e)
 		if old != nil {
 			if inPlace {
@@ -423,7 +466,20 @@ func (t *memoRun) buildRouteConfiguration(listener string, rt translate.RouteTab
 	} else {
 		t.next[name] = cur
 	}
+	if kept && inPlace {
+		// Every host is the previous table's at its place: the table
+		// is the message handed out before (checked already).
+		return last, nil
+	}
 	return rc, nil
+}
+
+// sameVhostIR: the IR virtual host a (remembered) is equal to b, so the
+// message built from a is b's too (within a translation whose WebSocket
+// clusters and route defaults are those a was built with: otherwise the
+// memo forgot every host).
+func sameVhostIR(a, b *ir.VirtualHost) bool {
+	return a != nil && reflect.DeepEqual(a, b)
 }
 
 // stillRetained: every cluster in carried is still retained.
@@ -567,6 +623,7 @@ func (t *memoRun) clustersMemo(gw *ir.Gateway, r *translate.Resources) {
 // lists were not sorted by name. Call it after each check that passed; a
 // memo that is never adopted works as before.
 func (m *Memo) adopt(c *Checker) {
+	m.list.checked = m.list.list != nil
 	m.adoptVhosts(c)
 	// An unsorted IR list had the translation sort the memo's lists in
 	// place: their places no longer match m.clusters'.

@@ -107,10 +107,27 @@ func (t *memoRun) httpsListener(l *ir.Listener, traffic *ir.Traffic) *listenerv3
 
 // secretsMemo translates gw's secrets, reusing the message of every secret
 // whose IR is the one last translated at its place (its bytes the very
-// same, or equal).
-func (t *memoRun) secretsMemo(gw *ir.Gateway, r *translate.Resources) {
-	prev := t.memo.secrets
+// same, or equal). When every one is, at the same place, the list is the
+// very list handed out last (kept), which callers must not modify.
+func (t *memoRun) secretsMemo(gw *ir.Gateway, r *translate.Resources) (kept bool) {
+	m := t.memo
+	prev := m.secrets
+	if len(prev) == len(gw.Secrets) && len(m.lastSecrets) == len(prev) {
+		same := true
+		for i := range gw.Secrets {
+			if !sameSecret(&prev[i].ir, &gw.Secrets[i]) {
+				same = false
+				break
+			}
+		}
+		if same {
+			t.nextSecrets = prev
+			r.Secrets = m.lastSecrets
+			return true
+		}
+	}
 	next := make([]memoSecret, 0, len(gw.Secrets))
+	r.Secrets = make([]*tlsv3.Secret, 0, len(gw.Secrets))
 	j := 0
 	for i := range gw.Secrets {
 		s := &gw.Secrets[i]
@@ -129,6 +146,8 @@ func (t *memoRun) secretsMemo(gw *ir.Gateway, r *translate.Resources) {
 		r.Secrets = append(r.Secrets, e.msg)
 	}
 	t.nextSecrets = next
+	m.lastSecrets = r.Secrets
+	return false
 }
 
 // sameSecret: a and b are the same secret with the same bytes.

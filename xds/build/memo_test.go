@@ -320,23 +320,37 @@ func TestMemoFollowsTheChangeNotIdentity(t *testing.T) {
 		t.Fatalf("the same IR again rebuilt hosts: reused %v", got)
 	}
 	// A change relative to another IR than the last translated, and no
-	// change at all, rebuild every host.
-	for _, c := range []*ir.Change{{Generation: 14, Since: 13}, nil} {
+	// change at all, compare every host with the one last translated:
+	// each host equal to it (a new value, not the same pointer) is the
+	// message built before, an edited one is built again.
+	for i, c := range []*ir.Change{{Generation: 14, Since: 13}, nil} {
 		other := next
+		other.Listeners = slices.Clone(next.Listeners)
+		vhs := make([]*ir.VirtualHost, len(next.Listeners[0].VirtualHosts))
+		for j, vh := range next.Listeners[0].VirtualHosts {
+			c := *vh
+			c.Routes = slices.Clone(vh.Routes)
+			vhs[j] = &c
+		}
+		edited := 2 + i
+		vhs[edited].Routes[0].Name += "-edited"
+		other.Listeners[0].VirtualHosts = vhs
 		other.Change = c
 		third, err := m.Translate(&other)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := reused(again, third); slices.Contains(got, true) {
-			t.Fatalf("change %+v: reused %v, want every host built again", c, got)
+		want := slices.Repeat([]bool{true}, len(vhs))
+		want[edited] = false
+		if got := reused(again, third); !slices.Equal(got, want) {
+			t.Fatalf("change %+v: reused %v, want %v (the edited host built again)", c, got, want)
 		}
-		want, err := translate.Translate(&other)
+		fresh, err := translate.Translate(&other)
 		if err != nil {
 			t.Fatal(err)
 		}
-		assertEqualResources(t, want, third)
-		again = third
+		assertEqualResources(t, fresh, third)
+		again, next = third, other
 	}
 }
 

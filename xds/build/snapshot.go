@@ -11,6 +11,7 @@ import (
 	"maps"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -59,6 +60,9 @@ func snapshotOf(res *translate.Resources, checked digester, prev *Config) (*cach
 	if prev != nil && prev.Resources != nil {
 		same = map[string]bool{
 			resourcev3.ClusterType: SameList(res.Clusters, prev.Resources.Clusters),
+			// A shard with automatic HTTPS has a secret per name: Memo
+			// hands out the same list while none changes.
+			resourcev3.SecretType: SameList(res.Secrets, prev.Resources.Secrets),
 		}
 	}
 	sorted := map[string]bool{}
@@ -76,6 +80,14 @@ func snapshotOf(res *translate.Resources, checked digester, prev *Config) (*cach
 		// the other lists are short.
 		if typ == resourcev3.ClusterType && checked != nil {
 			if ok, known := checked.ClustersSorted(res.Clusters); known {
+				sorted[typ] = ok
+				return
+			}
+		}
+		// And whether the route tables it checked are (a shard with
+		// automatic HTTPS has one per name).
+		if typ == resourcev3.RouteType && checked != nil {
+			if ok, known := checked.RoutesSorted(res.Routes); known {
 				sorted[typ] = ok
 				return
 			}
@@ -105,6 +117,9 @@ func snapshotOf(res *translate.Resources, checked digester, prev *Config) (*cach
 		var listDigests []Digest
 		if typ == resourcev3.ClusterType && checked != nil {
 			listDigests, _ = checked.ClusterDigests(res.Clusters)
+		}
+		if typ == resourcev3.RouteType && checked != nil {
+			listDigests, _ = checked.RouteDigests(res.Routes)
 		}
 		v, err := contentVersion(byType[typ], digests, listDigests)
 		if err != nil {
@@ -243,6 +258,8 @@ type digester interface {
 	Digest(proto.Message) (Digest, bool)
 	ClusterDigests([]*clusterv3.Cluster) ([]Digest, bool)
 	ClustersSorted([]*clusterv3.Cluster) (sorted, known bool)
+	RouteDigests([]*routev3.RouteConfiguration) ([]Digest, bool)
+	RoutesSorted([]*routev3.RouteConfiguration) (sorted, known bool)
 }
 
 // contentVersion hashes the digests of items: listDigests when it has one

@@ -75,6 +75,7 @@ type vhostState struct {
 // check and returns its wire form.
 func (e *checkRun) table(rc *routev3.RouteConfiguration) *routev3.RouteConfiguration {
 	c := e.c
+	c.looked++
 	name := rc.GetName()
 	ts := c.tables[name]
 	if ts == nil {
@@ -315,6 +316,7 @@ func (c *Checker) index(ts *tableState, vs *vhostState, e *checkRun) {
 	if len(vs.problems) > 0 {
 		ts.problems++
 	}
+	c.vhosts++
 }
 
 // unindex takes a virtual host out of the counts.
@@ -339,6 +341,7 @@ func (c *Checker) unindex(ts *tableState, vs *vhostState) {
 	if len(vs.problems) > 0 {
 		ts.problems--
 	}
+	c.vhosts--
 }
 
 // duplicates reports the duplicate virtual host names and domains of a

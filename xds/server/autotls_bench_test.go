@@ -87,8 +87,9 @@ func autoTLSShardInput(tb testing.TB, in *gatewayapi.Input) []*corev1.Secret {
 // each of its n routes is the generated route of a name held on it (an
 // Akash-style route, without controller), each with its own Service and
 // its certificate Secret, so each name is served on 443 in a TLS server of
-// its own. It returns the Secrets by route.
-func autoTLSPipeline(b *testing.B, n int) (*gatewayapi.Input, *gatewayapi.Store, *gatewayapi.Translator, gatewayapi.Facts, *Server, *changeMeter, []*corev1.Secret) {
+// its own. It returns the Secrets by route. The proxy's watches are
+// meter's (newDeltaChangeMeter: the production bootstrap's delta ADS).
+func autoTLSPipeline(b *testing.B, n int, meter func(*testing.B, *Server, string) *changeMeter) (*gatewayapi.Input, *gatewayapi.Store, *gatewayapi.Translator, gatewayapi.Facts, *Server, *changeMeter, []*corev1.Secret) {
 	in, eslices := pipelineInput(n)
 	gwNN := types.NamespacedName{Namespace: "default", Name: "gw"}
 	secrets := autoTLSShardInput(b, in)
@@ -105,7 +106,7 @@ func autoTLSPipeline(b *testing.B, n int) (*gatewayapi.Input, *gatewayapi.Store,
 	if got := len(out.Gateways[0].Listeners); got != 2 || len(out.Gateways[0].Listeners[1].TLSServers) != n {
 		b.Fatalf("want http-80 and https-443 with %d TLS servers, have %+v", n, out.Gateways[0].Listeners)
 	}
-	return in, st, tr, facts, s, newChangeMeter(b, s, NodeGroup(gwNN)), secrets
+	return in, st, tr, facts, s, meter(b, s, NodeGroup(gwNN)), secrets
 }
 
 // httpsListenerSize is the serialized size of the published https-443
@@ -135,7 +136,7 @@ func httpsListenerSize(b *testing.B, s *Server) (int, int) {
 // and the server's state; BenchmarkAutoTLSOneRouteChange10k's shard
 // without automatic HTTPS is BenchmarkPipelineOneRouteChange's).
 func BenchmarkAutoTLSNameChange10k(b *testing.B) {
-	_, st, tr, facts, s, m, secrets := autoTLSPipeline(b, 10_000)
+	_, st, tr, facts, s, m, secrets := autoTLSPipeline(b, 10_000, newDeltaChangeMeter)
 	size, chains := httpsListenerSize(b, s)
 	heap := heapInUse()
 	b.ReportAllocs()
@@ -165,9 +166,23 @@ func BenchmarkAutoTLSNameChange10k(b *testing.B) {
 // BenchmarkAutoTLSOneRouteChange10k: the same shard; each iteration
 // replaces one route (a patch, as in BenchmarkPipelineOneRouteChange): the
 // per-name TLS servers must not make a route change cost more than the
-// route's virtual hosts.
+// route's virtual hosts. The proxy watches over delta xDS, as the
+// production bootstrap has it (DELTA_GRPC): a state-of-the-world route
+// watch would have every per-name table sent again on each change
+// (BenchmarkAutoTLSOneRouteChange10kSotW).
 func BenchmarkAutoTLSOneRouteChange10k(b *testing.B) {
-	in, st, tr, facts, s, m, _ := autoTLSPipeline(b, 10_000)
+	autoTLSOneRouteChange(b, newDeltaChangeMeter)
+}
+
+// BenchmarkAutoTLSOneRouteChange10kSotW is BenchmarkAutoTLSOneRouteChange10k
+// with state-of-the-world watches (BenchmarkPipelineOneRouteChange's): the
+// route watch names every table, and each change sends them all.
+func BenchmarkAutoTLSOneRouteChange10kSotW(b *testing.B) {
+	autoTLSOneRouteChange(b, newChangeMeter)
+}
+
+func autoTLSOneRouteChange(b *testing.B, meter func(*testing.B, *Server, string) *changeMeter) {
+	in, st, tr, facts, s, m, _ := autoTLSPipeline(b, 10_000, meter)
 	b.ReportAllocs()
 	b.ResetTimer()
 	i := 0

@@ -300,6 +300,9 @@ type changeMeter struct {
 	// published is the config the checker's count was taken for: an
 	// endpoint change checks and publishes none.
 	published *published
+	// deltas, when not nil, are delta watches instead of watches
+	// (newDeltaChangeMeter).
+	deltas map[string]*deltaMeterWatch
 }
 
 type meterWatch struct {
@@ -354,6 +357,10 @@ func (m *changeMeter) watch(typ string) {
 // the server does to send it, and opens the watch again; a CDS response
 // makes the EDS watch name its clusters, as a proxy's next EDS request does.
 func (m *changeMeter) drain(count bool) {
+	if m.deltas != nil {
+		m.drainDelta(count)
+		return
+	}
 	for _, typ := range build.TypeOrder {
 		w := m.watches[typ]
 		var resp cachev3.Response

@@ -64,16 +64,25 @@ type RouteTable struct {
 func RouteTables(l *ir.Listener) []RouteTable {
 	switch l.Protocol {
 	case ir.ProtocolHTTP:
-		return []RouteTable{{Name: l.Name, Scheme: "http", VirtualHosts: l.VirtualHosts}}
+		return []RouteTable{RouteTableOf(l, 0)}
 	case ir.ProtocolHTTPS:
 		out := make([]RouteTable, 0, len(l.TLSServers))
 		for i := range l.TLSServers {
-			s := &l.TLSServers[i]
-			out = append(out, RouteTable{Name: httpsRouteTable(l, s), Scheme: "https", Server: s.Name, VirtualHosts: s.VirtualHosts})
+			out = append(out, RouteTableOf(l, i))
 		}
 		return out
 	}
 	return nil
+}
+
+// RouteTableOf is the i-th of RouteTables(l): an HTTP listener's one
+// table (i is 0), or the table of an HTTPS listener's i-th TLS server.
+func RouteTableOf(l *ir.Listener, i int) RouteTable {
+	if l.Protocol == ir.ProtocolHTTP {
+		return RouteTable{Name: l.Name, Scheme: "http", VirtualHosts: l.VirtualHosts}
+	}
+	s := &l.TLSServers[i]
+	return RouteTable{Name: httpsRouteTable(l, s), Scheme: "https", Server: s.Name, VirtualHosts: s.VirtualHosts}
 }
 
 // httpsRouteTable names the route table of TLS server s of l.

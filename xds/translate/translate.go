@@ -124,12 +124,22 @@ func (r *Resources) Sort(clustersSorted bool) {
 		// From IR sorted by name, as it should be: a check is cheaper
 		// than a sort.
 		slices.SortStableFunc(r.Listeners, func(a, b *listenerv3.Listener) int { return cmp.Compare(a.GetName(), b.GetName()) })
-		slices.SortStableFunc(r.Routes, func(a, b *routev3.RouteConfiguration) int { return cmp.Compare(a.GetName(), b.GetName()) })
-		slices.SortStableFunc(r.Secrets, func(a, b *tlsv3.Secret) int { return cmp.Compare(a.GetName(), b.GetName()) })
+		sortByName(r.Routes, (*routev3.RouteConfiguration).GetName)
+		sortByName(r.Secrets, (*tlsv3.Secret).GetName)
 		return
 	}
 	slices.SortStableFunc(r.Listeners, func(a, b *listenerv3.Listener) int { return cmp.Compare(a.GetName(), b.GetName()) })
 	slices.SortStableFunc(r.Routes, func(a, b *routev3.RouteConfiguration) int { return cmp.Compare(a.GetName(), b.GetName()) })
 	slices.SortStableFunc(r.Clusters, func(a, b *clusterv3.Cluster) int { return cmp.Compare(a.GetName(), b.GetName()) })
 	slices.SortStableFunc(r.Secrets, func(a, b *tlsv3.Secret) int { return cmp.Compare(a.GetName(), b.GetName()) })
+}
+
+// sortByName sorts list by name, stably, unless it is sorted already (a
+// shard with automatic HTTPS has a route table and a secret per name: a
+// check is cheaper than a sort).
+func sortByName[T any](list []T, name func(T) string) {
+	byName := func(a, b T) int { return cmp.Compare(name(a), name(b)) }
+	if !slices.IsSortedFunc(list, byName) {
+		slices.SortStableFunc(list, byName)
+	}
 }
