@@ -3,18 +3,12 @@ package autotlse2e_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -28,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shardgate/shardgate/internal/testcert"
 	"github.com/shardgate/shardgate/internal/xdstest"
 )
 
@@ -334,22 +329,9 @@ func clustersOf(vh *routev3.VirtualHost) []string {
 // selfSigned makes a self-signed ECDSA certificate for names, as PEM.
 func selfSigned(names ...string) (certPEM, keyPEM []byte) {
 	GinkgoHelper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	crt, key, err := testcert.SelfSigned(names...)
 	Expect(err).NotTo(HaveOccurred())
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: names[0]},
-		DNSNames:     names,
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	Expect(err).NotTo(HaveOccurred())
-	kder, err := x509.MarshalECPrivateKey(key)
-	Expect(err).NotTo(HaveOccurred())
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+	return crt, key
 }
 
 // leaf parses the first certificate of a PEM chain.

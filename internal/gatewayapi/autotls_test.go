@@ -5,21 +5,13 @@ Copyright The shardgate Authors.
 package gatewayapi
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"maps"
-	"math/big"
 	mrand "math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -30,6 +22,7 @@ import (
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/autotls"
 	"github.com/shardgate/shardgate/internal/ir"
+	"github.com/shardgate/shardgate/internal/testcert"
 )
 
 // Automatic HTTPS fixtures: shard infra/shard (GatewayParameters with
@@ -58,24 +51,7 @@ func certPEM(t testing.TB, names ...string) (crt, key []byte) {
 		p := v.([2][]byte)
 		return p[0], p[1]
 	}
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test"}, DNSNames: names,
-		NotBefore: time.Unix(0, 0), NotAfter: time.Unix(0, 0).Add(200 * 365 * 24 * time.Hour),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kd, err := x509.MarshalECPrivateKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	crt = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	key = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
+	crt, key = testcert.Pair(t, names...)
 	certCache.Store(k, [2][]byte{crt, key})
 	return crt, key
 }

@@ -5,18 +5,10 @@ Copyright The shardgate Authors.
 package build
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -34,6 +26,7 @@ import (
 	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/ir"
 	"github.com/shardgate/shardgate/internal/irtest"
+	"github.com/shardgate/shardgate/internal/testcert"
 	"github.com/shardgate/shardgate/xds/translate"
 )
 
@@ -93,26 +86,7 @@ func autoTLSShard(t testing.TB, n int) (*gatewayapi.Store, *gatewayapi.Translato
 	return st, gatewayapi.NewTranslator(st), gatewayapi.FactsOf(in), secrets, routes
 }
 
-func certSecret(t testing.TB, host string) *corev1.Secret {
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
-		NotBefore: time.Unix(0, 0), NotAfter: time.Unix(0, 0).Add(100 * 365 * 24 * time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kd, err := x509.MarshalECPrivateKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &corev1.Secret{Type: corev1.SecretTypeTLS, Data: map[string][]byte{
-		corev1.TLSCertKey:       pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		corev1.TLSPrivateKeyKey: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd}),
-	}}
-}
+func certSecret(t testing.TB, host string) *corev1.Secret { return testcert.Secret(t, host) }
 
 func httpsListenerOf(t *testing.T, c *Config) *listenerv3.Listener {
 	t.Helper()

@@ -5,16 +5,8 @@ Copyright The shardgate Authors.
 package server
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"testing"
-	"time"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -27,29 +19,11 @@ import (
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/autotls"
 	"github.com/shardgate/shardgate/internal/gatewayapi"
+	"github.com/shardgate/shardgate/internal/testcert"
 )
 
 // autoTLSCert is a self-signed certificate and key for host.
-func autoTLSCert(tb testing.TB, host string) *corev1.Secret {
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
-		NotBefore: time.Unix(0, 0), NotAfter: time.Unix(0, 0).Add(100 * 365 * 24 * time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	kd, err := x509.MarshalECPrivateKey(priv)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return &corev1.Secret{Type: corev1.SecretTypeTLS, Data: map[string][]byte{
-		corev1.TLSCertKey:       pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		corev1.TLSPrivateKeyKey: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd}),
-	}}
-}
+func autoTLSCert(tb testing.TB, host string) *corev1.Secret { return testcert.Secret(tb, host) }
 
 // autoTLSShardInput makes pipelineInput's Gateway a shard with automatic
 // HTTPS (redirectHTTP on): each route the generated route of a name held
