@@ -156,7 +156,7 @@ conformance-local: envtest-assets
 ## for example BENCH_FLAGS='-phases flood' or '-memory-routes 0'
 bench: envtest-assets contour
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./internal/hostnames/
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/gatewayapi/ ./xds/translate/ ./xds/server/
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/gatewayapi/ ./xds/translate/ ./xds/build/ ./xds/server/
 	$(GO) run ./hack/bench -peer contour -peer-dir $(CONTOUR_DIR) $(BENCH_FLAGS)
 
 ## contour: the bench's peer, Contour $(CONTOUR_VERSION) (hack/versions.env), into bin/contour/: the binary
