@@ -37,9 +37,10 @@ const secretDataLink = "..data"
 // config key xds.tls) and follows them while Start runs: the certificate
 // and key through controller-runtime's certwatcher (fsnotify on the two
 // files, re-added when a Secret volume update replaces them, and its own
-// re-read every WatchInterval), the client CA bundle through fsnotify
-// on its directory (which sees rename-replace saves and the "..data"
-// symlink swap of a Secret volume) and a re-read every WatchInterval.
+// re-read every WatchInterval), and fsnotify on the three files'
+// directories (which sees in-place writes, rename-replace saves and the
+// "..data" symlink swap of a Secret volume) with a re-read of all three
+// once those watches are in place and every WatchInterval.
 // A change loads the holder at once, so the next handshake gets the new
 // certificate or trust bundle; connections already open keep theirs.
 func NewFileCredentials(ctx context.Context, files FileTLS, log logr.Logger) (*Credentials, error) {
@@ -73,22 +74,27 @@ func NewFileCredentials(ctx context.Context, files FileTLS, log logr.Logger) (*C
 		return nil, err
 	}
 	c.watch = func(ctx context.Context, changed func()) {
-		watchFiles(ctx, cw, caFile, interval, log, changed)
+		watchFiles(ctx, cw, files, interval, log, changed)
 	}
 	return c, nil
 }
 
 // watchFiles calls changed whenever the certificate pair (through cw) or
-// the CA bundle changes, until ctx ends.
-func watchFiles(ctx context.Context, cw *certwatcher.CertWatcher, caFile string, interval time.Duration, log logr.Logger, changed func()) {
+// the CA bundle changes, until ctx ends. Besides certwatcher's own watches
+// (added when its Start gets to it), it watches the directories of the
+// three files itself and, once those watches are in place, reads the files
+// again: a rotation between the first load and the watches is not missed
+// until the next interval.
+func watchFiles(ctx context.Context, cw *certwatcher.CertWatcher, files FileTLS, interval time.Duration, log logr.Logger, changed func()) {
 	cw.RegisterCallback(func(tls.Certificate) { changed() })
 	go func() {
 		if err := cw.Start(ctx); err != nil {
-			// The re-read below still calls ReadCertificate.
+			// The watches and re-reads below still call ReadCertificate.
 			log.Error(err, "cannot watch the xds.tls certificate files; re-reading them every interval", "interval", interval)
 		}
 	}()
 
+	caFile := files.CAFile
 	_, lastCA, _ := readCAPool(caFile)
 	caChanged := func() {
 		_, data, err := readCAPool(caFile)
@@ -98,20 +104,58 @@ func watchFiles(ctx context.Context, cw *certwatcher.CertWatcher, caFile string,
 		lastCA = data
 		changed()
 	}
+	certChanged := func() {
+		if err := cw.ReadCertificate(); err != nil {
+			log.Error(err, "re-reading the xds.tls certificate files failed; keeping the current certificate")
+		}
+	}
+
+	// What each watched directory's events may change: a file's base
+	// name, or the "..data" link a Secret volume update swaps.
+	type watched struct{ ca, cert bool }
+	byDir := map[string]*watched{}
+	note := func(file string, ca bool) {
+		dir := filepath.Clean(filepath.Dir(file))
+		w := byDir[dir]
+		if w == nil {
+			w = &watched{}
+			byDir[dir] = w
+		}
+		if ca {
+			w.ca = true
+		} else {
+			w.cert = true
+		}
+	}
+	note(files.CertFile, false)
+	note(files.KeyFile, false)
+	note(caFile, true)
+	bases := map[string]bool{filepath.Base(files.CertFile): true, filepath.Base(files.KeyFile): true}
+	caBase := filepath.Base(caFile)
 
 	var events <-chan fsnotify.Event
 	var watchErrs <-chan error
-	dir, base := filepath.Split(caFile)
 	if fw, err := fsnotify.NewWatcher(); err != nil {
-		log.Error(err, "cannot watch the xds.tls CA file; re-reading it every interval", "caFile", caFile, "interval", interval)
+		log.Error(err, "cannot watch the xds.tls files; re-reading them every interval", "interval", interval)
 	} else {
 		defer fw.Close()
-		if err := fw.Add(filepath.Clean(dir)); err != nil {
-			log.Error(err, "cannot watch the xds.tls CA file's directory; re-reading it every interval", "caFile", caFile, "interval", interval)
-		} else {
+		added := false
+		for dir := range byDir {
+			if err := fw.Add(dir); err != nil {
+				log.Error(err, "cannot watch an xds.tls directory; re-reading its files every interval", "dir", dir, "interval", interval)
+				continue
+			}
+			added = true
+		}
+		if added {
 			events, watchErrs = fw.Events, fw.Errors
 		}
 	}
+	// The watches are in place: what changed since the first load is read
+	// now; what changes from here on is an event.
+	caChanged()
+	certChanged()
+
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -123,21 +167,27 @@ func watchFiles(ctx context.Context, cw *certwatcher.CertWatcher, caFile string,
 				events, watchErrs = nil, nil
 				continue
 			}
-			if name := filepath.Base(ev.Name); name == base || name == secretDataLink {
+			w := byDir[filepath.Clean(filepath.Dir(ev.Name))]
+			if w == nil {
+				continue
+			}
+			name := filepath.Base(ev.Name)
+			if w.ca && (name == caBase || name == secretDataLink) {
 				caChanged()
+			}
+			if w.cert && (bases[name] || name == secretDataLink) {
+				certChanged()
 			}
 		case err, ok := <-watchErrs:
 			if !ok {
 				events, watchErrs = nil, nil
 				continue
 			}
-			log.Error(err, "xds.tls CA file watch error", "caFile", caFile)
+			log.Error(err, "xds.tls file watch error")
 		case <-tick.C:
 			caChanged()
 			// certwatcher polls too, but not if its Start failed.
-			if err := cw.ReadCertificate(); err != nil {
-				log.Error(err, "re-reading the xds.tls certificate files failed; keeping the current certificate")
-			}
+			certChanged()
 		}
 	}
 }

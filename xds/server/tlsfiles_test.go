@@ -173,3 +173,45 @@ func TestFileCredentialsFollowRotatedFiles(t *testing.T) {
 		})
 	}
 }
+
+// Files rotated after they were first read but before the watches are in
+// place (Start not yet running: a loaded machine's scheduling) are still
+// served, without waiting for the re-read interval (an hour here).
+func TestFileCredentialsRotatedBeforeTheWatches(t *testing.T) {
+	for _, mode := range []string{"in place", "secret volume"} {
+		t.Run(mode, func(t *testing.T) {
+			files := &tlsFiles{t: t, dir: t.TempDir(), secret: mode == "secret volume"}
+			serverCA, clientCA, nextCA := mustCA(t, "server CA"), mustCA(t, "client CA"), mustCA(t, "next client CA")
+			files.write(serverCA, clientCA)
+			certFile, keyFile, caFile := files.paths()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			creds, err := NewFileCredentials(ctx, FileTLS{CertFile: certFile, KeyFile: keyFile, CAFile: caFile, WatchInterval: time.Hour}, logr.Discard())
+			if err != nil {
+				t.Fatal(err)
+			}
+			second := files.write(serverCA, clientCA, nextCA)
+			stopped := make(chan struct{})
+			go func() { defer close(stopped); _ = creds.Start(ctx) }()
+			defer func() { cancel(); <-stopped }()
+			addr := echoTLS(t, creds)
+			var last error
+			err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+				got, c, err := dialSerial(addr, clientConfig(t, serverCA, nextCA))
+				if err != nil {
+					last = err
+					return false, nil
+				}
+				c.Close()
+				if got.Cmp(second) != 0 {
+					last = fmt.Errorf("served serial %s, want the new file's %s", got, second)
+					return false, nil
+				}
+				return true, nil
+			})
+			if err != nil {
+				t.Fatalf("files rotated before the watches were not served: %v (last: %v)", err, last)
+			}
+		})
+	}
+}
