@@ -131,20 +131,7 @@ func TestFileCredentialsFollowRotatedFiles(t *testing.T) {
 			// A new certificate and key, and a bundle that trusts the
 			// next client CA as well.
 			second := files.write(serverCA, clientCA, nextCA)
-			var last error
-			err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-				got, c, err := dialSerial(addr, clientConfig(t, serverCA, nextCA))
-				if err != nil {
-					last = err
-					return false, nil
-				}
-				c.Close()
-				if got.Cmp(second) != 0 {
-					last = fmt.Errorf("served serial %s, want the new file's %s", got, second)
-					return false, nil
-				}
-				return true, nil
-			})
+			last, err := waitServed(ctx, addr, clientConfig(t, serverCA, nextCA), second)
 			if err != nil {
 				t.Fatalf("the rotated files were not served to a new connection: %v (last: %v)", err, last)
 			}
@@ -195,23 +182,29 @@ func TestFileCredentialsRotatedBeforeTheWatches(t *testing.T) {
 			go func() { defer close(stopped); _ = creds.Start(ctx) }()
 			defer func() { cancel(); <-stopped }()
 			addr := echoTLS(t, creds)
-			var last error
-			err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-				got, c, err := dialSerial(addr, clientConfig(t, serverCA, nextCA))
-				if err != nil {
-					last = err
-					return false, nil
-				}
-				c.Close()
-				if got.Cmp(second) != 0 {
-					last = fmt.Errorf("served serial %s, want the new file's %s", got, second)
-					return false, nil
-				}
-				return true, nil
-			})
+			last, err := waitServed(ctx, addr, clientConfig(t, serverCA, nextCA), second)
 			if err != nil {
 				t.Fatalf("files rotated before the watches were not served: %v (last: %v)", err, last)
 			}
 		})
 	}
+}
+
+// waitServed waits until a handshake with cfg is served the certificate of
+// serial want; the error is the wait's, last the last attempt's.
+func waitServed(ctx context.Context, addr string, cfg *tls.Config, want *big.Int) (last, err error) {
+	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		got, c, err := dialSerial(addr, cfg)
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		c.Close()
+		if got.Cmp(want) != 0 {
+			last = fmt.Errorf("served serial %s, want the new file's %s", got, want)
+			return false, nil
+		}
+		return true, nil
+	})
+	return last, err
 }
