@@ -40,24 +40,7 @@ func TestAutoTLSRouteChangeLooksAtItsTablesAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(c.Resources.Routes) != len(fresh.Routes) || len(c.Resources.Secrets) != len(fresh.Secrets) {
-			t.Fatalf("%d tables and %d secrets, a translation from scratch has %d and %d",
-				len(c.Resources.Routes), len(c.Resources.Secrets), len(fresh.Routes), len(fresh.Secrets))
-		}
-		for i, rc := range c.Resources.Routes {
-			m, err := translate.Decode(rc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !proto.Equal(m, fresh.Routes[i]) {
-				t.Fatalf("route table %s differs from a translation from scratch", rc.GetName())
-			}
-		}
-		for i, s := range c.Resources.Secrets {
-			if !proto.Equal(s, fresh.Secrets[i]) {
-				t.Fatalf("secret %s differs from a translation from scratch", s.GetName())
-			}
-		}
+		sameTablesAndSecrets(t, c, fresh)
 		return c
 	}
 	c1 := build(nil)

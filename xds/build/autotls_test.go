@@ -163,24 +163,7 @@ func TestAutoTLSFilterChainPerName(t *testing.T) {
 		}
 		// Every route table and secret too (the memo hands out unchanged
 		// tables and secrets again).
-		if len(c.Resources.Routes) != len(fresh.Routes) || len(c.Resources.Secrets) != len(fresh.Secrets) {
-			t.Fatalf("%d tables and %d secrets, a translation from scratch has %d and %d",
-				len(c.Resources.Routes), len(c.Resources.Secrets), len(fresh.Routes), len(fresh.Secrets))
-		}
-		for i, rc := range c.Resources.Routes {
-			m, err := translate.Decode(rc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !proto.Equal(m, fresh.Routes[i]) {
-				t.Fatalf("route table %s differs from a translation from scratch", rc.GetName())
-			}
-		}
-		for i, sec := range c.Resources.Secrets {
-			if !proto.Equal(sec, fresh.Secrets[i]) {
-				t.Fatalf("secret %s differs from a translation from scratch", sec.GetName())
-			}
-		}
+		sameTablesAndSecrets(t, c, fresh)
 		return c, out.Gateways[0]
 	}
 	c1, _ := build(nil)
@@ -396,5 +379,29 @@ func TestCheckerValidatesNewChainsOfALargeListener(t *testing.T) {
 	dup.Name = "auto-tls/dup"
 	if err := c.Check(with(append(slices.Clone(l.FilterChains), dup))); err == nil || !strings.Contains(err.Error(), "both match server name") {
 		t.Fatalf("two chains for one server name passed: %v", err)
+	}
+}
+
+// sameTablesAndSecrets fails t unless c's route tables and secrets are
+// those of fresh, a translation from scratch, in the same order.
+func sameTablesAndSecrets(t *testing.T, c *Config, fresh *translate.Resources) {
+	t.Helper()
+	if len(c.Resources.Routes) != len(fresh.Routes) || len(c.Resources.Secrets) != len(fresh.Secrets) {
+		t.Fatalf("%d tables and %d secrets, a translation from scratch has %d and %d",
+			len(c.Resources.Routes), len(c.Resources.Secrets), len(fresh.Routes), len(fresh.Secrets))
+	}
+	for i, rc := range c.Resources.Routes {
+		m, err := translate.Decode(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(m, fresh.Routes[i]) {
+			t.Fatalf("route table %s differs from a translation from scratch", rc.GetName())
+		}
+	}
+	for i, sec := range c.Resources.Secrets {
+		if !proto.Equal(sec, fresh.Secrets[i]) {
+			t.Fatalf("secret %s differs from a translation from scratch", sec.GetName())
+		}
 	}
 }
