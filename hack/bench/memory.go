@@ -89,6 +89,9 @@ func (b *bench) logBinary(ctx context.Context) error {
 	}
 	var peaks []int64
 	for range 5 {
+		if err := dropPageCache(bin); err != nil {
+			return err
+		}
 		out, err := exec.CommandContext(ctx, gnuTime, "-f", "%M", bin, "version").CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("%s %s version: %w: %s", gnuTime, bin, err, out)

@@ -91,6 +91,9 @@ func versionRSS(ctx context.Context, bin string) (peak, anon int64, printed stri
 	var peaks, anons []int64
 	var first string
 	for range 5 {
+		if err := dropPageCache(bin); err != nil {
+			return 0, 0, "", err
+		}
 		pm, out, err := peakRSS(ctx, bin, "version")
 		if err != nil {
 			return 0, 0, "", fmt.Errorf("%s version: %w", bin, err)
@@ -280,6 +283,9 @@ func (b *bench) startContour(ctx context.Context, bin string) error {
 	}
 	b.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)
 	b.xdsAddr = fmt.Sprintf("127.0.0.1:%d", xport)
+	if err := dropPageCache(bin); err != nil {
+		return err
+	}
 	var err error
 	b.proc, err = b.env.StartProcess("contour", bin, []string{"serve",
 		"--kubeconfig=" + b.env.Kubeconfig,

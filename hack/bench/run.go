@@ -302,6 +302,9 @@ func (b *bench) startShardgate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := dropPageCache(bin); err != nil {
+		return err
+	}
 	b.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)
 	b.pprof = fmt.Sprintf("http://127.0.0.1:%d", pport)
 	b.xdsAddr = fmt.Sprintf("127.0.0.1:%d", xport)
