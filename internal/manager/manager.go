@@ -610,8 +610,11 @@ func (p *process) newManager() (crmanager.Manager, error) {
 // only when shardgate provisioned them (labelled shardgate.io/gateway),
 // instead of every one in the cluster, and of the ConfigMaps shardgate does
 // not manage only ca.crt (any may be named as a Gateway's CA; the rest of
-// their data, binaryData and annotations are dropped), and of EndpointSlices
-// only what the endpoint table reads (slimEndpointSlice).
+// their data, binaryData and annotations are dropped), of EndpointSlices
+// only what the endpoint table reads (slimEndpointSlice), and of the
+// Services nothing provisioned or manages (tenants' backends, one per
+// route) only what their readers read (slimService); every other Service
+// is cached whole.
 func cacheOptions() cache.Options {
 	// Every object shardgate provisions carries shardgate.io/gateway, which
 	// no infrastructure label can change (app.kubernetes.io/managed-by
@@ -639,6 +642,12 @@ func cacheOptions() cache.Options {
 			&discoveryv1.EndpointSlice{}: {Transform: func(in any) (any, error) {
 				if s, ok := in.(*discoveryv1.EndpointSlice); ok {
 					slimEndpointSlice(s)
+				}
+				return strip(in)
+			}},
+			&corev1.Service{}: {Transform: func(in any) (any, error) {
+				if s, ok := in.(*corev1.Service); ok && !serviceCachedWhole(s) {
+					slimService(s)
 				}
 				return strip(in)
 			}},
