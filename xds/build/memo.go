@@ -638,6 +638,7 @@ func (m *Memo) adopt(c *Checker) {
 	})
 	if ok {
 		m.built, m.unadopted = nil, false
+		c.adopted()
 	}
 }
 
