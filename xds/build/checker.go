@@ -83,6 +83,8 @@ type Checker struct {
 	// until the memo that built the message adopts the wire form
 	// (Memo.adopt); known holds each wire form's digest.
 	wire map[proto.Message]proto.Message
+	// wireGrown: wire took entries since it was last made (see adopted).
+	wireGrown bool
 	// facts: the facts of each wire cluster, read from its message when
 	// it was checked (a wire form shows only its name).
 	facts map[proto.Message]translate.ClusterFacts
@@ -602,8 +604,8 @@ func (c *Checker) Digest(m proto.Message) (Digest, bool) {
 // adopted every wire form): a map keeps its room, and the room a whole
 // config's clusters took would stay.
 func (c *Checker) adopted() {
-	if len(c.wire) == 0 {
-		c.wire = map[proto.Message]proto.Message{}
+	if c.wireGrown && len(c.wire) == 0 {
+		c.wire, c.wireGrown = map[proto.Message]proto.Message{}, false
 	}
 }
 
@@ -698,6 +700,7 @@ func (e *checkRun) digest(m proto.Message) (Digest, error) {
 	d := sha256.Sum256(e.buf)
 	if w := wireOf(m, e.buf); w != nil {
 		c.wire[m] = w
+		c.wireGrown = true
 		c.known[w] = knownDigest{d: d, epoch: c.epoch}
 		if cl, ok := m.(*clusterv3.Cluster); ok {
 			c.facts[w] = translate.FactsOf(cl)
