@@ -33,8 +33,7 @@ Copyright The shardgate Authors.
 //     name sets are updated, not rebuilt: checker_tables.go); wire.go
 //     publishes a route table as the
 //     concatenation of its virtual hosts' checked bytes, so the bytes sent
-//     are the bytes checked, and kept once: each host's bytes, and the
-//     wire form the memo hands out for it, are a part of its table's.
+//     are the bytes checked.
 //
 // What changed comes from the IR (ir.Gateway.Change): the virtual hosts and
 // clusters the Gateway API layer's patch named, relative to the IR the

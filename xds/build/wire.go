@@ -63,15 +63,9 @@ type tableState struct {
 
 // vhostState is a checked virtual host.
 type vhostState struct {
-	vh   *routev3.VirtualHost
-	name string
-	// field is its element of field 2 (tag, length, serialization): once
-	// its table's wire form is made, a part of that wire form's bytes (the
-	// checker keeps a table's bytes once: share).
-	field []byte
-	// wire: vh is its wire form (wireVhosts), whose unknown fields are
-	// the end of field.
-	wire     bool
+	vh       *routev3.VirtualHost
+	name     string
+	field    []byte // its element of field 2: tag, length, serialization
 	domains  []string
 	refs     []string // the clusters its routes send to
 	problems []error
@@ -196,35 +190,12 @@ func (e *checkRun) table(rc *routev3.RouteConfiguration) *routev3.RouteConfigura
 		return rc
 	}
 	wire.ProtoReflect().SetUnknown(protoreflect.RawFields(fields))
-	share(next, fields)
 	// The table's previous wire form is no longer this config's: its
 	// digest (and with it its bytes) goes now, not when pruned.
 	delete(c.wires, ts.wire)
 	ts.wire = wire
 	c.wires[wire] = wireDigest(generation.Add(1))
 	return wire
-}
-
-// share points each virtual host's field at its place in fields, the
-// concatenation of them that its table's wire form sends, so that the
-// checker holds a table's bytes once, not once in the table and again per
-// host; a host's wire form, which shares its field's bytes, follows (it is
-// the checker's and its memo's alone, and is read by neither meanwhile).
-// The table's previous bytes then go with its previous wire form. (A table
-// whose rebuilt hosts serialize to the bytes they had keeps its wire form,
-// and those hosts their own bytes, until the table next changes.)
-func share(next []*vhostState, fields []byte) {
-	off := 0
-	for _, vs := range next {
-		n := len(vs.field)
-		f := fields[off : off+n : off+n]
-		off += n
-		if vs.wire {
-			u := vs.vh.ProtoReflect().GetUnknown()
-			vs.vh.ProtoReflect().SetUnknown(protoreflect.RawFields(f[n-len(u):]))
-		}
-		vs.field = f
-	}
 }
 
 // wireVhosts replaces each virtual host the last check that passed
@@ -268,7 +239,7 @@ func (c *Checker) wireVhosts() map[*routev3.VirtualHost]*routev3.VirtualHost {
 		w := &routev3.VirtualHost{Name: v.GetName()}
 		w.ProtoReflect().SetUnknown(protoreflect.RawFields(payload[len(head):]))
 		b.ts.messages[b.i] = w
-		vs.vh, vs.wire = w, true
+		vs.vh = w
 		out[v] = w
 	}
 	c.lastBuilt = nil
