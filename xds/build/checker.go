@@ -515,7 +515,7 @@ func (c *Checker) reset() {
 // known, and the caller sends the last good config or a fix next.)
 func (c *Checker) prune(r *translate.Resources, used int) {
 	used += c.vhosts
-	if len(c.known) > 2*used+1024 {
+	if len(c.known)+len(c.wire) > 2*used+1024 { // the wire forms not adopted count too
 		// The messages this check kept without looking at them are
 		// still in use: their digests stay.
 		for _, cl := range r.Clusters {
