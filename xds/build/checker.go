@@ -64,7 +64,8 @@ type Checker struct {
 	passed map[Digest]uint64
 	// known is the digest of every message (other than route tables)
 	// seen, by message: messages are never modified once built
-	// (translate.Memo shares them between translations).
+	// (translate.Memo shares them between translations). A message that
+	// has a wire form (wire) is known by its wire form alone.
 	known map[proto.Message]knownDigest
 	// tables: the state of each route configuration, by name.
 	tables map[string]*tableState
@@ -78,8 +79,12 @@ type Checker struct {
 	sortedClusters bool
 	// wires: the digest of each wire route configuration published.
 	wires map[*routev3.RouteConfiguration]Digest
-	// wire: the wire form of each checked cluster (wire.go), by message; known holds each wire form's digest too.
+	// wire: the wire form of each checked cluster (wire.go), by message,
+	// until the memo that built the message adopts the wire form
+	// (Memo.adopt); known holds each wire form's digest.
 	wire map[proto.Message]proto.Message
+	// wireGrown: wire took entries since it was last made (see adopted).
+	wireGrown bool
 	// facts: the facts of each wire cluster, read from its message when
 	// it was checked (a wire form shows only its name).
 	facts map[proto.Message]translate.ClusterFacts
@@ -510,7 +515,7 @@ func (c *Checker) reset() {
 // known, and the caller sends the last good config or a fix next.)
 func (c *Checker) prune(r *translate.Resources, used int) {
 	used += c.vhosts
-	if len(c.known) > 2*used+1024 {
+	if len(c.known)+len(c.wire) > 2*used+1024 { // the wire forms not adopted count too
 		// The messages this check kept without looking at them are
 		// still in use: their digests stay.
 		for _, cl := range r.Clusters {
@@ -522,8 +527,12 @@ func (c *Checker) prune(r *translate.Resources, used int) {
 		for m, k := range c.known {
 			if k.epoch != c.epoch {
 				delete(c.known, m)
-				delete(c.wire, m)
 				delete(c.facts, m)
+			}
+		}
+		for m, w := range c.wire {
+			if _, ok := c.known[w]; !ok {
+				delete(c.wire, m)
 			}
 		}
 	}
@@ -584,8 +593,20 @@ func (c *Checker) Digest(m proto.Message) (Digest, bool) {
 		d, ok := c.wires[rc]
 		return d, ok // only the wire forms of checked tables are known
 	}
+	if w, ok := c.wire[m]; ok {
+		m = w
+	}
 	k, ok := c.known[m]
 	return k.d, ok
+}
+
+// adopted forgets the wire map once no message in it is left (the memo
+// adopted every wire form): a map keeps its room, and the room a whole
+// config's clusters took would stay.
+func (c *Checker) adopted() {
+	if c.wireGrown && len(c.wire) == 0 {
+		c.wire, c.wireGrown = map[proto.Message]proto.Message{}, false
+	}
 }
 
 // clusterFacts returns a cluster's facts: read from the message, or for a
@@ -661,6 +682,9 @@ func (e *checkRun) fail(format string, args ...any) {
 func (e *checkRun) digest(m proto.Message) (Digest, error) {
 	c := e.c
 	e.touched++
+	if w, ok := c.wire[m]; ok {
+		m = w // known by its wire form
+	}
 	if k, ok := c.known[m]; ok {
 		if k.epoch != c.epoch {
 			c.known[m] = knownDigest{d: k.d, epoch: c.epoch}
@@ -674,14 +698,16 @@ func (e *checkRun) digest(m proto.Message) (Digest, error) {
 	}
 	c.Encoded += len(e.buf)
 	d := sha256.Sum256(e.buf)
-	c.known[m] = knownDigest{d: d, epoch: c.epoch}
 	if w := wireOf(m, e.buf); w != nil {
 		c.wire[m] = w
+		c.wireGrown = true
 		c.known[w] = knownDigest{d: d, epoch: c.epoch}
 		if cl, ok := m.(*clusterv3.Cluster); ok {
 			c.facts[w] = translate.FactsOf(cl)
 		}
+		return d, nil
 	}
+	c.known[m] = knownDigest{d: d, epoch: c.epoch}
 	return d, nil
 }
 

@@ -141,8 +141,10 @@ type memoVhost struct {
 }
 
 type memoCluster struct {
-	// ir is a copy of the IR cluster translated.
-	ir      ir.Cluster
+	// ir is the IR cluster translated (never modified once built, and
+	// held by the IR anyway: not a copy of it), or one found equal to it
+	// since.
+	ir      *ir.Cluster
 	cluster *clusterv3.Cluster
 }
 
@@ -592,11 +594,15 @@ func (t *memoRun) clustersMemo(gw *ir.Gateway, r *translate.Resources) {
 			j++
 		}
 		var e *memoCluster
-		if j < len(prev) && prev[j].ir.Name == c.Name && (!t.clusterChanged(c.Name) || sameCluster(&prev[j].ir, c)) {
+		if j < len(prev) && prev[j].ir.Name == c.Name && !t.clusterChanged(c.Name) {
 			e = prev[j]
 			j++
+		} else if j < len(prev) && prev[j].ir.Name == c.Name && sameCluster(prev[j].ir, c) {
+			e = prev[j]
+			e.ir = c // the same, in the IR now translated: the earlier one may go
+			j++
 		} else {
-			e = &memoCluster{ir: *c, cluster: translate.Cluster(c)}
+			e = &memoCluster{ir: c, cluster: translate.Cluster(c)}
 			m.built = append(m.built, i)
 			if i > 0 && gw.Clusters[i-1].Name >= c.Name || i+1 < len(gw.Clusters) && c.Name >= gw.Clusters[i+1].Name {
 				sorted = false
@@ -638,6 +644,7 @@ func (m *Memo) adopt(c *Checker) {
 	})
 	if ok {
 		m.built, m.unadopted = nil, false
+		c.adopted()
 	}
 }
 

@@ -399,3 +399,58 @@ func TestMemoChangeNamesTheTLSServer(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoHoldsTheIRClustersNotCopies: the memo remembers the IR cluster
+// each message was built from by reference (the IR is never modified once
+// built), not as a copy; an equal IR cluster of a later IR keeps the
+// message and takes the earlier one's place, so that only the current IR
+// is held.
+func TestMemoHoldsTheIRClustersNotCopies(t *testing.T) {
+	gw := propertyBase(8)
+	var m Memo
+	first, err := m.Translate(gw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range m.clusters {
+		if e.ir != gw.Clusters[i] {
+			t.Fatalf("cluster %s: the memo holds a copy of the IR cluster", e.ir.Name)
+		}
+	}
+	// An IR of equal clusters, new values, no change said: compared by
+	// content, the same messages.
+	next := *gw
+	next.Clusters = nil
+	for _, c := range gw.Clusters {
+		cc := *c
+		next.Clusters = append(next.Clusters, &cc)
+	}
+	second, err := m.Translate(&next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range m.clusters {
+		if second.Clusters[i] != first.Clusters[i] {
+			t.Fatalf("cluster %s: an equal IR cluster built a new message", e.ir.Name)
+		}
+		if e.ir != next.Clusters[i] {
+			t.Fatalf("cluster %s: the memo keeps the earlier IR's cluster", e.ir.Name)
+		}
+	}
+	// A changed one is built again.
+	changed := next
+	changed.Clusters = slices.Clone(next.Clusters)
+	c := *changed.Clusters[3]
+	c.Protocol = ir.ClusterH2C
+	changed.Clusters[3] = &c
+	third, err := m.Translate(&changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Clusters[3] == second.Clusters[3] || m.clusters[3].ir != &c {
+		t.Fatal("a changed IR cluster kept its message")
+	}
+	if third.Clusters[2] != second.Clusters[2] {
+		t.Fatal("an unchanged IR cluster got a new message")
+	}
+}

@@ -11,9 +11,10 @@ Copyright The shardgate Authors.
 // event handler. An EDS holds, per Gateway (xDS node group), the clusters
 // it serves and what each one's load assignment is made of (Cluster: the
 // Service port it sends to, and whether it must have no endpoint because
-// its BackendTLSPolicy cannot be honoured), with each one's current load
-// assignment, and an index of those clusters by Service. It hands load
-// assignments to a Sink (the xDS server's EDS cache):
+// its BackendTLSPolicy cannot be honoured), with the endpoints each one's
+// current load assignment lists, and an index of those clusters by
+// Service. It hands load assignments to a Sink (the xDS server's EDS
+// cache), which holds them (EDS does not keep a copy):
 //
 //   - Serve, when a Gateway's config is published: the load assignments of
 //     the new or changed clusters go to the sink at once, before the caller
@@ -34,8 +35,8 @@ Copyright The shardgate Authors.
 // with an empty identity and weight 1; a cluster with none gets an empty
 // load assignment, so that Envoy finishes warming it and answers 503.
 //
-// It holds state (the table, the clusters served and their load
-// assignments) and is safe for concurrent use. It imports internal/ir for
+// It holds state (the table, the clusters served and the endpoints of
+// their load assignments) and is safe for concurrent use. It imports internal/ir for
 // the cluster and Service port types only, and never the Gateway API
 // translation or the xDS server.
 package endpoints

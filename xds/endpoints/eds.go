@@ -65,9 +65,10 @@ type entry struct {
 	src *ir.Cluster
 	c   Cluster
 	// eps are the endpoints the load assignment was last built from (or
-	// refused for); cla is the load assignment the sink holds.
-	eps []Endpoint
-	cla *endpointv3.ClusterLoadAssignment
+	// refused for); served, whether the sink was handed one (it holds the
+	// load assignment: the list is what it is made of).
+	eps    []Endpoint
+	served bool
 }
 
 // New returns an EDS that hands load assignments to sink.
@@ -94,17 +95,17 @@ func (e *EDS) Update(old, obj *discoveryv1.EndpointSlice) (errChanged []string) 
 				continue
 			}
 			hadErr := en.g.errs[en.c.Name] != nil
-			built := e.build(en, eps)
+			cla := e.build(en, eps)
 			if hadErr != (en.g.errs[en.c.Name] != nil) && !slices.Contains(errChanged, en.g.name) {
 				errChanged = append(errChanged, en.g.name)
 			}
-			if !built {
+			if cla == nil {
 				continue
 			}
 			if set == nil {
 				set = map[*group][]*endpointv3.ClusterLoadAssignment{}
 			}
-			set[en.g] = append(set[en.g], en.cla)
+			set[en.g] = append(set[en.g], cla)
 		}
 	}
 	for g, list := range set {
@@ -113,11 +114,12 @@ func (e *EDS) Update(old, obj *discoveryv1.EndpointSlice) (errChanged []string) 
 	return errChanged
 }
 
-// build makes en's load assignment from eps and validates it. It reports
-// whether en.cla changed; a load assignment that fails validation is
-// recorded in the group's errs and not taken (a new entry then gets an
-// empty one).
-func (e *EDS) build(en *entry, eps []Endpoint) bool {
+// build makes en's load assignment from eps and validates it. It returns
+// the load assignment to hand the sink, nil when there is none: one that
+// fails validation is recorded in the group's errs and not handed over (the
+// sink keeps the entry's last one; a new entry gets an empty one). The
+// entry keeps no load assignment: the sink holds it.
+func (e *EDS) build(en *entry, eps []Endpoint) *endpointv3.ClusterLoadAssignment {
 	en.eps = eps
 	cla := Assignment(en.c.Name, eps, en.c.NoEndpoints)
 	if err := cla.ValidateAll(); err != nil {
@@ -125,15 +127,15 @@ func (e *EDS) build(en *entry, eps []Endpoint) bool {
 			en.g.errs = map[string]error{}
 		}
 		en.g.errs[en.c.Name] = err
-		if en.cla != nil {
-			return false
+		if en.served {
+			return nil
 		}
 		cla = Assignment(en.c.Name, nil, true)
 	} else {
 		delete(en.g.errs, en.c.Name)
 	}
-	en.cla = cla
-	return true
+	en.served = true
+	return cla
 }
 
 // endpointsOf lists c's Service port's endpoints (none without a Service
@@ -191,9 +193,8 @@ func (e *EDS) Serve(name string, clusters []*ir.Cluster, kept []Cluster) (remove
 			return o
 		}
 		en.g = g
-		e.build(en, e.endpointsOf(en.c))
+		set = append(set, e.build(en, e.endpointsOf(en.c)))
 		e.index(en)
-		set = append(set, en.cla)
 		return en
 	}
 	for _, i := range added {

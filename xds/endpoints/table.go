@@ -21,18 +21,27 @@ import (
 // port's ready endpoints. It is safe for concurrent use.
 type Table struct {
 	mu sync.Mutex
-	// slices are each Service's EndpointSlices, sorted by name.
-	slices map[types.NamespacedName][]*discoveryv1.EndpointSlice
-	// ports memoises For per Service until its slices change.
-	ports map[types.NamespacedName]map[string][]Endpoint
+	// services are each Service's EndpointSlices, with For's memo of its
+	// ports' endpoints.
+	services map[types.NamespacedName]*service
+}
+
+// service is one Service's EndpointSlices, sorted by name, and the
+// endpoints For listed of its ports until the slices change (a Service
+// has few ports: a list, not a map, keeps them).
+type service struct {
+	slices []*discoveryv1.EndpointSlice
+	ports  []portEndpoints
+}
+
+type portEndpoints struct {
+	port string
+	eps  []Endpoint
 }
 
 // NewTable returns an empty table.
 func NewTable() *Table {
-	return &Table{
-		slices: map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
-		ports:  map[types.NamespacedName]map[string][]Endpoint{},
-	}
+	return &Table{services: map[types.NamespacedName]*service{}}
 }
 
 // Set replaces old by obj (old nil: a new slice; obj nil: a deleted one)
@@ -47,38 +56,46 @@ func (t *Table) Set(old, obj *discoveryv1.EndpointSlice) []types.NamespacedName 
 	if old != nil {
 		if svc := Service(old); svc.Name != "" {
 			// Drop whichever version the table holds under old's name.
-			list := t.slices[svc]
-			out := list[:0:0]
-			for _, e := range list {
-				if e.Name != old.Name {
-					out = append(out, e)
+			if s := t.services[svc]; s != nil {
+				out := s.slices[:0:0]
+				for _, e := range s.slices {
+					if e.Name != old.Name {
+						out = append(out, e)
+					}
+				}
+				s.slices = out
+				if relevant {
+					s.ports = nil
+				}
+				// Kept while obj, of the same Service, comes in its
+				// place (an update of what is not read keeps the memo).
+				if len(out) == 0 && (obj == nil || Service(obj) != svc) {
+					delete(t.services, svc)
 				}
 			}
-			if len(out) == 0 {
-				delete(t.slices, svc)
-			} else {
-				t.slices[svc] = out
-			}
 			if relevant {
-				delete(t.ports, svc)
 				changed = append(changed, svc)
 			}
 		}
 	}
 	if obj != nil {
 		if svc := Service(obj); svc.Name != "" {
-			list := t.slices[svc]
-			out := make([]*discoveryv1.EndpointSlice, 0, len(list)+1)
-			for _, e := range list {
+			s := t.services[svc]
+			if s == nil {
+				s = &service{}
+				t.services[svc] = s
+			}
+			out := make([]*discoveryv1.EndpointSlice, 0, len(s.slices)+1)
+			for _, e := range s.slices {
 				if e.Name != obj.Name {
 					out = append(out, e)
 				}
 			}
 			out = append(out, obj)
 			slices.SortFunc(out, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
-			t.slices[svc] = out
+			s.slices = out
 			if relevant && !slices.Contains(changed, svc) {
-				delete(t.ports, svc)
+				s.ports = nil
 				changed = append(changed, svc)
 			}
 		}
@@ -92,22 +109,19 @@ func (t *Table) For(p ir.ServicePort) []Endpoint {
 	svc := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if eps, ok := t.ports[svc][p.Port]; ok {
-		return eps
-	}
-	sl := t.slices[svc]
-	if len(sl) == 0 {
+	s := t.services[svc]
+	if s == nil || len(s.slices) == 0 {
 		// Nothing to remember: a Service with no slices (one whose lease
 		// ended, say) would otherwise keep an entry for good.
 		return nil
 	}
-	eps := ForPort(sl, p.Port)
-	m := t.ports[svc]
-	if m == nil {
-		m = map[string][]Endpoint{}
-		t.ports[svc] = m
+	for _, pe := range s.ports {
+		if pe.port == p.Port {
+			return pe.eps
+		}
 	}
-	m[p.Port] = eps
+	eps := ForPort(s.slices, p.Port)
+	s.ports = append(s.ports, portEndpoints{port: p.Port, eps: eps})
 	return eps
 }
 

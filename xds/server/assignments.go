@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -14,6 +15,9 @@ import (
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
@@ -38,35 +42,69 @@ type assignments struct {
 }
 
 // assignment is one load assignment, with the cache version it was set at
-// (state-of-the-world clients are sent that) and its serialization and
-// content hash (delta clients' resource version), made once for all
-// clients.
+// (state-of-the-world clients are sent that) and its serialization, made
+// once for all clients when it is set, and its content hash (delta
+// clients' resource version), made when first asked for. The serialization
+// is all that is kept of it: the message, many times its size, goes once
+// serialized (message makes a view of it again for the few readers of
+// messages: the config dump, debugging, a two-phase publish).
 type assignment struct {
-	msg     *endpointv3.ClusterLoadAssignment
+	name    string
 	version string
+	bytes   []byte
+	// err says why it could not be serialized; msg is then the message,
+	// kept for message readers.
+	err error
+	msg *endpointv3.ClusterLoadAssignment
 
-	once  sync.Once
-	bytes []byte
-	hash  string
-	err   error
+	once sync.Once
+	hash string
 }
 
+// newAssignment serializes msg, set at version.
 func newAssignment(msg *endpointv3.ClusterLoadAssignment, version string) *assignment {
-	return &assignment{msg: msg, version: version}
+	r := &assignment{name: msg.GetClusterName(), version: version}
+	b, err := cachev3.MarshalResource(msg)
+	if err != nil {
+		r.err = fmt.Errorf("serialize load assignment %s: %w", r.name, err)
+		r.msg = msg
+		return r
+	}
+	r.bytes = b
+	return r
 }
 
 // wire is the load assignment's serialization and its hex SHA-256 (the
 // version go-control-plane gives a delta resource).
 func (r *assignment) wire() ([]byte, string, error) {
-	r.once.Do(func() {
-		b, err := cachev3.MarshalResource(r.msg)
-		if err != nil {
-			r.err = fmt.Errorf("serialize load assignment %s: %w", r.msg.GetClusterName(), err)
-			return
-		}
-		r.bytes, r.hash = b, cachev3.HashResource(b)
-	})
-	return r.bytes, r.hash, r.err
+	if r.err != nil {
+		return nil, "", r.err
+	}
+	r.once.Do(func() { r.hash = cachev3.HashResource(r.bytes) })
+	return r.bytes, r.hash, nil
+}
+
+// message is the load assignment as a message: a wire form, its cluster
+// name as its one field and the rest of its serialization as unknown
+// fields, sharing the bytes (serializing it writes them again; readers
+// that look inside decode it, as translate.Decode does), or the message
+// decoded when its serialization does not start with its name.
+func (r *assignment) message() *endpointv3.ClusterLoadAssignment {
+	if r.msg != nil {
+		return r.msg
+	}
+	head := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), r.name)
+	if r.name != "" && bytes.HasPrefix(r.bytes, head) {
+		w := &endpointv3.ClusterLoadAssignment{ClusterName: r.name}
+		rest := r.bytes[len(head):]
+		w.ProtoReflect().SetUnknown(protoreflect.RawFields(rest[:len(rest):len(rest)]))
+		return w
+	}
+	out := &endpointv3.ClusterLoadAssignment{}
+	if err := proto.Unmarshal(r.bytes, out); err != nil {
+		return &endpointv3.ClusterLoadAssignment{ClusterName: r.name}
+	}
+	return out
 }
 
 type sotwWatch struct {
@@ -99,7 +137,7 @@ func (a *assignments) current() ([]*endpointv3.ClusterLoadAssignment, string) {
 	defer a.mu.Unlock()
 	list := make([]*endpointv3.ClusterLoadAssignment, 0, len(a.res))
 	for _, r := range a.res {
-		list = append(list, r.msg)
+		list = append(list, r.message())
 	}
 	slices.SortFunc(list, func(x, y *endpointv3.ClusterLoadAssignment) int {
 		return strings.Compare(x.GetClusterName(), y.GetClusterName())
@@ -126,15 +164,21 @@ func (a *assignments) put(list []*endpointv3.ClusterLoadAssignment) {
 	if len(list) == 0 {
 		return
 	}
+	// Serialized before the lock; the version is set under it.
+	set := make([]*assignment, len(list))
+	for i, r := range list {
+		set[i] = newAssignment(r, "")
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.updates++
 	a.at = time.Now()
 	v := a.version()
 	names := make([]string, len(list))
-	for i, r := range list {
-		names[i] = r.GetClusterName()
-		a.res[names[i]] = newAssignment(r, v)
+	for i, r := range set {
+		r.version = v
+		names[i] = r.name
+		a.res[names[i]] = r
 	}
 	a.notify(names)
 }
@@ -412,7 +456,7 @@ func (r *deltaEDSResponse) GetDeltaDiscoveryResponse() (*discovery.DeltaDiscover
 				r.err = err
 				return
 			}
-			out.Resources = append(out.Resources, &discovery.Resource{Name: e.msg.GetClusterName(), Version: v,
+			out.Resources = append(out.Resources, &discovery.Resource{Name: e.name, Version: v,
 				Resource: &anypb.Any{TypeUrl: resourcev3.EndpointType, Value: b}})
 		}
 		r.out = out

@@ -13,7 +13,8 @@
 // It takes IR per Gateway (internal/ir) and never the Gateway API objects:
 // it must not import internal/gatewayapi. Everything it keeps for a Gateway
 // lives in one gatewayState (gateway.go), but the clusters' load assignments,
-// which xds/endpoints keeps (and feeds to the EDS cache).
+// which xds/endpoints builds and the EDS cache keeps, serialized (the
+// serialization is what is sent; the message goes once serialized).
 //
 // It only serves: streams, identity, limits, the NACK guard, two-phase
 // publish, outcomes and the EDS cache. What to publish is built by

@@ -21,6 +21,7 @@ import (
 	"github.com/shardgate/shardgate/internal/ir"
 	"github.com/shardgate/shardgate/internal/testwait"
 	"github.com/shardgate/shardgate/xds/endpoints"
+	"github.com/shardgate/shardgate/xds/translate"
 )
 
 // edsSlice is Service default/svc's EndpointSlice: port "http" (8080) on
@@ -148,7 +149,13 @@ func servedAssignment(s *Server, group, cluster string) *endpointv3.ClusterLoadA
 	list, _ := s.types.endpoints(group).current()
 	for _, e := range list {
 		if e.GetClusterName() == cluster {
-			return e
+			// A wire form (the cache keeps the serialization): read
+			// what it sends.
+			full, err := translate.Decode(e)
+			if err != nil {
+				panic(err)
+			}
+			return full.(*endpointv3.ClusterLoadAssignment)
 		}
 	}
 	return nil
