@@ -63,7 +63,8 @@ type ObjectWriterOptions struct {
 	// Workers write concurrently (default 8): each write is an apiserver
 	// round trip, and a change that touches thousands of objects (a
 	// block-list change revoking their names) should not wait for them
-	// one by one.
+	// one by one. Each write runs in a goroutine that lasts as long as
+	// it does: an idle writer holds none.
 	Workers int
 	// HoldOff delays each object's write after its first Write, so that
 	// a burst of changes to it is written once (default 5 ms; negative:
