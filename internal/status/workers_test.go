@@ -97,6 +97,8 @@ func TestRunWorkersReachButNeverExceedTheirNumber(t *testing.T) {
 		processed.Add(1)
 		q.Forget(i)
 	})
+	release := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release) // runs before the pool's: a failed test does not hang
 	for i := range items {
 		q.Add(i)
 	}
@@ -105,7 +107,7 @@ func TestRunWorkersReachButNeverExceedTheirNumber(t *testing.T) {
 	testwait.For(t, "n items in flight", func() bool {
 		return p.inFlight.Load() == n && q.Len() == items-n && runningWorkers() == n
 	})
-	close(gate)
+	release()
 	testwait.For(t, "every item", func() bool { return processed.Load() == items })
 	testwait.For(t, "no goroutine left", func() bool { return runningWorkers() == 0 })
 	if got := p.most.Load(); got != n {
