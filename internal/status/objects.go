@@ -63,7 +63,8 @@ type ObjectWriterOptions struct {
 	// Workers write concurrently (default 8): each write is an apiserver
 	// round trip, and a change that touches thousands of objects (a
 	// block-list change revoking their names) should not wait for them
-	// one by one.
+	// one by one. Each write runs in a goroutine that lasts as long as
+	// it does: an idle writer holds none.
 	Workers int
 	// HoldOff delays each object's write after its first Write, so that
 	// a burst of changes to it is written once (default 5 ms; negative:
@@ -139,30 +140,19 @@ func (w *ObjectWriter[T]) Settled() bool {
 	return len(w.pending) == 0 && w.writing == 0
 }
 
-// Start runs the workers until ctx ends.
+// Start writes until ctx ends, at most Workers writes at a time, each in
+// a goroutine that exists only while it writes (see runWorkers).
 func (w *ObjectWriter[T]) Start(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for range w.workers {
-		wg.Go(func() {
-			for w.next(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	w.queue.ShutDown()
-	wg.Wait()
+	runWorkers(ctx, w.queue, w.workers, func(nn types.NamespacedName) { w.process(ctx, nn) })
 	return nil
 }
 
 // NeedLeaderElection: only the leader writes.
 func (w *ObjectWriter[T]) NeedLeaderElection() bool { return true }
 
-func (w *ObjectWriter[T]) next(ctx context.Context) bool {
-	nn, quit := w.queue.Get()
-	if quit {
-		return false
-	}
-	defer w.queue.Done(nn)
+// process writes the pending status of nn, if any, and queues it again,
+// rate limited, when that fails.
+func (w *ObjectWriter[T]) process(ctx context.Context, nn types.NamespacedName) {
 	w.mu.Lock()
 	d, ok := w.pending[nn]
 	delete(w.pending, nn)
@@ -172,7 +162,7 @@ func (w *ObjectWriter[T]) next(ctx context.Context) bool {
 	w.mu.Unlock()
 	if !ok {
 		w.queue.Forget(nn)
-		return true
+		return
 	}
 	err := w.write(ctx, nn, d)
 	w.mu.Lock()
@@ -186,14 +176,13 @@ func (w *ObjectWriter[T]) next(ctx context.Context) bool {
 	w.mu.Unlock()
 	if err != nil {
 		if ctx.Err() != nil {
-			return true
+			return
 		}
 		w.log.V(1).Info("status write failed; retrying", "object", nn, "error", err.Error())
 		w.queue.AddRateLimited(nn)
-		return true
+		return
 	}
 	w.queue.Forget(nn)
-	return true
 }
 
 // write brings one object's status in line with d. It reads the cache

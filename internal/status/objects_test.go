@@ -57,6 +57,27 @@ func TestObjectWriter(t *testing.T) {
 		}
 	})
 
+	t.Run("an idle writer holds no goroutine", func(t *testing.T) {
+		ns := namespace(t, c, "idle")
+		var ps []*shardgatev1alpha1.GatewayParameters
+		for i := range 20 {
+			ps = append(ps, params(t, c, ns, fmt.Sprintf("p-%d", i)))
+		}
+		w, stop := start(t, "ObjIdle", c, c, status.ObjectWriterOptions{})
+		defer stop()
+		idle := func() bool { return status.WriteGoroutines() == 0 }
+		for _, msg := range []string{"first", "second"} {
+			for _, p := range ps {
+				w.Write(p, setValid("Ready", msg))
+			}
+			for _, p := range ps {
+				testwait.For(t, msg+" status of "+p.Name, func() bool { return validMessage(t, c, p) == msg })
+			}
+			testwait.For(t, "the writer to settle", w.Settled)
+			testwait.For(t, "no write goroutine after the "+msg+" writes", idle)
+		}
+	})
+
 	t.Run("coalesces a burst into one write of the latest", func(t *testing.T) {
 		ns := namespace(t, c, "coalesce")
 		p := params(t, c, ns, "p")

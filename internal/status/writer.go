@@ -645,39 +645,25 @@ func (w *Writer) stillRetiring(k Key, obj client.Object) time.Duration {
 // GatewayWriteWindow coalesces Gateway and GatewayClass status writes.
 const GatewayWriteWindow = 50 * time.Millisecond
 
-// Start runs the workers until ctx ends.
+// Start writes until ctx ends, at most 32 writes at a time, each in a
+// goroutine that exists only while it writes (see runWorkers).
 func (w *Writer) Start(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for i := 0; i < w.workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for w.next(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	w.queue.ShutDown()
-	wg.Wait()
+	runWorkers(ctx, w.queue, w.workers, func(k Key) { w.process(ctx, k) })
 	return nil
 }
 
 // NeedLeaderElection: only the leader writes.
 func (w *Writer) NeedLeaderElection() bool { return true }
 
-func (w *Writer) next(ctx context.Context) bool {
-	k, quit := w.queue.Get()
-	if quit {
-		return false
-	}
-	defer w.queue.Done(k)
+// process writes k's status, and queues it again, rate limited, when that
+// fails.
+func (w *Writer) process(ctx context.Context, k Key) {
 	if err := w.write(ctx, k); err != nil {
 		w.log.V(1).Info("status write failed; retrying", "kind", k.Kind, "object", k.NamespacedName, "error", err.Error())
 		w.queue.AddRateLimited(k)
-		return true
+		return
 	}
 	w.queue.Forget(k)
-	return true
 }
 
 // write brings one object's status in line with its desired status. It reads

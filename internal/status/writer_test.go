@@ -267,6 +267,28 @@ func TestWriter(t *testing.T) {
 			"20 submits of 10 routes must give one write per route")
 	})
 
+	t.Run("an idle writer holds no goroutine", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := e.namespace(t, "idle")
+		var keys []types.NamespacedName
+		for i := range 40 {
+			keys = append(keys, e.route(t, ns, fmt.Sprintf("r-%d", i)))
+		}
+		w := e.writer(t, e.cachedClient(t))
+		e.start(t, w)
+		for _, msg := range []string{"first", "second"} {
+			desired := map[types.NamespacedName][]gatewayv1.RouteParentStatus{}
+			for _, k := range keys {
+				desired[k] = acceptedBy(msg)
+			}
+			w.Submit(e.snapshot(t, ns), output(desired))
+			for _, k := range keys {
+				g.Eventually(e.parents(k)).WithTimeout(30*time.Second).Should(WithTransform(ourMessage, Equal(msg)), "route %s", k)
+			}
+			g.Eventually(status.WriteGoroutines).WithTimeout(30*time.Second).Should(BeZero(), "write goroutines after the %s writes", msg)
+		}
+	})
+
 	t.Run("writes only what changed", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := e.namespace(t, "on-change")
