@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 
+	"github.com/shardgate/shardgate/internal/kubeflags"
 	"github.com/shardgate/shardgate/internal/statuscli"
 )
 
@@ -99,11 +99,11 @@ func statusIPsCommand() *cobra.Command {
 	return cmd
 }
 
-// kubeFlags binds kubectl's connection flags (k8s.io/cli-runtime's
-// ConfigFlags: --kubeconfig, --context, -n, --server, --token, --as, ...)
+// kubeFlags binds kubectl's connection flags (package kubeflags:
+// --kubeconfig, --context, -n, --server, --token, --as, ...)
 // to f, with this command's words for -n, --kubeconfig, --context and
 // --request-timeout.
-func kubeFlags(f *pflag.FlagSet, namespaceUsage string) *genericclioptions.ConfigFlags {
+func kubeFlags(f *pflag.FlagSet, namespaceUsage string) *kubeflags.Flags {
 	kf := statuscli.NewKubeFlags()
 	kf.AddFlags(f)
 	f.Lookup("namespace").Usage = namespaceUsage

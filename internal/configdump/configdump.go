@@ -15,8 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/yaml"
+
+	"github.com/shardgate/shardgate/internal/kubeflags"
 )
 
 // Path is the controller's endpoint, on the metrics server.
@@ -57,11 +58,8 @@ const Example = `  # the chart's controller, secure metrics (the default)
 // clash with its own --token, --insecure-skip-tls-verify and
 // --request-timeout, which are about the metrics endpoint, or would do
 // nothing (it never contacts the apiserver).
-func NewKubeFlags() *genericclioptions.ConfigFlags {
-	empty := func() *string { s := ""; return &s }
-	return &genericclioptions.ConfigFlags{
-		KubeConfig: empty(), Context: empty(), ClusterName: empty(), AuthInfoName: empty(), Namespace: empty(),
-	}
+func NewKubeFlags() *kubeflags.Flags {
+	return kubeflags.NewContextOnly()
 }
 
 // Config is the command line of `shardgate config dump`.
@@ -79,7 +77,7 @@ type Config struct {
 	// Flags, when set, are the kubectl connection flags of NewKubeFlags as
 	// the binary binds them; they replace Kubeconfig and Context, and their
 	// -n counts as Namespace.
-	Flags *genericclioptions.ConfigFlags
+	Flags *kubeflags.Flags
 	// Kubeconfig and Context locate the kubeconfig, as kubectl does.
 	Kubeconfig, Context string
 	// CAFile verifies the endpoint's certificate; InsecureSkipTLSVerify
@@ -178,10 +176,10 @@ func resolve(cfg Config, secure bool) (namespace, name, token string, err error)
 	flags := cfg.Flags
 	if flags == nil {
 		flags = NewKubeFlags()
-		*flags.KubeConfig, *flags.Context = cfg.Kubeconfig, cfg.Context
+		flags.KubeConfig, flags.Overrides.CurrentContext = cfg.Kubeconfig, cfg.Context
 	}
-	if namespace == "" && *flags.Namespace != "" {
-		namespace = *flags.Namespace
+	if namespace == "" && flags.Overrides.Context.Namespace != "" {
+		namespace = flags.Overrides.Context.Namespace
 	}
 	if namespace != "" && (token != "" || !secure) {
 		return namespace, name, token, nil

@@ -13,12 +13,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/internal/addresses"
+	"github.com/shardgate/shardgate/internal/kubeflags"
 )
 
 // IPsHelp is the long help of `shardgate status ips`. It documents the
@@ -266,7 +266,7 @@ func listLeasedIPs(ctx context.Context, c client.Client, opts IPsOptions) ([]sha
 // IPsConfig is the whole command line of `shardgate status ips`.
 type IPsConfig struct {
 	// Flags are kubectl's connection flags, as in Config.
-	Flags          *genericclioptions.ConfigFlags
+	Flags          *kubeflags.Flags
 	Kubeconfig     string
 	Context        string
 	Namespace      string

@@ -10,11 +10,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	shardgatev1alpha1 "github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/internal/kubeflags"
 	"github.com/shardgate/shardgate/internal/scheme"
 	"github.com/shardgate/shardgate/internal/version"
 )
@@ -154,7 +154,7 @@ type Config struct {
 	// --user, --cluster, --certificate-authority, --request-timeout, ...;
 	// see NewKubeFlags). When set, they replace Kubeconfig, Context and
 	// RequestTimeout, and their -n counts as Namespace.
-	Flags *genericclioptions.ConfigFlags
+	Flags *kubeflags.Flags
 	// Kubeconfig is --kubeconfig; "" uses $KUBECONFIG, ~/.kube/config, then
 	// the in-cluster config (clientcmd's default loading rules).
 	Kubeconfig string
@@ -182,7 +182,7 @@ type Config struct {
 // client from flags (or, when nil, from kubeconfig, kubeContext and
 // timeout), and settle the namespace (-A wins over -n, which wins over the
 // context's). Errors come back as *ExitError with ExitFailed.
-func connect(output string, flags *genericclioptions.ConfigFlags, kubeconfig, kubeContext, namespaceFlag string, all bool, timeout time.Duration) (Format, client.WithWatch, string, string, error) {
+func connect(output string, flags *kubeflags.Flags, kubeconfig, kubeContext, namespaceFlag string, all bool, timeout time.Duration) (Format, client.WithWatch, string, string, error) {
 	format, err := ParseFormat(output)
 	if err != nil {
 		return format, nil, "", "", &ExitError{Code: ExitFailed, Err: err}
@@ -263,34 +263,30 @@ func NewClient(kubeconfig, kubeContext string, timeout time.Duration) (client.Wi
 // DefaultRequestTimeout is the default of --request-timeout.
 const DefaultRequestTimeout = 30 * time.Second
 
-// NewKubeFlags returns kubectl's connection flags (k8s.io/cli-runtime's
-// ConfigFlags) for the status commands to bind: --kubeconfig, --context,
+// NewKubeFlags returns kubectl's connection flags (see package kubeflags)
+// for the status commands to bind: --kubeconfig, --context,
 // -n/--namespace, --cluster, --user, -s/--server, --token, --as,
 // --as-group, --as-uid, --as-user-extra, --client-certificate,
 // --client-key, --certificate-authority, --insecure-skip-tls-verify,
 // --tls-server-name, --proxy-url, --disable-compression and
 // --request-timeout (default 30s, not kubectl's 0). There is no
 // --cache-dir: nothing is discovered through a disk cache.
-func NewKubeFlags() *genericclioptions.ConfigFlags {
-	f := genericclioptions.NewConfigFlags(false)
-	f.CacheDir = nil
-	timeout := DefaultRequestTimeout.String()
-	f.Timeout = &timeout
-	return f
+func NewKubeFlags() *kubeflags.Flags {
+	return kubeflags.New(DefaultRequestTimeout.String())
 }
 
 // KubeFlags is NewKubeFlags set as if --kubeconfig, --context and
 // --request-timeout were given these values (for callers without a
 // command line).
-func KubeFlags(kubeconfig, kubeContext string, timeout time.Duration) *genericclioptions.ConfigFlags {
+func KubeFlags(kubeconfig, kubeContext string, timeout time.Duration) *kubeflags.Flags {
 	f := NewKubeFlags()
-	*f.KubeConfig, *f.Context, *f.Timeout = kubeconfig, kubeContext, timeout.String()
+	f.KubeConfig, f.Overrides.CurrentContext, f.Overrides.Timeout = kubeconfig, kubeContext, timeout.String()
 	return f
 }
 
 // NewClientFor builds a client from kubectl's connection flags, as kubectl
 // does; see NewClient for what it returns.
-func NewClientFor(flags *genericclioptions.ConfigFlags) (client.WithWatch, string, string, error) {
+func NewClientFor(flags *kubeflags.Flags) (client.WithWatch, string, string, error) {
 	loader := flags.ToRawKubeConfigLoader()
 	restConfig, err := flags.ToRESTConfig()
 	if clientcmd.IsEmptyConfig(err) || (err == nil && noKubeconfig(flags, loader, restConfig.Host)) {
@@ -312,11 +308,11 @@ func NewClientFor(flags *genericclioptions.ConfigFlags) (client.WithWatch, strin
 }
 
 // noKubeconfig reports whether the config is only clientcmd's placeholder
-// (http://localhost:8080), which ConfigFlags falls back to when there is no
+// (http://localhost:8080), which the flags' loader falls back to when there is no
 // kubeconfig, no --server, no $KUBERNETES_MASTER and no in-cluster service
 // account.
-func noKubeconfig(flags *genericclioptions.ConfigFlags, loader clientcmd.ClientConfig, host string) bool {
-	if (flags.APIServer != nil && *flags.APIServer != "") || os.Getenv("KUBERNETES_MASTER") != "" {
+func noKubeconfig(flags *kubeflags.Flags, loader clientcmd.ClientConfig, host string) bool {
+	if flags.Overrides.ClusterInfo.Server != "" || os.Getenv("KUBERNETES_MASTER") != "" {
 		return false
 	}
 	raw, err := loader.RawConfig()
