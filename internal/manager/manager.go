@@ -22,6 +22,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -150,6 +151,9 @@ func Run(ctx context.Context, opts Options) error {
 	// Every write of this replica is counted with whether it held the
 	// leader Lease at the time (writes.go): followers must write nothing.
 	p.lead = newLeadership(cfg.LeaderElection.Enabled)
+	// One scheme for every client of the process (the managers one after
+	// another, the xDS CA's): it is only read once built.
+	p.scheme = scheme.New()
 
 	// The process-long parts. One that fails ends the process.
 	var wg sync.WaitGroup
@@ -185,7 +189,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	var xdsCreds *xdsserver.Credentials
 	err = p.untilStarted(ctx, func(ctx context.Context) (err error) {
-		xdsCreds, p.ca, err = xdsCredentials(ctx, opts.RestConfig, cfg, p.lead, log.WithName("xds-credentials"))
+		xdsCreds, p.ca, err = xdsCredentials(ctx, opts.RestConfig, p.scheme, cfg, p.lead, log.WithName("xds-credentials"))
 		return err
 	})
 	if err != nil {
@@ -283,6 +287,8 @@ type process struct {
 	lock resourcelock.Interface
 	ca   *pki.CA
 	xds  *xdsserver.Server
+	// scheme is every client's of the process.
+	scheme *runtime.Scheme
 
 	// blocked is the current block list; leaseHosts the current manager's
 	// LeaseHost reconciler, which a config reload updates.
@@ -566,7 +572,7 @@ func (p *process) newManager() (crmanager.Manager, error) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		mgr, err := ctrl.NewManager(p.opts.RestConfig, ctrl.Options{
-			Scheme:    scheme.New(),
+			Scheme:    p.scheme,
 			Logger:    p.log,
 			NewClient: newCountingClient(p.lead),
 			Cache:     cacheOptions(),
@@ -769,12 +775,12 @@ const XDSCASecret = "shardgate-xds-ca"
 // leader="false" when leader election is enabled, so a replica that creates
 // the CA shows it honestly as a write made while not (yet) leader. Replicas
 // started once the CA exists only read it.
-func xdsCredentials(ctx context.Context, rc *rest.Config, cfg config.Config, lead *leadership, log logr.Logger) (*xdsserver.Credentials, *pki.CA, error) {
+func xdsCredentials(ctx context.Context, rc *rest.Config, sch *runtime.Scheme, cfg config.Config, lead *leadership, log logr.Logger) (*xdsserver.Credentials, *pki.CA, error) {
 	if cfg.XDS.TLS.Enabled() {
 		creds, err := xdsserver.NewFileCredentials(ctx, xdsserver.FileTLS{CertFile: cfg.XDS.TLS.CertFile, KeyFile: cfg.XDS.TLS.KeyFile, CAFile: cfg.XDS.TLS.CAFile}, log)
 		return creds, nil, err
 	}
-	wc, err := client.NewWithWatch(rc, client.Options{Scheme: scheme.New()})
+	wc, err := client.NewWithWatch(rc, client.Options{Scheme: sch})
 	if err != nil {
 		return nil, nil, fmt.Errorf("xds CA: %w", err)
 	}
