@@ -113,6 +113,15 @@ func (e *writerEnv) namespace(t *testing.T, name string) string {
 
 // route creates a route attached to Gateway "gw", with owners as its
 // ownerReferences, and waits for the cache to have it.
+// routes creates n routes r-0 … r-<n-1> in ns.
+func (e *writerEnv) routes(t *testing.T, ns string, n int) []types.NamespacedName {
+	keys := make([]types.NamespacedName, 0, n)
+	for i := range n {
+		keys = append(keys, e.route(t, ns, fmt.Sprintf("r-%d", i)))
+	}
+	return keys
+}
+
 func (e *writerEnv) route(t *testing.T, ns, name string, owners ...metav1.OwnerReference) types.NamespacedName {
 	r := &gatewayv1.HTTPRoute{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: owners},
@@ -246,10 +255,7 @@ func TestWriter(t *testing.T) {
 	t.Run("many submits before a worker runs become one write per object", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := e.namespace(t, "coalesce")
-		var keys []types.NamespacedName
-		for i := range 10 {
-			keys = append(keys, e.route(t, ns, fmt.Sprintf("r-%d", i)))
-		}
+		keys := e.routes(t, ns, 10)
 		w := e.writer(t, e.cachedClient(t))
 		before := writes(status.KindHTTPRoute)
 		for round := range 20 {
@@ -270,10 +276,7 @@ func TestWriter(t *testing.T) {
 	t.Run("an idle writer holds no goroutine", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := e.namespace(t, "idle")
-		var keys []types.NamespacedName
-		for i := range 40 {
-			keys = append(keys, e.route(t, ns, fmt.Sprintf("r-%d", i)))
-		}
+		keys := e.routes(t, ns, 40)
 		w := e.writer(t, e.cachedClient(t))
 		e.start(t, w)
 		for _, msg := range []string{"first", "second"} {
