@@ -215,11 +215,7 @@ func (p *Pacer) Plan(now time.Time, pending []*Want) Plan {
 				out.Wait[w.Key] = wt
 				continue
 			}
-			if ts := p.orders[issuer]; len(ts) >= p.limits.Orders {
-				until := ts[len(ts)-p.limits.Orders].Add(p.limits.OrdersWindow)
-				wt := Wait{Reason: shardgatev1alpha1.ReasonCertificateQueued, Until: until,
-					Message: fmt.Sprintf("issuer %s/%s allows %d new certificates per %s; queued until %s", w.Issuer.Kind, w.Issuer.Name,
-						p.limits.Orders, p.limits.OrdersWindow, until.UTC().Format(time.RFC3339))}
+			if wt, ok := queued(p.orders[issuer], p.limits.Orders, p.limits.OrdersWindow, "issuer "+w.Issuer.Kind+"/"+w.Issuer.Name); ok {
 				full["i\x00"+issuer], out.Wait[w.Key] = wt, wt
 				continue
 			}
@@ -228,11 +224,7 @@ func (p *Pacer) Plan(now time.Time, pending []*Want) Plan {
 				out.Wait[w.Key] = wt
 				continue
 			}
-			if ts := p.domains[domain]; len(ts) >= p.limits.DomainCertificates {
-				until := ts[len(ts)-p.limits.DomainCertificates].Add(p.limits.DomainWindow)
-				wt := Wait{Reason: shardgatev1alpha1.ReasonCertificateQueued, Until: until,
-					Message: fmt.Sprintf("registered domain %s allows %d new certificates per %s; queued until %s", domain,
-						p.limits.DomainCertificates, p.limits.DomainWindow, until.UTC().Format(time.RFC3339))}
+			if wt, ok := queued(p.domains[domain], p.limits.DomainCertificates, p.limits.DomainWindow, "registered domain "+domain); ok {
 				full["d\x00"+domain], out.Wait[w.Key] = wt, wt
 				continue
 			}
@@ -300,4 +292,16 @@ func pruneMap(m map[string][]time.Time, since time.Time) {
 func insertTime(ts []time.Time, t time.Time) []time.Time {
 	i := sort.Search(len(ts), func(i int) bool { return ts[i].After(t) })
 	return slices.Insert(ts, i, t)
+}
+
+// queued is the Wait of a name behind a limit of n new certificates per
+// window, of which those created at times ts (oldest first) count, and
+// whether the limit is reached; what names the limit in the message.
+func queued(ts []time.Time, n int, window time.Duration, what string) (Wait, bool) {
+	if len(ts) < n {
+		return Wait{}, false
+	}
+	until := ts[len(ts)-n].Add(window)
+	return Wait{Reason: shardgatev1alpha1.ReasonCertificateQueued, Until: until,
+		Message: fmt.Sprintf("%s allows %d new certificates per %s; queued until %s", what, n, window, until.UTC().Format(time.RFC3339))}, true
 }
