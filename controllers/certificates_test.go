@@ -2,7 +2,6 @@ package controllers_test
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -94,14 +92,7 @@ var _ = Describe("automatic HTTPS: the certificate controller with cert-manager 
 		f = newFixture(ctx, c, "certs")
 		f.service(ctx, "web")
 	})
-	AfterAll(func() {
-		if stop != nil {
-			Expect(stop()).To(Succeed())
-		}
-		if env != nil {
-			Expect(env.Stop()).To(Succeed())
-		}
-	})
+	AfterAll(func() { stopManagerAndEnv(stop, env) })
 
 	It("writes a held name's Certificate, which cert-manager issues, and reports CertificateReady=True Issued", func() {
 		lh := f.leaseHost(ctx, "shop", "shop.tenant-one.test")
@@ -259,14 +250,7 @@ var _ = Describe("automatic HTTPS: a failing name backs off", Ordered, func() {
 		f = newFixture(ctx, env.Client, "certs-fail")
 		f.service(ctx, "web")
 	})
-	AfterAll(func() {
-		if stop != nil {
-			Expect(stop()).To(Succeed())
-		}
-		if env != nil {
-			Expect(env.Stop()).To(Succeed())
-		}
-	})
+	AfterAll(func() { stopManagerAndEnv(stop, env) })
 
 	It("deletes the failed Certificate, reports Backoff, writes it again after the backoff, and issues the other tenant's name", func() {
 		f.leaseHost(ctx, "bad", "app.refused.test")
@@ -311,14 +295,7 @@ var _ = Describe("automatic HTTPS: cert-manager installed after shardgate", Orde
 		f = newFixture(ctx, env.Client, "certs-late")
 		f.service(ctx, "web")
 	})
-	AfterAll(func() {
-		if stop != nil {
-			Expect(stop()).To(Succeed())
-		}
-		if env != nil {
-			Expect(env.Stop()).To(Succeed())
-		}
-	})
+	AfterAll(func() { stopManagerAndEnv(stop, env) })
 
 	It("reports CertManagerNotInstalled, then writes the Certificate once the CRDs are served", func() {
 		f.leaseHost(ctx, "shop", "shop.late.test")
@@ -361,14 +338,7 @@ var _ = Describe("automatic HTTPS in Akash drop-in mode", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		stop = env.RunManager(manager.Options{Config: cfg, Log: GinkgoLogr})
 	})
-	AfterAll(func() {
-		if stop != nil {
-			Expect(stop()).To(Succeed())
-		}
-		if env != nil {
-			Expect(env.Stop()).To(Succeed())
-		}
-	})
+	AfterAll(func() { stopManagerAndEnv(stop, env) })
 
 	It("writes the Certificate in the lease namespace without an owner, with the lease's labels, and reports on the ProviderHost", func() {
 		c := env.Client
@@ -397,26 +367,22 @@ var _ = Describe("automatic HTTPS in Akash drop-in mode", Ordered, func() {
 	})
 })
 
+// stopManagerAndEnv stops a Describe's own manager (stop) and harness
+// (env), each when it was started.
+func stopManagerAndEnv(stop func() error, env *testenv.Env) {
+	if stop != nil {
+		Expect(stop()).To(Succeed())
+	}
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+}
+
 // pebbleIssuer creates the ClusterIssuer "pebble": ACME from the harness's
 // Pebble, with an HTTP-01 solver routed through the shard Gateway
 // ns/gateway, and no self check (nothing serves the challenge here).
 func pebbleIssuer(ctx context.Context, env *testenv.Env, ns, gateway string) {
-	issuer := &unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{"name": "pebble"},
-		"spec": map[string]any{"acme": map[string]any{
-			"server":              env.Pebble.DirectoryURL,
-			"caBundle":            base64.StdEncoding.EncodeToString(env.Pebble.CABundle),
-			"privateKeySecretRef": map[string]any{"name": "pebble-account"},
-			"solvers": []any{map[string]any{
-				"http01": map[string]any{"gatewayHTTPRoute": map[string]any{"parentRefs": []any{map[string]any{
-					"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": ns, "name": gateway, "sectionName": "http",
-				}}}},
-				"waitInsteadOfSelfCheck": "0s",
-			}},
-		}},
-	}}
-	issuer.SetGroupVersionKind(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "ClusterIssuer"})
-	Expect(env.Client.Create(ctx, issuer)).To(Succeed())
+	Expect(env.Client.Create(ctx, env.Pebble.ClusterIssuer("pebble", ns, gateway))).To(Succeed())
 }
 
 // shardCertReady is the CertificateReady of the LeaseHost's entry for the
@@ -447,13 +413,7 @@ func tlsShard(ctx context.Context, c client.Client, ns, name, domain, issuer str
 	Expect(err).NotTo(HaveOccurred())
 	Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-wildcard", Namespace: ns}, Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key}})).To(Succeed())
-	class := &gatewayv1.GatewayClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "shardgate"},
-		Spec:       gatewayv1.GatewayClassSpec{ControllerName: shardgatev1alpha1.ControllerName},
-	}
-	if err := c.Create(ctx, class); err != nil {
-		Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
-	}
+	ourGatewayClass(ctx, c)
 	Expect(c.Create(ctx, &shardgatev1alpha1.GatewayParameters{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: shardgatev1alpha1.GatewayParametersSpec{Shard: &shardgatev1alpha1.ShardSpec{Domain: domain,

@@ -221,13 +221,7 @@ func routeHostnames(ctx context.Context, c client.Client, ns, name string) func(
 // shard creates a GatewayClass of ours (once), a GatewayParameters with a
 // shard section and a Gateway using it, in namespace ns.
 func shard(ctx context.Context, c client.Client, ns, name, domain string) {
-	class := &gatewayv1.GatewayClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "shardgate"},
-		Spec:       gatewayv1.GatewayClassSpec{ControllerName: shardgatev1alpha1.ControllerName},
-	}
-	if err := c.Create(ctx, class); err != nil {
-		Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
-	}
+	ourGatewayClass(ctx, c)
 	params := &shardgatev1alpha1.GatewayParameters{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec:       shardgatev1alpha1.GatewayParametersSpec{Shard: &shardgatev1alpha1.ShardSpec{Domain: domain}},
@@ -250,11 +244,9 @@ func shard(ctx context.Context, c client.Client, ns, name, domain string) {
 	Expect(c.Create(ctx, gw)).To(Succeed())
 }
 
-// gateway creates a GatewayClass of ours (once) and a Gateway that is not a
-// shard (no parameters), with one HTTP listener for *.<domain> open to every
-// namespace: for tests of Gateway API behaviour rather than tenancy, since a
-// shard serves only the routes that ownership allows.
-func gateway(ctx context.Context, c client.Client, ns, name, domain string) {
+// ourGatewayClass creates the GatewayClass "shardgate" of our controller,
+// unless it exists.
+func ourGatewayClass(ctx context.Context, c client.Client) {
 	class := &gatewayv1.GatewayClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "shardgate"},
 		Spec:       gatewayv1.GatewayClassSpec{ControllerName: shardgatev1alpha1.ControllerName},
@@ -262,6 +254,14 @@ func gateway(ctx context.Context, c client.Client, ns, name, domain string) {
 	if err := c.Create(ctx, class); err != nil {
 		Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
 	}
+}
+
+// gateway creates a GatewayClass of ours (once) and a Gateway that is not a
+// shard (no parameters), with one HTTP listener for *.<domain> open to every
+// namespace: for tests of Gateway API behaviour rather than tenancy, since a
+// shard serves only the routes that ownership allows.
+func gateway(ctx context.Context, c client.Client, ns, name, domain string) {
+	ourGatewayClass(ctx, c)
 	Expect(c.Create(ctx, &gatewayv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: gatewayv1.GatewaySpec{

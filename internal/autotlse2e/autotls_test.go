@@ -3,7 +3,6 @@ package autotlse2e_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net"
@@ -310,20 +309,7 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 
 		// The ClusterIssuer: Pebble, with an HTTP-01 solver that writes
 		// HTTPRoutes on the shard's http listener.
-		issuer := unstructuredOf(clusterIssuerGVK)
-		issuer.SetName("pebble")
-		issuer.Object["spec"] = map[string]any{"acme": map[string]any{
-			"server":              env.Pebble.DirectoryURL,
-			"caBundle":            base64.StdEncoding.EncodeToString(env.Pebble.CABundle),
-			"privateKeySecretRef": map[string]any{"name": "pebble-account"},
-			"solvers": []any{map[string]any{
-				"http01": map[string]any{"gatewayHTTPRoute": map[string]any{"parentRefs": []any{map[string]any{
-					"group": "gateway.networking.k8s.io", "kind": "Gateway",
-					"name": shardGW, "namespace": shardNS, "sectionName": "http",
-				}}}},
-				"waitInsteadOfSelfCheck": "0s",
-			}},
-		}}
+		issuer := env.Pebble.ClusterIssuer("pebble", shardNS, shardGW)
 		Expect(c.Create(ctx, issuer)).To(Succeed())
 		Eventually(func(g Gomega) string {
 			u := unstructuredOf(clusterIssuerGVK)

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -24,6 +25,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 const (
@@ -309,4 +312,28 @@ func loopbackServingCert(caName, name string) (caPEM, certPEM, keyPEM []byte, er
 	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 	return caPEM, certPEM, keyPEM, nil
+}
+
+// ClusterIssuer returns a cert-manager ClusterIssuer named name that
+// issues from this Pebble over ACME (its account key in the Secret
+// pebble-account), with an HTTP-01 solver writing HTTPRoutes on the
+// listener "http" of Gateway ns/gateway, and no self check: nothing in
+// the harness serves the challenge.
+func (p *Pebble) ClusterIssuer(name, ns, gateway string) *unstructured.Unstructured {
+	issuer := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{"acme": map[string]any{
+			"server":              p.DirectoryURL,
+			"caBundle":            base64.StdEncoding.EncodeToString(p.CABundle),
+			"privateKeySecretRef": map[string]any{"name": "pebble-account"},
+			"solvers": []any{map[string]any{
+				"http01": map[string]any{"gatewayHTTPRoute": map[string]any{"parentRefs": []any{map[string]any{
+					"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": ns, "name": gateway, "sectionName": "http",
+				}}}},
+				"waitInsteadOfSelfCheck": "0s",
+			}},
+		}},
+	}}
+	issuer.SetGroupVersionKind(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "ClusterIssuer"})
+	return issuer
 }

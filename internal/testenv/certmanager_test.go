@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"slices"
@@ -84,25 +83,12 @@ func TestCertManagerIssuesFromPebble(t *testing.T) {
 		}
 	})
 
+	issuer := env.Pebble.ClusterIssuer("pebble", testenv.SystemNamespace, "shard-a")
+	// What the Challenge must carry from the issuer's solver.
 	parentRef := map[string]any{
 		"group": "gateway.networking.k8s.io", "kind": "Gateway",
 		"name": "shard-a", "namespace": testenv.SystemNamespace, "sectionName": "http",
 	}
-	issuer := &unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{"name": "pebble"},
-		"spec": map[string]any{"acme": map[string]any{
-			"server":              env.Pebble.DirectoryURL,
-			"caBundle":            base64.StdEncoding.EncodeToString(env.Pebble.CABundle),
-			"privateKeySecretRef": map[string]any{"name": "pebble-account"},
-			"solvers": []any{map[string]any{
-				"http01": map[string]any{"gatewayHTTPRoute": map[string]any{
-					"parentRefs": []any{parentRef},
-				}},
-				"waitInsteadOfSelfCheck": "0s",
-			}},
-		}},
-	}}
-	issuer.SetGroupVersionKind(clusterIssuerGVK)
 	g.Expect(env.Client.Create(ctx, issuer)).To(Succeed())
 	// Ready=True means cert-manager registered an ACME account with Pebble
 	// over TLS it verified with caBundle.
