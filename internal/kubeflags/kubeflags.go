@@ -1,6 +1,7 @@
 package kubeflags
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -98,10 +99,10 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 		names.ClusterOverrideFlags = clientcmd.ClusterOverrideFlags{
 			APIServer:             reword(recommended.ClusterOverrideFlags.APIServer, f.Overrides.ClusterInfo.Server, usageServer),
 			CertificateAuthority:  reword(recommended.ClusterOverrideFlags.CertificateAuthority, f.Overrides.ClusterInfo.CertificateAuthority, usageCAFile),
-			InsecureSkipTLSVerify: reword(recommended.ClusterOverrideFlags.InsecureSkipTLSVerify, boolString(f.Overrides.ClusterInfo.InsecureSkipTLSVerify), usageInsecure),
+			InsecureSkipTLSVerify: reword(recommended.ClusterOverrideFlags.InsecureSkipTLSVerify, strconv.FormatBool(f.Overrides.ClusterInfo.InsecureSkipTLSVerify), usageInsecure),
 			TLSServerName:         reword(recommended.ClusterOverrideFlags.TLSServerName, f.Overrides.ClusterInfo.TLSServerName, usageTLSServerName),
 			ProxyURL:              reword(recommended.ClusterOverrideFlags.ProxyURL, f.Overrides.ClusterInfo.ProxyURL, usageProxyURL),
-			DisableCompression:    reword(recommended.ClusterOverrideFlags.DisableCompression, boolString(f.Overrides.ClusterInfo.DisableCompression), usageDisableCompression),
+			DisableCompression:    reword(recommended.ClusterOverrideFlags.DisableCompression, strconv.FormatBool(f.Overrides.ClusterInfo.DisableCompression), usageDisableCompression),
 		}
 		names.ClusterOverrideFlags.APIServer.ShortName = "s"
 		names.Timeout = reword(recommended.Timeout, f.Overrides.Timeout, usageTimeout)
@@ -120,13 +121,6 @@ func flag(name, def, usage string) clientcmd.FlagInfo {
 func reword(info clientcmd.FlagInfo, def, usage string) clientcmd.FlagInfo {
 	info.Default, info.Description = def, usage
 	return info
-}
-
-func boolString(b bool) string {
-	if b {
-		return "true"
-	}
-	return "false"
 }
 
 // ToRawKubeConfigLoader returns the client config the flags select, loaded

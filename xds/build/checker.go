@@ -572,7 +572,7 @@ func (c *Checker) touch(m proto.Message) {
 // that passed, in order, when list is that check's cluster list (its wire
 // forms, as Check left them in Resources).
 func (c *Checker) ClusterDigests(list []*clusterv3.Cluster) ([]Digest, bool) {
-	if c.lastClusterDigests == nil || len(list) != len(c.lastWireClusters) || !SameList(list, c.lastWireClusters) {
+	if c.lastClusterDigests == nil || !SameList(list, c.lastWireClusters) {
 		return nil, false
 	}
 	return c.lastClusterDigests, true
