@@ -287,7 +287,7 @@ type process struct {
 	lock resourcelock.Interface
 	ca   *pki.CA
 	xds  *xdsserver.Server
-	// scheme is every client's of the process.
+	// scheme is the one scheme of every client of the process.
 	scheme *runtime.Scheme
 
 	// blocked is the current block list; leaseHosts the current manager's
