@@ -223,7 +223,10 @@ func (r *GatewayAPIReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	start := time.Now()
-	defer func() { r.limit.Done(time.Since(start)) }()
+	defer func() {
+		r.limit.Done(time.Since(start))
+		r.Status.BurstHold(r.limit.Hold())
+	}()
 	in, err := r.snapshot(ctx)
 	if err != nil {
 		return reconcile.Result{}, err

@@ -84,15 +84,16 @@ func (b *bench) flood(ctx context.Context) error {
 		}
 		cpu = b.cpuNow()
 		reqs, _ := b.requests(ctx)
+		m0, _ := scrape(ctx, b.metrics)
 		d, _, err = b.floodCreates(ctx)
 		if err != nil {
 			return err
 		}
 		created := time.Now()
 		b.res.FloodWith = append(b.res.FloodWith, d)
-		sofar, _ := b.statusWrites(ctx)
-		b.logf("flood %d: %d Creates with shardgate running took %s (%s); %.0f status writes made during them",
-			round+1, n, ms(d), b.cpuSince(cpu), sofar-before)
+		m1, _ := scrape(ctx, b.metrics)
+		b.logf("flood %d: %d Creates with shardgate running took %s (%s); during them: %.0f status writes, %s",
+			round+1, n, ms(d), b.cpuSince(cpu), m1[statusWritesMetric]-before, translations(m0, m1))
 		cpu = b.cpuNow()
 		at, err := b.waitAccepted(ctx, n)
 		if err != nil {

@@ -175,3 +175,15 @@ func (b *bench) cpuSince(m cpuMark) string {
 	n := b.cpuNow()
 	return fmt.Sprintf("CPU: shardgate %s, the machine %s", ms(n.shardgate-m.shardgate), ms(n.machine-m.machine))
 }
+
+// statusWritesMetric is shardgate's count of status writes.
+const statusWritesMetric = "shardgate_status_writes_total"
+
+// translations says how many translations shardgate ran between two
+// scrapes of its metrics, and the time they took.
+func translations(before, after map[string]float64) string {
+	const name = "shardgate_translate_duration_seconds"
+	n := after[name+"_count"] - before[name+"_count"]
+	sum := time.Duration((after[name+"_sum"] - before[name+"_sum"]) * float64(time.Second))
+	return fmt.Sprintf("%.0f translations taking %s", n, ms(sum))
+}

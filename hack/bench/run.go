@@ -631,7 +631,7 @@ func (b *bench) statusWrites(ctx context.Context) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return m["shardgate_status_writes_total"], nil
+	return m[statusWritesMetric], nil
 }
 
 // settledWrites waits until the status write counter has not moved for 1 s

@@ -107,6 +107,53 @@ func TestFloodSlots(t *testing.T) {
 	}
 }
 
+// During a sustained burst of changes (BurstHold), writes wait for the
+// flood to end, for at most floodHold from the burst's start, then go one
+// at a time; once the flood ends they go ahead, all of them.
+func TestFloodWaitsForABurst(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := New(nil, nil, ours, logr.Discard())
+	w.now = func() time.Time { return now }
+	check := func(when string, wantWait time.Duration, wantSlot bool) {
+		t.Helper()
+		if wait, slot := w.floodWait(); wait != wantWait || slot != wantSlot {
+			t.Errorf("%s: wait %s, slot %t; want %s, %t", when, wait, slot, wantWait, wantSlot)
+		}
+	}
+	check("no route queued yet", 0, false)
+	// Routes queued, no burst said: one writer at a time, at once.
+	w.lastRoutes = now
+	check("routes arriving, no burst", 0, true)
+	// The translations say a burst, 200 ms between them: the write
+	// waits for the flood's end, the next translation plus floodQuiet.
+	w.BurstHold(200 * time.Millisecond)
+	check("burst", 250*time.Millisecond, false)
+	// The burst goes on, translation after translation.
+	for range int(floodHold / (200 * time.Millisecond)) {
+		if wait, slot := w.floodWait(); wait <= 0 || slot {
+			t.Fatalf("%s into the burst: wait %s, slot %t; want to wait for its end", now.Sub(w.burstFrom), wait, slot)
+		}
+		now = now.Add(200 * time.Millisecond)
+		w.lastRoutes = now
+		w.BurstHold(200 * time.Millisecond)
+	}
+	check("burst lasting floodHold", 0, true)
+	// The flood ends: no more routes queued, the hold over.
+	now = now.Add(250 * time.Millisecond)
+	check("after the flood", 0, false)
+	// Near floodHold, the wait is cut at floodHold.
+	w.BurstHold(0)
+	w.lastRoutes = now
+	w.BurstHold(200 * time.Millisecond)
+	now = now.Add(floodHold - 100*time.Millisecond)
+	w.lastRoutes = now
+	check("100 ms before floodHold", 100*time.Millisecond, false)
+	// A burst said over starts the next one's floodHold afresh.
+	w.BurstHold(0)
+	w.BurstHold(200 * time.Millisecond)
+	check("a new burst", 250*time.Millisecond, false)
+}
+
 // TestRecheckOfOurOwnWriteIsNoFight: an update that carries the version
 // our last write made (or may have: a write in flight), and differs from
 // the desired status only because that moved on since, is queued like any

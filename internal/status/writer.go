@@ -113,6 +113,11 @@ type Writer struct {
 	// lastRoutes is when a Submit last queued a route: routes are still
 	// arriving (see floodWriters).
 	lastRoutes time.Time
+	// burstHold: the translation's hold when it last said (BurstHold):
+	// the next batch of a sustained burst comes that much later, and the
+	// flood lasts until then.
+	burstHold  time.Duration
+	burstFrom  time.Time // when the burst began (BurstHold)
 	floodSlots chan struct{}
 	queue      workqueue.TypedRateLimitingInterface[Key]
 }
@@ -132,6 +137,12 @@ const (
 	// quiet is its end.
 	floodWriters = 1
 	floodQuiet   = 50 * time.Millisecond
+	// floodHold is how long, from the start of a sustained burst of
+	// changes (BurstHold), status writes wait for it to end before
+	// floodWriters of them go ahead: a route's status lags a flood of
+	// Creates by a few seconds at most, and the Creates have the
+	// apiserver to themselves meanwhile.
+	floodHold = 5 * time.Second
 )
 
 // New returns a writer with 32 workers: status writes are apiserver
@@ -289,6 +300,19 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 	}
 	w.mu.Unlock()
 	w.enqueue(dirty, delays)
+}
+
+// BurstHold says that the translations are those of a sustained burst,
+// the next one due hold after the last (internal/translatelimit's Hold;
+// zero: no burst). Routes are still arriving until then, so the writes
+// stay those of a flood (floodWriters).
+func (w *Writer) BurstHold(hold time.Duration) {
+	w.mu.Lock()
+	if hold > 0 && w.burstHold == 0 {
+		w.burstFrom = w.now()
+	}
+	w.burstHold = hold
+	w.mu.Unlock()
 }
 
 // fight is how often, and when last, an object's status was restored.
@@ -728,13 +752,25 @@ func (w *Writer) write(ctx context.Context, k Key) error {
 }
 
 // floodSlot waits, while routes are still arriving, for one of the
-// floodWriters slots, and returns its release.
+// floodWriters slots, and returns its release. While the translations say
+// a sustained burst (BurstHold), it first waits for the flood to end, for
+// at most floodHold from the burst's start (see floodWait).
 func (w *Writer) floodSlot(ctx context.Context) func() {
-	w.mu.Lock()
-	flooding := w.now().Sub(w.lastRoutes) < floodQuiet
-	w.mu.Unlock()
-	if !flooding {
-		return func() {}
+	for {
+		wait, slot := w.floodWait()
+		if wait <= 0 && !slot {
+			return func() {}
+		}
+		if wait <= 0 {
+			break
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return func() {}
+		}
 	}
 	select {
 	case w.floodSlots <- struct{}{}:
@@ -742,6 +778,30 @@ func (w *Writer) floodSlot(ctx context.Context) func() {
 	case <-ctx.Done():
 		return func() {}
 	}
+}
+
+// floodWait says what a write does now: go ahead (zero, false), take one of
+// the floodWriters slots first (zero, true: routes are still arriving), or
+// look again after wait. It waits while a sustained burst (BurstHold) is
+// under way and began less than floodHold ago: the apiserver's writes then
+// go to the Creates, and the statuses follow them when the burst ends (or
+// trickle, one writer at a time, once it has lasted floodHold).
+func (w *Writer) floodWait() (wait time.Duration, slot bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.now()
+	end := w.lastRoutes.Add(floodQuiet + w.burstHold)
+	if !now.Before(end) {
+		return 0, false
+	}
+	held := w.burstFrom.Add(floodHold)
+	if w.burstHold <= 0 || !now.Before(held) {
+		return 0, true
+	}
+	if held.Before(end) {
+		end = held
+	}
+	return end.Sub(now), false
 }
 
 // object returns an empty object of k's kind and a function that merges the

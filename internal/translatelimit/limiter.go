@@ -18,6 +18,19 @@ const Burst = 4
 // MaxDebt caps, in intervals, the rest after a slow translation.
 const MaxDebt = 5
 
+// Folded is how many changes a translation must fold for it to be a
+// sustained burst's: changes then arrive faster than one per interval,
+// and each translation of the burst is followed by a longer hold. One
+// change at a time, or a new lease's LeaseHost and its route, never is.
+const Folded = 4
+
+// MaxHold caps the hold after a translation of a sustained burst: a
+// change made during a burst is translated within MaxHold (plus the
+// translation), the way Contour holds its rebuilds off 100–500 ms.
+const MaxHold = maxHoldIntervals * Interval
+
+const maxHoldIntervals = 10
+
 // minRestIntervals is the least rest after a translation, in intervals (1
 // ms of the default 20): changes that come faster than that, however
 // cheap their translations, are folded as a burst. A client that waits
@@ -45,6 +58,13 @@ const minRestIntervals = 1.0 / 20
 //     and leaves the rest of the machine to the apiserver whose events it
 //     follows. The rest runs from the translation's end: a change that
 //     arrives after a quiet spell longer than the rest does not wait.
+//   - A translation that folds Folded changes or more is a sustained
+//     burst's: its rest is a hold that doubles with each such translation
+//     in a row, from two intervals up to MaxHold, and ends with the burst
+//     (the first translation that folds fewer). A burst of a thousand
+//     Creates is so translated a few times a second instead of fifty,
+//     which leaves the CPU to the apiserver the Creates wait for; each
+//     change still waits at most MaxHold.
 //
 // A Limiter is safe for concurrent use. A nil Limiter never waits.
 type Limiter struct {
@@ -60,6 +80,11 @@ type Limiter struct {
 	asked, running, loaded bool
 	// rested: no translation starts before this (the rest after the last).
 	rested time.Time
+	// changes: the changes asked for since the last translation started;
+	// folded: how many the running (or last) translation folded; hold:
+	// the rest after a burst's translation (zero: no burst).
+	changes, folded int
+	hold            time.Duration
 }
 
 // New returns a Limiter with the given interval (zero or less: Interval)
@@ -97,6 +122,7 @@ func (l *Limiter) Wait() time.Duration {
 		l.loaded = true
 	}
 	l.asked = true
+	l.changes++
 	return l.delay(now)
 }
 
@@ -127,7 +153,20 @@ func (l *Limiter) Take() time.Duration {
 		l.tokens--
 	}
 	l.asked, l.loaded, l.running = false, false, true
+	l.folded, l.changes = l.changes, 0
 	return 0
+}
+
+// Hold is the rest after the last translation if it was a sustained
+// burst's (see Limiter), zero otherwise: the burst's next translation
+// comes no sooner than that after the last one ended.
+func (l *Limiter) Hold() time.Duration {
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.hold
 }
 
 // Done ends the translation started by Take, which took d: the next one
@@ -141,6 +180,12 @@ func (l *Limiter) Done(d time.Duration) {
 	defer l.mu.Unlock()
 	now := l.refill()
 	l.running = false
-	rest := max(d, time.Duration(minRestIntervals*float64(l.interval)))
-	l.rested = now.Add(min(rest, MaxDebt*l.interval))
+	rest := min(max(d, time.Duration(minRestIntervals*float64(l.interval))), MaxDebt*l.interval)
+	if l.folded >= Folded {
+		l.hold = min(max(2*l.hold, 2*l.interval), maxHoldIntervals*l.interval)
+		rest = max(rest, l.hold)
+	} else {
+		l.hold = 0
+	}
+	l.rested = now.Add(rest)
 }

@@ -138,18 +138,25 @@ func TestLimiterQuiet(t *testing.T) {
 	}
 }
 
-// A sustained burst (changes faster than translations) is translated at
-// most about once per interval, every change folded into one of them, and
-// none waiting much more than an interval.
+// A sustained burst (changes faster than translations) is folded into a
+// few translations a second once each translation folds Folded changes:
+// the hold between them doubles up to MaxHold, every change is translated,
+// none waits much more than MaxHold. Changes that come a few per interval
+// are no sustained burst: translated about once per interval, none
+// waiting much more than one.
 func TestLimiterBurst(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		translate time.Duration
 		every     time.Duration
+		// most and least translations in the second; longest wait
+		most, least int
+		worst       time.Duration
 	}{
-		{"a change every ms, 2 ms translations", 2 * time.Millisecond, time.Millisecond},
-		{"a change every 200µs, instant translations", 0, 200 * time.Microsecond},
-		{"a change every ms, 5 ms translations", 5 * time.Millisecond, time.Millisecond},
+		{"a change every ms, 2 ms translations", 2 * time.Millisecond, time.Millisecond, 12, 5, MaxHold},
+		{"a change every 200µs, instant translations", 0, 200 * time.Microsecond, 12, 5, MaxHold},
+		{"a change every ms, 5 ms translations", 5 * time.Millisecond, time.Millisecond, 12, 5, MaxHold},
+		{"a change every 8 ms, 10 ms translations", 10 * time.Millisecond, 8 * time.Millisecond, 50 + Burst + 1, 40, 2 * Interval},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newLimiterSim(tc.translate)
@@ -159,21 +166,64 @@ func TestLimiterBurst(t *testing.T) {
 				changes++
 				s.run(tc.every)
 			}
-			s.run(100 * time.Millisecond) // the last one's translation
-			// One second: 50 intervals, plus the burst at the start.
-			if s.translations > 50+Burst+1 {
-				t.Errorf("%d translations of %d changes in 1 s, want at most about one per 20 ms interval", s.translations, changes)
-			}
-			if s.translations < 40 {
-				t.Errorf("only %d translations in 1 s of changes: held too long", s.translations)
+			s.run(MaxHold + 100*time.Millisecond) // the last one's translation
+			if s.translations > tc.most || s.translations < tc.least {
+				t.Errorf("%d translations of %d changes in 1 s, want %d–%d", s.translations, changes, tc.least, tc.most)
 			}
 			if s.folded != changes || len(s.pending) != 0 {
 				t.Errorf("%d of %d changes translated (%d pending)", s.folded, changes, len(s.pending))
 			}
-			if limit := 20*time.Millisecond + tc.translate + time.Millisecond; s.worst > limit {
+			if limit := tc.worst + tc.translate + time.Millisecond; s.worst > limit {
 				t.Errorf("a change waited %s for its translation, want ≤ %s", s.worst, limit)
 			}
 		})
+	}
+}
+
+// The hold after a burst's translation doubles from two intervals to
+// MaxHold, and ends with the first translation that folds fewer than
+// Folded changes.
+func TestLimiterHold(t *testing.T) {
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	l := New(20*time.Millisecond, c.now)
+	translate := func(changes int) time.Duration {
+		t.Helper()
+		for range changes {
+			l.Wait()
+		}
+		for {
+			d := l.Take()
+			if d == 0 {
+				break
+			}
+			c.add(d)
+		}
+		c.add(time.Millisecond)
+		l.Done(time.Millisecond)
+		return l.Hold()
+	}
+	if h := translate(1); h != 0 {
+		t.Errorf("one change: hold %s, want none", h)
+	}
+	if h := translate(Folded - 1); h != 0 {
+		t.Errorf("%d changes: hold %s, want none", Folded-1, h)
+	}
+	for i, want := range []time.Duration{40, 80, 160, 200, 200} {
+		if h := translate(Folded); h != want*time.Millisecond {
+			t.Errorf("burst translation %d: hold %s, want %dms", i+1, h, want)
+		}
+	}
+	// The hold is the rest: a change just after waits for it.
+	c.add(10 * time.Millisecond)
+	if d := l.Wait(); d != 190*time.Millisecond {
+		t.Errorf("change 10 ms into a 200 ms hold: wait %s, want 190ms", d)
+	}
+	c.add(190 * time.Millisecond)
+	if h := translate(0); h != 0 {
+		t.Errorf("a translation of one change after a burst: hold %s, want none", h)
+	}
+	if (*Limiter)(nil).Hold() != 0 {
+		t.Errorf("a nil limiter holds nothing")
 	}
 }
 
