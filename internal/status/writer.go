@@ -693,6 +693,7 @@ func (w *Writer) process(ctx context.Context, k Key) {
 // write brings one object's status in line with its desired status. It reads
 // the cache first and, after a conflict, the apiserver.
 func (w *Writer) write(ctx context.Context, k Key) error {
+	w.waitBurst(ctx)
 	obj, merge := w.object(k)
 	if obj == nil {
 		return nil
@@ -751,26 +752,31 @@ func (w *Writer) write(ctx context.Context, k Key) error {
 	return fmt.Errorf("write status of %s %s: conflicts persisted", k.Kind, k.NamespacedName)
 }
 
-// floodSlot waits, while routes are still arriving, for one of the
-// floodWriters slots, and returns its release. While the translations say
-// a sustained burst (BurstHold), it first waits for the flood to end, for
-// at most floodHold from the burst's start (see floodWait).
-func (w *Writer) floodSlot(ctx context.Context) func() {
+// waitBurst waits while the translations say a sustained burst
+// (BurstHold) that began less than floodHold ago, until its end (see
+// floodWait). A write waits here before it reads its object, so that it
+// writes the desired status of when the burst ended.
+func (w *Writer) waitBurst(ctx context.Context) {
 	for {
-		wait, slot := w.floodWait()
-		if wait <= 0 && !slot {
-			return func() {}
-		}
+		wait, _ := w.floodWait()
 		if wait <= 0 {
-			break
+			return
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return func() {}
+			return
 		}
+	}
+}
+
+// floodSlot waits, while routes are still arriving, for one of the
+// floodWriters slots, and returns its release.
+func (w *Writer) floodSlot(ctx context.Context) func() {
+	if wait, slot := w.floodWait(); wait <= 0 && !slot {
+		return func() {}
 	}
 	select {
 	case w.floodSlots <- struct{}{}:
@@ -782,7 +788,7 @@ func (w *Writer) floodSlot(ctx context.Context) func() {
 
 // floodWait says what a write does now: go ahead (zero, false), take one of
 // the floodWriters slots first (zero, true: routes are still arriving), or
-// look again after wait. It waits while a sustained burst (BurstHold) is
+// look again after wait (waitBurst). It waits while a sustained burst (BurstHold) is
 // under way and began less than floodHold ago: the apiserver's writes then
 // go to the Creates, and the statuses follow them when the burst ends (or
 // trickle, one writer at a time, once it has lasted floodHold).
