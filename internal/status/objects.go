@@ -143,7 +143,7 @@ func (w *ObjectWriter[T]) Settled() bool {
 // Start writes until ctx ends, at most Workers writes at a time, each in
 // a goroutine that exists only while it writes (see runWorkers).
 func (w *ObjectWriter[T]) Start(ctx context.Context) error {
-	runWorkers(ctx, w.queue, w.workers, func(nn types.NamespacedName) { w.process(ctx, nn) })
+	runWorkers(ctx, w.queue, w.workers, nil, func(nn types.NamespacedName) { w.process(ctx, nn) })
 	return nil
 }
 

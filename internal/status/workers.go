@@ -22,10 +22,14 @@ import (
 // returns, so process calls Forget or AddRateLimited as with workers of
 // its own.
 //
+// gate, when not nil, is called before each item is taken: it may wait
+// (a sustained burst, see Writer.waitBurst), and the items stay in q
+// meanwhile, one entry each, with no goroutine held for them.
+//
 // When ctx ends runWorkers shuts q down; the items still queued are
 // processed (with ctx ended), as the queue hands them out after a
 // shutdown, and runWorkers returns once every goroutine it started has.
-func runWorkers[T comparable](ctx context.Context, q workqueue.TypedInterface[T], n int, process func(T)) {
+func runWorkers[T comparable](ctx context.Context, q workqueue.TypedInterface[T], n int, gate func(), process func(T)) {
 	stop := context.AfterFunc(ctx, q.ShutDown)
 	defer stop()
 	n = max(n, 1)
@@ -36,6 +40,9 @@ func runWorkers[T comparable](ctx context.Context, q workqueue.TypedInterface[T]
 		// A slot first, then the item: an item taken from q is never
 		// left waiting for a goroutine, so it stays visible to Len and
 		// to the queue's metrics until one can process it.
+		if gate != nil {
+			gate()
+		}
 		slots <- struct{}{}
 		item, quit := q.Get()
 		if quit {

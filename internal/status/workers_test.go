@@ -46,7 +46,7 @@ func startPool[T comparable](t *testing.T, q workqueue.TypedRateLimitingInterfac
 	p := &pool[T]{q: q, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		runWorkers(ctx, q, n, func(item T) {
+		runWorkers(ctx, q, n, nil, func(item T) {
 			now := p.inFlight.Add(1)
 			for {
 				most := p.most.Load()
@@ -238,4 +238,58 @@ func TestRunWorkersStopWithTheirContext(t *testing.T) {
 		t.Error("the queue is not shut down")
 	}
 	testwait.For(t, "no goroutine left", func() bool { return runningWorkers() == 0 })
+}
+
+// While the gate holds, no item is taken: they stay queued, one entry
+// each however often added, and no goroutine is started for them; once it
+// opens, each is processed once.
+func TestRunWorkersWaitAtTheirGate(t *testing.T) {
+	q := newQueue(workqueue.DefaultTypedControllerRateLimiter[int]())
+	open := make(chan struct{})
+	gated := make(chan struct{}, 1)
+	var mu sync.Mutex
+	seen := map[int]int{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runWorkers(ctx, q, 4, func() {
+			select {
+			case gated <- struct{}{}:
+			default:
+			}
+			<-open
+		}, func(i int) {
+			mu.Lock()
+			seen[i]++
+			mu.Unlock()
+			q.Forget(i)
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	for range 3 {
+		for i := range 10 {
+			q.Add(i)
+		}
+	}
+	<-gated // the dispatcher is at the gate, with the items queued
+	if n := q.Len(); n != 10 {
+		t.Errorf("%d items queued at the gate, want 10 (one each)", n)
+	}
+	if n := runningWorkers(); n != 0 {
+		t.Errorf("%d workers running while the gate holds", n)
+	}
+	close(open)
+	testwait.For(t, "every item processed", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) == 10
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for i, n := range seen {
+		if n != 1 {
+			t.Errorf("item %d processed %d times, want once", i, n)
+		}
+	}
 }

@@ -670,9 +670,10 @@ func (w *Writer) stillRetiring(k Key, obj client.Object) time.Duration {
 const GatewayWriteWindow = 50 * time.Millisecond
 
 // Start writes until ctx ends, at most 32 writes at a time, each in a
-// goroutine that exists only while it writes (see runWorkers).
+// goroutine that exists only while it writes (see runWorkers), none
+// during the first floodHold of a sustained burst (waitBurst).
 func (w *Writer) Start(ctx context.Context) error {
-	runWorkers(ctx, w.queue, w.workers, func(k Key) { w.process(ctx, k) })
+	runWorkers(ctx, w.queue, w.workers, func() { w.waitBurst(ctx) }, func(k Key) { w.process(ctx, k) })
 	return nil
 }
 
@@ -693,7 +694,6 @@ func (w *Writer) process(ctx context.Context, k Key) {
 // write brings one object's status in line with its desired status. It reads
 // the cache first and, after a conflict, the apiserver.
 func (w *Writer) write(ctx context.Context, k Key) error {
-	w.waitBurst(ctx)
 	obj, merge := w.object(k)
 	if obj == nil {
 		return nil
@@ -754,8 +754,11 @@ func (w *Writer) write(ctx context.Context, k Key) error {
 
 // waitBurst waits while the translations say a sustained burst
 // (BurstHold) that began less than floodHold ago, until its end (see
-// floodWait). A write waits here before it reads its object, so that it
-// writes the desired status of when the burst ended.
+// floodWait). The writer waits here before it takes the next object from
+// its queue (runWorkers' gate): the queued objects wait there, one entry
+// each however often the burst changes them, with no goroutine each, and
+// each is read and written with its desired status of when the burst
+// ended.
 func (w *Writer) waitBurst(ctx context.Context) {
 	for {
 		wait, _ := w.floodWait()
