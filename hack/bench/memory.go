@@ -128,7 +128,7 @@ func (b *bench) saveProfile(ctx context.Context, path, dst string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := scrapeClient.Do(req)
 	if err != nil {
 		return err
 	}

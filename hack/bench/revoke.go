@@ -299,7 +299,7 @@ func (b *bench) requests(ctx context.Context) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := scrapeClient.Do(req)
 	if err != nil {
 		return nil, err
 	}
