@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,6 +31,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crmanager "sigs.k8s.io/controller-runtime/pkg/manager"
@@ -154,6 +156,12 @@ func Run(ctx context.Context, opts Options) error {
 	// One scheme for every client of the process (the managers one after
 	// another, the xDS CA's): it is only read once built.
 	p.scheme = scheme.New()
+	if p.http, err = rest.HTTPClientFor(opts.RestConfig); err != nil {
+		return fmt.Errorf("apiserver HTTP client: %w", err)
+	}
+	if p.mapper, err = apiutil.NewDynamicRESTMapper(opts.RestConfig, p.http); err != nil {
+		return fmt.Errorf("REST mapper: %w", err)
+	}
 
 	// The process-long parts. One that fails ends the process.
 	var wg sync.WaitGroup
@@ -189,7 +197,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	var xdsCreds *xdsserver.Credentials
 	err = p.untilStarted(ctx, func(ctx context.Context) (err error) {
-		xdsCreds, p.ca, err = xdsCredentials(ctx, opts.RestConfig, p.scheme, cfg, p.lead, log.WithName("xds-credentials"))
+		xdsCreds, p.ca, err = xdsCredentials(ctx, opts.RestConfig, p.clientOptions(), cfg, p.lead, log.WithName("xds-credentials"))
 		return err
 	})
 	if err != nil {
@@ -287,8 +295,13 @@ type process struct {
 	lock resourcelock.Interface
 	ca   *pki.CA
 	xds  *xdsserver.Server
-	// scheme is the one scheme of every client of the process.
+	// scheme is the one scheme of every client of the process; http and
+	// mapper its one apiserver HTTP client and REST mapper (the xDS CA's
+	// client and each manager in turn): the mapper holds the discovery of
+	// every API group it looked up, once.
 	scheme *runtime.Scheme
+	http   *http.Client
+	mapper meta.RESTMapper
 
 	// blocked is the current block list; leaseHosts the current manager's
 	// LeaseHost reconciler, which a config reload updates.
@@ -572,7 +585,10 @@ func (p *process) newManager() (crmanager.Manager, error) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		mgr, err := ctrl.NewManager(p.opts.RestConfig, ctrl.Options{
-			Scheme:    p.scheme,
+			Scheme: p.scheme,
+			MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) {
+				return p.mapper, nil
+			},
 			Logger:    p.log,
 			NewClient: newCountingClient(p.lead),
 			Cache:     cacheOptions(),
@@ -775,12 +791,12 @@ const XDSCASecret = "shardgate-xds-ca"
 // leader="false" when leader election is enabled, so a replica that creates
 // the CA shows it honestly as a write made while not (yet) leader. Replicas
 // started once the CA exists only read it.
-func xdsCredentials(ctx context.Context, rc *rest.Config, sch *runtime.Scheme, cfg config.Config, lead *leadership, log logr.Logger) (*xdsserver.Credentials, *pki.CA, error) {
+func xdsCredentials(ctx context.Context, rc *rest.Config, co client.Options, cfg config.Config, lead *leadership, log logr.Logger) (*xdsserver.Credentials, *pki.CA, error) {
 	if cfg.XDS.TLS.Enabled() {
 		creds, err := xdsserver.NewFileCredentials(ctx, xdsserver.FileTLS{CertFile: cfg.XDS.TLS.CertFile, KeyFile: cfg.XDS.TLS.KeyFile, CAFile: cfg.XDS.TLS.CAFile}, log)
 		return creds, nil, err
 	}
-	wc, err := client.NewWithWatch(rc, client.Options{Scheme: sch})
+	wc, err := client.NewWithWatch(rc, co)
 	if err != nil {
 		return nil, nil, fmt.Errorf("xds CA: %w", err)
 	}
@@ -794,6 +810,12 @@ func xdsCredentials(ctx context.Context, rc *rest.Config, sch *runtime.Scheme, c
 	src := &pki.ServerSource{Reader: c, Secret: types.NamespacedName{Namespace: ns, Name: XDSCASecret}, DNSNames: names}
 	creds, err := xdsserver.NewCredentials(ctx, src.Load, log)
 	return creds, ca, err
+}
+
+// clientOptions are the process's scheme, HTTP client and REST mapper,
+// for a client of its own.
+func (p *process) clientOptions() client.Options {
+	return client.Options{Scheme: p.scheme, HTTPClient: p.http, Mapper: p.mapper}
 }
 
 // infraOptions are the Envoy provisioning options of cfg.
