@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -259,9 +260,11 @@ func Run(ctx context.Context, opts Options) error {
 			continue
 		}
 		if ctx.Err() == nil && replacement && !started {
-			// Setting up a manager needs the apiserver (discovery for
-			// the field indexes); it may still be away. The first
-			// manager's set-up errors stop the process, as before.
+			// Setting up a manager may need the apiserver (discovery
+			// for the field indexes), which may still be away, and
+			// starting one the old one's metrics port, which may still
+			// be closing. The first manager's errors stop the
+			// process, as before.
 			log.Info("cannot set up a new manager yet; retrying", "error", err.Error())
 			select {
 			case <-ctx.Done():
@@ -555,9 +558,17 @@ func (p *process) runManager(ctx context.Context) (started bool, _ error) {
 		return false, fmt.Errorf("set up Gateway API controller: %w", err)
 	}
 	if err := mgr.Start(ctx); err != nil {
-		return true, fmt.Errorf("run manager: %w", err)
+		// A manager replacing one that lost its lease may find that one's
+		// metrics port still closing: it never started, and is retried.
+		return !addressInUse(err), fmt.Errorf("run manager: %w", err)
 	}
 	return true, nil
+}
+
+// addressInUse reports whether err is a listener's bind refused because
+// the address is still taken.
+func addressInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
 }
 
 // metricsHandlers are what the metrics server serves besides /metrics,
@@ -617,7 +628,7 @@ func (p *process) newManager() (crmanager.Manager, error) {
 		if err == nil {
 			return mgr, nil
 		}
-		if !strings.Contains(err.Error(), "address already in use") || time.Now().After(deadline) {
+		if !addressInUse(err) || time.Now().After(deadline) {
 			return nil, fmt.Errorf("create manager: %w", err)
 		}
 		time.Sleep(100 * time.Millisecond)
