@@ -789,12 +789,13 @@ func (w *Writer) floodSlot(ctx context.Context) func() {
 	}
 }
 
-// floodWait says what a write does now: go ahead (zero, false), take one of
-// the floodWriters slots first (zero, true: routes are still arriving), or
-// look again after wait (waitBurst). It waits while a sustained burst (BurstHold) is
-// under way and began less than floodHold ago: the apiserver's writes then
-// go to the Creates, and the statuses follow them when the burst ends (or
-// trickle, one writer at a time, once it has lasted floodHold).
+// floodWait says what a write does now: go ahead (zero, false), take one
+// of the floodWriters slots first (zero, true: routes are still
+// arriving), or look again after wait (waitBurst). It waits while a
+// sustained burst (BurstHold) is under way and began less than floodHold
+// ago: the apiserver's writes then go to the Creates, and the statuses
+// follow them when the burst ends (or trickle, one writer at a time, once
+// it has lasted floodHold).
 func (w *Writer) floodWait() (wait time.Duration, slot bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

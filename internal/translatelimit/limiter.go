@@ -26,7 +26,7 @@ const Folded = 4
 
 // MaxHold caps the hold after a translation of a sustained burst: a
 // change made during a burst is translated within MaxHold (plus the
-// translation), the way Contour holds its rebuilds off 100–500 ms.
+// translation).
 const MaxHold = maxHoldIntervals * Interval
 
 const maxHoldIntervals = 10
@@ -171,7 +171,7 @@ func (l *Limiter) Hold() time.Duration {
 
 // Done ends the translation started by Take, which took d: the next one
 // starts no sooner than d from now (at least minRestIntervals, at most
-// MaxDebt intervals).
+// MaxDebt intervals), or than the hold if it was a sustained burst's.
 func (l *Limiter) Done(d time.Duration) {
 	if l == nil {
 		return
