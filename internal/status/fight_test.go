@@ -124,34 +124,37 @@ func TestFloodWaitsForABurst(t *testing.T) {
 	// Routes queued, no burst said: one writer at a time, at once.
 	w.lastRoutes = now
 	check("routes arriving, no burst", 0, true)
-	// The translations say a burst, 200 ms between them: the write
-	// waits for the flood's end, the next translation plus floodQuiet.
-	w.BurstHold(200 * time.Millisecond)
-	check("burst", 250*time.Millisecond, false)
+	// The translations say a burst, begun now, 200 ms between them:
+	// the write waits for the flood's end, the next translation plus
+	// floodQuiet.
+	const hold = 200 * time.Millisecond
+	began := now
+	w.BurstHold(hold, began)
+	check("burst", hold+floodQuiet, false)
 	// The burst goes on, translation after translation.
-	for range int(floodHold / (200 * time.Millisecond)) {
+	for range int(floodHold / hold) {
 		if wait, slot := w.floodWait(); wait <= 0 || slot {
-			t.Fatalf("%s into the burst: wait %s, slot %t; want to wait for its end", now.Sub(w.burstFrom), wait, slot)
+			t.Fatalf("%s into the burst: wait %s, slot %t; want to wait for its end", now.Sub(began), wait, slot)
 		}
-		now = now.Add(200 * time.Millisecond)
+		now = now.Add(hold)
 		w.lastRoutes = now
-		w.BurstHold(200 * time.Millisecond)
+		w.BurstHold(hold, began)
 	}
 	check("burst lasting floodHold", 0, true)
 	// The flood ends: no more routes queued, the hold over.
-	now = now.Add(250 * time.Millisecond)
+	now = now.Add(hold + floodQuiet)
 	check("after the flood", 0, false)
-	// Near floodHold, the wait is cut at floodHold.
-	w.BurstHold(0)
+	// A new burst: near its floodHold, the wait is cut at floodHold.
+	began = now
 	w.lastRoutes = now
-	w.BurstHold(200 * time.Millisecond)
+	w.BurstHold(hold, began)
+	check("a new burst", hold+floodQuiet, false)
 	now = now.Add(floodHold - 100*time.Millisecond)
 	w.lastRoutes = now
 	check("100 ms before floodHold", 100*time.Millisecond, false)
-	// A burst said over starts the next one's floodHold afresh.
-	w.BurstHold(0)
-	w.BurstHold(200 * time.Millisecond)
-	check("a new burst", 250*time.Millisecond, false)
+	// No burst said: one writer at a time again.
+	w.BurstHold(0, time.Time{})
+	check("burst over, routes arriving", 0, true)
 }
 
 // TestRecheckOfOurOwnWriteIsNoFight: an update that carries the version

@@ -302,16 +302,13 @@ func (w *Writer) Submit(in *gatewayapi.Input, out *gatewayapi.Output) {
 	w.enqueue(dirty, delays)
 }
 
-// BurstHold says that the translations are those of a sustained burst,
-// the next one due hold after the last (internal/translatelimit's Hold;
-// zero: no burst). Routes are still arriving until then, so the writes
-// stay those of a flood (floodWriters).
-func (w *Writer) BurstHold(hold time.Duration) {
+// BurstHold says that the translations are those of a sustained burst
+// that began at since, the next one due hold after the last
+// (internal/translatelimit's Hold; zero: no burst). Routes are still
+// arriving until then, so the writes stay those of a flood (floodWriters).
+func (w *Writer) BurstHold(hold time.Duration, since time.Time) {
 	w.mu.Lock()
-	if hold > 0 && w.burstHold == 0 {
-		w.burstFrom = w.now()
-	}
-	w.burstHold = hold
+	w.burstHold, w.burstFrom = hold, since
 	w.mu.Unlock()
 }
 

@@ -61,7 +61,8 @@ const minRestIntervals = 1.0 / 20
 //   - A translation that folds Folded changes or more is a sustained
 //     burst's: its rest is a hold that doubles with each such translation
 //     in a row, from two intervals up to MaxHold, and ends with the burst
-//     (the first translation that folds fewer). A burst of a thousand
+//     (the first translation that folds fewer, or a change after a quiet
+//     spell longer than the hold). A burst of a thousand
 //     Creates is so translated a few times a second instead of fifty,
 //     which leaves the CPU to the apiserver the Creates wait for; each
 //     change still waits at most MaxHold.
@@ -85,6 +86,8 @@ type Limiter struct {
 	// the rest after a burst's translation (zero: no burst).
 	changes, folded int
 	hold            time.Duration
+	// burstFrom: when the burst whose hold this is began.
+	burstFrom time.Time
 }
 
 // New returns a Limiter with the given interval (zero or less: Interval)
@@ -120,6 +123,9 @@ func (l *Limiter) Wait() time.Duration {
 	now := l.refill()
 	if l.asked || l.running {
 		l.loaded = true
+	} else if !now.Before(l.rested) {
+		// A quiet spell longer than the last rest: any burst is over.
+		l.hold = 0
 	}
 	l.asked = true
 	l.changes++
@@ -159,14 +165,15 @@ func (l *Limiter) Take() time.Duration {
 
 // Hold is the rest after the last translation if it was a sustained
 // burst's (see Limiter), zero otherwise: the burst's next translation
-// comes no sooner than that after the last one ended.
-func (l *Limiter) Hold() time.Duration {
+// comes no sooner than that after the last one ended. since is when the
+// burst began (its first held translation's end).
+func (l *Limiter) Hold() (hold time.Duration, since time.Time) {
 	if l == nil {
-		return 0
+		return 0, time.Time{}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.hold
+	return l.hold, l.burstFrom
 }
 
 // Done ends the translation started by Take, which took d: the next one
@@ -182,6 +189,9 @@ func (l *Limiter) Done(d time.Duration) {
 	l.running = false
 	rest := min(max(d, time.Duration(minRestIntervals*float64(l.interval))), MaxDebt*l.interval)
 	if l.folded >= Folded {
+		if l.hold == 0 {
+			l.burstFrom = now
+		}
 		l.hold = min(max(2*l.hold, 2*l.interval), maxHoldIntervals*l.interval)
 		rest = max(rest, l.hold)
 	} else {

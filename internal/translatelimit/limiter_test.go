@@ -200,7 +200,8 @@ func TestLimiterHold(t *testing.T) {
 		}
 		c.add(time.Millisecond)
 		l.Done(time.Millisecond)
-		return l.Hold()
+		h, _ := l.Hold()
+		return h
 	}
 	if h := translate(1); h != 0 {
 		t.Errorf("one change: hold %s, want none", h)
@@ -208,9 +209,16 @@ func TestLimiterHold(t *testing.T) {
 	if h := translate(Folded - 1); h != 0 {
 		t.Errorf("%d changes: hold %s, want none", Folded-1, h)
 	}
+	var began time.Time // the first held translation's end
 	for i, want := range []time.Duration{40, 80, 160, 200, 200} {
 		if h := translate(Folded); h != want*time.Millisecond {
 			t.Errorf("burst translation %d: hold %s, want %dms", i+1, h, want)
+		}
+		if i == 0 {
+			began = c.now()
+		}
+		if _, since := l.Hold(); !since.Equal(began) {
+			t.Errorf("burst translation %d: burst since %s, want %s", i+1, since, began)
 		}
 	}
 	// The hold is the rest: a change just after waits for it.
@@ -222,7 +230,20 @@ func TestLimiterHold(t *testing.T) {
 	if h := translate(0); h != 0 {
 		t.Errorf("a translation of one change after a burst: hold %s, want none", h)
 	}
-	if (*Limiter)(nil).Hold() != 0 {
+	// A burst, then a quiet spell longer than its hold: the next burst
+	// is a new one, from its own start and its shortest hold, even if
+	// its first translation already folds Folded changes.
+	translate(Folded)
+	translate(Folded)
+	c.add(time.Second)
+	if h := translate(Folded); h != 40*time.Millisecond {
+		t.Errorf("first translation of a burst after a quiet spell: hold %s, want 40ms", h)
+	}
+	began = c.now()
+	if _, since := l.Hold(); !since.Equal(began) {
+		t.Errorf("a burst after a quiet spell: since %s, want %s", since, began)
+	}
+	if h, _ := (*Limiter)(nil).Hold(); h != 0 {
 		t.Errorf("a nil limiter holds nothing")
 	}
 }
