@@ -1,4 +1,5 @@
-// Package logging builds the process logger: logr over zap, as text or JSON.
+// Package logging builds the process logger: logr over zap, as text or
+// JSON, sampling repeated messages with a small table of its own.
 package logging
 
 import (
@@ -8,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
@@ -21,6 +24,10 @@ import (
 // config file, an unreachable apiserver), where a stack of the logging
 // goroutine says nothing and breaks line-oriented log pipelines. A panic
 // still prints its stack.
+//
+// Repeated messages are sampled: per level and message, beyond the first
+// 100 entries in a second only every 100th is written (see sampler.go).
+// From verbosity 2 on nothing is sampled.
 func New(level, format string) (logr.Logger, error) {
 	return NewTo(os.Stderr, level, format)
 }
@@ -44,14 +51,28 @@ func NewTo(out io.Writer, level, format string) (logr.Logger, error) {
 		}
 		lvl = zapcore.Level(-v)
 	}
-	opts := []crzap.Opts{crzap.Level(lvl), crzap.WriteTo(out), crzap.StacktraceLevel(zapcore.PanicLevel)}
+	// The encoders and options are those controller-runtime's zap.New gives
+	// in production mode (UseDevMode(false)), with its sampler replaced by
+	// ours (sampler.go): JSON with zap's production encoder config and
+	// RFC 3339 times in seconds, text with zap's development encoder config
+	// (ISO 8601 times in milliseconds), no caller, stack traces only from
+	// panic level, encoding errors to out. controller-runtime disables its
+	// sampling when verbosity 2 or more is enabled; so does this.
+	var enc zapcore.Encoder
 	switch strings.ToLower(format) {
 	case "json", "":
-		opts = append(opts, crzap.UseDevMode(false))
+		cfg := zap.NewProductionEncoderConfig()
+		cfg.EncodeTime = zapcore.RFC3339TimeEncoder
+		enc = zapcore.NewJSONEncoder(cfg)
 	case "text":
-		opts = append(opts, crzap.ConsoleEncoder(), crzap.UseDevMode(false))
+		enc = zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig())
 	default:
 		return logr.Logger{}, fmt.Errorf("--log-format %q: want json or text", format)
 	}
-	return crzap.New(opts...), nil
+	sink := zapcore.AddSync(out)
+	var core zapcore.Core = zapcore.NewCore(&crzap.KubeAwareEncoder{Encoder: enc}, sink, lvl)
+	if !lvl.Enabled(zapcore.Level(-2)) {
+		core = newSampler(core, sampleTick, sampleFirst, sampleThereafter)
+	}
+	return zapr.NewLogger(zap.New(core, zap.AddStacktrace(zapcore.PanicLevel), zap.ErrorOutput(sink))), nil
 }
