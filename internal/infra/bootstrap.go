@@ -1,28 +1,13 @@
 package infra
 
 import (
+	_ "embed"
+	"encoding/json"
 	"fmt"
-	"math"
-	"time"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
-	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
-	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
-	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
-	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
-	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
-	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
-	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
-	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/structpb"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 )
@@ -60,210 +45,87 @@ const (
 // that node group only.
 func NodeCluster(gw types.NamespacedName) string { return gw.Namespace + "/" + gw.Name }
 
-// Bootstrap builds a Gateway's Envoy bootstrap:
-//   - node: cluster and id both "<namespace>/<name>"; the Deployment passes
-//     --service-node $(POD_NAME), which Envoy applies over node.id, so each
-//     replica is a distinct node of the same group;
-//   - dynamic resources: LDS and CDS over delta ADS (incremental xDS, v3
-//     transport) to the static cluster XDSClusterName, so a change sends
-//     only the resources it changed (one load assignment for an endpoint
-//     change, not every one); the rest (RDS, EDS, SDS) is named by those
-//     resources;
-//   - XDSClusterName: STRICT_DNS to opts.XDSHost:opts.XDSPort, HTTP/2 with
-//     keepalives, mutual TLS with the files of the client certificate
-//     Secret (ClientCertDir), SNI opts.XDSHost, and the server certificate
-//     checked against the CA and the DNS SAN opts.XDSHost;
-//   - admin on 127.0.0.1:19000;
-//   - the readiness listener ReadyListenerName on 0.0.0.0:19001;
-//   - the metrics listener MetricsListenerName on 0.0.0.0:19002, which
-//     forwards GET /stats/prometheus only to the admin interface through
-//     the static cluster AdminClusterName;
-//   - stats_config.stats_matcher: only StatsInclusions are kept.
-func Bootstrap(gw types.NamespacedName, opts Options) (*bootstrapv3.Bootstrap, error) {
+// bootstrapTemplate is a Gateway's Envoy bootstrap as YAML, with the only
+// values that differ between Gateways and controller settings left as
+// placeholders: templateNode (node.id and node.cluster, NodeCluster),
+// templateXDSHost (Options.XDSHost) and templateXDSPort (Options.XDSPort).
+//
+// It is generated, never edited: the bootstrap is defined once, as
+// go-control-plane protos (Bootstrap in bootstrap_proto_test.go, which
+// describes its content), rendered with protojson and sigs.k8s.io/yaml;
+// `go test ./internal/infra -run TestBootstrapTemplate -update` writes this
+// file from it, and the test fails when the two differ. Rendering from the
+// template keeps the bootstrap's protobuf types (and protojson) out of the
+// running controller: their lazy initialisation stays in its heap for good.
+//
+//go:embed bootstrap.yaml.tmpl
+var bootstrapTemplate string
+
+// The placeholders of bootstrapTemplate, each standing for one YAML scalar.
+const (
+	templateNode    = "${NODE}"
+	templateXDSHost = "${XDS_HOST}"
+	templateXDSPort = "${XDS_PORT}"
+)
+
+// maxPort is the largest port Envoy accepts in a socket address
+// (SocketAddress.port_value <= 65535).
+const maxPort = 65535
+
+// renderBootstrap renders gw's Envoy bootstrap (the ConfigMap's
+// BootstrapKey) from bootstrapTemplate. Each value is rendered as a YAML
+// scalar the way the full protojson+YAML rendering renders it (JSON, then
+// sigs.k8s.io/yaml: "123/456", 'true' or '::1' come out as that would), so
+// the result is byte for byte the protos' rendering. It refuses what
+// Envoy's bootstrap validation refuses — an empty xDS host, an xDS port
+// above maxPort — and values that no Kubernetes name or host name holds
+// and that YAML would not render on one line (white space, control
+// characters) or at all (invalid UTF-8).
+func renderBootstrap(gw types.NamespacedName, opts Options) (string, error) {
 	opts = opts.withDefaults()
-	ads := &corev3.ConfigSource{
-		ResourceApiVersion:    corev3.ApiVersion_V3,
-		ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
+	if opts.XDSHost == "" {
+		return "", fmt.Errorf("bootstrap: the xDS host is empty")
 	}
-	xds, err := xdsCluster(opts)
+	if opts.XDSPort > maxPort {
+		return "", fmt.Errorf("bootstrap: xDS port %d is out of range 1-%d", opts.XDSPort, maxPort)
+	}
+	node, err := templateString("node "+NodeCluster(gw), NodeCluster(gw))
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	ready, err := readyListener()
+	host, err := templateString("xDS host", opts.XDSHost)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	metrics, err := metricsListener()
+	port, err := yamlScalar(opts.XDSPort)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	b := &bootstrapv3.Bootstrap{
-		Node: &corev3.Node{Id: NodeCluster(gw), Cluster: NodeCluster(gw)},
-		DynamicResources: &bootstrapv3.Bootstrap_DynamicResources{
-			AdsConfig: &corev3.ApiConfigSource{
-				ApiType:             corev3.ApiConfigSource_DELTA_GRPC,
-				TransportApiVersion: corev3.ApiVersion_V3,
-				GrpcServices: []*corev3.GrpcService{{
-					TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: XDSClusterName}},
-				}},
-				SetNodeOnFirstMessageOnly: true,
-			},
-			LdsConfig: ads,
-			CdsConfig: proto.Clone(ads).(*corev3.ConfigSource),
-		},
-		StaticResources: &bootstrapv3.Bootstrap_StaticResources{
-			Listeners: []*listenerv3.Listener{ready, metrics},
-			Clusters:  []*clusterv3.Cluster{xds, adminCluster()},
-		},
-		StatsConfig: statsConfig(),
-		Admin:       &bootstrapv3.Admin{Address: socketAddress(AdminAddress, AdminPort)},
-		LayeredRuntime: &bootstrapv3.LayeredRuntime{Layers: []*bootstrapv3.RuntimeLayer{{
-			// RE2's program size limit defaults to 100 in Envoy, which
-			// refuses (NACKs) ordinary route regexes such as
-			// "/users/[a-f0-9]{24}/items/[a-f0-9]{24}" and with them the
-			// whole route configuration. The translator bounds regex size
-			// itself (internal/gatewayapi maxRegexCost), so Envoy's check is
-			// lifted; UINT32_MAX because Envoy truncates the value.
-			Name: "static",
-			LayerSpecifier: &bootstrapv3.RuntimeLayer_StaticLayer{StaticLayer: &structpb.Struct{Fields: map[string]*structpb.Value{
-				"re2.max_program_size.error_level": structpb.NewNumberValue(math.MaxUint32),
-				"re2.max_program_size.warn_level":  structpb.NewNumberValue(1000),
-			}}},
-		}, {
-			Name:           "admin",
-			LayerSpecifier: &bootstrapv3.RuntimeLayer_AdminLayer_{AdminLayer: &bootstrapv3.RuntimeLayer_AdminLayer{}},
-		}}},
-	}
-	return b, nil
+	return strings.NewReplacer(templateNode, node, templateXDSHost, host, templateXDSPort, port).Replace(bootstrapTemplate), nil
 }
 
-func xdsCluster(opts Options) (*clusterv3.Cluster, error) {
-	protocol, err := anypb.New(&httpv3.HttpProtocolOptions{
-		UpstreamProtocolOptions: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
-			ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: &corev3.Http2ProtocolOptions{
-				ConnectionKeepalive: &corev3.KeepaliveSettings{
-					Interval: durationpb.New(30 * time.Second),
-					Timeout:  durationpb.New(5 * time.Second),
-				},
-			}},
-		}},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap: xDS protocol options: %w", err)
+// templateString renders s as the YAML scalar the full rendering gives it,
+// refusing a string YAML would not render on one line.
+func templateString(what, s string) (string, error) {
+	if !utf8.ValidString(s) {
+		return "", fmt.Errorf("bootstrap: %s is not valid UTF-8", what)
 	}
-	tlsCtx, err := anypb.New(&tlsv3.UpstreamTlsContext{
-		Sni: opts.XDSHost,
-		CommonTlsContext: &tlsv3.CommonTlsContext{
-			AlpnProtocols: []string{"h2"},
-			TlsCertificates: []*tlsv3.TlsCertificate{{
-				CertificateChain: fileSource(ClientCertDir + "/tls.crt"),
-				PrivateKey:       fileSource(ClientCertDir + "/tls.key"),
-			}},
-			ValidationContextType: &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{
-				TrustedCa: fileSource(ClientCertDir + "/ca.crt"),
-				MatchTypedSubjectAltNames: []*tlsv3.SubjectAltNameMatcher{{
-					SanType: tlsv3.SubjectAltNameMatcher_DNS,
-					Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: opts.XDSHost}},
-				}},
-			}},
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap: xDS TLS context: %w", err)
+	if i := strings.IndexFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }); i >= 0 {
+		return "", fmt.Errorf("bootstrap: %s %q holds white space or a control character", what, s)
 	}
-	return &clusterv3.Cluster{
-		Name:                 XDSClusterName,
-		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS},
-		DnsLookupFamily:      clusterv3.Cluster_V4_PREFERRED,
-		ConnectTimeout:       durationpb.New(5 * time.Second),
-		LoadAssignment: &endpointv3.ClusterLoadAssignment{
-			ClusterName: XDSClusterName,
-			Endpoints: []*endpointv3.LocalityLbEndpoints{{LbEndpoints: []*endpointv3.LbEndpoint{{
-				HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
-					Address: socketAddress(opts.XDSHost, opts.XDSPort),
-				}},
-			}}}},
-		},
-		TypedExtensionProtocolOptions: map[string]*anypb.Any{
-			"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": protocol,
-		},
-		TransportSocket: &corev3.TransportSocket{
-			Name:       "envoy.transport_sockets.tls",
-			ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: tlsCtx},
-		},
-	}, nil
+	return yamlScalar(s)
 }
 
-func readyListener() (*listenerv3.Listener, error) {
-	health, err := anypb.New(&healthcheckv3.HealthCheck{
-		PassThroughMode: wrapperspb.Bool(false),
-		Headers: []*routev3.HeaderMatcher{{
-			Name: ":path",
-			HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{
-				MatchPattern: &matcherv3.StringMatcher_Exact{Exact: ReadyPath},
-			}},
-		}},
-	})
+// yamlScalar renders v as the YAML scalar sigs.k8s.io/yaml gives a JSON
+// value: how the protojson+YAML rendering writes it.
+func yamlScalar(v any) (string, error) {
+	js, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("bootstrap: health check filter: %w", err)
-	}
-	router, err := anypb.New(&routerv3.Router{})
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap: router filter: %w", err)
-	}
-	hcm, err := anypb.New(&hcmv3.HttpConnectionManager{
-		StatPrefix: ReadyListenerName,
-		RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: &routev3.RouteConfiguration{
-			Name: ReadyListenerName,
-			VirtualHosts: []*routev3.VirtualHost{{
-				Name:    ReadyListenerName,
-				Domains: []string{"*"},
-				Routes: []*routev3.Route{{
-					Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
-					Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 404}},
-				}},
-			}},
-		}},
-		HttpFilters: []*hcmv3.HttpFilter{
-			{Name: "envoy.filters.http.health_check", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: health}},
-			{Name: "envoy.filters.http.router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: router}},
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap: readiness connection manager: %w", err)
-	}
-	return &listenerv3.Listener{
-		Name:    ReadyListenerName,
-		Address: socketAddress("0.0.0.0", ReadyPort),
-		FilterChains: []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{{
-			Name:       "envoy.filters.network.http_connection_manager",
-			ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: hcm},
-		}}}},
-	}, nil
-}
-
-// BootstrapYAML renders the bootstrap as YAML (protojson, then YAML with
-// sorted keys: the output is deterministic).
-func BootstrapYAML(b *bootstrapv3.Bootstrap) (string, error) {
-	js, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(b)
-	if err != nil {
-		return "", fmt.Errorf("bootstrap: marshal: %w", err)
+		return "", fmt.Errorf("bootstrap: %v: %w", v, err)
 	}
 	y, err := yaml.JSONToYAML(js)
 	if err != nil {
-		return "", fmt.Errorf("bootstrap: YAML: %w", err)
+		return "", fmt.Errorf("bootstrap: %v: %w", v, err)
 	}
-	return string(y), nil
-}
-
-func socketAddress(host string, port uint32) *corev3.Address {
-	return &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
-		Protocol:      corev3.SocketAddress_TCP,
-		Address:       host,
-		PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: port},
-	}}}
-}
-
-func fileSource(path string) *corev3.DataSource {
-	return &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: path}}
+	return strings.TrimSuffix(string(y), "\n"), nil
 }

@@ -376,15 +376,25 @@ func TestBootstrapGolden(t *testing.T) {
 	}
 }
 
+// The ConfigMap holds the bootstrap the protos give (rendered from the
+// template), for the defaults and for other settings.
 func TestBootstrapInConfigMapIsTheBuiltOne(t *testing.T) {
-	o := mustBuild(t, testGateway(), nil, Options{})
-	b, _ := Bootstrap(types.NamespacedName{Namespace: "infra", Name: "edge"}, Options{})
-	want, _ := BootstrapYAML(b)
-	if o.Bootstrap.Data["envoy.yaml"] != want {
-		t.Error("ConfigMap bootstrap differs")
+	for _, opts := range []Options{{}, {XDSHost: "shardgate-xds.other.svc", XDSPort: 18443}} {
+		o := mustBuild(t, testGateway(), nil, opts)
+		want, err := protoBootstrapYAML(types.NamespacedName{Namespace: "infra", Name: "edge"}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Bootstrap.Data["envoy.yaml"] != want {
+			t.Errorf("ConfigMap bootstrap differs with %+v:\n%s\nwant\n%s", opts, o.Bootstrap.Data["envoy.yaml"], want)
+		}
 	}
-	if !strings.Contains(want, "shardgate-xds.shardgate-system.svc") || !strings.Contains(want, "18000") {
-		t.Error("defaults are not applied")
+	golden, err := os.ReadFile(filepath.Join("testdata", "bootstrap.golden.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mustBuild(t, testGateway(), nil, Options{}).Bootstrap.Data["envoy.yaml"]; got != string(golden) {
+		t.Error("the defaults do not give the golden bootstrap")
 	}
 }
 

@@ -1,19 +1,7 @@
 package infra
 
 import (
-	"fmt"
-	"time"
-
-	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
-	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/config/metrics/v3"
-	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
-	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
-	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // Metrics: Envoy's Prometheus statistics, served on all addresses without
@@ -93,80 +81,4 @@ func prefix(p string) *matcherv3.StringMatcher {
 
 func regex(r string) *matcherv3.StringMatcher {
 	return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: r}}}
-}
-
-func statsConfig() *metricsv3.StatsConfig {
-	return &metricsv3.StatsConfig{
-		StatsMatcher: &metricsv3.StatsMatcher{StatsMatcher: &metricsv3.StatsMatcher_InclusionList{
-			InclusionList: &matcherv3.ListStringMatcher{Patterns: StatsInclusions},
-		}},
-	}
-}
-
-func adminCluster() *clusterv3.Cluster {
-	return &clusterv3.Cluster{
-		Name:                 AdminClusterName,
-		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC},
-		ConnectTimeout:       durationpb.New(time.Second),
-		LoadAssignment: &endpointv3.ClusterLoadAssignment{
-			ClusterName: AdminClusterName,
-			Endpoints: []*endpointv3.LocalityLbEndpoints{{LbEndpoints: []*endpointv3.LbEndpoint{{
-				HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
-					Address: socketAddress(AdminAddress, AdminPort),
-				}},
-			}}}},
-		},
-	}
-}
-
-// metricsListener routes GET MetricsPath (exactly: the path without its
-// query) to AdminClusterName and answers everything else 404, so the
-// admin interface's other endpoints (which can drain, stop or reconfigure
-// Envoy) stay out of reach.
-func metricsListener() (*listenerv3.Listener, error) {
-	router, err := anypb.New(&routerv3.Router{})
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap: router filter: %w", err)
-	}
-	hcm, err := anypb.New(&hcmv3.HttpConnectionManager{
-		StatPrefix: MetricsListenerName,
-		RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: &routev3.RouteConfiguration{
-			Name: MetricsListenerName,
-			VirtualHosts: []*routev3.VirtualHost{{
-				Name:    MetricsListenerName,
-				Domains: []string{"*"},
-				Routes: []*routev3.Route{{
-					Match: &routev3.RouteMatch{
-						PathSpecifier: &routev3.RouteMatch_Path{Path: MetricsPath},
-						Headers: []*routev3.HeaderMatcher{{
-							Name: ":method",
-							HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{
-								MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "GET"},
-							}},
-						}},
-					},
-					Action: &routev3.Route_Route{Route: &routev3.RouteAction{
-						ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: AdminClusterName},
-					}},
-				}, {
-					Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
-					Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 404}},
-				}},
-			}},
-		}},
-		HttpFilters: []*hcmv3.HttpFilter{
-			{Name: "envoy.filters.http.router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: router}},
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap: metrics connection manager: %w", err)
-	}
-	return &listenerv3.Listener{
-		Name:    MetricsListenerName,
-		Address: socketAddress("0.0.0.0", MetricsPort),
-		FilterChains: []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{{
-			Name:       "envoy.filters.network.http_connection_manager",
-			ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: hcm},
-		}}}},
-	}, nil
 }

@@ -149,16 +149,11 @@ func Build(gw *gatewayv1.Gateway, params *shardgatev1alpha1.GatewayParameters, o
 	opts = opts.withDefaults()
 	gw = allowedInfrastructure(gw, opts.AnnotationPrefixes)
 	key := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
-	b, err := Bootstrap(key, opts)
+	// The bootstrap comes from the template generated from its protos
+	// (bootstrap.go renderBootstrap), which checks the values it is given.
+	bootstrap, err := renderBootstrap(key, opts)
 	if err != nil {
-		return nil, err
-	}
-	if err := b.ValidateAll(); err != nil {
 		return nil, fmt.Errorf("bootstrap of Gateway %s is invalid: %w", key, err)
-	}
-	bootstrap, err := BootstrapYAML(b)
-	if err != nil {
-		return nil, err
 	}
 	o := &Objects{
 		ServiceAccount: serviceAccount(gw),
