@@ -156,7 +156,10 @@ func FuzzBootstrapTemplate(f *testing.F) {
 	for _, in := range bootstrapInputs {
 		f.Add(in.gw.Namespace, in.gw.Name, in.opts.XDSHost, in.opts.XDSPort)
 	}
-	f.Add("a b", strings.Repeat("x ", 60), strings.Repeat("h ", 60), uint32(70000))
+	f.Add("infra", "edge", "shardgate-xds.svc", uint32(70000))
+	// YAML breaks a long scalar at its spaces, where the column decides.
+	f.Add("a b", strings.Repeat("x ", 60), strings.Repeat("h ", 60), uint32(0))
+	f.Add("a\nb", "c\td", "xds\n", uint32(0))
 	f.Fuzz(func(t *testing.T, ns, name, host string, port uint32) {
 		gw := types.NamespacedName{Namespace: ns, Name: name}
 		opts := Options{XDSHost: host, XDSPort: port}
