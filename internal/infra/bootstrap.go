@@ -3,6 +3,7 @@ package infra
 import (
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode"
@@ -74,22 +75,22 @@ const maxPort = 65535
 
 // renderBootstrap renders gw's Envoy bootstrap (the ConfigMap's
 // BootstrapKey) from bootstrapTemplate. Each value is rendered as a YAML
-// scalar the way the full protojson+YAML rendering renders it (JSON, then
-// sigs.k8s.io/yaml: "123/456", 'true' or '::1' come out as that would), so
-// the result is byte for byte the protos' rendering. It refuses what
-// Envoy's bootstrap validation refuses — an empty xDS host, an xDS port
-// above maxPort — and values that no Kubernetes name or host name holds
-// and that YAML would not render on one line (white space, control
-// characters) or at all (invalid UTF-8).
+// scalar the way the full protojson+YAML rendering writes it (JSON, then
+// sigs.k8s.io/yaml, so a host "true" or "::1" is quoted as there), and the
+// result is byte for byte the protos' rendering. It refuses what the
+// protos' validation (ValidateAll) refused of these values — an empty xDS
+// host, an xDS port above maxPort — what protojson refused (invalid
+// UTF-8), and what no Kubernetes name or host name holds and YAML would
+// not write on one line (white space, control characters).
 func renderBootstrap(gw types.NamespacedName, opts Options) (string, error) {
 	opts = opts.withDefaults()
 	if opts.XDSHost == "" {
-		return "", fmt.Errorf("bootstrap: the xDS host is empty")
+		return "", errors.New("bootstrap: the xDS host is empty")
 	}
 	if opts.XDSPort > maxPort {
 		return "", fmt.Errorf("bootstrap: xDS port %d is out of range 1-%d", opts.XDSPort, maxPort)
 	}
-	node, err := templateString("node "+NodeCluster(gw), NodeCluster(gw))
+	node, err := templateString("node", NodeCluster(gw))
 	if err != nil {
 		return "", err
 	}

@@ -5,6 +5,11 @@
 // which GatewayParameters apply is internal/params'). It never talks to the apiserver: the infra
 // controller (controllers/infra.go) reads, calls Build, and applies.
 //
+// The bootstrap is defined once, as go-control-plane protos (Bootstrap, in
+// test code); the controller renders it from bootstrap.yaml.tmpl, which
+// TestBootstrapTemplate generates from them (-update) and checks, so the
+// running controller never initialises those protobuf types.
+//
 // # Objects (a public contract)
 //
 // For Gateway <ns>/<gw>, every object lives in namespace <ns>, carries a
