@@ -39,6 +39,7 @@ import (
 
 	"github.com/shardgate/shardgate/controllers"
 	"github.com/shardgate/shardgate/internal/config"
+	"github.com/shardgate/shardgate/internal/fanout"
 	"github.com/shardgate/shardgate/internal/gatewayapi"
 	"github.com/shardgate/shardgate/internal/hostnames"
 	"github.com/shardgate/shardgate/internal/infra"
@@ -603,7 +604,16 @@ func (p *process) newManager() (crmanager.Manager, error) {
 			Logger:    p.log,
 			NewClient: newCountingClient(p.lead),
 			Cache:     cacheOptions(),
-			Metrics:   p.metricsOptions(),
+			// One event handler registration per informer, shared by
+			// every controller that watches its kind.
+			NewCache: func(config *rest.Config, opts cache.Options) (cache.Cache, error) {
+				c, err := cache.New(config, opts)
+				if err != nil {
+					return nil, err
+				}
+				return fanout.Cache(c), nil
+			},
+			Metrics: p.metricsOptions(),
 			// Off unless asked for (PprofAddress, EnableProfiling).
 			PprofBindAddress: p.pprofAddress(),
 			// The process serves the probes (Run): they must answer while
