@@ -121,30 +121,59 @@ func sees(t *testing.T, name string, r *recorder, want map[string]string) {
 	})
 }
 
-func TestHandlersShareOneRegistration(t *testing.T) {
+// harness is an apiserver with the namespace ns, holding before
+// ConfigMaps, and a fanned-out cache (not started) whose ConfigMap
+// informer is inf; plain is the cache it wraps.
+type harness struct {
+	ctx   context.Context
+	c     client.Client
+	plain cache.Cache
+	fc    cache.Cache
+	inf   cache.Informer
+}
+
+func newHarness(t *testing.T, before int) *harness {
+	t.Helper()
 	env := testenv.StartT(t, testenv.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	c := env.Client
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	h := &harness{ctx: ctx, c: env.Client}
+	if err := h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 3 {
-		if err := c.Create(ctx, configMap(fmt.Sprintf("before-%d", i), "1")); err != nil {
+	for i := range before {
+		if err := h.c.Create(ctx, configMap(fmt.Sprintf("before-%d", i), "1")); err != nil {
 			t.Fatal(err)
 		}
 	}
+	var err error
+	if h.plain, err = cache.New(env.Config, cache.Options{Scheme: env.Scheme}); err != nil {
+		t.Fatal(err)
+	}
+	h.fc = fanout.Cache(h.plain)
+	if h.inf, err = h.fc.GetInformer(ctx, &corev1.ConfigMap{}); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
 
-	plain, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
+// start starts the cache and waits for it to sync.
+func (h *harness) start(t *testing.T) {
+	t.Helper()
+	go func() {
+		if err := h.fc.Start(h.ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	if !h.fc.WaitForCacheSync(h.ctx) {
+		t.Fatal("cache did not sync")
 	}
-	fc := fanout.Cache(plain)
-	inf, err := fc.GetInformer(ctx, &corev1.ConfigMap{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if again, _ := fc.GetInformer(ctx, &corev1.ConfigMap{}); again != inf {
+}
+
+func TestHandlersShareOneRegistration(t *testing.T) {
+	h := newHarness(t, 3)
+	ctx, c, inf := h.ctx, h.c, h.inf
+	if again, _ := h.fc.GetInformer(ctx, &corev1.ConfigMap{}); again != inf {
 		t.Fatal("a second GetInformer of the kind returned another informer")
 	}
 	if _, ok := inf.(interface{ GetStore() toolscache.Store }); !ok {
@@ -157,14 +186,7 @@ func TestHandlersShareOneRegistration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		if err := fc.Start(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
-	if !fc.WaitForCacheSync(ctx) {
-		t.Fatal("cache did not sync")
-	}
+	h.start(t)
 	testwait.For(t, "the first registration syncs", reg1.HasSynced)
 	want := stored(t, ctx, c)
 	sees(t, "first", first, want)
@@ -201,7 +223,7 @@ func TestHandlersShareOneRegistration(t *testing.T) {
 	if d := runtime.NumGoroutine() - before; d > 2 {
 		t.Errorf("10 handlers started %d goroutines", d)
 	}
-	direct, err := plain.GetInformer(ctx, &corev1.ConfigMap{})
+	direct, err := h.plain.GetInformer(ctx, &corev1.ConfigMap{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,30 +276,9 @@ func TestHandlersShareOneRegistration(t *testing.T) {
 // updated and deleted: each ends with the apiserver's state, none called
 // twice at once.
 func TestHandlerAddedDuringChanges(t *testing.T) {
-	env := testenv.StartT(t, testenv.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	c := env.Client
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	plain, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fc := fanout.Cache(plain)
-	inf, err := fc.GetInformer(ctx, &corev1.ConfigMap{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		if err := fc.Start(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
-	if !fc.WaitForCacheSync(ctx) {
-		t.Fatal("cache did not sync")
-	}
+	h := newHarness(t, 0)
+	ctx, c, inf := h.ctx, h.c, h.inf
+	h.start(t)
 	first := newRecorder()
 	if _, err := inf.AddEventHandler(first); err != nil {
 		t.Fatal(err)

@@ -75,17 +75,7 @@ func TestBootstrapTemplateRendersAsTheProtos(t *testing.T) {
 			if got != want {
 				t.Fatalf("the template gives\n%s\nthe protos\n%s", got, want)
 			}
-			js, err := yaml.YAMLToJSON([]byte(got))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var b bootstrapv3.Bootstrap
-			if err := protojson.Unmarshal(js, &b); err != nil {
-				t.Fatalf("the YAML does not parse back: %v", err)
-			}
-			if err := b.ValidateAll(); err != nil {
-				t.Fatal(err)
-			}
+			b := parseBootstrap(t, got)
 			opts := in.opts.withDefaults()
 			if b.Node.GetId() != NodeCluster(in.gw) || b.Node.GetCluster() != NodeCluster(in.gw) {
 				t.Errorf("node = %v, want %s", b.Node, NodeCluster(in.gw))
@@ -175,4 +165,22 @@ func FuzzBootstrapTemplate(f *testing.F) {
 			t.Fatalf("the template gives\n%s\nthe protos\n%s", got, want)
 		}
 	})
+}
+
+// parseBootstrap reads a bootstrap's YAML back as Envoy would (YAML to
+// JSON, then protojson), and fails t unless it passes validation.
+func parseBootstrap(t *testing.T, y string) *bootstrapv3.Bootstrap {
+	t.Helper()
+	js, err := yaml.YAMLToJSON([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bootstrapv3.Bootstrap
+	if err := protojson.Unmarshal(js, &b); err != nil {
+		t.Fatalf("the YAML does not parse back: %v", err)
+	}
+	if err := b.ValidateAll(); err != nil {
+		t.Fatal(err)
+	}
+	return &b
 }
