@@ -4,11 +4,12 @@
 //
 // client-go gives each registration its own listener: two goroutines and
 // a notification buffer of its own (1024 slots to start). shardgate's
-// controllers watch the same kinds many times over (Services by seven
-// controllers, Namespaces, Gateways and GatewayClasses by five or six), so
-// most of the process's goroutines were idle listeners. Through Cache,
-// every informer has one listener, and its goroutine calls each handler
-// in turn.
+// controllers watch the same kinds many times over (Services by five
+// controllers, eight in Akash mode; Namespaces by five, seven in Akash
+// mode; Gateways and GatewayClasses by four or five): 47 registrations on
+// 23 informers, whose listeners were 94 of the 444 goroutines the process
+// ran at rest. Through Cache, every informer has one listener, and its
+// goroutine calls each handler in turn.
 //
 // What a handler sees is what client-go would give it:
 //   - every event after it was added, in the informer's order;
