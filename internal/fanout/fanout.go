@@ -34,7 +34,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -108,7 +107,9 @@ func (c *fanCache) pruneLocked() {
 	}
 }
 
-// fan is an informer whose handlers share one registration (base).
+// fan is an informer whose handlers share one registration (base). A
+// handler with a resync period of its own (AddEventHandlerWithResyncPeriod,
+// promoted from the informer) is registered with the informer itself.
 type fan struct {
 	toolscache.SharedIndexInformer
 
@@ -161,12 +162,6 @@ func (f *fan) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, opts
 		h.OnAdd(obj, true)
 	}
 	return s, nil
-}
-
-// AddEventHandlerWithResyncPeriod registers h with the informer itself:
-// its resync period is its own.
-func (f *fan) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEventHandler, resync time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
-	return f.SharedIndexInformer.AddEventHandlerWithResyncPeriod(h, resync)
 }
 
 // RemoveEventHandler stops handing events to the handler of reg; the

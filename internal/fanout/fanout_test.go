@@ -27,8 +27,7 @@ type recorder struct {
 	mu      sync.Mutex
 	live    map[string]string // name → data["v"]
 	initial map[string]bool   // adds given as the initial list
-	events  int
-	busy    atomic.Bool // set while a call is under way: calls must not overlap
+	busy    atomic.Bool       // set while a call is under way: calls must not overlap
 	overlap atomic.Bool
 }
 
@@ -41,7 +40,6 @@ func (r *recorder) enter() {
 		r.overlap.Store(true)
 	}
 	r.mu.Lock()
-	r.events++
 }
 
 func (r *recorder) leave() { r.mu.Unlock(); r.busy.Store(false) }

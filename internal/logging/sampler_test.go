@@ -12,25 +12,15 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// lines is a locked buffer of JSON lines that a zapcore.Core writes to.
+// lines is a buffer of JSON lines that a zapcore.Core writes to, through
+// zapcore.Lock; entries reads it once the writers are done.
 type lines struct {
-	mu  sync.Mutex
 	buf bytes.Buffer
 }
-
-func (l *lines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lines) Sync() error { return nil }
 
 // entries decodes every line written so far.
 func (l *lines) entries(t *testing.T) []map[string]any {
 	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []map[string]any
 	for _, line := range strings.Split(strings.TrimSuffix(l.buf.String(), "\n"), "\n") {
 		if line == "" {
@@ -51,7 +41,7 @@ func testSampler(lvl zapcore.LevelEnabler) (*sampler, *lines) {
 	out := &lines{}
 	cfg := zap.NewProductionEncoderConfig()
 	cfg.TimeKey = "" // entries carry made-up times
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(cfg), out, lvl)
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(cfg), zapcore.Lock(zapcore.AddSync(&out.buf)), lvl)
 	return newSampler(core, sampleTick, sampleFirst, sampleThereafter), out
 }
 
