@@ -205,14 +205,20 @@ func readyListener() (*listenerv3.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap: readiness connection manager: %w", err)
 	}
+	return hcmListener(ReadyListenerName, ReadyPort, hcm), nil
+}
+
+// hcmListener is a static listener on all addresses at port whose one
+// filter is the HTTP connection manager hcm.
+func hcmListener(name string, port uint32, hcm *anypb.Any) *listenerv3.Listener {
 	return &listenerv3.Listener{
-		Name:    ReadyListenerName,
-		Address: socketAddress("0.0.0.0", ReadyPort),
+		Name:    name,
+		Address: socketAddress("0.0.0.0", port),
 		FilterChains: []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{{
 			Name:       "envoy.filters.network.http_connection_manager",
 			ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: hcm},
 		}}}},
-	}, nil
+	}
 }
 
 // BootstrapYAML renders the bootstrap as YAML (protojson, then YAML with
@@ -307,14 +313,7 @@ func metricsListener() (*listenerv3.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap: metrics connection manager: %w", err)
 	}
-	return &listenerv3.Listener{
-		Name:    MetricsListenerName,
-		Address: socketAddress("0.0.0.0", MetricsPort),
-		FilterChains: []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{{
-			Name:       "envoy.filters.network.http_connection_manager",
-			ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: hcm},
-		}}}},
-	}, nil
+	return hcmListener(MetricsListenerName, MetricsPort, hcm), nil
 }
 
 // protoBootstrapYAML is the bootstrap rendered in full from the protos,
