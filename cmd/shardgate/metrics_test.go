@@ -143,6 +143,13 @@ func TestSecureMetricsAndConfigDump(t *testing.T) {
 	if code, _, err := getTLS(base+"/debug/pprof/", reader); err == nil && code == http.StatusOK {
 		t.Errorf("the metrics server still serves /debug/pprof/")
 	}
+	// With pprof served, heap profiles are sampled: the profile's header
+	// gives the sampling rate (twice runtime.MemProfileRate), 0 when off.
+	if body, err := getBody("http://" + pprofAddr + "/debug/pprof/heap?debug=1"); err != nil {
+		t.Errorf("heap profile: %v", err)
+	} else if head, _, _ := strings.Cut(body, "\n"); !strings.HasPrefix(head, "heap profile: ") || strings.HasSuffix(head, "@ heap/0") {
+		t.Errorf("heap profile header %q: heap profiles are not sampled although pprof is served", head)
+	}
 
 	bin, err := testenv.BuildShardgate()
 	if err != nil {
