@@ -123,6 +123,9 @@ func (b *bench) saveHeapProfile(ctx context.Context) error {
 // saveProfile fetches one of shardgate's pprof profiles (path and query)
 // into the file dst.
 func (b *bench) saveProfile(ctx context.Context, path, dst string) error {
+	if b.pprof == "" {
+		return fmt.Errorf("save %s: shardgate serves no pprof in this run", path)
+	}
 	url := b.pprof + path
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

@@ -373,16 +373,17 @@ func (b *bench) restartWithConfig(ctx context.Context, cfgPath string) error {
 		}
 		b.proc = nil
 	}
-	pport := strings.TrimPrefix(b.pprof, "http://")
 	mport := strings.TrimSuffix(strings.TrimPrefix(b.metrics, "http://"), "/metrics")
-	proc, err := b.env.StartShardgate("shardgate-revoke",
-		"--config="+cfgPath,
-		"--metrics-address="+mport,
+	args := []string{"--config=" + cfgPath,
+		"--metrics-address=" + mport,
 		"--metrics-secure=false",
 		"--health-address=0",
-		"--xds-address="+b.xdsAddr,
-		"--pprof-address="+pport,
-		"--log-format=text")
+		"--xds-address=" + b.xdsAddr,
+		"--log-format=text"}
+	if b.pprof != "" {
+		args = append(args, "--pprof-address="+strings.TrimPrefix(b.pprof, "http://"))
+	}
+	proc, err := b.env.StartShardgate("shardgate-revoke", args...)
 	if err != nil {
 		return err
 	}

@@ -306,16 +306,23 @@ func (b *bench) startShardgate(ctx context.Context) error {
 		return err
 	}
 	b.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)
-	b.pprof = fmt.Sprintf("http://127.0.0.1:%d", pport)
 	b.xdsAddr = fmt.Sprintf("127.0.0.1:%d", xport)
-	b.proc, err = b.env.StartProcess("shardgate", bin, []string{"controller",
+	args := []string{"controller",
 		"--kubeconfig=" + b.env.Kubeconfig,
 		fmt.Sprintf("--metrics-address=127.0.0.1:%d", mport),
 		"--metrics-secure=false",
 		"--health-address=0",
 		"--xds-address=" + b.xdsAddr,
-		fmt.Sprintf("--pprof-address=127.0.0.1:%d", pport),
-		"--log-format=text"}, []string{"GOMEMLIMIT=off", "GOGC=100"})
+		"--log-format=text"}
+	// pprof only when a profile is asked for: as a provider runs it,
+	// shardgate does not sample heap profiles without it, and that is
+	// part of what the memory figures measure.
+	b.pprof = ""
+	if b.wantsProfiles() {
+		b.pprof = fmt.Sprintf("http://127.0.0.1:%d", pport)
+		args = append(args, fmt.Sprintf("--pprof-address=127.0.0.1:%d", pport))
+	}
+	b.proc, err = b.env.StartProcess("shardgate", bin, args, []string{"GOMEMLIMIT=off", "GOGC=100"})
 	if err != nil {
 		return err
 	}
@@ -324,6 +331,13 @@ func (b *bench) startShardgate(ctx context.Context) error {
 		_, err := scrape(ctx, b.metrics)
 		return err == nil, nil
 	})
+}
+
+// wantsProfiles reports whether a profile of shardgate is asked for, and
+// so whether it serves pprof.
+func (b *bench) wantsProfiles() bool {
+	return b.cfg.HeapProfile != "" || b.cfg.CPUProfile != "" || b.cfg.AllocProfile != "" ||
+		b.cfg.FloodCPUProfile != "" || *leaseHostCPUProfile != "" || *revokeCPUProfile != ""
 }
 
 // stopShardgate stops the process and closes the xDS client of it.

@@ -269,12 +269,16 @@ func (b *bench) propagation(ctx context.Context) error {
 			b.logf("propagation: %s (%d s) saved to %s", p.what, secs, p.dst)
 		})
 	}
+	reqs, _ := b.requests(ctx)
 	b.res.Propagation, err = b.sample(ctx, w, n, propagationGap, false)
 	profiled.Wait()
 	if err != nil {
 		return err
 	}
 	b.logf("propagation: %s", b.res.Propagation)
+	if after, err := b.requests(ctx); err == nil && reqs != nil {
+		b.logf("propagation: shardgate's apiserver requests and writes by kind over the samples: %s", requestsDelta(reqs, after))
+	}
 	if b.res.PropagationB2B, err = b.sample(ctx, w, n, 0, false); err != nil {
 		return err
 	}

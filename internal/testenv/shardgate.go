@@ -35,8 +35,12 @@ func BuildShardgate() (string, error) {
 			return
 		}
 		buildPath = filepath.Join(dir, "shardgate")
-		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/shardgate")
+		// Built as the image builds it (static, paths trimmed), whatever
+		// the caller's environment: what tests and the bench measure is
+		// that binary.
+		cmd := exec.Command("go", "build", "-trimpath", "-o", buildPath, "./cmd/shardgate")
 		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("testenv: go build ./cmd/shardgate: %w\n%s", err, out)
 		}
