@@ -268,8 +268,12 @@ var _ = Describe("automatic HTTPS: a failing name backs off", Ordered, func() {
 			return ""
 		}
 		Eventually(message).Should(SatisfyAll(ContainSubstring("issuance failed"), ContainSubstring("next attempt at")))
-		// Written again after 2 s, failing again: the backoff doubles.
-		Eventually(message, 2*time.Minute).Should(ContainSubstring("(2 attempts)"))
+		// Written again after the backoff, failing again: the count
+		// grows. It can pass 2 unseen: the backoff runs from cert-manager's
+		// failure time, and on a loaded machine the failure can be seen
+		// after the 4 s of the second backoff have passed, so the name is
+		// written again at once, with no Backoff status to show between.
+		Eventually(message, 2*time.Minute).Should(MatchRegexp(`\((\d{2,}|[2-9]) attempts\)`))
 		Eventually(eventsAbout(ctx, env.Client, f.nsOf("bad"), "LeaseHost", "bad")).Should(HaveKey("Warning/Backoff/Certify"))
 	})
 })
