@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/shardgate/shardgate/internal/metricsauth"
 	"github.com/shardgate/shardgate/internal/testenv"
+	"github.com/shardgate/shardgate/internal/testwait"
 )
 
 // countingTransport counts the TokenReviews and SubjectAccessReviews sent
@@ -213,6 +215,17 @@ func TestFilterAgainstAPIServer(t *testing.T) {
 			t.Fatalf("reader within the TTL after the binding went: %d, want the cached 200", code)
 		}
 		check("within the TTL", 3, 2)
+		// The apiserver's authorizer follows RBAC objects through its
+		// own informers: wait until it denies the reader (asked directly,
+		// not through the filter) before the cache's answer expires.
+		testwait.For(t, "the apiserver to deny the reader without its binding", func() bool {
+			sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{
+					User:                  "system:serviceaccount:default:reader",
+					NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"},
+				}}, metav1.CreateOptions{})
+			return err == nil && !sar.Status.Allowed
+		})
 		s.clock.Add(metricsauth.DefaultTTL)
 		if code, _ := s.do(t, "GET", "/metrics", "Bearer "+reader); code != http.StatusForbidden {
 			t.Fatalf("reader after the TTL without the binding: %d, want 403", code)
