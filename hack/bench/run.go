@@ -294,10 +294,6 @@ func (b *bench) startShardgate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pport, err := testenv.FreePort()
-	if err != nil {
-		return err
-	}
 	bin, err := testenv.BuildShardgate()
 	if err != nil {
 		return err
@@ -319,6 +315,10 @@ func (b *bench) startShardgate(ctx context.Context) error {
 	// part of what the memory figures measure.
 	b.pprof = ""
 	if b.wantsProfiles() {
+		pport, err := testenv.FreePort()
+		if err != nil {
+			return err
+		}
 		b.pprof = fmt.Sprintf("http://127.0.0.1:%d", pport)
 		args = append(args, fmt.Sprintf("--pprof-address=127.0.0.1:%d", pport))
 	}
