@@ -19,6 +19,7 @@ import (
 
 	"github.com/shardgate/shardgate/xds/translate"
 
+	"github.com/shardgate/shardgate/internal/ir"
 	"github.com/shardgate/shardgate/internal/irtest"
 )
 
@@ -95,7 +96,7 @@ func assertWireEqual(t *testing.T, want, wire *routev3.RouteConfiguration) {
 	if err := proto.Unmarshal(b, got); err != nil {
 		t.Fatal(err)
 	}
-	if !proto.Equal(want, got) {
+	if !translate.SameRouteTable(want, got) {
 		t.Fatalf("route configuration %s: the wire form reads back as\n%v\nwant\n%v", want.GetName(), got, want)
 	}
 	if len(want.GetVirtualHosts()) > 0 && len(wire.GetVirtualHosts()) != 0 {
@@ -230,5 +231,113 @@ func TestCheckerKeepsOnlyCurrentTables(t *testing.T) {
 		if _, ok := c.Digest(res.Routes[0]); !ok {
 			t.Fatalf("step %d: the current table has no digest", step)
 		}
+	}
+}
+
+// TestCheckerAppendsAddedVirtualHosts: a table that only gained virtual
+// hosts is published with the last wire form's bytes shared, not copied,
+// and the new hosts after them; every wire form published keeps its bytes;
+// a table that lost or changed a virtual host is laid out afresh, in name
+// order.
+func TestCheckerAppendsAddedVirtualHosts(t *testing.T) {
+	gw := irtest.LargeGateway(300)
+	var c Checker
+	check := func(what string) (*routev3.RouteConfiguration, *routev3.RouteConfiguration) {
+		t.Helper()
+		res, err := translate.Translate(gw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		translated := res.Routes[0]
+		if err := c.Check(res); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		assertWireEqual(t, translated, res.Routes[0])
+		return translated, res.Routes[0]
+	}
+	serialize := func(rc *routev3.RouteConfiguration) []byte {
+		t.Helper()
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	unknown := func(rc *routev3.RouteConfiguration) []byte { return rc.ProtoReflect().GetUnknown() }
+	add := func(name string) {
+		vhs := gw.Listeners[0].VirtualHosts
+		vh := &ir.VirtualHost{Name: name, Domains: []string{name}, Routes: []ir.Route{{
+			Name:     "HTTPRoute/default/" + name + "/rule/0/match/0",
+			Match:    ir.Match{Path: &ir.PathMatch{Type: ir.MatchPathPrefix, Value: "/"}},
+			Backends: []ir.Backend{{Cluster: gw.Clusters[0].Name, Weight: 1}},
+		}}}
+		i, _ := slices.BinarySearchFunc(vhs, name, func(v *ir.VirtualHost, n string) int { return strings.Compare(v.Name, n) })
+		gw.Listeners[0].VirtualHosts = slices.Insert(slices.Clone(vhs), i, vh)
+	}
+	lastHost := func(rc *routev3.RouteConfiguration) string {
+		t.Helper()
+		dec, err := translate.Decode(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vhs := dec.(*routev3.RouteConfiguration).GetVirtualHosts()
+		return vhs[len(vhs)-1].GetName()
+	}
+
+	_, first := check("first")
+	firstBytes := serialize(first)
+
+	// One host added between two others by name: appended, sharing the
+	// first form's bytes.
+	add("host-050a.example.com")
+	_, second := check("one host added")
+	u1, u2 := unknown(first), unknown(second)
+	if len(u2) <= len(u1) || !bytes.Equal(u2[:len(u1)], u1) || &u2[0] != &u1[0] {
+		t.Fatalf("one host added: the new wire form does not extend the last one's bytes in place (%d bytes, then %d)", len(u1), len(u2))
+	}
+	if got := lastHost(second); got != "host-050a.example.com" {
+		t.Fatalf("one host added: the last virtual host is %s, want the added one", got)
+	}
+	secondBytes := serialize(second)
+
+	// Two more: appended after the first addition.
+	add("host-000a.example.com")
+	add("host-099a.example.com")
+	_, third := check("two hosts added")
+	if u3 := unknown(third); !bytes.Equal(u3[:len(u2)], u2) {
+		t.Fatal("two hosts added: the new wire form does not start with the last one's bytes")
+	}
+
+	// A host removed: laid out again, in name order.
+	gw.Listeners[0].VirtualHosts = slices.Delete(slices.Clone(gw.Listeners[0].VirtualHosts), 10, 11)
+	translated, fourth := check("one host removed")
+	got := &routev3.RouteConfiguration{}
+	if err := proto.Unmarshal(serialize(fourth), got); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(got, translated) {
+		t.Fatal("one host removed: the table is not laid out in the translation's order")
+	}
+	// Then added to again: appended to the new layout.
+	add("host-077a.example.com")
+	_, fifth := check("one host added after a removal")
+	if u4, u5 := unknown(fourth), unknown(fifth); !bytes.Equal(u5[:len(u4)], u4) || &u5[0] != &u4[0] {
+		t.Fatal("one host added after a removal: the new wire form does not extend the last one's bytes in place")
+	}
+
+	// A host changed: laid out again.
+	vhs := slices.Clone(gw.Listeners[0].VirtualHosts)
+	changed := *vhs[3]
+	changed.Domains = []string{"changed.example.com"}
+	vhs[3] = &changed
+	gw.Listeners[0].VirtualHosts = vhs
+	_, sixth := check("one host changed")
+	if u5, u6 := unknown(fifth), unknown(sixth); &u6[0] == &u5[0] {
+		t.Fatal("one host changed: the new wire form writes over the last one's buffer")
+	}
+
+	// The forms published before serialize as they did.
+	if !bytes.Equal(serialize(first), firstBytes) || !bytes.Equal(serialize(second), secondBytes) {
+		t.Fatal("a wire form published earlier changed its bytes")
 	}
 }

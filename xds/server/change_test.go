@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/go-logr/logr"
@@ -15,6 +16,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/shardgate/shardgate/internal/gatewayapi"
+	"github.com/shardgate/shardgate/xds/translate"
 )
 
 // The Gateway API layer's incremental Translator feeds the server IR after
@@ -100,7 +102,11 @@ func TestIncrementalPublishesWhatAFreshTranslationGives(t *testing.T) {
 				if err := proto.Unmarshal(enc, dec); err != nil {
 					t.Fatal(err)
 				}
-				if !proto.Equal(dec, m) {
+				same := proto.Equal(dec, m)
+				if rc, ok := m.(*routev3.RouteConfiguration); ok {
+					same = translate.SameRouteTable(dec.(*routev3.RouteConfiguration), rc)
+				}
+				if !same {
 					t.Fatalf("step %d: %s %s served differs from a fresh translation", step, typ, cachev3.GetResourceName(m))
 				}
 			}

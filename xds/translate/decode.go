@@ -6,6 +6,8 @@ package translate
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/proto"
@@ -61,4 +63,29 @@ func roundTrip(m proto.Message) (proto.Message, error) {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	return out, nil
+}
+
+// SameRouteTable reports whether a and b, read as messages (no wire
+// forms), are the same route table but for the order of their virtual
+// hosts, which a proxy does not read: Envoy and gRPC pick a virtual host by
+// its domains, wherever it stands, and a table with a domain served twice
+// is refused. A table published incrementally lists the virtual hosts it
+// added last (xds/build), where a translation lists them by name.
+func SameRouteTable(a, b *routev3.RouteConfiguration) bool {
+	if len(a.GetVirtualHosts()) != len(b.GetVirtualHosts()) {
+		return false
+	}
+	return proto.Equal(virtualHostsByName(a), virtualHostsByName(b))
+}
+
+// virtualHostsByName is rc with its virtual hosts in name order: rc itself
+// when they are, else a copy.
+func virtualHostsByName(rc *routev3.RouteConfiguration) *routev3.RouteConfiguration {
+	cmp := func(x, y *routev3.VirtualHost) int { return strings.Compare(x.GetName(), y.GetName()) }
+	if slices.IsSortedFunc(rc.GetVirtualHosts(), cmp) {
+		return rc
+	}
+	out := proto.Clone(rc).(*routev3.RouteConfiguration)
+	slices.SortStableFunc(out.VirtualHosts, cmp)
+	return out
 }
