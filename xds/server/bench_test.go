@@ -94,6 +94,11 @@ func pipelineLease(i int, meta func(ns, name string) metav1.ObjectMeta) (*corev1
 // pipeline is n routes translated and published, the way the controller
 // keeps them, with a meter of what each change then costs.
 func pipeline(b *testing.B, n int) (*gatewayapi.Input, []*discoveryv1.EndpointSlice, *gatewayapi.Store, *gatewayapi.Translator, gatewayapi.Facts, *Server, *changeMeter) {
+	return pipelineMetered(b, n, newChangeMeter)
+}
+
+// pipelineMetered is pipeline with the meter meter makes.
+func pipelineMetered(b *testing.B, n int, meter func(*testing.B, *Server, string) *changeMeter) (*gatewayapi.Input, []*discoveryv1.EndpointSlice, *gatewayapi.Store, *gatewayapi.Translator, gatewayapi.Facts, *Server, *changeMeter) {
 	in, eslices := pipelineInput(n)
 	st := gatewayapi.NewStore(in.ControllerName)
 	st.Load(in)
@@ -104,7 +109,7 @@ func pipeline(b *testing.B, n int) (*gatewayapi.Input, []*discoveryv1.EndpointSl
 	if errs := s.PublishErrors(); len(errs) > 0 {
 		b.Fatal(errs)
 	}
-	return in, eslices, st, tr, facts, s, newChangeMeter(b, s, NodeGroup(types.NamespacedName{Namespace: "default", Name: "gw"}))
+	return in, eslices, st, tr, facts, s, meter(b, s, NodeGroup(types.NamespacedName{Namespace: "default", Name: "gw"}))
 }
 
 // BenchmarkPipelineOneRouteChange: 10k routes on one Gateway; each
@@ -203,10 +208,25 @@ func BenchmarkPipelineOneEndpointChange(b *testing.B) {
 // BenchmarkPipelineOneRouteChange.
 func BenchmarkPipelineTenantFlow(b *testing.B) { pipelineTenantFlow(b, nil) }
 
+// BenchmarkPipelineTenantFlowDelta is BenchmarkPipelineTenantFlow with the
+// watches of the production bootstrap, delta ADS (newDeltaChangeMeter): a
+// response carries what changed, but go-control-plane compares every
+// cluster's version for the wildcard CDS watch, and the route table, one
+// resource, is sent whole.
+func BenchmarkPipelineTenantFlowDelta(b *testing.B) {
+	pipelineTenantFlowMetered(b, nil, newDeltaChangeMeter)
+}
+
 // pipelineTenantFlow runs BenchmarkPipelineTenantFlow, after connect (when
 // not nil) has connected a client to the pipeline's server.
 func pipelineTenantFlow(b *testing.B, connect func(*testing.B, *Server)) {
-	_, _, st, tr, facts, s, m := pipeline(b, 10_000)
+	pipelineTenantFlowMetered(b, connect, newChangeMeter)
+}
+
+// pipelineTenantFlowMetered is pipelineTenantFlow with the meter meter
+// makes.
+func pipelineTenantFlowMetered(b *testing.B, connect func(*testing.B, *Server), meter func(*testing.B, *Server, string) *changeMeter) {
+	_, _, st, tr, facts, s, m := pipelineMetered(b, 10_000, meter)
 	if connect != nil {
 		connect(b, s)
 	}
