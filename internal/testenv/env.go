@@ -103,7 +103,7 @@ type Env struct {
 	stopOnce  sync.Once
 	stopError error
 	stopping  bool
-	// supervisors are the goroutines of startRestarting; Stop waits them.
+	// supervisors are the goroutines of startRestarting; Stop waits for them.
 	supervisors sync.WaitGroup
 	mu          sync.Mutex
 }
