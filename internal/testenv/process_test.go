@@ -5,9 +5,10 @@ Copyright The shardgate Authors.
 package testenv
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,22 +31,23 @@ func TestStartRestartingStartsACrashedProcessAgain(t *testing.T) {
 		data, _ := os.ReadFile(runs)
 		return strings.Count(string(data), "run\n")
 	}
-	deadline := time.Now().Add(time.Minute)
-	var live *Process
-	for live == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %d runs, no run of the process stayed up", count())
-		}
+	// Three runs, the third still up: it is the one that stays.
+	if err := e.waitFor(context.Background(), time.Minute, "a third run that stays up", func(context.Context) (bool, error) {
 		procs := e.Processes()
-		if n := len(procs); n == 3 {
-			if done, _ := procs[2].Exited(); !done && count() == 3 {
-				live = procs[2]
-			}
-		} else if n > 3 {
-			t.Fatalf("%d processes started, want 3", n)
+		if n := len(procs); n > 3 {
+			return false, fmt.Errorf("%d processes started, want 3", n)
+		} else if n < 3 || count() < 3 {
+			return false, nil
 		}
-		time.Sleep(20 * time.Millisecond)
+		done, _ := procs[2].Exited()
+		return !done, nil
+	}); err != nil {
+		t.Fatal(err)
 	}
+	if n := len(e.Processes()); n != 3 {
+		t.Fatalf("%d processes started, want 3", n)
+	}
+	live := e.Processes()[2]
 	for i, p := range e.Processes()[:2] {
 		done, err := p.Exited()
 		if !done || err == nil || !strings.Contains(err.Error(), "exit status 2") {
@@ -80,25 +82,19 @@ func TestStartRestartingGivesUp(t *testing.T) {
 	if err := e.startRestarting("broken", "/bin/sh", []string{"-c", `echo run >> "$1"; exit 3`, "sh", runs}, nil, 2); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
+	if err := e.waitFor(context.Background(), time.Minute, "three runs, all exited", func(context.Context) (bool, error) {
 		procs := e.Processes()
-		all := len(procs) == 3
+		if len(procs) != 3 {
+			return false, nil
+		}
 		for _, p := range procs {
 			if done, _ := p.Exited(); !done {
-				all = false
+				return false, nil
 			}
 		}
-		if all {
-			break
-		}
-		if len(procs) > 3 {
-			t.Fatalf("%d runs, want 3", len(procs))
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d runs after a minute, want 3, all exited", len(procs))
-		}
-		time.Sleep(20 * time.Millisecond)
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	if err := e.Stop(); err != nil {
 		t.Fatal(err)
@@ -108,6 +104,6 @@ func TestStartRestartingGivesUp(t *testing.T) {
 	}
 	data, _ := os.ReadFile(runs)
 	if n := strings.Count(string(data), "run\n"); n != 3 {
-		t.Errorf("the process ran %s times, want 3", strconv.Itoa(n))
+		t.Errorf("the process ran %d times, want 3", n)
 	}
 }
