@@ -260,3 +260,58 @@ func TestCredentialsRenewAndReloadCAs(t *testing.T) {
 		t.Fatal("Start did not return when its context ended")
 	}
 }
+
+// A load that fails (a file read while half-written) is tried again after
+// its backoff, and at once when the source changes during the backoff;
+// neither waits for the reload interval, and the change that came during
+// the backoff is not lost.
+func TestCredentialsRetryAFailedLoad(t *testing.T) {
+	for _, mode := range []string{"after the backoff", "on a change during the backoff"} {
+		t.Run(mode, func(t *testing.T) {
+			ca := mustCA(t, "xds CA")
+			iss := &testIssuer{ca: ca, trusted: []*pki.CA{ca}, ttl: time.Hour}
+			var fails, goodLoads atomic.Int64
+			var failing atomic.Bool
+			load := func(ctx context.Context, renew bool) (*tls.Certificate, *x509.CertPool, error) {
+				if failing.Load() {
+					fails.Add(1)
+					return nil, nil, errors.New("caFile: no certificate (read while half-written)")
+				}
+				goodLoads.Add(1)
+				return iss.load(ctx, renew)
+			}
+			creds, err := NewCredentials(context.Background(), load, logr.Discard())
+			if err != nil {
+				t.Fatal(err)
+			}
+			creds.ReloadInterval = time.Hour // only a retry can load again
+			signals := make(chan func(), 1)
+			creds.watch = func(ctx context.Context, changed func()) {
+				signals <- changed
+				<-ctx.Done()
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			stopped := make(chan struct{})
+			go func() { defer close(stopped); _ = creds.Start(ctx) }()
+			defer func() { cancel(); <-stopped }()
+			changed := <-signals
+
+			failing.Store(true)
+			changed()
+			poll := func(what string, cond func() bool) {
+				t.Helper()
+				if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true,
+					func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+					t.Fatalf("%s: %v (failed loads %d, good loads %d)", what, err, fails.Load(), goodLoads.Load())
+				}
+			}
+			poll("the change was not loaded", func() bool { return fails.Load() >= 1 })
+			good := goodLoads.Load()
+			failing.Store(false)
+			if mode == "on a change during the backoff" {
+				changed()
+			}
+			poll("the failed load was not tried again", func() bool { return goodLoads.Load() > good })
+		})
+	}
+}
