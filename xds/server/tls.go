@@ -186,45 +186,33 @@ func (c *Credentials) Start(ctx context.Context) error {
 		}()
 	}
 	backoff := time.Second
-	retry := false
+	retrying := false
 	for {
-		if !retry {
-			wait := time.Until(c.next())
-			if wait < 0 {
-				wait = 0
-			}
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil
-			case <-t.C:
-			case <-changed:
-				t.Stop()
-			}
+		// After a failed load, load again after the backoff, or at once
+		// if the source changes meanwhile (a file read half-written,
+		// then finished); next() counts from the last good load.
+		wait := backoff
+		if !retrying {
+			wait = max(time.Until(c.next()), 0)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		case <-changed:
+			t.Stop()
 		}
 		if err := c.Reload(ctx); err != nil {
-			// Load again after the backoff, or at once if the source
-			// changes meanwhile (a file read half-written, then
-			// finished): either way the next pass loads without
-			// waiting for next(), which still counts from the last
-			// good load.
-			c.Log.Error(err, "reloading xDS credentials failed; keeping the current ones", "retryIn", backoff)
-			t := time.NewTimer(backoff)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil
-			case <-t.C:
-			case <-changed:
-				t.Stop()
+			if retrying {
+				backoff = min(2*backoff, time.Minute)
 			}
-			backoff = min(2*backoff, time.Minute)
-			retry = true
+			retrying = true
+			c.Log.Error(err, "reloading xDS credentials failed; keeping the current ones", "retryIn", backoff)
 			continue
 		}
-		retry = false
-		backoff = time.Second
+		retrying, backoff = false, time.Second
 	}
 }
 
