@@ -96,10 +96,25 @@ func watchFiles(ctx context.Context, cw *certwatcher.CertWatcher, files FileTLS,
 
 	caFile := files.CAFile
 	_, lastCA, _ := readCAPool(caFile)
-	caChanged := func() {
+	// reported is the read error last logged ("" once the bundle reads
+	// well again), so that a broken bundle is logged once.
+	reported := ""
+	// caChanged re-reads the bundle and loads it if it changed. A bundle
+	// that does not read is kept out (the one in force stays); the
+	// periodic re-read (report) logs it, the watch events do not: an
+	// in-place write is seen truncated for a moment.
+	caChanged := func(report bool) {
 		_, data, err := readCAPool(caFile)
-		if err != nil || bytes.Equal(data, lastCA) {
-			return // a broken bundle is reported by the load it would trigger once fixed
+		if err != nil {
+			if report && err.Error() != reported {
+				reported = err.Error()
+				log.Error(err, "the xds.tls client CA bundle cannot be read; the one loaded before stays in force")
+			}
+			return
+		}
+		reported = ""
+		if bytes.Equal(data, lastCA) {
+			return
 		}
 		lastCA = data
 		changed()
@@ -153,7 +168,7 @@ func watchFiles(ctx context.Context, cw *certwatcher.CertWatcher, files FileTLS,
 	}
 	// The watches are in place: what changed since the first load is read
 	// now; what changes from here on is an event.
-	caChanged()
+	caChanged(false)
 	certChanged()
 
 	tick := time.NewTicker(interval)
@@ -173,7 +188,7 @@ func watchFiles(ctx context.Context, cw *certwatcher.CertWatcher, files FileTLS,
 			}
 			name := filepath.Base(ev.Name)
 			if w.ca && (name == caBase || name == secretDataLink) {
-				caChanged()
+				caChanged(false)
 			}
 			if w.cert && (bases[name] || name == secretDataLink) {
 				certChanged()
@@ -185,7 +200,7 @@ func watchFiles(ctx context.Context, cw *certwatcher.CertWatcher, files FileTLS,
 			}
 			log.Error(err, "xds.tls file watch error")
 		case <-tick.C:
-			caChanged()
+			caChanged(true)
 			// certwatcher polls too, but not if its Start failed.
 			certChanged()
 		}

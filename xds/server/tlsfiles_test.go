@@ -7,10 +7,14 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/shardgate/shardgate/internal/pki"
@@ -111,10 +115,7 @@ func TestFileCredentialsFollowRotatedFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stopped := make(chan struct{})
-			go func() { defer close(stopped); _ = creds.Start(ctx) }()
-			defer func() { cancel(); <-stopped }()
-			addr := echoTLS(t, creds)
+			addr := startCredentials(t, ctx, creds)
 
 			got, old, err := dialSerial(addr, clientConfig(t, serverCA, clientCA))
 			if err != nil {
@@ -178,16 +179,76 @@ func TestFileCredentialsRotatedBeforeTheWatches(t *testing.T) {
 				t.Fatal(err)
 			}
 			second := files.write(serverCA, clientCA, nextCA)
-			stopped := make(chan struct{})
-			go func() { defer close(stopped); _ = creds.Start(ctx) }()
-			defer func() { cancel(); <-stopped }()
-			addr := echoTLS(t, creds)
+			addr := startCredentials(t, ctx, creds)
 			last, err := waitServed(ctx, addr, clientConfig(t, serverCA, nextCA), second)
 			if err != nil {
 				t.Fatalf("files rotated before the watches were not served: %v (last: %v)", err, last)
 			}
 		})
 	}
+}
+
+// A client CA bundle that does not read (written broken) is logged, and the
+// bundle loaded before stays in force until a good one is written.
+func TestFileCredentialsReportABrokenBundle(t *testing.T) {
+	files := &tlsFiles{t: t, dir: t.TempDir()}
+	serverCA, clientCA, nextCA := mustCA(t, "server CA"), mustCA(t, "client CA"), mustCA(t, "next client CA")
+	served := files.write(serverCA, clientCA)
+	certFile, keyFile, caFile := files.paths()
+	var mu sync.Mutex
+	var logged []string
+	log := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		logged = append(logged, args)
+	}, funcr.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	creds, err := NewFileCredentials(ctx, FileTLS{CertFile: certFile, KeyFile: keyFile, CAFile: caFile, WatchInterval: 50 * time.Millisecond}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := startCredentials(t, ctx, creds)
+	// The load the watch makes when it starts is done: the broken bundle
+	// comes later, when nothing else would read it.
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) { return creds.Loads() >= 2, nil }); err != nil {
+		t.Fatalf("the watch's first load: %v (loads: %d)", err, creds.Loads())
+	}
+
+	if err := os.WriteFile(caFile, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const msg = "the xds.tls client CA bundle cannot be read"
+	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.ContainsFunc(logged, func(l string) bool { return strings.Contains(l, msg) }), nil
+	})
+	if err != nil {
+		mu.Lock()
+		t.Fatalf("a broken caFile was not logged: %v; logged: %q", err, logged)
+	}
+	if got, c, err := dialSerial(addr, clientConfig(t, serverCA, clientCA)); err != nil || got.Cmp(served) != 0 {
+		t.Fatalf("with a broken caFile: serial %v, err %v; want the bundle loaded before in force and serial %s", got, err, served)
+	} else {
+		c.Close()
+	}
+	files.write(nil, nextCA)
+	if last, err := waitServed(ctx, addr, clientConfig(t, serverCA, nextCA), served); err != nil {
+		t.Fatalf("the bundle written good again was not loaded: %v (last: %v)", err, last)
+	}
+}
+
+// startCredentials runs creds.Start until the test ends and serves an echo
+// with its TLS; it returns the echo's address.
+func startCredentials(t *testing.T, ctx context.Context, creds *Credentials) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); _ = creds.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-stopped })
+	return echoTLS(t, creds)
 }
 
 // waitServed waits until a handshake with cfg is served the certificate of
