@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -68,6 +69,13 @@ const (
 
 	solverLabel     = "acme.cert-manager.io/http01-solver"
 	challengePrefix = "/.well-known/acme-challenge/"
+
+	// issuance bounds a wait for cert-manager to issue a certificate.
+	// cert-manager retries a step that failed (a conflict, an object its
+	// cache has not seen yet) after 5 s, doubling to 5 min for each
+	// further failure in a row; on a loaded machine a few in a row
+	// outlast the suite's default wait.
+	issuance = 6 * time.Minute
 )
 
 var (
@@ -257,6 +265,12 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 		})
 	}
 
+	AfterEach(func() {
+		if CurrentSpecReport().Failed() && env != nil {
+			diagnose(ctx, c, env)
+		}
+	})
+
 	BeforeAll(func() {
 		var err error
 		// Nothing here can serve an HTTP-01 challenge to Pebble: no Envoy
@@ -402,7 +416,7 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: tenantA, Name: appCert}, &secret)).To(Succeed())
 			g.Expect(secret.Data).To(HaveKey(corev1.TLSCertKey))
 			g.Expect(secret.Data[corev1.TLSCertKey]).NotTo(BeEmpty())
-		}).Should(Succeed())
+		}).WithTimeout(issuance).Should(Succeed())
 		Expect(secret.Type).To(Equal(corev1.SecretTypeTLS))
 		Expect(leaf(secret.Data[corev1.TLSCertKey]).DNSNames).To(Equal([]string{appHost}))
 
@@ -610,7 +624,7 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 			u := unstructuredOf(certificateGVK)
 			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: autotls.SecretName(phHost)}, u)).To(Succeed())
 			g.Expect(condition(u, "Ready", "status", "conditions")).To(HavePrefix("True/"))
-		}).Should(Succeed(), "events: %v", eventsAbout("ProviderHost", akashNS, "ph")(Default))
+		}).WithTimeout(issuance).Should(Succeed(), "events: %v", eventsAbout("ProviderHost", akashNS, "ph")(Default))
 		var secret corev1.Secret
 		Eventually(func(g Gomega) {
 			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: autotls.SecretName(phHost)}, &secret)).To(Succeed())

@@ -20,5 +20,9 @@
 // check. The tests assert instead that the solver's route is what the
 // shard serves for the challenge path while it exists. envtest runs no
 // garbage collector, so objects cert-manager leaves to it (the solver
-// HTTPRoute, owned by its Challenge) stay.
+// HTTPRoute, owned by its Challenge) stay. shardgate's backoff after a
+// failed issuance is seconds here (certificates.backoff), not the
+// production hour, so that a failure the local Pebble returns once is
+// retried within a spec's wait. A spec that fails writes what
+// cert-manager's objects say and the end of its log and Pebble's.
 package autotlse2e

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -18,11 +20,13 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/proto"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/internal/testcert"
+	"github.com/shardgate/shardgate/internal/testenv"
 	"github.com/shardgate/shardgate/internal/xdstest"
 )
 
@@ -352,6 +356,11 @@ func writeConfig(path string, blocked ...string) {
 	var b bytes.Buffer
 	// Akash mode too: ProviderHosts are the other kind of holder.
 	b.WriteString("akash:\n  enabled: true\n  apiAddress: \"0\"\n")
+	// A failed issuance is tried again after seconds, not the production
+	// hour: an ACME error the local Pebble returns once (the harness runs
+	// beside other suites on a loaded machine) is then retried by
+	// shardgate's own backoff inside a spec's wait, as in production.
+	b.WriteString("certificates:\n  backoff: 2s\n  maxBackoff: 10s\n")
 	b.WriteString("blockedHostnames:\n")
 	for _, h := range blocked {
 		fmt.Fprintf(&b, "  - %q\n", h)
@@ -371,4 +380,48 @@ func condition(u *unstructured.Unstructured, typ string, fields ...string) strin
 		}
 	}
 	return ""
+}
+
+// ------------------------------------------------------------ diagnosis
+
+// acmeKinds are cert-manager's objects of one issuance, in its order.
+var acmeKinds = []metav1.GroupVersionKind{
+	{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"},
+	{Group: "cert-manager.io", Version: "v1", Kind: "CertificateRequest"},
+	{Group: "acme.cert-manager.io", Version: "v1", Kind: "Order"},
+	{Group: "acme.cert-manager.io", Version: "v1", Kind: "Challenge"},
+}
+
+// diagnose writes, for a failed spec, the state of cert-manager's objects
+// in every namespace (their conditions, state, reason and failure time;
+// no certificate bodies) and the end of cert-manager's and Pebble's logs:
+// an issuance that stalls is otherwise a bare timeout.
+func diagnose(ctx context.Context, c client.Client, env *testenv.Env) {
+	w := GinkgoWriter
+	for _, gvk := range acmeKinds {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion(gvk.Group + "/" + gvk.Version)
+		list.SetKind(gvk.Kind + "List")
+		if err := c.List(ctx, list); err != nil {
+			fmt.Fprintf(w, "diagnosis: list %s: %v\n", gvk.Kind, err)
+			continue
+		}
+		for _, u := range list.Items {
+			status, _ := u.Object["status"].(map[string]any)
+			brief := map[string]any{}
+			for _, k := range []string{"conditions", "state", "reason", "lastFailureTime", "failedIssuanceAttempts", "failureTime", "presented", "processing"} {
+				if v, ok := status[k]; ok {
+					brief[k] = v
+				}
+			}
+			b, _ := json.Marshal(brief)
+			fmt.Fprintf(w, "diagnosis: %s %s/%s created %s: %s\n", gvk.Kind, u.GetNamespace(), u.GetName(),
+				u.GetCreationTimestamp().UTC().Format(time.RFC3339), b)
+		}
+	}
+	for _, p := range env.Processes() {
+		if p.Name == "cert-manager-controller" || p.Name == "pebble" {
+			fmt.Fprintf(w, "diagnosis: the end of %s's log:\n%s\n", p.Name, p.Tail(80))
+		}
+	}
 }
