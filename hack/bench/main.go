@@ -42,7 +42,7 @@ func main() {
 	phases := flag.String("phases", "", "comma-separated phases to run: flood, memory, tenant, propagation, revoke (default all; sizes grow whichever run)")
 	heap := flag.String("heap-profile", "", "save shardgate's heap profile after the largest memory figure to this file")
 	cpu := flag.String("cpu-profile", "", "save shardgate's CPU profile over the route-only propagation samples to this file")
-	allocs := flag.String("alloc-profile", "", "save shardgate's allocations over the route-only propagation samples (a delta profile) to this file")
+	allocs := flag.String("alloc-profile", "", "save shardgate's allocation profile after the route-only propagation samples to this file, and the one before them to this file + \".base\" (each after a collection; read the samples' with go tool pprof -base)")
 	floodCPU := flag.String("flood-cpu-profile", "", "save shardgate's CPU profile over the last flood round (its Creates and the statuses after them, 4 s) to this file")
 	peer := flag.String("peer", "", `measure a peer controller on the same workload after shardgate, against a fresh harness: "contour" (installed by make contour)`)
 	peerDir := flag.String("peer-dir", "", "directory holding the peer's binary and CRDs (default bin/contour)")

@@ -195,3 +195,13 @@ func translations(before, after map[string]float64) string {
 	sum := time.Duration((after[name+"_sum"] - before[name+"_sum"]) * float64(time.Second))
 	return fmt.Sprintf("%.0f translations taking %s", n, ms(sum))
 }
+
+// allocated says what shardgate allocated between two scrapes of its
+// metrics (the Go collector's running total, exact at each scrape, unlike
+// a heap profile's, which stops at the last collection), per sample of n,
+// and how many collections ran.
+func allocated(before, after map[string]float64, n int) string {
+	bytes := after["go_memstats_alloc_bytes_total"] - before["go_memstats_alloc_bytes_total"]
+	gcs := after["go_gc_duration_seconds_count"] - before["go_gc_duration_seconds_count"]
+	return fmt.Sprintf("allocated %.1f MB, %.0f KB per sample; %.0f garbage collections", bytes/1e6, bytes/1e3/float64(max(n, 1)), gcs)
+}

@@ -254,28 +254,46 @@ func (b *bench) propagation(ctx context.Context) error {
 	// past it.
 	secs := int((time.Duration(n)*propagationGap + time.Second - 1) / time.Second)
 	var profiled sync.WaitGroup
-	for _, p := range []struct{ what, path, dst string }{
-		{"CPU profile", "/debug/pprof/profile", b.cfg.CPUProfile},
-		{"allocation profile", "/debug/pprof/allocs", b.cfg.AllocProfile},
-	} {
-		if p.dst == "" {
-			continue
-		}
+	if dst := b.cfg.CPUProfile; dst != "" {
 		profiled.Go(func() {
-			if err := b.saveProfile(ctx, fmt.Sprintf("%s?seconds=%d", p.path, secs), p.dst); err != nil {
-				b.logf("propagation: %s: %v", p.what, err)
+			if err := b.saveProfile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), dst); err != nil {
+				b.logf("propagation: CPU profile: %v", err)
 				return
 			}
-			b.logf("propagation: %s (%d s) saved to %s", p.what, secs, p.dst)
+			b.logf("propagation: CPU profile (%d s) saved to %s", secs, dst)
 		})
 	}
+	// The allocations over the samples: two heap profiles (which carry
+	// the allocation counts too), each after a collection (gc=1, which
+	// only the heap endpoint takes), so that each counts every allocation
+	// made until it is taken. A delta profile (?seconds=) counts to the
+	// last collection before each end instead, and so may cover seconds
+	// before the samples.
+	allocs := func(dst string) {
+		if b.cfg.AllocProfile == "" {
+			return
+		}
+		if err := b.saveProfile(ctx, "/debug/pprof/heap?gc=1", dst); err != nil {
+			b.logf("propagation: allocation profile: %v", err)
+		}
+	}
+	allocs(b.cfg.AllocProfile + ".base")
 	reqs, _ := b.requests(ctx)
+	mem, _ := scrape(ctx, b.metrics)
 	b.res.Propagation, err = b.sample(ctx, w, n, propagationGap, false)
+	memAfter, memErr := scrape(ctx, b.metrics)
+	allocs(b.cfg.AllocProfile)
 	profiled.Wait()
 	if err != nil {
 		return err
 	}
+	if b.cfg.AllocProfile != "" {
+		b.logf("propagation: allocations over the samples: go tool pprof -sample_index=alloc_space -base %s.base %s", b.cfg.AllocProfile, b.cfg.AllocProfile)
+	}
 	b.logf("propagation: %s", b.res.Propagation)
+	if memErr == nil && mem != nil {
+		b.logf("propagation: shardgate over the samples: %s", allocated(mem, memAfter, n))
+	}
 	if after, err := b.requests(ctx); err == nil && reqs != nil {
 		b.logf("propagation: shardgate's apiserver requests and writes by kind over the samples: %s", requestsDelta(reqs, after))
 	}
