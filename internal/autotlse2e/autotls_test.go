@@ -88,6 +88,14 @@ var (
 	certificateGVK   = metav1.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}
 )
 
+// listOf is an empty list of gvk's objects, for List and Watch.
+func listOf(gvk metav1.GroupVersionKind) *unstructured.UnstructuredList {
+	l := &unstructured.UnstructuredList{}
+	l.SetAPIVersion(gvk.Group + "/" + gvk.Version)
+	l.SetKind(gvk.Kind + "List")
+	return l
+}
+
 func unstructuredOf(gvk metav1.GroupVersionKind) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(gvk.Group + "/" + gvk.Version)
@@ -290,10 +298,7 @@ var _ = Describe("automatic HTTPS with cert-manager and Pebble", Ordered, Contin
 		// are cleaned up first).
 		wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 		Expect(err).NotTo(HaveOccurred())
-		certList := &unstructured.UnstructuredList{}
-		certList.SetAPIVersion("cert-manager.io/v1")
-		certList.SetKind("CertificateList")
-		certs = record(ctx, wc, certList)
+		certs = record(ctx, wc, listOf(certificateGVK))
 		routes = record(ctx, wc, &gatewayv1.HTTPRouteList{})
 		secrets = record(ctx, wc, &corev1.SecretList{})
 

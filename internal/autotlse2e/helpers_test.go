@@ -386,7 +386,7 @@ func condition(u *unstructured.Unstructured, typ string, fields ...string) strin
 
 // acmeKinds are cert-manager's objects of one issuance, in its order.
 var acmeKinds = []metav1.GroupVersionKind{
-	{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"},
+	certificateGVK,
 	{Group: "cert-manager.io", Version: "v1", Kind: "CertificateRequest"},
 	{Group: "acme.cert-manager.io", Version: "v1", Kind: "Order"},
 	{Group: "acme.cert-manager.io", Version: "v1", Kind: "Challenge"},
@@ -399,9 +399,7 @@ var acmeKinds = []metav1.GroupVersionKind{
 func diagnose(ctx context.Context, c client.Client, env *testenv.Env) {
 	w := GinkgoWriter
 	for _, gvk := range acmeKinds {
-		list := &unstructured.UnstructuredList{}
-		list.SetAPIVersion(gvk.Group + "/" + gvk.Version)
-		list.SetKind(gvk.Kind + "List")
+		list := listOf(gvk)
 		if err := c.List(ctx, list); err != nil {
 			fmt.Fprintf(w, "diagnosis: list %s: %v\n", gvk.Kind, err)
 			continue
