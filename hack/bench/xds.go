@@ -1,22 +1,21 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,10 +42,10 @@ type rdsWatch struct {
 	mu      sync.Mutex
 	waiting map[string]chan time.Time
 	leaving map[string]chan time.Time
-	// domains are the hostnames of the last response decoded, received
-	// at; nil before the first.
-	domains map[string]bool
-	at      time.Time
+	// table is the serialized route table of the last response accepted,
+	// received at; nil before the first.
+	table []byte
+	at    time.Time
 
 	responses atomic.Int64
 	vhosts    atomic.Int64
@@ -115,7 +114,7 @@ func (w *rdsWatch) Close() {
 func (w *rdsWatch) expect(host string) <-chan time.Time {
 	ch := make(chan time.Time, 1)
 	w.mu.Lock()
-	if w.domains[host] {
+	if w.table != nil && hasDomain(w.table, host) {
 		ch <- w.at
 	} else {
 		w.waiting[host] = ch
@@ -130,7 +129,7 @@ func (w *rdsWatch) expect(host string) <-chan time.Time {
 func (w *rdsWatch) expectGone(host string) <-chan time.Time {
 	ch := make(chan time.Time, 1)
 	w.mu.Lock()
-	if w.domains != nil && !w.domains[host] {
+	if w.table != nil && !hasDomain(w.table, host) {
 		ch <- w.at
 	} else {
 		w.leaving[host] = ch
@@ -139,8 +138,16 @@ func (w *rdsWatch) expectGone(host string) <-chan time.Time {
 	return ch
 }
 
+// receive reads the stream until it ends. Each response's route table is
+// read from its serialization (tableDomains) rather than decoded into
+// messages: the client runs on the machine it measures, and decoding a
+// table of 3000 virtual hosts into messages costs it about 6.5 ms of CPU
+// and 4.5 MB of garbage per response, which shardgate and the apiserver
+// would otherwise share the two cores with.
 func (w *rdsWatch) receive() {
 	defer close(w.done)
+	// seen: the hostnames awaited to leave that the response still has.
+	seen := map[string]bool{}
 	for {
 		resp, err := w.stream.Recv()
 		at := time.Now()
@@ -149,50 +156,49 @@ func (w *rdsWatch) receive() {
 			return
 		}
 		w.responses.Add(1)
-		domains := map[string]bool{}
+		var table []byte
 		var nack string
 		vhosts := 0
+		w.mu.Lock()
+		clear(seen)
 		for _, a := range resp.GetResources() {
-			var rc routev3.RouteConfiguration
-			if err := proto.Unmarshal(a.GetValue(), &rc); err != nil {
+			n, isTable, err := tableDomains(a.GetValue(), func(d []byte) {
+				if ch, ok := w.waiting[string(d)]; ok {
+					ch <- at
+					delete(w.waiting, string(d))
+				}
+				if _, ok := w.leaving[string(d)]; ok {
+					seen[string(d)] = true
+				}
+			})
+			if err != nil {
 				nack = err.Error()
 				break
 			}
-			if rc.GetName() != routeTable {
-				continue
+			if isTable {
+				table, vhosts = a.GetValue(), n
 			}
-			for _, vh := range rc.GetVirtualHosts() {
-				vhosts++
-				for _, d := range vh.GetDomains() {
-					d, _, _ = strings.Cut(d, ":")
-					domains[d] = true
+		}
+		if nack == "" {
+			if table == nil {
+				table = []byte{} // a response without the table: every host is gone
+			}
+			w.table, w.at = table, at
+			for host, ch := range w.leaving {
+				if !seen[host] {
+					ch <- at
+					delete(w.leaving, host)
 				}
 			}
 		}
-		w.vhosts.Store(int64(vhosts))
-		w.mu.Lock()
-		if nack == "" {
-			w.domains, w.at = domains, at
-		}
-		for host, ch := range w.waiting {
-			if domains[host] {
-				ch <- at
-				delete(w.waiting, host)
-			}
-		}
-		for host, ch := range w.leaving {
-			if !domains[host] && nack == "" {
-				ch <- at
-				delete(w.leaving, host)
-			}
-		}
 		w.mu.Unlock()
+		w.vhosts.Store(int64(vhosts))
 		ack := &discovery.DiscoveryRequest{
 			Node: w.node, TypeUrl: routeTypeURL, ResourceNames: []string{routeTable},
 			VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce(),
 		}
 		if nack != "" {
-			// A response we cannot decode is NACKed; the previous version stays.
+			// A response we cannot read is NACKed; the previous version stays.
 			ack.VersionInfo = ""
 			ack.ErrorDetail = &status.Status{Code: 3, Message: nack} // INVALID_ARGUMENT
 		}
@@ -201,6 +207,95 @@ func (w *rdsWatch) receive() {
 			return
 		}
 	}
+}
+
+// RouteConfiguration's and VirtualHost's field numbers the client reads.
+const (
+	routeConfigName    protowire.Number = 1 // RouteConfiguration.name
+	routeConfigVHosts  protowire.Number = 2 // RouteConfiguration.virtual_hosts
+	virtualHostDomains protowire.Number = 2 // VirtualHost.domains
+)
+
+// tableDomains reads a serialized RouteConfiguration without decoding it
+// into messages. When it is the table the client watches (routeTable), it
+// calls fn with each virtual host's domain, any port cut off (a slice of
+// buf, valid during the call), and returns the number of virtual hosts;
+// isTable reports whether it was. A serialization that does not parse is
+// an error.
+func tableDomains(buf []byte, fn func(domain []byte)) (vhosts int, isTable bool, err error) {
+	// Two passes, so that nothing is kept between them: the name (which
+	// may come anywhere), then the virtual hosts.
+	err = walkFields(buf, func(num protowire.Number, typ protowire.Type, v []byte) error {
+		if num == routeConfigName && typ == protowire.BytesType {
+			isTable = string(v) == routeTable
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("RouteConfiguration: %w", err)
+	}
+	if !isTable {
+		return 0, false, nil
+	}
+	err = walkFields(buf, func(num protowire.Number, typ protowire.Type, vh []byte) error {
+		if num != routeConfigVHosts || typ != protowire.BytesType {
+			return nil
+		}
+		vhosts++
+		err := walkFields(vh, func(num protowire.Number, typ protowire.Type, v []byte) error {
+			if num == virtualHostDomains && typ == protowire.BytesType {
+				if i := bytes.IndexByte(v, ':'); i >= 0 {
+					v = v[:i]
+				}
+				fn(v)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("virtual host %d: %w", vhosts-1, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("RouteConfiguration %q: %w", routeTable, err)
+	}
+	return vhosts, true, nil
+}
+
+// walkFields calls fn with each field of the serialized message buf: its
+// number, wire type and, for a length-delimited field, its bytes.
+func walkFields(buf []byte, fn func(num protowire.Number, typ protowire.Type, v []byte) error) error {
+	for len(buf) > 0 {
+		num, typ, n := protowire.ConsumeTag(buf)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		buf = buf[n:]
+		var v []byte
+		if typ == protowire.BytesType {
+			v, n = protowire.ConsumeBytes(buf)
+		} else {
+			n = protowire.ConsumeFieldValue(num, typ, buf)
+		}
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		buf = buf[n:]
+		if err := fn(num, typ, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hasDomain reports whether the serialized route table buf has a virtual
+// host with domain host (any port cut off).
+func hasDomain(buf []byte, host string) bool {
+	found := false
+	_, _, _ = tableDomains(buf, func(d []byte) {
+		found = found || string(d) == host
+	})
+	return found
 }
 
 // rdsClient returns an xDS client of the running shardgate, dialling one
