@@ -141,7 +141,7 @@ func (w *rdsWatch) expectGone(host string) <-chan time.Time {
 // receive reads the stream until it ends. Each response's route table is
 // read from its serialization (tableDomains) rather than decoded into
 // messages: the client runs on the machine it measures, and decoding a
-// table of 3000 virtual hosts into messages costs it about 6.5 ms of CPU
+// table of 3000 virtual hosts into messages costs it 5–7 ms of CPU
 // and 4.5 MB of garbage per response, which shardgate and the apiserver
 // would otherwise share the two cores with.
 func (w *rdsWatch) receive() {
