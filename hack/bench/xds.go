@@ -161,11 +161,11 @@ func (w *rdsWatch) receive() {
 		vhosts := 0
 		w.mu.Lock()
 		clear(seen)
+		var arrived []string // awaited hosts the response has
 		for _, a := range resp.GetResources() {
 			n, isTable, err := tableDomains(a.GetValue(), func(d []byte) {
-				if ch, ok := w.waiting[string(d)]; ok {
-					ch <- at
-					delete(w.waiting, string(d))
+				if _, ok := w.waiting[string(d)]; ok {
+					arrived = append(arrived, string(d))
 				}
 				if _, ok := w.leaving[string(d)]; ok {
 					seen[string(d)] = true
@@ -180,6 +180,12 @@ func (w *rdsWatch) receive() {
 			}
 		}
 		if nack == "" {
+			for _, host := range arrived {
+				if ch, ok := w.waiting[host]; ok {
+					ch <- at
+					delete(w.waiting, host)
+				}
+			}
 			if table == nil {
 				table = []byte{} // a response without the table: every host is gone
 			}

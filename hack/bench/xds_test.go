@@ -2,13 +2,18 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // table is a route table named name with n virtual hosts, each with a
@@ -149,4 +154,133 @@ func BenchmarkTableDomains(b *testing.B) {
 			}
 		}
 	})
+}
+
+// fakeStream is an ADS stream fed by the test: Recv returns the responses
+// sent on in, and Send records the client's requests.
+type fakeStream struct {
+	discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient
+	in   chan *discovery.DiscoveryResponse
+	sent chan *discovery.DiscoveryRequest
+}
+
+func (f *fakeStream) Recv() (*discovery.DiscoveryResponse, error) {
+	r, ok := <-f.in
+	if !ok {
+		return nil, io.EOF
+	}
+	return r, nil
+}
+
+func (f *fakeStream) Send(r *discovery.DiscoveryRequest) error {
+	f.sent <- r
+	return nil
+}
+
+// TestRDSWatch checks what the client makes of each response: a host is
+// awaited until a response holds it and awaited to leave until one lacks
+// it; a response it cannot read is NACKed and changes nothing, not even
+// for the hosts it holds before the fault.
+func TestRDSWatch(t *testing.T) {
+	f := &fakeStream{in: make(chan *discovery.DiscoveryResponse), sent: make(chan *discovery.DiscoveryRequest, 10)}
+	w := &rdsWatch{stream: f, node: &core.Node{Id: "bench"}, waiting: map[string]chan time.Time{}, leaving: map[string]chan time.Time{}, done: make(chan struct{})}
+	go w.receive()
+	defer func() {
+		close(f.in)
+		<-w.done
+	}()
+	respond := func(version string, values ...[]byte) *discovery.DiscoveryRequest {
+		t.Helper()
+		resp := &discovery.DiscoveryResponse{VersionInfo: version, Nonce: "n-" + version, TypeUrl: routeTypeURL}
+		for _, v := range values {
+			resp.Resources = append(resp.Resources, &anypb.Any{TypeUrl: routeTypeURL, Value: v})
+		}
+		f.in <- resp
+		select {
+		case req := <-f.sent:
+			return req
+		case <-time.After(10 * time.Second):
+			t.Fatal("no ACK or NACK")
+			return nil
+		}
+	}
+	marshal := func(rc *routev3.RouteConfiguration) []byte {
+		b, err := proto.Marshal(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	fired := func(ch <-chan time.Time) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+
+	// Before any response nothing is there, and nothing is gone.
+	two := w.expect(hostName(1))
+	gone0 := w.expectGone(hostName(0))
+	if fired(two) || fired(gone0) {
+		t.Fatal("a host awaited before any response: fired")
+	}
+	if req := respond("1", marshal(table(routeTable, 2))); req.GetVersionInfo() != "1" || req.GetErrorDetail() != nil {
+		t.Fatalf("response 1: want an ACK of version 1, got %v", req)
+	}
+	if !fired(two) {
+		t.Fatal("r-1 is in response 1: its expect did not fire")
+	}
+	if fired(gone0) {
+		t.Fatal("r-0 is in response 1: its expectGone fired")
+	}
+	if !fired(w.expect(hostName(0))) {
+		t.Fatal("r-0 is in the last table: a new expect did not fire at once")
+	}
+	if w.vhosts.Load() != 2 {
+		t.Fatalf("virtual hosts: %d, want 2", w.vhosts.Load())
+	}
+
+	// A table holding r-2 whose last virtual host, r-2's, ends in a field
+	// cut short, after its domains: NACKed, and r-2 is not there.
+	third := w.expect(hostName(2))
+	bad := table(routeTable, 2)
+	bad.VirtualHosts = nil
+	raw := marshal(bad)
+	for i, vh := range table(routeTable, 3).GetVirtualHosts() {
+		b := marshal(&routev3.RouteConfiguration{VirtualHosts: []*routev3.VirtualHost{vh}})
+		if i == 2 {
+			_, _, n := protowire.ConsumeTag(b)
+			inner, _ := protowire.ConsumeBytes(b[n:])
+			inner = protowire.AppendTag(slices.Clone(inner), 99, protowire.BytesType)
+			inner = append(inner, 5, 'x') // five bytes promised, one given
+			b = protowire.AppendBytes(protowire.AppendTag(nil, routeConfigVHosts, protowire.BytesType), inner)
+		}
+		raw = append(raw, b...)
+	}
+	if _, _, err := tableDomains(raw, func([]byte) {}); err == nil {
+		t.Fatal("the faulty table: tableDomains read it")
+	}
+	req := respond("2", raw)
+	if req.GetVersionInfo() != "" || req.GetErrorDetail() == nil || req.GetResponseNonce() != "n-2" {
+		t.Fatalf("an unreadable response: want a NACK of nonce n-2, got %v", req)
+	}
+	if fired(third) || fired(gone0) {
+		t.Fatal("an unreadable response changed what the client saw")
+	}
+
+	// A table without r-0 and with r-2; another table beside it is not
+	// read as the watched one.
+	rc := table(routeTable, 3)
+	rc.VirtualHosts = rc.VirtualHosts[1:]
+	if req := respond("3", marshal(table("https-443", 1)), marshal(rc)); req.GetErrorDetail() != nil {
+		t.Fatalf("response 3: NACKed: %v", req.GetErrorDetail())
+	}
+	if !fired(third) || !fired(gone0) {
+		t.Fatal("response 3 has r-2 and lacks r-0: expect or expectGone did not fire")
+	}
+	if !fired(w.expectGone(hostName(0))) || fired(w.expectGone(hostName(1))) {
+		t.Fatal("expectGone against the last table: want r-0 gone at once and r-1 not")
+	}
 }
