@@ -75,12 +75,7 @@ func (r *ProviderLeasedIPReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.live = mgr.GetAPIReader()
 	r.services = map[types.NamespacedName]types.NamespacedName{}
 	r.applied = map[types.UID]bool{}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &akashv1.ProviderLeasedIP{}, providerLeasedIPServiceIndex, func(o client.Object) []string {
-		if nn, ok := ipServiceOf(o.(*akashv1.ProviderLeasedIP)); ok {
-			return []string{nn.String()}
-		}
-		return nil
-	}); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &akashv1.ProviderLeasedIP{}, providerLeasedIPServiceIndex, ipServiceIndex); err != nil {
 		return fmt.Errorf("index ProviderLeasedIPs by Service: %w", err)
 	}
 	// Once per start, on the leader: Services of ProviderLeasedIPs deleted
@@ -149,9 +144,16 @@ func (r *ProviderLeasedIPReconciler) sweepService(ctx context.Context, req recon
 }
 
 // deleteOrphan deletes the Service nn if it is a leased-IP Service of a
-// lease (Akash's labels), no live ProviderLeasedIP produces it, and
-// shardgate wrote it (read from the apiserver: the cache keeps no
-// managedFields).
+// lease (Akash's labels), shardgate wrote it (read from the apiserver: the
+// cache keeps no managedFields), and no live ProviderLeasedIP produces it.
+//
+// Whether shardgate wrote it is read first. shardgate writes a leased-IP
+// Service only for a ProviderLeasedIP already in its cache, so once the
+// apiserver shows shardgate's fields, the cache read after that holds the
+// ProviderLeasedIP, unless it has gone since. Read the other way round, a
+// Service Akash's IP operator wrote, whose ProviderLeasedIP arrived and
+// which shardgate applied between the two reads, would look like
+// shardgate's orphan, and be deleted.
 func (r *ProviderLeasedIPReconciler) deleteOrphan(ctx context.Context, nn types.NamespacedName) error {
 	var cached corev1.Service
 	if err := r.Client.Get(ctx, nn, &cached); err != nil {
@@ -159,6 +161,13 @@ func (r *ProviderLeasedIPReconciler) deleteOrphan(ctx context.Context, nn types.
 	}
 	if _, ok := akash.LeaseFromLabels(cached.Labels); !ok || cached.Labels[akash.LabelManaged] != "true" ||
 		cached.Labels[akash.LabelServiceTarget] != akash.ServiceTargetMetalLB {
+		return nil
+	}
+	var svc corev1.Service
+	if err := r.live.Get(ctx, nn, &svc); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !wroteBy(&svc, shardgatev1alpha1.FieldOwner) {
 		return nil
 	}
 	var producers akashv1.ProviderLeasedIPList
@@ -169,13 +178,6 @@ func (r *ProviderLeasedIPReconciler) deleteOrphan(ctx context.Context, nn types.
 		if producers.Items[i].DeletionTimestamp == nil {
 			return nil
 		}
-	}
-	var svc corev1.Service
-	if err := r.live.Get(ctx, nn, &svc); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if !wroteBy(&svc, shardgatev1alpha1.FieldOwner) {
-		return nil
 	}
 	r.Log.Info("deleting the Service of a ProviderLeasedIP that is gone", "service", nn)
 	if err := r.Client.Delete(ctx, &svc, client.Preconditions{UID: &svc.UID}); err != nil && !apierrors.IsNotFound(err) {
@@ -194,6 +196,15 @@ func wroteBy(obj client.Object, owner string) bool {
 		}
 	}
 	return false
+}
+
+// ipServiceIndex is the providerLeasedIPServiceIndex of a
+// ProviderLeasedIP: the Service it produces.
+func ipServiceIndex(o client.Object) []string {
+	if nn, ok := ipServiceOf(o.(*akashv1.ProviderLeasedIP)); ok {
+		return []string{nn.String()}
+	}
+	return nil
 }
 
 func ipServiceOf(lip *akashv1.ProviderLeasedIP) (types.NamespacedName, bool) {
