@@ -81,7 +81,9 @@ var _ = Describe("Akash drop-in mode: a leased-IP Service's orphan check", Order
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: l.Namespace(), Labels: l.Labels()}}
 		ns.Labels[akash.LabelManaged] = "true"
 		Expect(c.Create(ctx, ns)).To(Succeed())
+		dumps.Add(c, ns.Name)
 		Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lease"}})).To(Succeed())
+		dumps.Add(c, "lease")
 		lip := &akashv1.ProviderLeasedIP{
 			ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: "lease", Labels: map[string]string{akash.LabelManaged: "true"}},
 			Spec: akashv1.ProviderLeasedIPSpec{
