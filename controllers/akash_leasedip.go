@@ -147,13 +147,15 @@ func (r *ProviderLeasedIPReconciler) sweepService(ctx context.Context, req recon
 // lease (Akash's labels), shardgate wrote it (read from the apiserver: the
 // cache keeps no managedFields), and no live ProviderLeasedIP produces it.
 //
-// Whether shardgate wrote it is read first. shardgate writes a leased-IP
-// Service only for a ProviderLeasedIP already in its cache, so once the
-// apiserver shows shardgate's fields, the cache read after that holds the
-// ProviderLeasedIP, unless it has gone since. Read the other way round, a
+// A Service some ProviderLeasedIP in the cache produces is left at once,
+// from the cache alone. Otherwise the apiserver is asked whether shardgate
+// wrote it, and then the cache again: shardgate writes a leased-IP Service
+// only for a ProviderLeasedIP already in its cache, so once the apiserver
+// shows shardgate's fields, a cache read after that holds the
+// ProviderLeasedIP, unless it has gone since. Without that second read, a
 // Service Akash's IP operator wrote, whose ProviderLeasedIP arrived and
-// which shardgate applied between the two reads, would look like
-// shardgate's orphan, and be deleted.
+// which shardgate applied between the first read and the apiserver's
+// answer, would look like shardgate's orphan, and be deleted.
 func (r *ProviderLeasedIPReconciler) deleteOrphan(ctx context.Context, nn types.NamespacedName) error {
 	var cached corev1.Service
 	if err := r.Client.Get(ctx, nn, &cached); err != nil {
@@ -163,6 +165,9 @@ func (r *ProviderLeasedIPReconciler) deleteOrphan(ctx context.Context, nn types.
 		cached.Labels[akash.LabelServiceTarget] != akash.ServiceTargetMetalLB {
 		return nil
 	}
+	if produced, err := r.produced(ctx, nn); err != nil || produced {
+		return err
+	}
 	var svc corev1.Service
 	if err := r.live.Get(ctx, nn, &svc); err != nil {
 		return client.IgnoreNotFound(err)
@@ -170,14 +175,8 @@ func (r *ProviderLeasedIPReconciler) deleteOrphan(ctx context.Context, nn types.
 	if !wroteBy(&svc, shardgatev1alpha1.FieldOwner) {
 		return nil
 	}
-	var producers akashv1.ProviderLeasedIPList
-	if err := r.Client.List(ctx, &producers, client.InNamespace(r.Namespace), client.MatchingFields{providerLeasedIPServiceIndex: nn.String()}); err != nil {
-		return fmt.Errorf("list ProviderLeasedIPs of %s: %w", nn, err)
-	}
-	for i := range producers.Items {
-		if producers.Items[i].DeletionTimestamp == nil {
-			return nil
-		}
+	if produced, err := r.produced(ctx, nn); err != nil || produced {
+		return err
 	}
 	r.Log.Info("deleting the Service of a ProviderLeasedIP that is gone", "service", nn)
 	if err := r.Client.Delete(ctx, &svc, client.Preconditions{UID: &svc.UID}); err != nil && !apierrors.IsNotFound(err) {
@@ -185,6 +184,21 @@ func (r *ProviderLeasedIPReconciler) deleteOrphan(ctx context.Context, nn types.
 	}
 	r.forgetApplied(svc.UID)
 	return nil
+}
+
+// produced reports whether a live ProviderLeasedIP in the cache produces
+// the Service nn.
+func (r *ProviderLeasedIPReconciler) produced(ctx context.Context, nn types.NamespacedName) (bool, error) {
+	var producers akashv1.ProviderLeasedIPList
+	if err := r.Client.List(ctx, &producers, client.InNamespace(r.Namespace), client.MatchingFields{providerLeasedIPServiceIndex: nn.String()}); err != nil {
+		return false, fmt.Errorf("list ProviderLeasedIPs of %s: %w", nn, err)
+	}
+	for i := range producers.Items {
+		if producers.Items[i].DeletionTimestamp == nil {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // wroteBy: obj has fields of field manager (it wrote them, by apply or

@@ -37,8 +37,9 @@ func (b *beforeGet) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 // apiserver (whether shardgate wrote the Service) and the cache (whether a
 // ProviderLeasedIP produces it). Here the ProviderLeasedIP of a Service
 // Akash's IP operator wrote arrives, and shardgate applies the Service,
-// between the check's reads, as it can on a loaded machine: the Service
-// is not shardgate's orphan and stays.
+// after the check's first cache read and before the apiserver answers it,
+// as can happen on a loaded machine: the Service is not shardgate's orphan
+// and stays.
 var _ = Describe("Akash drop-in mode: a leased-IP Service's orphan check", Ordered, func() {
 	ctx := context.Background()
 	var (
@@ -101,7 +102,7 @@ var _ = Describe("Akash drop-in mode: a leased-IP Service's orphan check", Order
 		Eventually(func() error { return cached.Get(ctx, key, &corev1.Service{}) }).Should(Succeed())
 
 		live := &beforeGet{Reader: c, before: func() {
-			By("between the check's reads: the ProviderLeasedIP arrives, and shardgate applies the Service for it")
+			By("before the apiserver answers the check: the ProviderLeasedIP arrives, and shardgate applies the Service for it")
 			Expect(c.Create(ctx, lip)).To(Succeed())
 			Eventually(func(g Gomega) {
 				var producers akashv1.ProviderLeasedIPList
@@ -124,6 +125,11 @@ var _ = Describe("Akash drop-in mode: a leased-IP Service's orphan check", Order
 			managers = append(managers, m.Manager)
 		}
 		Expect(managers).To(ContainElement(shardgatev1alpha1.FieldOwner), "the check ran past shardgate's apply")
+
+		By("a Service a cached ProviderLeasedIP produces is left from the cache alone, without asking the apiserver")
+		asked := &beforeGet{Reader: c}
+		asked.before = func() { Fail("the check read the apiserver for a Service a cached ProviderLeasedIP produces") }
+		Expect(controllers.DeleteOrphan(ctx, cached, asked, "lease", key)).To(Succeed())
 
 		By("its ProviderLeasedIP gone, the same check deletes it")
 		Expect(c.Delete(ctx, lip)).To(Succeed())
