@@ -219,3 +219,102 @@ func TestRecheckOfOurOwnWriteIsNoFight(t *testing.T) {
 		t.Fatalf("a version someone else wrote: %d restores counted, want 1", f.n)
 	}
 }
+
+// TestUpdateDuringOurWriteIsJudgedByItsAnswer: an update that changes the
+// status while our write of it is in flight may be that write landing
+// before its answer, or someone else's write; the answer's version tells
+// which. Someone else's counts as a restore, as it would outside a
+// flight, and is answered after the fight's back-off; our own counts
+// none; a write that failed made no version, so every such update was
+// someone else's.
+func TestUpdateDuringOurWriteIsJudgedByItsAnswer(t *testing.T) {
+	w := New(nil, nil, ours, logr.Discard())
+	nn := types.NamespacedName{Namespace: "ns", Name: "r"}
+	k := Key{Kind: KindHTTPRoute, NamespacedName: nn}
+	route := func(rv, msg string) *gatewayv1.HTTPRoute {
+		r := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name, ResourceVersion: rv, Generation: 1}}
+		r.Status.Parents = []gatewayv1.RouteParentStatus{{
+			ParentRef:      gatewayv1.ParentReference{Name: "gw"},
+			ControllerName: ours,
+			Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted",
+				Message: msg, ObservedGeneration: 1}},
+		}}
+		return r
+	}
+	w.submitted = true
+	w.routes = []gatewayapi.RouteStatuses{gatewayapi.RouteStatuses{}.Set(nn, route("", "ours").Status.Parents)}
+	restores := func() int { return w.fights[k].n }
+	// drain takes what is ready in the queue, as a worker would.
+	drain := func() int {
+		n := w.queue.Len()
+		for range n {
+			got, _ := w.queue.Get()
+			w.queue.Done(got)
+		}
+		return n
+	}
+
+	// Someone else's write lands before our write's answer.
+	w.writing[k] = true
+	w.Recheck(route("5", "theirs 1"))
+	if restores() != 0 || w.queue.Len() != 0 {
+		t.Fatalf("judged before the write's answer: %d restores, %d queued", restores(), w.queue.Len())
+	}
+	w.recordWrite(k, "4")
+	if restores() != 1 {
+		t.Fatalf("someone else's version during our write: %d restores counted, want 1", restores())
+	}
+	if got := drain(); got != 1 {
+		t.Fatalf("the first restore: %d queued at once, want 1", got)
+	}
+
+	// Again, during the restore's own flight: the second restore waits.
+	w.writing[k] = true
+	w.Recheck(route("7", "theirs 2"))
+	w.recordWrite(k, "6")
+	if restores() != 2 {
+		t.Fatalf("the second overwrite during our write: %d restores counted, want 2", restores())
+	}
+	if got := drain(); got != 0 {
+		t.Fatalf("the second restore was queued at once (%d ready), want after the back-off", got)
+	}
+
+	// Our own write landing before its answer, after the desired status
+	// moved on: queued at once, no restore.
+	w.routes = []gatewayapi.RouteStatuses{gatewayapi.RouteStatuses{}.Set(nn, route("", "ours, new").Status.Parents)}
+	delete(w.fights, k)
+	w.writing[k] = true
+	w.Recheck(route("9", "ours"))
+	w.recordWrite(k, "9")
+	if restores() != 0 {
+		t.Fatalf("our own write landing during its flight: %d restores counted", restores())
+	}
+	if got := drain(); got != 1 {
+		t.Fatalf("our own outdated write: %d queued at once, want 1", got)
+	}
+
+	// Ours and someone else's both land in one flight: one restore.
+	w.writing[k] = true
+	w.Recheck(route("11", "ours"))
+	w.Recheck(route("12", "theirs 3"))
+	w.recordWrite(k, "11")
+	if restores() != 1 {
+		t.Fatalf("ours and theirs in one flight: %d restores counted, want 1", restores())
+	}
+
+	// A write that failed (a conflict, say) made no version.
+	delete(w.fights, k)
+	drain()
+	w.writing[k] = true
+	w.Recheck(route("14", "theirs 4"))
+	w.endWrite(k, "", false)
+	if restores() != 1 {
+		t.Fatalf("an update during a failed write: %d restores counted, want 1", restores())
+	}
+	if w.writing[k] || len(w.inFlight) != 0 {
+		t.Fatalf("the failed write's flight did not end: writing %v, in flight %v", w.writing[k], w.inFlight)
+	}
+	if got := drain(); got != 1 {
+		t.Fatalf("after a failed write: %d queued, want 1", got)
+	}
+}

@@ -94,6 +94,12 @@ type Writer struct {
 	// writing holds the objects whose status write is in flight: an
 	// update of one may be our write landing before its answer did.
 	writing map[Key]bool
+	// inFlight holds the versions of the updates that differed from the
+	// desired status while the object's write was in flight. Whether each
+	// was our write landing or someone else's is known only from the
+	// write's answer (endWrite), which queues the object then: at once for
+	// our own, after the fight's back-off for someone else's.
+	inFlight map[Key][]string
 	// publish: the xDS server's publish outcomes by Gateway (publish.go).
 	publish map[types.NamespacedName]string
 	// fights counts, per object, the times its status had to be restored
@@ -159,6 +165,7 @@ func New(c client.Client, reader client.Reader, controllerName string, log logr.
 		since:         map[Key]uint64{},
 		written:       map[Key]uint64{},
 		writing:       map[Key]bool{},
+		inFlight:      map[Key][]string{},
 		fights:        map[Key]fight{},
 		retiringSince: map[Key]time.Time{},
 		floodSlots:    make(chan struct{}, floodWriters),
@@ -496,9 +503,18 @@ func (w *Writer) recheck(old, obj client.Object) {
 		k, dirty = w.differs(obj, w.now(), false)
 	}
 	if dirty {
+		changed := statusChanged(old, obj)
+		if changed && w.writing[k] {
+			// Our write of k is in flight: this may be it landing, or
+			// someone else's write landing before its answer. The answer
+			// tells which, and queues k (endWrite).
+			w.inFlight[k] = append(w.inFlight[k], obj.GetResourceVersion())
+			w.mu.Unlock()
+			return
+		}
 		// Our own write landing, after the desired status moved on, is
 		// no fight: only a version someone else wrote counts as one.
-		restoring := !w.ownWrite(k, obj.GetResourceVersion()) && statusChanged(old, obj)
+		restoring := !w.ownWrite(k, obj.GetResourceVersion()) && changed
 		delays = w.restoreDelays([]Key{k}, restoring)
 	}
 	w.mu.Unlock()
@@ -605,12 +621,10 @@ func (w *Writer) behind(k Key, rv string) bool {
 	return err == nil && n < last
 }
 
-// ownWrite reports whether rv is the version our last write of k made, or
-// may be: a write of k is in flight. Call with w.mu held.
+// ownWrite reports whether rv is the version our last write of k made.
+// (An update during a write's flight waits for its answer: endWrite.)
+// Call with w.mu held.
 func (w *Writer) ownWrite(k Key, rv string) bool {
-	if w.writing[k] {
-		return true
-	}
 	last, ok := w.written[k]
 	if !ok {
 		return false
@@ -619,13 +633,38 @@ func (w *Writer) ownWrite(k Key, rv string) bool {
 	return err == nil && n == last
 }
 
-func (w *Writer) recordWrite(k Key, rv string) {
+// recordWrite ends the flight of k's write, which made version rv.
+func (w *Writer) recordWrite(k Key, rv string) { w.endWrite(k, rv, true) }
+
+// endWrite ends the flight of k's write: ok, it made version rv; not ok,
+// it failed and made none. The updates of k that differed from the
+// desired status during the flight (inFlight) are judged now: one with
+// another version than ours is someone else's status and counts as a
+// restore, as it would have outside a flight; k is queued again, after
+// the fight's back-off, since the status it carries, or the desired one
+// that moved on, still needs writing.
+func (w *Writer) endWrite(k Key, rv string, ok bool) {
 	n, err := strconv.ParseUint(rv, 10, 64)
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	delete(w.writing, k)
-	if err == nil {
+	if ok && err == nil {
 		w.written[k] = n
+	}
+	seen, pending := w.inFlight[k]
+	delete(w.inFlight, k)
+	var delays []time.Duration
+	if pending {
+		restoring := false
+		for _, v := range seen {
+			if !ok || v != rv {
+				restoring = true
+			}
+		}
+		delays = w.restoreDelays([]Key{k}, restoring)
+	}
+	w.mu.Unlock()
+	if pending {
+		w.enqueue([]Key{k}, delays)
 	}
 }
 
@@ -735,9 +774,7 @@ func (w *Writer) write(ctx context.Context, k Key) error {
 			w.recordWrite(k, obj.GetResourceVersion())
 			return nil
 		}
-		w.mu.Lock()
-		delete(w.writing, k)
-		w.mu.Unlock()
+		w.endWrite(k, "", false)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

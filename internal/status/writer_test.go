@@ -622,6 +622,120 @@ func TestWriter(t *testing.T) {
 		w.Submit(e.snapshot(t, ns), output(map[types.NamespacedName][]gatewayv1.RouteParentStatus{key: acceptedBy("new desired")}))
 		g.Eventually(e.parents(key)).WithTimeout(status.RestoreBackoff).Should(WithTransform(ourMessage, Equal("new desired")))
 	})
+
+	t.Run("an overwrite that lands while our write is in flight counts as a fight", func(t *testing.T) {
+		// Another controller answers each of our writes at once: its
+		// overwrite lands, and reaches the writer's event handler, before
+		// our write's answer does. This is the order a loaded machine
+		// gives at random; here every write of ours is held until the
+		// handler has taken the overwrite.
+		g := NewWithT(t)
+		ns := e.namespace(t, "fight-in-flight")
+		key := e.route(t, ns, "r")
+		handled := make(chan string, 64) // versions the handler took, after RecheckUpdate
+		var (
+			mu       sync.Mutex
+			ourWrite []time.Time // when each of our writes of key was sent
+			tampered []time.Time // when each overwrite landed
+			failure  error
+		)
+		const fights = 2
+		c := interceptor.NewClient(e.cachedClient(t), interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				if obj.GetNamespace() != key.Namespace {
+					return c.SubResource(sub).Update(ctx, obj, opts...)
+				}
+				mu.Lock()
+				ourWrite = append(ourWrite, time.Now())
+				n := len(ourWrite)
+				mu.Unlock()
+				if err := c.SubResource(sub).Update(ctx, obj, opts...); err != nil || n > fights {
+					return err
+				}
+				rv, err := overwrite(e, key, fmt.Sprintf("fight %d", n))
+				mu.Lock()
+				tampered = append(tampered, time.Now())
+				mu.Unlock()
+				if err == nil {
+					err = waitFor(handled, rv, 30*time.Second)
+				}
+				if err != nil {
+					mu.Lock()
+					failure = err
+					mu.Unlock()
+				}
+				return nil
+			},
+		})
+		w := status.New(c, e.api, ours, logr.Discard())
+		inf, err := e.cache.GetInformer(e.ctx, &gatewayv1.HTTPRoute{})
+		g.Expect(err).NotTo(HaveOccurred())
+		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(old, obj any) {
+				before, _ := old.(client.Object)
+				if o, ok := obj.(client.Object); ok {
+					w.RecheckUpdate(before, o)
+					if o.GetNamespace() == key.Namespace {
+						select {
+						case handled <- o.GetResourceVersion():
+						default: // nobody waits: the fights are over
+						}
+					}
+				}
+			},
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+		t.Cleanup(func() { _ = inf.RemoveEventHandler(reg) })
+		e.start(t, w)
+		w.Submit(e.snapshot(t, ns), output(map[types.NamespacedName][]gatewayv1.RouteParentStatus{key: acceptedBy("ours")}))
+
+		// Our write, overwritten (fight 1); the restore, overwritten
+		// (fight 2); the second restore, after the back-off.
+		g.Eventually(func() int { mu.Lock(); defer mu.Unlock(); return len(ourWrite) }).WithTimeout(30 * time.Second).Should(Equal(fights + 1))
+		g.Eventually(e.parents(key)).WithTimeout(30 * time.Second).Should(WithTransform(ourMessage, Equal("ours")))
+		mu.Lock()
+		defer mu.Unlock()
+		g.Expect(failure).NotTo(HaveOccurred())
+		g.Expect(tampered).To(HaveLen(fights))
+		g.Expect(ourWrite[fights].Sub(tampered[fights-1])).To(BeNumerically(">=", status.RestoreBackoff),
+			"the second restore must wait: the first overwrite, which landed during our write, is a fight")
+	})
+}
+
+// overwrite changes our Accepted message on route key, as another
+// controller would, and returns the version it made.
+func overwrite(e *writerEnv, key types.NamespacedName, msg string) (string, error) {
+	for {
+		var r gatewayv1.HTTPRoute
+		if err := e.api.Get(e.ctx, key, &r); err != nil {
+			return "", err
+		}
+		for i := range r.Status.Parents {
+			if r.Status.Parents[i].ControllerName == ours {
+				r.Status.Parents[i].Conditions[0].Message = msg
+			}
+		}
+		err := e.api.Status().Update(e.ctx, &r)
+		if apierrors.IsConflict(err) {
+			continue
+		}
+		return r.ResourceVersion, err
+	}
+}
+
+// waitFor reads versions from handled until it reads rv.
+func waitFor(handled <-chan string, rv string, timeout time.Duration) error {
+	deadline := time.After(timeout)
+	for {
+		select {
+		case got := <-handled:
+			if got == rv {
+				return nil
+			}
+		case <-deadline:
+			return fmt.Errorf("the event handler did not take version %s in %s", rv, timeout)
+		}
+	}
 }
 
 // tamper overwrites our Accepted message on route key, as another
