@@ -3,6 +3,7 @@ package status_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,23 +17,29 @@ import (
 	"github.com/shardgate/shardgate/internal/testwait"
 )
 
+var objectWriterRuns atomic.Int64
+
 // The ObjectWriter against the real apiserver: one control plane for all
 // cases, each in its own namespace and with its own metric kind.
 func TestObjectWriter(t *testing.T) {
 	env := testenv.StartT(t, testenv.Options{})
 	c := env.Client
 	ctx := context.Background()
+	// Each case counts its writes under a metric kind of its own, which a
+	// later run of this test in the same process (-count) must not share.
+	round := objectWriterRuns.Add(1)
+	kind := func(name string) status.Kind { return status.Kind(fmt.Sprintf("%s%d", name, round)) }
 
 	t.Run("writes only on change", func(t *testing.T) {
 		ns := namespace(t, c, "only-on-change")
 		p := params(t, c, ns, "p")
-		w, stop := start(t, "ObjOnChange", c, c, status.ObjectWriterOptions{})
+		w, stop := start(t, string(kind("ObjOnChange")), c, c, status.ObjectWriterOptions{})
 		defer stop()
 
 		w.Write(p, setValid("Ready", "first"))
 		testwait.For(t, "the first status", func() bool { return validMessage(t, c, p) == "first" })
 		testwait.For(t, "the writer to settle", w.Settled)
-		if n := writes("ObjOnChange"); n != 1 {
+		if n := writes(kind("ObjOnChange")); n != 1 {
 			t.Fatalf("writes after the first status: %v, want 1", n)
 		}
 		rv := get(t, c, p).ResourceVersion
@@ -42,7 +49,7 @@ func TestObjectWriter(t *testing.T) {
 			w.Write(p, setValid("Ready", "first"))
 		}
 		testwait.For(t, "the writer to settle", w.Settled)
-		if n := writes("ObjOnChange"); n != 1 {
+		if n := writes(kind("ObjOnChange")); n != 1 {
 			t.Errorf("writes after an unchanged status: %v, want 1", n)
 		}
 		if got := get(t, c, p).ResourceVersion; got != rv {
@@ -52,7 +59,7 @@ func TestObjectWriter(t *testing.T) {
 		w.Write(p, setValid("Ready", "second"))
 		testwait.For(t, "the second status", func() bool { return validMessage(t, c, p) == "second" })
 		testwait.For(t, "the writer to settle", w.Settled)
-		if n := writes("ObjOnChange"); n != 2 {
+		if n := writes(kind("ObjOnChange")); n != 2 {
 			t.Errorf("writes after a changed status: %v, want 2", n)
 		}
 	})
@@ -63,7 +70,7 @@ func TestObjectWriter(t *testing.T) {
 		for i := range 20 {
 			ps = append(ps, params(t, c, ns, fmt.Sprintf("p-%d", i)))
 		}
-		w, stop := start(t, "ObjIdle", c, c, status.ObjectWriterOptions{})
+		w, stop := start(t, string(kind("ObjIdle")), c, c, status.ObjectWriterOptions{})
 		defer stop()
 		idle := func() bool { return status.WriteGoroutines() == 0 }
 		for _, msg := range []string{"first", "second"} {
@@ -81,7 +88,7 @@ func TestObjectWriter(t *testing.T) {
 	t.Run("coalesces a burst into one write of the latest", func(t *testing.T) {
 		ns := namespace(t, c, "coalesce")
 		p := params(t, c, ns, "p")
-		w := status.NewObjectWriter("ObjCoalesce", c, c, newParams, status.ObjectWriterOptions{})
+		w := status.NewObjectWriter(string(kind("ObjCoalesce")), c, c, newParams, status.ObjectWriterOptions{})
 		// Given before the writer runs, as on a replica that is not the
 		// leader yet: all but the latest are superseded.
 		for i := range 50 {
@@ -91,7 +98,7 @@ func TestObjectWriter(t *testing.T) {
 		defer stop()
 		testwait.For(t, "the latest status", func() bool { return validMessage(t, c, p) == "burst-49" })
 		testwait.For(t, "the writer to settle", w.Settled)
-		if n := writes("ObjCoalesce"); n != 1 {
+		if n := writes(kind("ObjCoalesce")); n != 1 {
 			t.Errorf("writes for a burst of 50: %v, want 1", n)
 		}
 	})
@@ -108,7 +115,7 @@ func TestObjectWriter(t *testing.T) {
 			t.Fatal(err)
 		}
 		lagging := laggingCache{Client: c, stale: stale}
-		w, stop := start(t, "ObjConflict", lagging, c, status.ObjectWriterOptions{})
+		w, stop := start(t, string(kind("ObjConflict")), lagging, c, status.ObjectWriterOptions{})
 		defer stop()
 		w.Write(p, setValid("Ready", "after conflict"))
 		testwait.For(t, "the status after the conflict", func() bool { return validMessage(t, c, p) == "after conflict" })
@@ -119,7 +126,7 @@ func TestObjectWriter(t *testing.T) {
 		}
 		// The stale write was refused (409), then written once more from
 		// the apiserver's copy.
-		if n := writes("ObjConflict"); n != 2 {
+		if n := writes(kind("ObjConflict")); n != 2 {
 			t.Errorf("writes: %v, want 2 (the conflicting one and its retry)", n)
 		}
 	})
@@ -127,7 +134,7 @@ func TestObjectWriter(t *testing.T) {
 	t.Run("never writes a status to another object that took the name", func(t *testing.T) {
 		ns := namespace(t, c, "replaced")
 		old := params(t, c, ns, "p")
-		w := status.NewObjectWriter("ObjReplaced", c, c, newParams, status.ObjectWriterOptions{})
+		w := status.NewObjectWriter(string(kind("ObjReplaced")), c, c, newParams, status.ObjectWriterOptions{})
 		w.Write(old, setValid("Ready", "for the old object"))
 		if err := c.Delete(ctx, old); err != nil {
 			t.Fatal(err)
@@ -140,7 +147,7 @@ func TestObjectWriter(t *testing.T) {
 		if got := get(t, c, replacement); len(got.Status.Conditions) != 0 {
 			t.Errorf("the replacement got the old object's status: %+v", got.Status)
 		}
-		if n := writes("ObjReplaced"); n != 0 {
+		if n := writes(kind("ObjReplaced")); n != 0 {
 			t.Errorf("writes: %v, want 0", n)
 		}
 
