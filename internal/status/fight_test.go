@@ -254,67 +254,63 @@ func TestUpdateDuringOurWriteIsJudgedByItsAnswer(t *testing.T) {
 		return n
 	}
 
-	// Someone else's write lands before our write's answer.
+	// flight runs one write of ours: the updates land during it, and its
+	// answer gives version rv ("": the write failed).
+	flight := func(rv string, updates ...*gatewayv1.HTTPRoute) {
+		w.writing[k] = true
+		for _, u := range updates {
+			w.Recheck(u)
+		}
+		if rv == "" {
+			w.endWrite(k, "", false)
+		} else {
+			w.recordWrite(k, rv)
+		}
+	}
+	// expect checks the restores counted so far and what is ready in
+	// the queue, which it empties.
+	expect := func(what string, wantRestores, wantQueued int) {
+		t.Helper()
+		if got := restores(); got != wantRestores {
+			t.Fatalf("%s: %d restores counted, want %d", what, got, wantRestores)
+		}
+		if got := drain(); got != wantQueued {
+			t.Fatalf("%s: %d queued at once, want %d", what, got, wantQueued)
+		}
+	}
+
+	// Someone else's write lands before our write's answer: nothing is
+	// judged until the answer comes.
 	w.writing[k] = true
 	w.Recheck(route("5", "theirs 1"))
 	if restores() != 0 || w.queue.Len() != 0 {
 		t.Fatalf("judged before the write's answer: %d restores, %d queued", restores(), w.queue.Len())
 	}
 	w.recordWrite(k, "4")
-	if restores() != 1 {
-		t.Fatalf("someone else's version during our write: %d restores counted, want 1", restores())
-	}
-	if got := drain(); got != 1 {
-		t.Fatalf("the first restore: %d queued at once, want 1", got)
-	}
+	expect("someone else's version during our write", 1, 1)
 
-	// Again, during the restore's own flight: the second restore waits.
-	w.writing[k] = true
-	w.Recheck(route("7", "theirs 2"))
-	w.recordWrite(k, "6")
-	if restores() != 2 {
-		t.Fatalf("the second overwrite during our write: %d restores counted, want 2", restores())
-	}
-	if got := drain(); got != 0 {
-		t.Fatalf("the second restore was queued at once (%d ready), want after the back-off", got)
-	}
+	// Again, during the restore's own flight: the second restore waits
+	// for the back-off.
+	flight("6", route("7", "theirs 2"))
+	expect("the second overwrite during our write", 2, 0)
 
 	// Our own write landing before its answer, after the desired status
 	// moved on: queued at once, no restore.
 	w.routes = []gatewayapi.RouteStatuses{gatewayapi.RouteStatuses{}.Set(nn, route("", "ours, new").Status.Parents)}
 	delete(w.fights, k)
-	w.writing[k] = true
-	w.Recheck(route("9", "ours"))
-	w.recordWrite(k, "9")
-	if restores() != 0 {
-		t.Fatalf("our own write landing during its flight: %d restores counted", restores())
-	}
-	if got := drain(); got != 1 {
-		t.Fatalf("our own outdated write: %d queued at once, want 1", got)
-	}
+	flight("9", route("9", "ours"))
+	expect("our own outdated write landing during its flight", 0, 1)
 
 	// Ours and someone else's both land in one flight: one restore.
-	w.writing[k] = true
-	w.Recheck(route("11", "ours"))
-	w.Recheck(route("12", "theirs 3"))
-	w.recordWrite(k, "11")
-	if restores() != 1 {
-		t.Fatalf("ours and theirs in one flight: %d restores counted, want 1", restores())
-	}
+	flight("11", route("11", "ours"), route("12", "theirs 3"))
+	expect("ours and theirs in one flight", 1, 1)
 
-	// A write that failed (a conflict, say) made no version.
+	// A write that failed (a conflict, say) made no version: every
+	// update during it was someone else's.
 	delete(w.fights, k)
-	drain()
-	w.writing[k] = true
-	w.Recheck(route("14", "theirs 4"))
-	w.endWrite(k, "", false)
-	if restores() != 1 {
-		t.Fatalf("an update during a failed write: %d restores counted, want 1", restores())
-	}
+	flight("", route("14", "theirs 4"))
+	expect("an update during a failed write", 1, 1)
 	if w.writing[k] || len(w.inFlight) != 0 {
 		t.Fatalf("the failed write's flight did not end: writing %v, in flight %v", w.writing[k], w.inFlight)
-	}
-	if got := drain(); got != 1 {
-		t.Fatalf("after a failed write: %d queued, want 1", got)
 	}
 }
