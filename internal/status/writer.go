@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -91,15 +92,13 @@ type Writer struct {
 	// object older than that is the cache lagging behind our own write,
 	// not a status that needs writing again.
 	written map[Key]uint64
-	// writing holds the objects whose status write is in flight: an
-	// update of one may be our write landing before its answer did.
-	writing map[Key]bool
-	// inFlight holds the versions of the updates that differed from the
-	// desired status while the object's write was in flight. Whether each
-	// was our write landing or someone else's is known only from the
-	// write's answer (endWrite), which queues the object then: at once for
-	// our own, after the fight's back-off for someone else's.
-	inFlight map[Key][]string
+	// writing holds the objects whose status write is in flight, each
+	// with the versions of the updates that changed its status, and left
+	// it differing from the desired one, during the flight. Each may be
+	// our write landing before its answer, or someone else's: only the
+	// write's answer tells (endWrite), which queues the object then, at
+	// once for our own, after the fight's back-off for someone else's.
+	writing map[Key][]string
 	// publish: the xDS server's publish outcomes by Gateway (publish.go).
 	publish map[types.NamespacedName]string
 	// fights counts, per object, the times its status had to be restored
@@ -164,8 +163,7 @@ func New(c client.Client, reader client.Reader, controllerName string, log logr.
 		checked:       map[Key]checkedRoute{},
 		since:         map[Key]uint64{},
 		written:       map[Key]uint64{},
-		writing:       map[Key]bool{},
-		inFlight:      map[Key][]string{},
+		writing:       map[Key][]string{},
 		fights:        map[Key]fight{},
 		retiringSince: map[Key]time.Time{},
 		floodSlots:    make(chan struct{}, floodWriters),
@@ -504,11 +502,11 @@ func (w *Writer) recheck(old, obj client.Object) {
 	}
 	if dirty {
 		changed := statusChanged(old, obj)
-		if changed && w.writing[k] {
+		if seen, flying := w.writing[k]; changed && flying {
 			// Our write of k is in flight: this may be it landing, or
 			// someone else's write landing before its answer. The answer
 			// tells which, and queues k (endWrite).
-			w.inFlight[k] = append(w.inFlight[k], obj.GetResourceVersion())
+			w.writing[k] = append(seen, obj.GetResourceVersion())
 			w.mu.Unlock()
 			return
 		}
@@ -638,7 +636,7 @@ func (w *Writer) recordWrite(k Key, rv string) { w.endWrite(k, rv, true) }
 
 // endWrite ends the flight of k's write: ok, it made version rv; not ok,
 // it failed and made none. The updates of k that differed from the
-// desired status during the flight (inFlight) are judged now: one with
+// desired status during the flight (writing) are judged now: one with
 // another version than ours is someone else's status and counts as a
 // restore, as it would have outside a flight; k is queued again, after
 // the fight's back-off, since the status it carries, or the desired one
@@ -646,20 +644,15 @@ func (w *Writer) recordWrite(k Key, rv string) { w.endWrite(k, rv, true) }
 func (w *Writer) endWrite(k Key, rv string, ok bool) {
 	n, err := strconv.ParseUint(rv, 10, 64)
 	w.mu.Lock()
+	seen := w.writing[k]
 	delete(w.writing, k)
 	if ok && err == nil {
 		w.written[k] = n
 	}
-	seen, pending := w.inFlight[k]
-	delete(w.inFlight, k)
+	pending := len(seen) > 0
 	var delays []time.Duration
 	if pending {
-		restoring := false
-		for _, v := range seen {
-			if !ok || v != rv {
-				restoring = true
-			}
-		}
+		restoring := !ok || slices.ContainsFunc(seen, func(v string) bool { return v != rv })
 		delays = w.restoreDelays([]Key{k}, restoring)
 	}
 	w.mu.Unlock()
@@ -766,7 +759,7 @@ func (w *Writer) write(ctx context.Context, k Key) error {
 		release := w.floodSlot(ctx)
 		writesTotal.WithLabelValues(string(k.Kind)).Inc()
 		w.mu.Lock()
-		w.writing[k] = true
+		w.writing[k] = nil // in flight, no update seen yet
 		w.mu.Unlock()
 		err := w.client.Status().Update(ctx, obj)
 		release()

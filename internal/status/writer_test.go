@@ -69,8 +69,9 @@ func (e *writerEnv) cachedClient(t *testing.T) client.WithWatch {
 
 // writer returns a Writer over c, not yet started. Every update the
 // informers deliver goes to RecheckUpdate, as the controller's event
-// handler sends the updates that need no translation there.
-func (e *writerEnv) writer(t *testing.T, c client.Client) *status.Writer {
+// handler sends the updates that need no translation there, and then to
+// each of handled.
+func (e *writerEnv) writer(t *testing.T, c client.Client, handled ...func(client.Object)) *status.Writer {
 	w := status.New(c, e.api, ours, logr.Discard())
 	for _, o := range []client.Object{&gatewayv1.HTTPRoute{}, &gatewayv1.Gateway{}, &gatewayv1.ListenerSet{}} {
 		inf, err := e.cache.GetInformer(e.ctx, o)
@@ -82,6 +83,9 @@ func (e *writerEnv) writer(t *testing.T, c client.Client) *status.Writer {
 				before, _ := old.(client.Object)
 				if o, ok := obj.(client.Object); ok {
 					w.RecheckUpdate(before, o)
+					for _, h := range handled {
+						h(o)
+					}
 				}
 			},
 		})
@@ -667,25 +671,14 @@ func TestWriter(t *testing.T) {
 				return nil
 			},
 		})
-		w := status.New(c, e.api, ours, logr.Discard())
-		inf, err := e.cache.GetInformer(e.ctx, &gatewayv1.HTTPRoute{})
-		g.Expect(err).NotTo(HaveOccurred())
-		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			UpdateFunc: func(old, obj any) {
-				before, _ := old.(client.Object)
-				if o, ok := obj.(client.Object); ok {
-					w.RecheckUpdate(before, o)
-					if o.GetNamespace() == key.Namespace {
-						select {
-						case handled <- o.GetResourceVersion():
-						default: // nobody waits: the fights are over
-						}
-					}
+		w := e.writer(t, c, func(o client.Object) {
+			if o.GetNamespace() == key.Namespace {
+				select {
+				case handled <- o.GetResourceVersion():
+				default: // nobody waits: the fights are over
 				}
-			},
+			}
 		})
-		g.Expect(err).NotTo(HaveOccurred())
-		t.Cleanup(func() { _ = inf.RemoveEventHandler(reg) })
 		e.start(t, w)
 		w.Submit(e.snapshot(t, ns), output(map[types.NamespacedName][]gatewayv1.RouteParentStatus{key: acceptedBy("ours")}))
 
@@ -702,25 +695,20 @@ func TestWriter(t *testing.T) {
 	})
 }
 
-// overwrite changes our Accepted message on route key, as another
+// overwrite changes our Accepted message on route key once, as another
 // controller would, and returns the version it made.
 func overwrite(e *writerEnv, key types.NamespacedName, msg string) (string, error) {
-	for {
-		var r gatewayv1.HTTPRoute
-		if err := e.api.Get(e.ctx, key, &r); err != nil {
-			return "", err
-		}
-		for i := range r.Status.Parents {
-			if r.Status.Parents[i].ControllerName == ours {
-				r.Status.Parents[i].Conditions[0].Message = msg
-			}
-		}
-		err := e.api.Status().Update(e.ctx, &r)
-		if apierrors.IsConflict(err) {
-			continue
-		}
-		return r.ResourceVersion, err
+	var r gatewayv1.HTTPRoute
+	if err := e.api.Get(e.ctx, key, &r); err != nil {
+		return "", err
 	}
+	for i := range r.Status.Parents {
+		if r.Status.Parents[i].ControllerName == ours {
+			r.Status.Parents[i].Conditions[0].Message = msg
+		}
+	}
+	err := e.api.Status().Update(e.ctx, &r)
+	return r.ResourceVersion, err
 }
 
 // waitFor reads versions from handled until it reads rv.
@@ -739,19 +727,11 @@ func waitFor(handled <-chan string, rv string, timeout time.Duration) error {
 }
 
 // tamper overwrites our Accepted message on route key, as another
-// controller would, and waits for the cache to see it.
+// controller would, retrying until the apiserver takes it.
 func tamper(g Gomega, e *writerEnv, key types.NamespacedName, msg string) {
 	g.Eventually(func() error {
-		var r gatewayv1.HTTPRoute
-		if err := e.api.Get(e.ctx, key, &r); err != nil {
-			return err
-		}
-		for i := range r.Status.Parents {
-			if r.Status.Parents[i].ControllerName == ours {
-				r.Status.Parents[i].Conditions[0].Message = msg
-			}
-		}
-		return e.api.Status().Update(e.ctx, &r)
+		_, err := overwrite(e, key, msg)
+		return err
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 
